@@ -1,0 +1,77 @@
+"""Exception classes raised by ddflow.
+
+Every error ddflow raises for bad input derives from :class:`DdflowError`; each subclass also
+derives from the builtin exception a Python user would expect (``ValueError``, ``TypeError``,
+...), so ``except ValueError`` keeps working. The native module maps each core error kind to
+the class of the same name here.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DdflowError",
+    "ShapeError",
+    "SchemaTypeError",
+    "InvalidValueError",
+    "UnsortedInputError",
+    "OverflowError",
+    "TimeError",
+    "ColumnNotFoundError",
+    "PlanError",
+    "DivisionByZeroError",
+    "UserFunctionError",
+    "InternalError",
+]
+
+import builtins
+
+
+class DdflowError(Exception):
+    """Root of all ddflow errors."""
+
+
+class ShapeError(DdflowError, ValueError):
+    """Columns or arrays whose lengths or shapes disagree."""
+
+
+class SchemaTypeError(DdflowError, TypeError):
+    """A value of an unsupported or unexpected type (dtype, record arity, schema)."""
+
+
+class InvalidValueError(DdflowError, ValueError):
+    """A value outside the accepted range (negative time, wrong time dimension, ...)."""
+
+
+class UnsortedInputError(DdflowError, ValueError):
+    """Input that must be sorted is not."""
+
+
+class OverflowError(DdflowError, builtins.OverflowError):  # noqa: A001
+    """A 64-bit difference or arithmetic result overflowed."""
+
+
+class TimeError(DdflowError, ValueError):
+    """A time that is not in the future of the relevant frontier."""
+
+
+class ColumnNotFoundError(DdflowError, KeyError):
+    """A column name that does not exist."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable.
+        return str(self.args[0]) if self.args else ""
+
+
+class PlanError(DdflowError, ValueError):
+    """An invalid dataflow definition."""
+
+
+class DivisionByZeroError(DdflowError, ZeroDivisionError):
+    """Division or modulo by zero in an expression."""
+
+
+class UserFunctionError(DdflowError, ValueError):
+    """A user function returned something of the wrong shape or type."""
+
+
+class InternalError(DdflowError, RuntimeError):
+    """A bug in ddflow (a Rust panic caught at the boundary)."""

@@ -1,0 +1,170 @@
+//! How typed column values map to the `u64` words of a row.
+//!
+//! Every record column occupies exactly one word:
+//!
+//! | dtype   | word                                                              |
+//! |---------|-------------------------------------------------------------------|
+//! | int64   | the two's complement bits (`v as u64`)                            |
+//! | float64 | the IEEE-754 bits, with `-0.0` stored as `0.0` and NaN canonical  |
+//! | bool    | `0` or `1`                                                        |
+//! | str     | an id from the process-wide [`Interner`]                          |
+//!
+//! Words define equality and a consistent sort order (used for grouping and consolidation),
+//! not the value order: kernels that need value order (`min`, `max`, `top_k`, comparisons)
+//! decode words with the column's [`DType`]. String ids are stable for the life of the
+//! process; strings are never freed (the interner only grows).
+
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+/// The type of a record column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// Signed 64-bit integers.
+    Int64,
+    /// 64-bit floats.
+    Float64,
+    /// Booleans.
+    Bool,
+    /// UTF-8 strings (interned).
+    Str,
+}
+
+impl DType {
+    /// The dtype's name as used in the Python API.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DType::Int64 => "int64",
+            DType::Float64 => "float64",
+            DType::Bool => "bool",
+            DType::Str => "str",
+        }
+    }
+
+    /// Parses a dtype name.
+    pub fn parse(name: &str) -> Result<DType> {
+        match name {
+            "int64" | "int" | "i64" => Ok(DType::Int64),
+            "float64" | "float" | "f64" => Ok(DType::Float64),
+            "bool" => Ok(DType::Bool),
+            "str" | "string" | "utf8" => Ok(DType::Str),
+            other => Err(Error::Type(format!(
+                "unsupported dtype {other:?} (expected int64, float64, bool or str)"
+            ))),
+        }
+    }
+}
+
+/// Encodes an int64.
+#[inline]
+pub fn encode_i64(v: i64) -> u64 {
+    v as u64
+}
+
+/// Decodes an int64.
+#[inline]
+pub fn decode_i64(w: u64) -> i64 {
+    w as i64
+}
+
+/// Encodes a float64 (canonical zero and NaN).
+#[inline]
+pub fn encode_f64(v: f64) -> u64 {
+    if v == 0.0 {
+        0
+    } else if v.is_nan() {
+        f64::NAN.to_bits()
+    } else {
+        v.to_bits()
+    }
+}
+
+/// Decodes a float64.
+#[inline]
+pub fn decode_f64(w: u64) -> f64 {
+    f64::from_bits(w)
+}
+
+/// Encodes a bool.
+#[inline]
+pub fn encode_bool(v: bool) -> u64 {
+    v as u64
+}
+
+/// Decodes a bool.
+#[inline]
+pub fn decode_bool(w: u64) -> bool {
+    w != 0
+}
+
+/// A process-wide string dictionary: string <-> id.
+#[derive(Default)]
+pub struct Interner {
+    ids: HashMap<Arc<str>, u64>,
+    strings: Vec<Arc<str>>,
+}
+
+fn global() -> &'static RwLock<Interner> {
+    static GLOBAL: OnceLock<RwLock<Interner>> = OnceLock::new();
+    GLOBAL.get_or_init(|| RwLock::new(Interner::default()))
+}
+
+impl Interner {
+    /// Interns many strings at once, appending their ids to `out`.
+    pub fn intern_all<'a, I: IntoIterator<Item = &'a str>>(strings: I, out: &mut Vec<u64>) {
+        let mut g = global().write().expect("interner poisoned");
+        for s in strings {
+            if let Some(&id) = g.ids.get(s) {
+                out.push(id);
+            } else {
+                let id = g.strings.len() as u64;
+                let a: Arc<str> = Arc::from(s);
+                g.strings.push(a.clone());
+                g.ids.insert(a, id);
+                out.push(id);
+            }
+        }
+    }
+
+    /// Interns one string.
+    pub fn intern(s: &str) -> u64 {
+        let mut out = Vec::with_capacity(1);
+        Interner::intern_all([s], &mut out);
+        out[0]
+    }
+
+    /// Looks up the strings of many ids.
+    pub fn resolve_all(ids: &[u64]) -> Result<Vec<Arc<str>>> {
+        let g = global().read().expect("interner poisoned");
+        ids.iter()
+            .map(|&id| {
+                g.strings
+                    .get(id as usize)
+                    .cloned()
+                    .ok_or_else(|| Error::Value(format!("unknown string id {id}")))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrips() {
+        for v in [i64::MIN, -1, 0, 7, i64::MAX] {
+            assert_eq!(decode_i64(encode_i64(v)), v);
+        }
+        assert_eq!(encode_f64(-0.0), encode_f64(0.0));
+        assert_eq!(decode_f64(encode_f64(2.5)), 2.5);
+        let a = Interner::intern("alpha");
+        let b = Interner::intern("beta");
+        assert_ne!(a, b);
+        assert_eq!(Interner::intern("alpha"), a);
+        let r = Interner::resolve_all(&[b, a]).unwrap();
+        assert_eq!(&*r[0], "beta");
+        assert_eq!(&*r[1], "alpha");
+    }
+}

@@ -1,0 +1,1 @@
+//! Dataflow plans and the embedded engine.

@@ -1,0 +1,1 @@
+//! Column expressions evaluated in Rust on whole columns.

@@ -1,0 +1,28 @@
+//! # ddflow-core
+//!
+//! The native core of ddflow, differential dataflow for Python. It holds no Python code and
+//! no PyO3 dependency: the `ddflow-py` crate wraps it as the module `ddflow._core`.
+//!
+//! * [`lattice`]: product times, antichains (frontiers), `advance_by` for compaction.
+//! * [`encoding`]: typed column values as `u64` words; the process-wide string interner.
+//! * [`updates`]: columnar batches of `(row, time, diff)` updates.
+//! * [`sort`]: LSD radix sort and consolidation.
+//! * [`trace`]: immutable batches (layers), fueled merging with compaction, the spine,
+//!   trace handles and cursors.
+//! * [`times`]: interesting times for `reduce`.
+//! * [`expr`]: column expressions evaluated on whole columns.
+//! * [`engine`]: dataflow plans and the embedded engine that runs them.
+
+pub mod encoding;
+pub mod engine;
+pub mod error;
+pub mod expr;
+pub mod lattice;
+pub mod sort;
+pub mod times;
+pub mod trace;
+pub mod updates;
+
+pub use error::{Error, Result};
+pub use lattice::{Antichain, Lattice, PartialOrder, Time};
+pub use updates::Updates;

@@ -1,0 +1,1 @@
+//! LSD radix sort and consolidation of updates.

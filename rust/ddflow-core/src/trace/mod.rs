@@ -1,0 +1,1 @@
+//! Traces: immutable batches, fueled merging with compaction, the spine, handles, cursors.

@@ -1,0 +1,123 @@
+//! Columnar batches of updates `(row, time, diff)`.
+//!
+//! A row is a fixed number of `u64` words (see [`crate::encoding`] for how typed columns map
+//! to words). [`Updates`] stores `n` rows flat (`rows.len() == n * width`) beside a time and
+//! a diff per row. Arranged data splits each row into a key (the first `key_width` words)
+//! and a value (the remaining words).
+
+use crate::error::{Error, Result};
+use crate::lattice::Time;
+
+/// A columnar batch of updates.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Updates {
+    /// Words per row.
+    pub width: usize,
+    /// Row words, `len() * width` of them.
+    pub rows: Vec<u64>,
+    /// One time per row.
+    pub times: Vec<Time>,
+    /// One signed count per row.
+    pub diffs: Vec<i64>,
+}
+
+impl Updates {
+    /// An empty batch of rows of `width` words.
+    pub fn new(width: usize) -> Self {
+        Updates {
+            width,
+            rows: Vec::new(),
+            times: Vec::new(),
+            diffs: Vec::new(),
+        }
+    }
+
+    /// An empty batch with room for `n` updates.
+    pub fn with_capacity(width: usize, n: usize) -> Self {
+        Updates {
+            width,
+            rows: Vec::with_capacity(n * width),
+            times: Vec::with_capacity(n),
+            diffs: Vec::with_capacity(n),
+        }
+    }
+
+    /// Builds a batch from flat columns, checking their lengths agree.
+    pub fn from_parts(
+        width: usize,
+        rows: Vec<u64>,
+        times: Vec<Time>,
+        diffs: Vec<i64>,
+    ) -> Result<Self> {
+        if times.len() != diffs.len() || rows.len() != times.len() * width {
+            return Err(Error::Shape(format!(
+                "{} row words of width {width}, {} times and {} diffs do not describe the same number of updates",
+                rows.len(),
+                times.len(),
+                diffs.len()
+            )));
+        }
+        Ok(Updates {
+            width,
+            rows,
+            times,
+            diffs,
+        })
+    }
+
+    /// Number of updates.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.times.len()
+    }
+
+    /// Whether there are no updates.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.times.is_empty()
+    }
+
+    /// The words of row `i`.
+    #[inline]
+    pub fn row(&self, i: usize) -> &[u64] {
+        &self.rows[i * self.width..(i + 1) * self.width]
+    }
+
+    /// Appends one update.
+    #[inline]
+    pub fn push(&mut self, row: &[u64], time: Time, diff: i64) {
+        debug_assert_eq!(row.len(), self.width);
+        self.rows.extend_from_slice(row);
+        self.times.push(time);
+        self.diffs.push(diff);
+    }
+
+    /// Appends all updates of `other` (same width).
+    pub fn extend(&mut self, other: &Updates) {
+        debug_assert_eq!(self.width, other.width);
+        self.rows.extend_from_slice(&other.rows);
+        self.times.extend_from_slice(&other.times);
+        self.diffs.extend_from_slice(&other.diffs);
+    }
+
+    /// Removes all updates, keeping allocations.
+    pub fn clear(&mut self) {
+        self.rows.clear();
+        self.times.clear();
+        self.diffs.clear();
+    }
+
+    /// Negates every diff.
+    pub fn negate(&mut self) {
+        for d in self.diffs.iter_mut() {
+            *d = -*d;
+        }
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.rows.capacity() * 8
+            + self.times.capacity() * std::mem::size_of::<Time>()
+            + self.diffs.capacity() * 8
+    }
+}

@@ -1,0 +1,17 @@
+//! `ddflow._core`: the thin PyO3 layer over `ddflow-core`.
+//!
+//! Each binding converts numpy/Arrow columns to core types, calls the core with the GIL
+//! released, and maps core errors to `ddflow` exception classes (see [`errors`]).
+//! One file per area: `kernels.rs` (sort, consolidate, traces, lattice, interesting times),
+//! `expr.rs` (expression evaluation), `engine.rs` (dataflows).
+
+mod errors;
+
+use pyo3::prelude::*;
+
+/// The native module.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
