@@ -1,19 +1,212 @@
 //! LSD radix sort and consolidation of updates.
 //!
-//! [`RadixSorter`] owns reusable scratch buffers and sorts `(u64, u64)` pairs, `u64`s and
-//! columnar [`Updates`] (by row words, then time), and consolidates updates (sums diffs of
-//! equal `(row, time)`, drops zeros, reports `i64` overflow as [`Error::Overflow`]).
+//! [`RadixSorter`] owns reusable scratch buffers (nothing is allocated per call once they
+//! have grown) and sorts `u64`s, `(u64, u64)` pairs and columnar [`Updates`], and
+//! consolidates updates: sums the diffs of equal `(row, time)`, drops zero sums and reports
+//! an `i64` overflow as [`Error::Overflow`](crate::Error::Overflow) instead of wrapping.
+//!
+//! # Algorithm
+//!
+//! Every sort is a least-significant-digit radix sort with digits of at most
+//! [`radix::MAX_DIGIT_BITS`] (11) bits:
+//!
+//! * one read finds, per word, the bits that vary across the input; digits only cover the
+//!   span between the lowest and highest varying bit (node ids below 2^20 need two 10-bit
+//!   passes per word, not eight byte passes);
+//! * one more read computes the histograms of all digits; a digit with a single non-empty
+//!   bucket is skipped;
+//! * each remaining digit is one stable scatter pass, ping-ponging between the input and a
+//!   scratch buffer (the two `Vec`s are swapped at the end instead of copied back).
+//!
+//! Pairs whose keys are nearly all distinct (the key's varying span is at least
+//! `log2(n) + 6` bits) are sorted by key digits only; the runs of equal keys that remain are
+//! then sorted by value (comparison sort when short, a value-only radix sort when long).
+//! This halves the passes for keys spread over the full `u64` range.
+//!
+//! [`Updates`] are sorted through a permutation: the varying bit spans of all row words and
+//! time coordinates are packed, least significant first, into as few 64-bit chunk keys as
+//! possible (a width-1 row of node ids and a 2-D time of small coordinates is a single
+//! chunk). When a chunk and the element index fit one `u64` together, the sort moves plain
+//! `u64`s (`key << idx_bits | idx`); otherwise it moves `(key, idx)` pairs. Chunks are
+//! sorted least significant first with stable passes, then rows, times and diffs are
+//! gathered once.
+//!
+//! Inputs below a measured threshold use `sort_unstable` (see [`SMALL_PAIRS`],
+//! [`SMALL_U64`], [`SMALL_UPDATES`]).
 
-use crate::error::{Error, Result};
+mod consolidate;
+pub(crate) mod radix;
+
+pub use consolidate::{consolidate_sorted, consolidate_sorted_triples};
+
+use crate::error::Result;
+use crate::lattice::{Time, MAX_DIMS};
 use crate::updates::Updates;
+use consolidate::cmp_updates;
+use radix::{plan_word, varying_bits, Digit, KeyIdx, Lsd, RadixKey};
+
+/// Below this many pairs [`RadixSorter::sort_pairs`] uses `sort_unstable`.
+///
+/// Measured with `cargo bench -p ddflow-core --bench sort -- crossover` (AMD EPYC, 2 cores):
+/// see `benches/results/sort.md`.
+pub const SMALL_PAIRS: usize = 256;
+
+/// Below this many values [`RadixSorter::sort_u64`] uses `sort_unstable`.
+pub const SMALL_U64: usize = 256;
+
+/// Below this many updates [`RadixSorter::sort_updates`] sorts the permutation with
+/// `sort_unstable_by`.
+pub const SMALL_UPDATES: usize = 256;
+
+/// Extra bits of key span beyond `log2(n)` from which keys are assumed nearly distinct and
+/// pairs are radix-sorted by key only, fixing up equal-key runs afterwards.
+const DISTINCT_KEY_MARGIN: u32 = 6;
 
 /// A radix sorter with reusable scratch buffers.
+///
+/// Keep one per operator (or thread) and call it repeatedly: buffers grow to the largest
+/// input seen and are then reused.
+///
+/// # Examples
+/// ```
+/// use ddflow_core::sort::RadixSorter;
+/// let mut sorter = RadixSorter::new();
+/// let mut pairs = vec![(3, 1), (1, 9), (3, 0), (1, 2)];
+/// sorter.sort_pairs(&mut pairs);
+/// assert_eq!(pairs, vec![(1, 2), (1, 9), (3, 0), (3, 1)]);
+/// ```
 #[derive(Debug, Default)]
 pub struct RadixSorter {
+    lsd: Lsd,
+    digits: Vec<Digit>,
+    u64_buf: Vec<u64>,
+    pairs_buf: Vec<(u64, u64)>,
+    triples_buf: Vec<(u64, u64, i64)>,
+    packed: Vec<u64>,
+    keyed: Vec<KeyIdx>,
+    keyed_buf: Vec<KeyIdx>,
     perm: Vec<u32>,
     rows_buf: Vec<u64>,
-    times_buf: Vec<crate::lattice::Time>,
+    times_buf: Vec<Time>,
     diffs_buf: Vec<i64>,
+    word_masks: Vec<u64>,
+    parts: Vec<Part>,
+    /// `(end index into parts, total bits)` per chunk, least significant chunk first.
+    chunks: Vec<(usize, u32)>,
+}
+
+/// Places the sorted result in `data`: swaps with `buf` when the passes ended there.
+fn finish<T>(data: &mut Vec<T>, buf: &mut Vec<T>, in_buf: bool) {
+    if in_buf {
+        buf.truncate(data.len());
+        std::mem::swap(data, buf);
+    }
+}
+
+/// Number of bits between the lowest and highest set bit of `mask` inclusive (0 for 0).
+fn span(mask: u64) -> u32 {
+    if mask == 0 {
+        0
+    } else {
+        64 - mask.leading_zeros() - mask.trailing_zeros()
+    }
+}
+
+/// Bits needed to represent every value below `n`.
+fn index_bits(n: usize) -> u32 {
+    usize::BITS - n.saturating_sub(1).leading_zeros()
+}
+
+/// Sorts two-word elements by `(word 0, word 1)`; see the module docs for the strategy.
+fn sort_two_words<T: RadixKey>(
+    data: &mut Vec<T>,
+    buf: &mut Vec<T>,
+    lsd: &mut Lsd,
+    digits: &mut Vec<Digit>,
+) {
+    debug_assert_eq!(T::WORDS, 2);
+    let n = data.len();
+    if n < SMALL_PAIRS {
+        data.sort_unstable_by_key(|x| (x.word(0), x.word(1)));
+        return;
+    }
+    let masks = varying_bits(data.as_slice());
+    let key_first = masks[1] != 0 && span(masks[0]) >= index_bits(n) + DISTINCT_KEY_MARGIN;
+    digits.clear();
+    if !key_first {
+        plan_word(1, masks[1], digits);
+    }
+    plan_word(0, masks[0], digits);
+    let in_buf = lsd.sort(data.as_mut_slice(), buf, digits);
+    finish(data, buf, in_buf);
+    if key_first {
+        sort_equal_key_runs(data, buf, lsd, digits);
+    }
+}
+
+/// After a sort by word 0 only, sorts every run of equal word 0 by word 1.
+fn sort_equal_key_runs<T: RadixKey>(
+    data: &mut [T],
+    buf: &mut Vec<T>,
+    lsd: &mut Lsd,
+    digits: &mut Vec<Digit>,
+) {
+    let n = data.len();
+    let mut i = 0;
+    while i + 1 < n {
+        let k = data[i].word(0);
+        if data[i + 1].word(0) != k {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 2;
+        while j < n && data[j].word(0) == k {
+            j += 1;
+        }
+        let run = &mut data[i..j];
+        if run.len() < SMALL_PAIRS {
+            run.sort_unstable_by_key(|x| x.word(1));
+        } else {
+            let masks = varying_bits(run);
+            digits.clear();
+            plan_word(1, masks[1], digits);
+            if lsd.sort(run, buf, digits) {
+                run.copy_from_slice(&buf[..run.len()]);
+            }
+        }
+        i = j;
+    }
+}
+
+/// Where one word of an update's sort key lives and which of its bits vary.
+#[derive(Clone, Copy, Debug)]
+struct Part {
+    /// Index into row words (`< width`), or `width + c` for time coordinate `c`.
+    word: usize,
+    /// Lowest varying bit.
+    lo: u32,
+    /// Mask of the varying span, after shifting down by `lo`.
+    mask: u64,
+    /// Position of the span inside the chunk key.
+    shift: u32,
+}
+
+#[inline(always)]
+fn update_word(rows: &[u64], times: &[Time], w: usize, e: usize, word: usize) -> u64 {
+    if word < w {
+        rows[e * w + word]
+    } else {
+        times[e].0[word - w]
+    }
+}
+
+#[inline(always)]
+fn chunk_key(parts: &[Part], rows: &[u64], times: &[Time], w: usize, e: usize) -> u64 {
+    let mut k = 0;
+    for p in parts {
+        k |= ((update_word(rows, times, w, e, p.word) >> p.lo) & p.mask) << p.shift;
+    }
+    k
 }
 
 impl RadixSorter {
@@ -23,108 +216,254 @@ impl RadixSorter {
     }
 
     /// Sorts pairs by `(key, val)`.
+    ///
+    /// LSD radix sort over the varying bits of both words (or key-first with a fix-up of
+    /// equal-key runs when keys are nearly distinct), skipping constant digits; `sort_unstable`
+    /// below [`SMALL_PAIRS`] elements. Equal pairs are indistinguishable, so the result is
+    /// the unique sorted order (stability is moot).
     pub fn sort_pairs(&mut self, data: &mut Vec<(u64, u64)>) {
-        data.sort_unstable();
+        sort_two_words(data, &mut self.pairs_buf, &mut self.lsd, &mut self.digits);
     }
 
-    /// Sorts `u64`s.
+    /// Sorts `u64`s ascending: LSD radix sort over the varying bits, `sort_unstable` below
+    /// [`SMALL_U64`] elements.
     pub fn sort_u64(&mut self, data: &mut Vec<u64>) {
-        data.sort_unstable();
+        if data.len() < SMALL_U64 {
+            data.sort_unstable();
+            return;
+        }
+        let masks = varying_bits(data.as_slice());
+        self.digits.clear();
+        plan_word(0, masks[0], &mut self.digits);
+        let in_buf = self
+            .lsd
+            .sort(data.as_mut_slice(), &mut self.u64_buf, &self.digits);
+        finish(data, &mut self.u64_buf, in_buf);
     }
 
-    /// Sorts updates by row words (lexicographically), then time (lexicographically), stably.
+    /// Sorts updates stably by row words (lexicographically), then time (the lexicographic
+    /// `Ord` of [`Time`]). Updates with equal `(row, time)` keep their relative order.
+    ///
+    /// # Panics
+    /// If the batch holds more than `u32::MAX` updates.
     pub fn sort_updates(&mut self, updates: &mut Updates) {
         let n = updates.len();
-        let w = updates.width;
-        self.perm.clear();
-        self.perm.extend(0..n as u32);
-        let (rows, times) = (&updates.rows, &updates.times);
-        self.perm.sort_by(|&a, &b| {
-            let (a, b) = (a as usize, b as usize);
-            rows[a * w..(a + 1) * w]
-                .cmp(&rows[b * w..(b + 1) * w])
-                .then(times[a].cmp(&times[b]))
-        });
+        assert!(
+            n <= u32::MAX as usize,
+            "sort_updates: at most 2^32 - 1 updates per call"
+        );
+        debug_assert_eq!(updates.rows.len(), n * updates.width);
+        if n < 2 {
+            return;
+        }
+        if !self.permutation(updates) {
+            return;
+        }
         self.gather(updates);
     }
 
+    /// Computes the sorting permutation of `updates` into `self.perm`. Returns `false` when
+    /// the input is already in order (all keys equal).
+    fn permutation(&mut self, updates: &Updates) -> bool {
+        let n = updates.len();
+        let w = updates.width;
+        let (rows, times) = (&updates.rows[..], &updates.times[..]);
+        self.perm.clear();
+        self.perm.extend(0..n as u32);
+        if n < SMALL_UPDATES {
+            self.perm.sort_unstable_by(|&a, &b| {
+                cmp_updates(rows, times, w, a as usize, b as usize).then(a.cmp(&b))
+            });
+            return true;
+        }
+
+        // Varying bits of every key word: row words, then time coordinates.
+        let nwords = w + MAX_DIMS;
+        let masks = &mut self.word_masks;
+        masks.clear();
+        masks.resize(nwords, 0);
+        if w > 0 {
+            let first = &rows[..w];
+            for row in rows.chunks_exact(w) {
+                for ((m, &x), &f) in masks.iter_mut().zip(row).zip(first) {
+                    *m |= x ^ f;
+                }
+            }
+        }
+        let t0 = times[0].0;
+        let mut tm = [0u64; MAX_DIMS];
+        for t in times {
+            for c in 0..MAX_DIMS {
+                tm[c] |= t.0[c] ^ t0[c];
+            }
+        }
+        masks[w..].copy_from_slice(&tm);
+
+        // Pack varying spans into chunks, least significant word first.
+        let (parts, chunks) = (&mut self.parts, &mut self.chunks);
+        parts.clear();
+        chunks.clear();
+        let mut bits = 0;
+        for word in (0..nwords).rev() {
+            let s = span(masks[word]);
+            if s == 0 {
+                continue;
+            }
+            if bits + s > 64 {
+                chunks.push((parts.len(), bits));
+                bits = 0;
+            }
+            let lo = masks[word].trailing_zeros();
+            let mask = if s == 64 { u64::MAX } else { (1u64 << s) - 1 };
+            parts.push(Part {
+                word,
+                lo,
+                mask,
+                shift: bits,
+            });
+            bits += s;
+        }
+        if bits > 0 {
+            chunks.push((parts.len(), bits));
+        }
+        if chunks.is_empty() {
+            return false;
+        }
+
+        let ib = index_bits(n);
+        let mut start = 0;
+        for &(end, bits) in self.chunks.iter() {
+            let parts = &self.parts[start..end];
+            start = end;
+            let perm = &mut self.perm;
+            self.digits.clear();
+            if bits + ib <= 64 {
+                let packed = &mut self.packed;
+                packed.clear();
+                packed.extend(
+                    perm.iter()
+                        .map(|&e| chunk_key(parts, rows, times, w, e as usize) << ib | e as u64),
+                );
+                let key_mask = if bits + ib == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << (bits + ib)) - 1
+                };
+                plan_word(0, key_mask & !((1u64 << ib) - 1), &mut self.digits);
+                let in_buf = self
+                    .lsd
+                    .sort(packed.as_mut_slice(), &mut self.u64_buf, &self.digits);
+                let sorted = if in_buf {
+                    &self.u64_buf[..n]
+                } else {
+                    &packed[..]
+                };
+                let idx_mask = (1u64 << ib) - 1;
+                for (p, &x) in perm.iter_mut().zip(sorted) {
+                    *p = (x & idx_mask) as u32;
+                }
+            } else {
+                let keyed = &mut self.keyed;
+                keyed.clear();
+                keyed.extend(perm.iter().map(|&e| KeyIdx {
+                    key: chunk_key(parts, rows, times, w, e as usize),
+                    idx: e,
+                }));
+                let key_mask = if bits == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << bits) - 1
+                };
+                plan_word(0, key_mask, &mut self.digits);
+                let in_buf = self
+                    .lsd
+                    .sort(keyed.as_mut_slice(), &mut self.keyed_buf, &self.digits);
+                let sorted = if in_buf {
+                    &self.keyed_buf[..n]
+                } else {
+                    &keyed[..]
+                };
+                for (p, x) in perm.iter_mut().zip(sorted) {
+                    *p = x.idx;
+                }
+            }
+        }
+        true
+    }
+
+    /// Reorders rows, times and diffs by `self.perm` (through the scratch buffers, which are
+    /// swapped with the batch's columns).
     fn gather(&mut self, updates: &mut Updates) {
         let w = updates.width;
         self.rows_buf.clear();
         self.times_buf.clear();
         self.diffs_buf.clear();
-        for &p in self.perm.iter() {
-            let p = p as usize;
-            self.rows_buf
-                .extend_from_slice(&updates.rows[p * w..(p + 1) * w]);
-            self.times_buf.push(updates.times[p]);
-            self.diffs_buf.push(updates.diffs[p]);
+        let perm = &self.perm;
+        match w {
+            0 => {}
+            1 => self
+                .rows_buf
+                .extend(perm.iter().map(|&p| updates.rows[p as usize])),
+            2 => {
+                for &p in perm {
+                    let p = p as usize;
+                    self.rows_buf
+                        .extend_from_slice(&updates.rows[2 * p..2 * p + 2]);
+                }
+            }
+            _ => {
+                for &p in perm {
+                    let p = p as usize;
+                    self.rows_buf
+                        .extend_from_slice(&updates.rows[p * w..(p + 1) * w]);
+                }
+            }
         }
+        self.times_buf
+            .extend(perm.iter().map(|&p| updates.times[p as usize]));
+        self.diffs_buf
+            .extend(perm.iter().map(|&p| updates.diffs[p as usize]));
         std::mem::swap(&mut self.rows_buf, &mut updates.rows);
         std::mem::swap(&mut self.times_buf, &mut updates.times);
         std::mem::swap(&mut self.diffs_buf, &mut updates.diffs);
     }
 
-    /// Sorts updates and sums the diffs of equal `(row, time)`, dropping zero sums.
+    /// Sorts updates (as [`sort_updates`](Self::sort_updates)), then sums the diffs of
+    /// equal `(row, time)` and drops zero sums.
+    ///
+    /// # Errors
+    /// [`Error::Overflow`](crate::Error::Overflow) naming the row words and time whose total
+    /// diff does not fit an `i64`. Sums never wrap; the batch is still left sorted and
+    /// equivalent (the overflowing update is split into several that sum to the total).
     pub fn consolidate_updates(&mut self, updates: &mut Updates) -> Result<()> {
         self.sort_updates(updates);
-        let w = updates.width;
-        let n = updates.len();
-        let mut out = 0;
-        let mut i = 0;
-        while i < n {
-            let mut sum = updates.diffs[i];
-            let mut j = i + 1;
-            while j < n
-                && updates.times[j] == updates.times[i]
-                && updates.rows[j * w..(j + 1) * w] == updates.rows[i * w..(i + 1) * w]
-            {
-                sum = sum.checked_add(updates.diffs[j]).ok_or_else(|| {
-                    Error::Overflow(format!(
-                        "diff sum overflows i64 for row {:?} at time {:?}",
-                        &updates.rows[i * w..(i + 1) * w],
-                        updates.times[i]
-                    ))
-                })?;
-                j += 1;
-            }
-            if sum != 0 {
-                updates.rows.copy_within(i * w..(i + 1) * w, out * w);
-                updates.times[out] = updates.times[i];
-                updates.diffs[out] = sum;
-                out += 1;
-            }
-            i = j;
-        }
-        updates.rows.truncate(out * w);
-        updates.times.truncate(out);
-        updates.diffs.truncate(out);
-        Ok(())
+        consolidate_sorted(updates)
     }
 
-    /// Sorts `(key, val, diff)` triples by `(key, val)` and sums diffs of equal pairs, dropping
-    /// zero sums.
-    pub fn consolidate_triples(&mut self, data: &mut Vec<(u64, u64, i64)>) -> Result<()> {
-        data.sort_unstable_by_key(|&(k, v, _)| (k, v));
-        let mut out = 0;
-        let mut i = 0;
-        let n = data.len();
-        while i < n {
-            let (k, v, mut sum) = data[i];
-            let mut j = i + 1;
-            while j < n && data[j].0 == k && data[j].1 == v {
-                sum = sum.checked_add(data[j].2).ok_or_else(|| {
-                    Error::Overflow(format!("diff sum overflows i64 for key {k}, value {v}"))
-                })?;
-                j += 1;
-            }
-            if sum != 0 {
-                data[out] = (k, v, sum);
-                out += 1;
-            }
-            i = j;
-        }
-        data.truncate(out);
-        Ok(())
+    /// Consolidates static (untimed) `(key, val, diff)` triples: sorts them by `(key, val)`,
+    /// sums the diffs of equal pairs and drops zero sums.
+    ///
+    /// # Errors
+    /// [`Error::Overflow`](crate::Error::Overflow) naming the key and value whose total does
+    /// not fit an `i64` (the data is left sorted and equivalent).
+    pub fn consolidate_pairs_with_diffs(&mut self, data: &mut Vec<(u64, u64, i64)>) -> Result<()> {
+        sort_two_words(data, &mut self.triples_buf, &mut self.lsd, &mut self.digits);
+        consolidate_sorted_triples(data)
+    }
+
+    /// Heap bytes held by the scratch buffers.
+    pub fn heap_bytes(&self) -> usize {
+        self.u64_buf.capacity() * 8
+            + self.pairs_buf.capacity() * 16
+            + self.triples_buf.capacity() * 24
+            + self.packed.capacity() * 8
+            + (self.keyed.capacity() + self.keyed_buf.capacity()) * std::mem::size_of::<KeyIdx>()
+            + self.perm.capacity() * 4
+            + self.rows_buf.capacity() * 8
+            + self.times_buf.capacity() * std::mem::size_of::<Time>()
+            + self.diffs_buf.capacity() * 8
     }
 }
+
+#[cfg(test)]
+mod tests;

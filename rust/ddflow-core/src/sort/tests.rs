@@ -1,0 +1,297 @@
+//! Tests of the radix sorts and consolidation against std sorts and `BTreeMap` accumulation.
+
+use super::*;
+use crate::error::Error;
+use proptest::prelude::*;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+
+fn check_pairs(mut v: Vec<(u64, u64)>) {
+    let mut expected = v.clone();
+    expected.sort();
+    RadixSorter::new().sort_pairs(&mut v);
+    assert_eq!(v, expected);
+}
+
+fn random_pairs(
+    rng: &mut StdRng,
+    n: usize,
+    key: impl Fn(&mut StdRng) -> u64,
+    val: impl Fn(&mut StdRng) -> u64,
+) -> Vec<(u64, u64)> {
+    (0..n).map(|_| (key(rng), val(rng))).collect()
+}
+
+#[test]
+fn pairs_edge_cases() {
+    check_pairs(vec![]);
+    check_pairs(vec![(1, 2)]);
+    check_pairs(vec![(7, 7); 1000]);
+    check_pairs((0..1000).rev().map(|i| (i, i)).collect());
+    check_pairs((0..1000).map(|i| (5, 1000 - i)).collect());
+    check_pairs((0..1000).map(|i| (u64::MAX - i, u64::MAX)).collect());
+}
+
+#[test]
+fn pairs_distributions() {
+    let mut rng = StdRng::seed_from_u64(1);
+    for &n in &[10, 255, 256, 257, 1000, 5000, 40_000] {
+        check_pairs(random_pairs(&mut rng, n, |r| r.gen(), |r| r.gen()));
+        check_pairs(random_pairs(
+            &mut rng,
+            n,
+            |r| r.gen_range(0..1_000_000),
+            |r| r.gen_range(0..1_000_000),
+        ));
+        check_pairs(random_pairs(
+            &mut rng,
+            n,
+            |r| r.gen_range(0..10),
+            |r| r.gen(),
+        ));
+        // Keys varying only in high bits; values in a middle byte.
+        check_pairs(random_pairs(
+            &mut rng,
+            n,
+            |r| r.gen_range(0..64u64) << 50,
+            |r| r.gen_range(0..256u64) << 20,
+        ));
+        // Wide keys with a few heavy keys: key-first path with long equal-key runs.
+        check_pairs(random_pairs(
+            &mut rng,
+            n,
+            |r| if r.gen_bool(0.5) { 42 } else { r.gen() },
+            |r| r.gen(),
+        ));
+    }
+}
+
+#[test]
+fn u64_sorts() {
+    let mut rng = StdRng::seed_from_u64(2);
+    let mut sorter = RadixSorter::new();
+    for &n in &[0, 1, 100, 300, 10_000] {
+        for range in [u64::MAX, 1_000_000, 3] {
+            let mut v: Vec<u64> = (0..n).map(|_| rng.gen_range(0..=range)).collect();
+            let mut e = v.clone();
+            e.sort_unstable();
+            sorter.sort_u64(&mut v);
+            assert_eq!(v, e);
+        }
+    }
+}
+
+#[test]
+fn buffers_are_reused() {
+    let mut rng = StdRng::seed_from_u64(3);
+    let mut sorter = RadixSorter::new();
+    let make = |rng: &mut StdRng| random_pairs(rng, 10_000, |r| r.gen(), |r| r.gen());
+    let mut v = make(&mut rng);
+    sorter.sort_pairs(&mut v);
+    let bytes = sorter.heap_bytes();
+    for _ in 0..3 {
+        let mut v = make(&mut rng);
+        v.reserve_exact(0);
+        sorter.sort_pairs(&mut v);
+        assert!(sorter.heap_bytes() <= bytes.max(10_000 * 16 * 2));
+    }
+}
+
+/// Reference: a stable sort of `(row, time)` with original order for ties.
+fn reference_sort(u: &Updates) -> Updates {
+    let mut idx: Vec<usize> = (0..u.len()).collect();
+    idx.sort_by(|&a, &b| u.row(a).cmp(u.row(b)).then(u.times[a].cmp(&u.times[b])));
+    let mut out = Updates::new(u.width);
+    for i in idx {
+        out.push(u.row(i), u.times[i], u.diffs[i]);
+    }
+    out
+}
+
+/// Reference: accumulate in a `BTreeMap`, drop zeros.
+fn reference_consolidate(u: &Updates) -> Updates {
+    let mut acc: BTreeMap<(Vec<u64>, Time), i128> = BTreeMap::new();
+    for i in 0..u.len() {
+        *acc.entry((u.row(i).to_vec(), u.times[i])).or_default() += u.diffs[i] as i128;
+    }
+    let mut out = Updates::new(u.width);
+    for ((row, t), d) in acc {
+        if d != 0 {
+            out.push(&row, t, i64::try_from(d).unwrap());
+        }
+    }
+    out
+}
+
+fn time_strategy() -> impl Strategy<Value = Time> {
+    (1usize..=3, 0u64..4, 0u64..4, 0u64..4)
+        .prop_map(|(dims, a, b, c)| Time::from_coords(&[a, b, c][..dims]))
+}
+
+fn word_strategy() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        0u64..4,
+        0u64..1_000_000,
+        any::<u64>(),
+        (0u64..8).prop_map(|x| x << 61)
+    ]
+}
+
+fn updates_strategy(max_len: usize) -> impl Strategy<Value = Updates> {
+    (0usize..=3).prop_flat_map(move |width| {
+        prop::collection::vec(
+            (
+                prop::collection::vec(word_strategy(), width),
+                time_strategy(),
+                -3i64..=3,
+            ),
+            0..max_len,
+        )
+        .prop_map(move |items| {
+            let mut u = Updates::new(width);
+            for (row, t, d) in items {
+                u.push(&row, t, d);
+            }
+            u
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn prop_pairs_match_std(v in prop::collection::vec((word_strategy(), word_strategy()), 0..1200)) {
+        check_pairs(v);
+    }
+
+    #[test]
+    fn prop_u64_match_std(v in prop::collection::vec(word_strategy(), 0..1200)) {
+        let mut e = v.clone();
+        e.sort_unstable();
+        let mut v = v;
+        RadixSorter::new().sort_u64(&mut v);
+        prop_assert_eq!(v, e);
+    }
+
+    #[test]
+    fn prop_sort_updates_is_stable_sort(u in updates_strategy(1000)) {
+        let expected = reference_sort(&u);
+        let mut u = u;
+        let mut sorter = RadixSorter::new();
+        sorter.sort_updates(&mut u);
+        prop_assert_eq!(&u, &expected);
+        // Sorting again (reused buffers, sorted input) changes nothing.
+        sorter.sort_updates(&mut u);
+        prop_assert_eq!(&u, &expected);
+    }
+
+    #[test]
+    fn prop_consolidate_matches_btreemap(u in updates_strategy(1000)) {
+        let expected = reference_consolidate(&u);
+        let mut u = u;
+        RadixSorter::new().consolidate_updates(&mut u).unwrap();
+        prop_assert_eq!(u, expected);
+    }
+
+    #[test]
+    fn prop_consolidate_triples_matches_btreemap(
+        v in prop::collection::vec((word_strategy(), word_strategy(), -2i64..=2), 0..1000)
+    ) {
+        let mut acc: BTreeMap<(u64, u64), i64> = BTreeMap::new();
+        for &(k, x, d) in &v {
+            *acc.entry((k, x)).or_default() += d;
+        }
+        let expected: Vec<_> = acc.into_iter().filter(|&(_, d)| d != 0).map(|((k, x), d)| (k, x, d)).collect();
+        let mut v = v;
+        RadixSorter::new().consolidate_pairs_with_diffs(&mut v).unwrap();
+        prop_assert_eq!(v, expected);
+    }
+}
+
+#[test]
+fn sort_updates_large_multi_chunk() {
+    // Width 3 of full-range words: several chunks, including ones that need (key, idx) pairs.
+    let mut rng = StdRng::seed_from_u64(4);
+    for width in [1, 3] {
+        let mut u = Updates::new(width);
+        for _ in 0..20_000 {
+            let row: Vec<u64> = (0..width)
+                .map(|_| if rng.gen_bool(0.3) { 7 } else { rng.gen() })
+                .collect();
+            let t = Time::from_coords(&[rng.gen_range(0..5), rng.gen_range(0..3)]);
+            u.push(&row, t, rng.gen_range(-2..=2));
+        }
+        let expected = reference_sort(&u);
+        RadixSorter::new().sort_updates(&mut u);
+        assert_eq!(u, expected);
+    }
+}
+
+#[test]
+fn consolidate_cancels_to_empty() {
+    let mut u = Updates::new(1);
+    for i in 0..1000u64 {
+        u.push(&[i % 17], Time::from_coords(&[i % 3, 1]), 1);
+        u.push(&[i % 17], Time::from_coords(&[i % 3, 1]), -1);
+    }
+    RadixSorter::new().consolidate_updates(&mut u).unwrap();
+    assert!(u.is_empty() && u.rows.is_empty());
+}
+
+#[test]
+fn consolidate_overflow_is_an_error_and_keeps_the_collection() {
+    let mut u = Updates::new(2);
+    let t = Time::from_coords(&[3, 1]);
+    u.push(&[5, 6], t, i64::MAX);
+    u.push(&[1, 1], Time::scalar(0), 4);
+    u.push(&[5, 6], t, 2);
+    u.push(&[1, 1], Time::scalar(0), -1);
+    let before = reference_consolidate_i128(&u);
+    let err = RadixSorter::new().consolidate_updates(&mut u).unwrap_err();
+    match &err {
+        Error::Overflow(m) => {
+            assert!(m.contains("[5, 6]") && m.contains("(3,1)"), "{m}");
+        }
+        other => panic!("unexpected error {other:?}"),
+    }
+    assert_eq!(reference_consolidate_i128(&u), before);
+    assert_eq!(u.row(0), &[1, 1]);
+    assert_eq!(u.diffs[0], 3);
+    assert_eq!(u.len(), 3);
+
+    // Negative overflow, and intermediate overflow whose total fits.
+    let mut u = Updates::new(1);
+    u.push(&[1], Time::scalar(1), i64::MIN);
+    u.push(&[1], Time::scalar(1), -1);
+    assert!(matches!(
+        RadixSorter::new().consolidate_updates(&mut u),
+        Err(Error::Overflow(_))
+    ));
+    let mut u = Updates::new(1);
+    u.push(&[1], Time::scalar(1), i64::MAX);
+    u.push(&[1], Time::scalar(1), 1);
+    u.push(&[1], Time::scalar(1), -1);
+    RadixSorter::new().consolidate_updates(&mut u).unwrap();
+    assert_eq!(u.diffs, vec![i64::MAX]);
+
+    let mut v = vec![(1, 2, i64::MAX), (1, 2, 1), (0, 0, 1)];
+    let err = RadixSorter::new()
+        .consolidate_pairs_with_diffs(&mut v)
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Overflow(m) if m.contains("key 1, value 2")),
+        "{err:?}"
+    );
+    assert_eq!(v, vec![(0, 0, 1), (1, 2, i64::MAX), (1, 2, 1)]);
+}
+
+fn reference_consolidate_i128(u: &Updates) -> BTreeMap<(Vec<u64>, Time), i128> {
+    let mut acc = BTreeMap::new();
+    for i in 0..u.len() {
+        *acc.entry((u.row(i).to_vec(), u.times[i])).or_default() += u.diffs[i] as i128;
+    }
+    acc.retain(|_, d| *d != 0);
+    acc
+}
