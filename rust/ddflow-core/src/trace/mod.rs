@@ -1,1 +1,27 @@
 //! Traces: immutable batches, fueled merging with compaction, the spine, handles, cursors.
+//!
+//! * [`Description`]: the `lower`, `upper` and `since` frontiers of a batch.
+//! * [`Batch`]: an immutable layer keys -> vals -> (time, diff), shared as `Arc<Batch>`,
+//!   with compact forms (u32 words, single time, implicit unit diffs); built by
+//!   [`Builder`] or [`Batch::from_sorted`].
+//! * [`Spine`]: a trace, as batches of geometrically decreasing size with fueled merges
+//!   that advance times by the compaction frontier.
+//! * [`Cursor`]: a key-ordered, merged view over a spine's batches.
+//!
+//! Rows are `u64` words: an arranged row is a key (`key_width` words) followed by a val
+//! (`val_width` words). Times are [`Time`](crate::lattice::Time), diffs `i64`.
+
+mod batch;
+mod builder;
+mod cursor;
+mod description;
+mod spine;
+
+pub use batch::Batch;
+pub use builder::Builder;
+pub use cursor::Cursor;
+pub use description::Description;
+pub use spine::Spine;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,510 @@
+//! Immutable batches (layers): keys -> vals -> (time, diff), linked by offsets.
+//!
+//! A [`Batch`] stores consolidated updates sorted by key, then val, then time:
+//!
+//! * `keys`: `n_keys * key_width` words; key `k`'s vals are `key_offs[k]..key_offs[k + 1]`;
+//! * `vals`: `n_vals * val_width` words; val `v`'s updates are `val_offs[v]..val_offs[v + 1]`;
+//! * `times`, `diffs`: one per update.
+//!
+//! Compact forms are chosen automatically when a batch is built (see [`Builder`]):
+//!
+//! * keys and vals whose words all fit in `u32` are stored as `u32` (decoded on access);
+//! * when every `(key, val)` has exactly one update, `val_offs` is omitted (val `v` owns
+//!   update `v`);
+//! * when every update has the same time (e.g. static data at the least time, or data
+//!   compacted to one frontier time), the time is stored once;
+//! * diffs equal to 1 are implicit: no diff vector if all are 1, a sparse list of
+//!   exceptions if few are not, a dense vector otherwise.
+//!
+//! Together these store a static graph at the least time in `u32` vals + `u32` keys +
+//! key offsets, i.e. a little over 4 bytes per edge for `u32` node ids.
+//!
+//! [`Builder`]: super::Builder
+
+use super::builder::Builder;
+use super::description::Description;
+use crate::error::{Error, Result};
+use crate::lattice::{Antichain, Time};
+use crate::updates::Updates;
+use std::cmp::Ordering;
+use std::ops::Range;
+
+/// Row words, stored as `u64` or narrowed to `u32` when every word fits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Words {
+    /// Full-width words.
+    U64(Vec<u64>),
+    /// Narrowed words (every word `< 2^32`).
+    U32(Vec<u32>),
+}
+
+impl Words {
+    /// Narrows `words` to `u32` storage when every word fits.
+    pub(crate) fn narrowed(words: Vec<u64>) -> Words {
+        if words.iter().fold(0u64, |m, &w| m | w) >> 32 == 0 {
+            Words::U32(words.iter().map(|&w| w as u32).collect())
+        } else {
+            Words::U64(words)
+        }
+    }
+
+    /// Compares row `row` (of `width` words) with `target`.
+    #[inline]
+    pub(crate) fn cmp_row(&self, row: usize, width: usize, target: &[u64]) -> Ordering {
+        let start = row * width;
+        match self {
+            Words::U64(v) => v[start..start + width].cmp(target),
+            Words::U32(v) => {
+                for (w, t) in v[start..start + width].iter().zip(target) {
+                    match (*w as u64).cmp(t) {
+                        Ordering::Equal => {}
+                        o => return o,
+                    }
+                }
+                Ordering::Equal
+            }
+        }
+    }
+
+    /// Appends row `row` (of `width` words) to `out`.
+    #[inline]
+    pub(crate) fn extend_row(&self, row: usize, width: usize, out: &mut Vec<u64>) {
+        let start = row * width;
+        match self {
+            Words::U64(v) => out.extend_from_slice(&v[start..start + width]),
+            Words::U32(v) => out.extend(v[start..start + width].iter().map(|&w| w as u64)),
+        }
+    }
+
+    /// Row `row` as a slice: borrowed directly for `u64` storage, decoded into `buf` otherwise.
+    #[inline]
+    pub(crate) fn row<'a>(&'a self, row: usize, width: usize, buf: &'a mut Vec<u64>) -> &'a [u64] {
+        let start = row * width;
+        match self {
+            Words::U64(v) => &v[start..start + width],
+            Words::U32(v) => {
+                buf.clear();
+                buf.extend(v[start..start + width].iter().map(|&w| w as u64));
+                &buf[..]
+            }
+        }
+    }
+
+    /// Whether words are stored narrowed to `u32`.
+    pub(crate) fn is_narrow(&self) -> bool {
+        matches!(self, Words::U32(_))
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        match self {
+            Words::U64(v) => v.capacity() * 8,
+            Words::U32(v) => v.capacity() * 4,
+        }
+    }
+}
+
+/// Update times: one per update, or a single time shared by all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Times {
+    /// Every update has this time.
+    Single(Time),
+    /// One time per update.
+    Each(Vec<Time>),
+}
+
+/// Update diffs: implicit ones, sparse exceptions to one, or one per update.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Diffs {
+    /// Every diff is 1.
+    Ones,
+    /// Diffs are 1 except at the (increasing) update indices `idx`, which have `diffs`.
+    Sparse { idx: Vec<usize>, diffs: Vec<i64> },
+    /// One diff per update.
+    Dense(Vec<i64>),
+}
+
+/// An immutable, consolidated batch of updates indexed by key, then val (see module docs).
+///
+/// Batches are shared as `Arc<Batch>` between spines, cursors and operators.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Batch {
+    pub(crate) desc: Description,
+    pub(crate) key_width: usize,
+    pub(crate) val_width: usize,
+    pub(crate) keys: Words,
+    /// `n_keys + 1` offsets into vals.
+    pub(crate) key_offs: Vec<usize>,
+    pub(crate) vals: Words,
+    /// `n_vals + 1` offsets into updates, or `None` when val `v` owns exactly update `v`.
+    pub(crate) val_offs: Option<Vec<usize>>,
+    pub(crate) times: Times,
+    pub(crate) diffs: Diffs,
+}
+
+impl Batch {
+    /// An empty batch with the given widths and description.
+    pub fn empty(key_width: usize, val_width: usize, desc: Description) -> Batch {
+        Builder::new(key_width, val_width).done(desc)
+    }
+
+    /// Builds a batch from updates sorted by row words, then time (as produced by
+    /// consolidation). Rows are split into a key (`key_width` words) and a val (the rest).
+    /// Updates at equal `(row, time)` are summed and zero diffs dropped, so the input need
+    /// only be sorted, not consolidated.
+    ///
+    /// Errors: [`Error::Shape`] if `key_width > updates.width`, [`Error::Unsorted`] if the
+    /// updates are not sorted, [`Error::Overflow`] if summing equal updates overflows.
+    pub fn from_sorted(updates: &Updates, key_width: usize, desc: Description) -> Result<Batch> {
+        let width = updates.width;
+        if key_width > width {
+            return Err(Error::Shape(format!(
+                "key width {key_width} exceeds row width {width}"
+            )));
+        }
+        let n = updates.len();
+        let mut b = Builder::with_capacity(key_width, width - key_width, n, n, n);
+        for i in 0..n {
+            let row = updates.row(i);
+            let (t, d) = (updates.times[i], updates.diffs[i]);
+            if i == 0 {
+                b.push_key(&row[..key_width]);
+                b.push_val(&row[key_width..]);
+                b.push_update(t, d);
+                continue;
+            }
+            let prev = updates.row(i - 1);
+            // First word at which the rows differ.
+            let diff_at = row.iter().zip(prev).position(|(a, b)| a != b);
+            match diff_at {
+                Some(j) => {
+                    if row[j] < prev[j] {
+                        return Err(unsorted(i));
+                    }
+                    b.seal_val();
+                    if j < key_width {
+                        b.seal_key();
+                        b.push_key(&row[..key_width]);
+                    }
+                    b.push_val(&row[key_width..]);
+                    b.push_update(t, d);
+                }
+                None => match t.cmp(&updates.times[i - 1]) {
+                    Ordering::Less => return Err(unsorted(i)),
+                    Ordering::Equal => b.add_to_last(d)?,
+                    Ordering::Greater => b.push_update(t, d),
+                },
+            }
+        }
+        if n > 0 {
+            b.seal_val();
+            b.seal_key();
+        }
+        Ok(b.done(desc))
+    }
+
+    /// Builds a batch from unsorted updates: sorts them by row then time, then as
+    /// [`Batch::from_sorted`].
+    pub fn from_updates(updates: Updates, key_width: usize, desc: Description) -> Result<Batch> {
+        let sorted = sort_updates(updates);
+        Batch::from_sorted(&sorted, key_width, desc)
+    }
+
+    /// Replaces the description.
+    pub fn with_description(mut self, desc: Description) -> Batch {
+        self.desc = desc;
+        self
+    }
+
+    /// Number of stored updates.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match &self.val_offs {
+            Some(o) => o[o.len() - 1],
+            None => self.n_vals(),
+        }
+    }
+
+    /// Whether the batch holds no updates.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of distinct keys.
+    #[inline]
+    pub fn n_keys(&self) -> usize {
+        self.key_offs.len() - 1
+    }
+
+    /// Number of distinct `(key, val)` pairs.
+    #[inline]
+    pub fn n_vals(&self) -> usize {
+        self.key_offs[self.key_offs.len() - 1]
+    }
+
+    /// Words per key.
+    #[inline]
+    pub fn key_width(&self) -> usize {
+        self.key_width
+    }
+
+    /// Words per val.
+    #[inline]
+    pub fn val_width(&self) -> usize {
+        self.val_width
+    }
+
+    /// The batch's description.
+    #[inline]
+    pub fn description(&self) -> &Description {
+        &self.desc
+    }
+
+    /// Lower frontier of the batch's times.
+    pub fn lower(&self) -> &Antichain<Time> {
+        &self.desc.lower
+    }
+
+    /// Upper frontier of the batch's times.
+    pub fn upper(&self) -> &Antichain<Time> {
+        &self.desc.upper
+    }
+
+    /// Frontier the batch's times were advanced by.
+    pub fn since(&self) -> &Antichain<Time> {
+        &self.desc.since
+    }
+
+    /// The time shared by all updates, if the batch stores a single time.
+    pub fn single_time(&self) -> Option<Time> {
+        match self.times {
+            Times::Single(t) => Some(t),
+            Times::Each(_) => None,
+        }
+    }
+
+    /// Whether keys are stored narrowed to `u32`.
+    pub fn keys_narrow(&self) -> bool {
+        self.keys.is_narrow()
+    }
+
+    /// Whether vals are stored narrowed to `u32`.
+    pub fn vals_narrow(&self) -> bool {
+        self.vals.is_narrow()
+    }
+
+    /// Compares key `k` with `target`.
+    #[inline]
+    pub fn cmp_key(&self, k: usize, target: &[u64]) -> Ordering {
+        self.keys.cmp_row(k, self.key_width, target)
+    }
+
+    /// Compares val `v` with `target`.
+    #[inline]
+    pub fn cmp_val(&self, v: usize, target: &[u64]) -> Ordering {
+        self.vals.cmp_row(v, self.val_width, target)
+    }
+
+    /// Key `k`, borrowed or decoded into `buf`.
+    #[inline]
+    pub fn key<'a>(&'a self, k: usize, buf: &'a mut Vec<u64>) -> &'a [u64] {
+        self.keys.row(k, self.key_width, buf)
+    }
+
+    /// Val `v`, borrowed or decoded into `buf`.
+    #[inline]
+    pub fn val<'a>(&'a self, v: usize, buf: &'a mut Vec<u64>) -> &'a [u64] {
+        self.vals.row(v, self.val_width, buf)
+    }
+
+    /// Appends key `k`'s words to `out`.
+    #[inline]
+    pub fn extend_key(&self, k: usize, out: &mut Vec<u64>) {
+        self.keys.extend_row(k, self.key_width, out)
+    }
+
+    /// Appends val `v`'s words to `out`.
+    #[inline]
+    pub fn extend_val(&self, v: usize, out: &mut Vec<u64>) {
+        self.vals.extend_row(v, self.val_width, out)
+    }
+
+    /// The vals of key `k`.
+    #[inline]
+    pub fn vals_of(&self, k: usize) -> Range<usize> {
+        self.key_offs[k]..self.key_offs[k + 1]
+    }
+
+    /// The updates of val `v`.
+    #[inline]
+    pub fn updates_of(&self, v: usize) -> Range<usize> {
+        match &self.val_offs {
+            Some(o) => o[v]..o[v + 1],
+            None => v..v + 1,
+        }
+    }
+
+    /// The updates of all vals of key `k`.
+    #[inline]
+    pub fn updates_of_key(&self, k: usize) -> Range<usize> {
+        let vals = self.vals_of(k);
+        match &self.val_offs {
+            Some(o) => o[vals.start]..o[vals.end],
+            None => vals,
+        }
+    }
+
+    /// Time of update `u`.
+    #[inline]
+    pub fn time(&self, u: usize) -> Time {
+        match &self.times {
+            Times::Single(t) => *t,
+            Times::Each(v) => v[u],
+        }
+    }
+
+    /// Diff of update `u` (a binary search for sparse diffs; prefer
+    /// [`Batch::for_each_update`] for ranges).
+    #[inline]
+    pub fn diff(&self, u: usize) -> i64 {
+        match &self.diffs {
+            Diffs::Ones => 1,
+            Diffs::Dense(d) => d[u],
+            Diffs::Sparse { idx, diffs } => match idx.binary_search(&u) {
+                Ok(p) => diffs[p],
+                Err(_) => 1,
+            },
+        }
+    }
+
+    /// Calls `f(time, diff)` for each update in `range`, in order.
+    #[inline]
+    pub fn for_each_update<F: FnMut(Time, i64)>(&self, range: Range<usize>, mut f: F) {
+        match (&self.times, &self.diffs) {
+            (Times::Single(t), Diffs::Ones) => {
+                for _ in range {
+                    f(*t, 1);
+                }
+            }
+            (_, Diffs::Sparse { idx, diffs }) => {
+                let mut p = idx.partition_point(|&x| x < range.start);
+                for u in range {
+                    let d = if p < idx.len() && idx[p] == u {
+                        p += 1;
+                        diffs[p - 1]
+                    } else {
+                        1
+                    };
+                    f(self.time(u), d);
+                }
+            }
+            _ => {
+                for u in range {
+                    f(self.time(u), self.diff(u));
+                }
+            }
+        }
+    }
+
+    /// The first key at or after `from` that is `>= target` (galloping search).
+    pub fn seek_key_from(&self, from: usize, target: &[u64]) -> usize {
+        let n = self.n_keys();
+        gallop(from, n, |k| self.cmp_key(k, target) == Ordering::Less)
+    }
+
+    /// The first val in `from..end` that is `>= target` (galloping search).
+    pub fn seek_val_from(&self, from: usize, end: usize, target: &[u64]) -> usize {
+        gallop(from, end, |v| self.cmp_val(v, target) == Ordering::Less)
+    }
+
+    /// Heap bytes held by the batch's own vectors.
+    pub fn heap_bytes(&self) -> usize {
+        let mut bytes = self.keys.heap_bytes() + self.vals.heap_bytes();
+        bytes += self.key_offs.capacity() * std::mem::size_of::<usize>();
+        if let Some(o) = &self.val_offs {
+            bytes += o.capacity() * std::mem::size_of::<usize>();
+        }
+        if let Times::Each(t) = &self.times {
+            bytes += t.capacity() * std::mem::size_of::<Time>();
+        }
+        match &self.diffs {
+            Diffs::Ones => {}
+            Diffs::Sparse { idx, diffs } => {
+                bytes += idx.capacity() * std::mem::size_of::<usize>() + diffs.capacity() * 8
+            }
+            Diffs::Dense(d) => bytes += d.capacity() * 8,
+        }
+        let d = &self.desc;
+        bytes += (d.lower.elements().len() + d.upper.elements().len() + d.since.elements().len())
+            * std::mem::size_of::<Time>();
+        bytes
+    }
+
+    /// All updates as rows `key ++ val`, sorted by row then time.
+    pub fn to_updates(&self) -> Updates {
+        let mut out = Updates::with_capacity(self.key_width + self.val_width, self.len());
+        for k in 0..self.n_keys() {
+            for v in self.vals_of(k) {
+                self.for_each_update(self.updates_of(v), |t, d| {
+                    self.extend_key(k, &mut out.rows);
+                    self.extend_val(v, &mut out.rows);
+                    out.times.push(t);
+                    out.diffs.push(d);
+                });
+            }
+        }
+        out
+    }
+}
+
+fn unsorted(i: usize) -> Error {
+    Error::Unsorted(format!(
+        "batch updates must be sorted by row words, then time; update {i} is out of order"
+    ))
+}
+
+/// Galloping (exponential then binary) search: the first index in `from..end` for which
+/// `less` is false, assuming `less` is true on a prefix of the range.
+#[inline]
+pub(crate) fn gallop<F: Fn(usize) -> bool>(from: usize, end: usize, less: F) -> usize {
+    if from >= end || !less(from) {
+        return from;
+    }
+    // Invariant: less(lo) is true.
+    let mut lo = from;
+    let mut step = 1;
+    while lo + step < end && less(lo + step) {
+        lo += step;
+        step <<= 1;
+    }
+    let mut hi = (lo + step).min(end);
+    // less(lo) true; answer in (lo, hi].
+    lo += 1;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if less(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Sorts updates by row words then time (std sort of a permutation; no consolidation).
+pub(crate) fn sort_updates(updates: Updates) -> Updates {
+    let n = updates.len();
+    let w = updates.width;
+    let mut perm: Vec<usize> = (0..n).collect();
+    perm.sort_unstable_by(|&a, &b| {
+        updates
+            .row(a)
+            .cmp(updates.row(b))
+            .then(updates.times[a].cmp(&updates.times[b]))
+    });
+    let mut out = Updates::with_capacity(w, n);
+    for &i in perm.iter() {
+        out.push(updates.row(i), updates.times[i], updates.diffs[i]);
+    }
+    out
+}

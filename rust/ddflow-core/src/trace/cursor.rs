@@ -1,0 +1,247 @@
+//! Cursors: a merged, key-ordered view across several batches.
+//!
+//! A [`Cursor`] owns `Arc`s of the batches it reads (oldest first), so it stays valid while
+//! the spine it came from keeps merging. It keeps a key position in each batch; the current
+//! key is the least key any batch is positioned at. Seeking is forward only (galloping
+//! search in each batch); [`Cursor::rewind`] starts over.
+//!
+//! Ordering of [`Cursor::for_each_val_update`]: batches in the order given (oldest first);
+//! within a batch, vals increasing and each val's times increasing (lexicographic order).
+//! Vals are not merged across batches: the same val may be reported by several batches.
+//! [`Cursor::history`] gives a key's consolidated `(val, time, diff)` sorted by val, time.
+
+use super::batch::Batch;
+use crate::lattice::Time;
+use crate::updates::Updates;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// A key-ordered cursor over the union of several batches.
+#[derive(Clone, Debug)]
+pub struct Cursor {
+    batches: Vec<Arc<Batch>>,
+    key_width: usize,
+    val_width: usize,
+    /// Current key index in each batch.
+    pos: Vec<usize>,
+    /// Indices of the batches positioned at the current key.
+    active: Vec<usize>,
+    /// The current key (valid if `!active.is_empty()`).
+    key: Vec<u64>,
+    vbuf: Vec<u64>,
+    scratch: Updates,
+    perm: Vec<usize>,
+}
+
+impl Cursor {
+    /// A cursor over `batches` (oldest first), all with the given widths, at the first key.
+    ///
+    /// Panics if a batch's widths differ from `key_width` / `val_width`.
+    pub fn new(key_width: usize, val_width: usize, batches: Vec<Arc<Batch>>) -> Cursor {
+        for b in batches.iter() {
+            assert!(
+                b.key_width() == key_width && b.val_width() == val_width,
+                "cursor over batches of widths ({}, {}), expected ({key_width}, {val_width})",
+                b.key_width(),
+                b.val_width()
+            );
+        }
+        let batches: Vec<Arc<Batch>> = batches.into_iter().filter(|b| !b.is_empty()).collect();
+        let mut c = Cursor {
+            pos: vec![0; batches.len()],
+            batches,
+            key_width,
+            val_width,
+            active: Vec::new(),
+            key: Vec::with_capacity(key_width),
+            vbuf: Vec::with_capacity(val_width),
+            scratch: Updates::new(val_width),
+            perm: Vec::new(),
+        };
+        c.settle();
+        c
+    }
+
+    /// The batches read (non-empty ones, oldest first).
+    pub fn batches(&self) -> &[Arc<Batch>] {
+        &self.batches
+    }
+
+    /// Words per key.
+    pub fn key_width(&self) -> usize {
+        self.key_width
+    }
+
+    /// Words per val.
+    pub fn val_width(&self) -> usize {
+        self.val_width
+    }
+
+    /// Recomputes the current key and the active batches from the positions.
+    fn settle(&mut self) {
+        self.active.clear();
+        for (i, b) in self.batches.iter().enumerate() {
+            let p = self.pos[i];
+            if p >= b.n_keys() {
+                continue;
+            }
+            let ord = if self.active.is_empty() {
+                Ordering::Less
+            } else {
+                b.cmp_key(p, &self.key)
+            };
+            match ord {
+                Ordering::Less => {
+                    self.active.clear();
+                    self.active.push(i);
+                    self.key.clear();
+                    b.extend_key(p, &mut self.key);
+                }
+                Ordering::Equal => self.active.push(i),
+                Ordering::Greater => {}
+            }
+        }
+    }
+
+    /// Whether the cursor is at a key.
+    #[inline]
+    pub fn key_valid(&self) -> bool {
+        !self.active.is_empty()
+    }
+
+    /// The current key (only meaningful if [`Cursor::key_valid`]).
+    #[inline]
+    pub fn key(&self) -> &[u64] {
+        &self.key
+    }
+
+    /// Moves to the next key.
+    pub fn step_key(&mut self) {
+        for &i in self.active.iter() {
+            self.pos[i] += 1;
+        }
+        self.settle();
+    }
+
+    /// Moves forward to the first key `>= key`; returns whether that key equals `key`.
+    /// Never moves backwards: if the current key is already greater, nothing changes.
+    pub fn seek_key(&mut self, key: &[u64]) -> bool {
+        debug_assert_eq!(key.len(), self.key_width);
+        if self.key_valid() && self.key.as_slice() >= key {
+            return self.key.as_slice() == key;
+        }
+        for (i, b) in self.batches.iter().enumerate() {
+            self.pos[i] = b.seek_key_from(self.pos[i], key);
+        }
+        self.settle();
+        self.key_valid() && self.key.as_slice() == key
+    }
+
+    /// Moves back to the first key.
+    pub fn rewind(&mut self) {
+        for p in self.pos.iter_mut() {
+            *p = 0;
+        }
+        self.settle();
+    }
+
+    /// Calls `f(val, time, diff)` for every update of the current key, batch by batch
+    /// (see the module docs for the order).
+    pub fn for_each_val_update<F: FnMut(&[u64], Time, i64)>(&mut self, mut f: F) {
+        for &i in self.active.iter() {
+            let b = &self.batches[i];
+            for v in b.vals_of(self.pos[i]) {
+                let val = b.val(v, &mut self.vbuf);
+                b.for_each_update(b.updates_of(v), |t, d| f(val, t, d));
+            }
+        }
+    }
+
+    /// Number of updates of the current key across batches.
+    pub fn key_len(&self) -> usize {
+        self.active
+            .iter()
+            .map(|&i| self.batches[i].updates_of_key(self.pos[i]).len())
+            .sum()
+    }
+
+    /// Appends the current key's consolidated history to `out` (width `val_width`): one
+    /// `(val, time, diff)` per distinct val and time with non-zero sum, sorted by val then
+    /// time. Does nothing if the cursor is not at a key.
+    pub fn history(&mut self, out: &mut Updates) {
+        debug_assert_eq!(out.width, self.val_width);
+        if self.active.len() == 1 {
+            // A single batch is already consolidated and sorted.
+            let i = self.active[0];
+            let b = &self.batches[i];
+            for v in b.vals_of(self.pos[i]) {
+                let val = b.val(v, &mut self.vbuf);
+                b.for_each_update(b.updates_of(v), |t, d| out.push(val, t, d));
+            }
+            return;
+        }
+        let s = &mut self.scratch;
+        s.clear();
+        s.width = self.val_width;
+        for &i in self.active.iter() {
+            let b = &self.batches[i];
+            for v in b.vals_of(self.pos[i]) {
+                let val = b.val(v, &mut self.vbuf);
+                b.for_each_update(b.updates_of(v), |t, d| s.push(val, t, d));
+            }
+        }
+        self.perm.clear();
+        self.perm.extend(0..s.len());
+        self.perm
+            .sort_unstable_by(|&x, &y| s.row(x).cmp(s.row(y)).then(s.times[x].cmp(&s.times[y])));
+        let mut j = 0;
+        while j < self.perm.len() {
+            let x = self.perm[j];
+            let mut d = s.diffs[x];
+            let mut k = j + 1;
+            while k < self.perm.len() {
+                let y = self.perm[k];
+                if s.times[y] != s.times[x] || s.row(y) != s.row(x) {
+                    break;
+                }
+                d = d.wrapping_add(s.diffs[y]);
+                k += 1;
+            }
+            if d != 0 {
+                out.push(s.row(x), s.times[x], d);
+            }
+            j = k;
+        }
+    }
+
+    /// Seeks to `key` and appends its consolidated history to `out` (see
+    /// [`Cursor::history`]); returns whether the key exists.
+    pub fn key_history(&mut self, key: &[u64], out: &mut Updates) -> bool {
+        if self.seek_key(key) {
+            self.history(out);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Reads everything from the current key on as consolidated updates (rows `key ++ val`,
+    /// sorted by row then time); leaves the cursor exhausted.
+    pub fn to_updates(&mut self) -> Updates {
+        let width = self.key_width + self.val_width;
+        let mut out = Updates::new(width);
+        let mut h = Updates::new(self.val_width);
+        while self.key_valid() {
+            h.clear();
+            self.history(&mut h);
+            for i in 0..h.len() {
+                out.rows.extend_from_slice(&self.key);
+                out.rows.extend_from_slice(h.row(i));
+                out.times.push(h.times[i]);
+                out.diffs.push(h.diffs[i]);
+            }
+            self.step_key();
+        }
+        out
+    }
+}
