@@ -1,0 +1,1 @@
+"""Engine tests: the ddflow engine against a brute-force model and the issue 9 checks."""
