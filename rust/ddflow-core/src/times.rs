@@ -1,35 +1,306 @@
 //! Interesting times: where a reduce output may change given old and new input times.
 //!
-//! The interesting times of `edits` (times already present for a key) and `new_times` (times
-//! of new updates) are the joins of any subset of `edits` with a non-empty subset of
-//! `new_times`.
+//! For one key, `edits` are the times already present in its history and `new_times` the
+//! times of new updates. The output of `reduce` can only change at the *interesting times*:
+//! the lattice joins of any subset of `edits` with a non-empty subset of `new_times`.
+//!
+//! [`interesting_times_reference`] is the simple quadratic algorithm (from the design notes
+//! this project follows); [`interesting_times`] computes the same sorted set with an
+//! output-sensitive sweep over coordinates, described on the function.
 
-use crate::lattice::{Lattice, Time};
+use crate::lattice::{Lattice, PartialOrder, Time, MAX_DIMS};
+use std::collections::BTreeSet;
 
 /// Reference implementation: the joins of a subset of `edits` with a non-empty subset of
-/// `new_times`, sorted and deduplicated.
+/// `new_times`, sorted (lexicographically) and deduplicated.
+///
+/// First adds `e ∨ t` for every edit `e` and new time `t` (unless `e <= t`), then closes the
+/// set under pairwise joins, visiting it in sorted order. Quadratic in the output size (with a
+/// sort per visited time); use [`interesting_times`] instead.
 pub fn interesting_times_reference(edits: &[Time], new_times: &[Time]) -> Vec<Time> {
-    let mut out: Vec<Time> = new_times.to_vec();
-    out.sort();
-    out.dedup();
-    loop {
-        let mut next = out.clone();
-        for a in out.iter() {
-            for b in edits.iter().chain(out.iter()) {
-                next.push(a.join(b));
+    let mut times: Vec<Time> = new_times.to_vec();
+    times.sort();
+    times.dedup();
+    let len = times.len();
+    for position in 0..len {
+        for e in edits {
+            if !e.less_equal(&times[position]) {
+                let join = e.join(&times[position]);
+                times.push(join);
             }
         }
-        next.sort();
-        next.dedup();
-        if next.len() == out.len() {
-            return out;
+    }
+    times.sort();
+    times.dedup();
+    // Every join pushed at `position` is strictly above `times[position]` in the partial
+    // order, hence lexicographically after it: the prefix stays sorted and final.
+    let mut position = 0;
+    while position < times.len() {
+        for index in 0..position {
+            if !times[index].less_equal(&times[position]) {
+                let join = times[index].join(&times[position]);
+                times.push(join);
+            }
         }
-        out = next;
+        position += 1;
+        times[position..].sort();
+        times.dedup();
+    }
+    times
+}
+
+/// The interesting times of `edits` and `new_times` (as [`interesting_times_reference`]):
+/// sorted lexicographically and deduplicated, written to `out` (cleared first).
+///
+/// # Algorithm
+///
+/// Let `A = edits ∪ new_times` and `d` the number of coordinates in use. The result is the
+/// set of joins of non-empty subsets of `A` that lie above some new time (a join above `n`
+/// is unchanged by adding `n` to its subset). A time `x` is a join of elements of `A` iff
+/// for every coordinate `c` some `a ∈ A` with `a <= x` has `a_c = x_c`. Fixing the first
+/// coordinate `x_0 = p` turns both conditions into a problem one dimension lower:
+///
+/// * only `A_p = {a : a_0 <= p}` can lie below `x`, so `x' = (x_1, ..)` must be a join of
+///   projections of `A_p`;
+/// * some `a` with `a_0 = p` must lie below `x`: `x'` is above some element of
+///   `C_p = {a' : a_0 = p}`;
+/// * `x` is above a new time: `x'` is above some element of `{n' : n_0 <= p}`.
+///
+/// So the general problem is "joins of `A` above some element of each of the sets
+/// `U_1 .. U_k`", and fixing a coordinate adds one set (`C_p`). The sweep visits `p` over
+/// the distinct values of the coordinate in increasing order (from the largest minimum of the
+/// `U_i`, below which some `U_i` has no element), so the output comes out in lexicographic
+/// order without sorting. In one dimension the answer is the distinct values of `A` at or
+/// above the largest `min U_i`. The last two coordinates are swept together: as `p` grows,
+/// the values of the last coordinate in `A_p` are kept in an ordered set and each `U_i`'s
+/// running minimum is advanced, so each `p` costs `O(k + log |A| + its outputs)`.
+///
+/// Cost: one-dimensional `O(|A| log |A|)`; two-dimensional `O(|A| log |A| + |output|)`;
+/// each further dimension multiplies the sorting work by the number of distinct values of
+/// the swept coordinate. The reference is `Ω(|output|²)`.
+pub fn interesting_times(edits: &[Time], new_times: &[Time], out: &mut Vec<Time>) {
+    out.clear();
+    if new_times.is_empty() {
+        return;
+    }
+    let mut all: Vec<Time> = Vec::with_capacity(edits.len() + new_times.len());
+    all.extend_from_slice(edits);
+    all.extend_from_slice(new_times);
+    let dims = all
+        .iter()
+        .map(|t| MAX_DIMS - t.0.iter().rev().take_while(|&&c| c == 0).count())
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let mut news = new_times.to_vec();
+    news.sort_unstable();
+    news.dedup();
+    let mut sweep = Sweep { dims, out };
+    sweep.level(0, &mut all, vec![news], Time::minimum());
+}
+
+struct Sweep<'a> {
+    dims: usize,
+    out: &'a mut Vec<Time>,
+}
+
+impl Sweep<'_> {
+    /// Emits `prefix` extended by every `x` (coordinates `c..dims`) that is a join of
+    /// elements of `a` and lies above some element of each set in `ups`. All of `a` and
+    /// `ups` already lie below `prefix` on coordinates before `c`.
+    fn level(&mut self, c: usize, a: &mut [Time], ups: Vec<Vec<Time>>, prefix: Time) {
+        if a.is_empty() || ups.iter().any(|u| u.is_empty()) {
+            return;
+        }
+        if c + 1 == self.dims {
+            self.last(c, a, &ups, prefix);
+        } else if c + 2 == self.dims {
+            self.last_two(c, a, ups, prefix);
+        } else {
+            self.general(c, a, ups, prefix);
+        }
+    }
+
+    /// One coordinate left: distinct values of `a` at or above every set's minimum.
+    fn last(&mut self, c: usize, a: &mut [Time], ups: &[Vec<Time>], prefix: Time) {
+        let lo = threshold(c, ups);
+        let mut vals: Vec<u64> = a.iter().map(|t| t.0[c]).filter(|&v| v >= lo).collect();
+        vals.sort_unstable();
+        vals.dedup();
+        self.out
+            .extend(vals.into_iter().map(|v| prefix.with_coord(c, v)));
+    }
+
+    /// Sweeps coordinate `c` with a fixed `p`, recursing one dimension lower.
+    fn general(&mut self, c: usize, a: &mut [Time], mut ups: Vec<Vec<Time>>, prefix: Time) {
+        a.sort_unstable_by_key(|t| t.0[c]);
+        for u in ups.iter_mut() {
+            u.sort_unstable_by_key(|t| t.0[c]);
+        }
+        let start = threshold(c, &ups);
+        let mut i = a.partition_point(|t| t.0[c] < start);
+        // Elements below `start` are still in `A_p`: only the visited `p` start there.
+        while i < a.len() {
+            let p = a[i].0[c];
+            let j = i + a[i..].partition_point(|t| t.0[c] == p);
+            let mut sub_ups = Vec::with_capacity(ups.len() + 1);
+            sub_ups.push(a[i..j].to_vec());
+            for u in ups.iter() {
+                let k = u.partition_point(|t| t.0[c] <= p);
+                sub_ups.push(u[..k].to_vec());
+            }
+            let mut sub_a = a[..j].to_vec();
+            self.level(c + 1, &mut sub_a, sub_ups, prefix.with_coord(c, p));
+            i = j;
+        }
+    }
+
+    /// Sweeps coordinate `c` with the ordered set of last-coordinate values of `A_p`.
+    fn last_two(&mut self, c: usize, a: &mut [Time], mut ups: Vec<Vec<Time>>, prefix: Time) {
+        let e = c + 1;
+        a.sort_unstable_by_key(|t| (t.0[c], t.0[e]));
+        for u in ups.iter_mut() {
+            u.sort_unstable_by_key(|t| t.0[c]);
+        }
+        // Per set: next unread element and running minimum of coordinate `e`.
+        let mut cursors: Vec<(usize, u64)> = vec![(0, u64::MAX); ups.len()];
+        let mut present: BTreeSet<u64> = BTreeSet::new();
+        let start = threshold(c, &ups);
+        let mut i = 0;
+        while i < a.len() {
+            let p = a[i].0[c];
+            // `a` is sorted by (c, e): the group's first element has the least `e`.
+            let group_min = a[i].0[e];
+            let j = i + a[i..].partition_point(|t| t.0[c] == p);
+            present.extend(a[i..j].iter().map(|t| t.0[e]));
+            i = j;
+            if p < start {
+                continue;
+            }
+            let mut lo = group_min;
+            for (u, (next, min)) in ups.iter().zip(cursors.iter_mut()) {
+                while *next < u.len() && u[*next].0[c] <= p {
+                    *min = (*min).min(u[*next].0[e]);
+                    *next += 1;
+                }
+                lo = lo.max(*min);
+            }
+            let row = prefix.with_coord(c, p);
+            self.out
+                .extend(present.range(lo..).map(|&v| row.with_coord(e, v)));
+        }
     }
 }
 
-/// The interesting times of `edits` and `new_times`, sorted and deduplicated, into `out`.
-pub fn interesting_times(edits: &[Time], new_times: &[Time], out: &mut Vec<Time>) {
-    out.clear();
-    out.extend(interesting_times_reference(edits, new_times));
+/// The largest, over the sets, of the least coordinate `c` in the set: every result lies
+/// above some element of each set, so its coordinate `c` is at least this.
+fn threshold(c: usize, ups: &[Vec<Time>]) -> u64 {
+    ups.iter()
+        .map(|u| u.iter().map(|t| t.0[c]).min().unwrap_or(u64::MAX))
+        .max()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Brute force from the definition: joins of every subset of `edits` with every
+    /// non-empty subset of `new_times`.
+    fn brute_force(edits: &[Time], new_times: &[Time]) -> Vec<Time> {
+        let mut out = Vec::new();
+        for se in 0u32..(1 << edits.len()) {
+            for sn in 1u32..(1 << new_times.len()) {
+                let mut j = Time::minimum();
+                for (i, e) in edits.iter().enumerate() {
+                    if se >> i & 1 == 1 {
+                        j = j.join(e);
+                    }
+                }
+                for (i, n) in new_times.iter().enumerate() {
+                    if sn >> i & 1 == 1 {
+                        j = j.join(n);
+                    }
+                }
+                out.push(j);
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    fn fast(edits: &[Time], new_times: &[Time]) -> Vec<Time> {
+        let mut out = vec![Time::scalar(99)];
+        interesting_times(edits, new_times, &mut out);
+        out
+    }
+
+    fn times(dims: usize, range: u64, max_len: usize) -> impl Strategy<Value = Vec<Time>> {
+        prop::collection::vec(prop::collection::vec(0..range, dims), 0..max_len)
+            .prop_map(|v| v.into_iter().map(|c| Time::from_coords(&c)).collect())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn agrees_with_reference_1d(e in times(1, 20, 30), n in times(1, 20, 8)) {
+            prop_assert_eq!(fast(&e, &n), interesting_times_reference(&e, &n));
+        }
+
+        #[test]
+        fn agrees_with_reference_2d(e in times(2, 8, 25), n in times(2, 8, 6)) {
+            prop_assert_eq!(fast(&e, &n), interesting_times_reference(&e, &n));
+        }
+
+        #[test]
+        fn agrees_with_reference_3d(e in times(3, 5, 20), n in times(3, 5, 5)) {
+            prop_assert_eq!(fast(&e, &n), interesting_times_reference(&e, &n));
+        }
+
+        #[test]
+        fn agrees_with_reference_4d(e in times(4, 3, 12), n in times(4, 3, 4)) {
+            prop_assert_eq!(fast(&e, &n), interesting_times_reference(&e, &n));
+        }
+
+        #[test]
+        fn agrees_with_reference_no_edits(n in times(3, 6, 10)) {
+            prop_assert_eq!(fast(&[], &n), interesting_times_reference(&[], &n));
+        }
+
+        #[test]
+        fn both_match_brute_force(dims in 1usize..=3, e in times(3, 4, 6), n in times(3, 4, 4)) {
+            // Project to `dims` coordinates so 1-D and 2-D tiny sets are covered too.
+            let proj = |v: &Vec<Time>| -> Vec<Time> {
+                v.iter().map(|t| Time::from_coords(&t.0[..dims])).collect()
+            };
+            let (e, n) = (proj(&e), proj(&n));
+            let expected = brute_force(&e, &n);
+            prop_assert_eq!(&interesting_times_reference(&e, &n), &expected);
+            prop_assert_eq!(&fast(&e, &n), &expected);
+        }
+    }
+
+    #[test]
+    fn examples() {
+        let t = |c: &[u64]| Time::from_coords(c);
+        assert!(fast(&[t(&[1])], &[]).is_empty());
+        // 1-D: new time 3 and the later edits.
+        assert_eq!(
+            fast(&[t(&[1]), t(&[5]), t(&[7])], &[t(&[3])]),
+            vec![t(&[3]), t(&[5]), t(&[7])]
+        );
+        // 2-D: (0,1) with edit (1,0) joins to (1,1).
+        assert_eq!(
+            fast(&[t(&[1, 0])], &[t(&[0, 1])]),
+            vec![t(&[0, 1]), t(&[1, 1])]
+        );
+        // Joins among new times themselves.
+        assert_eq!(
+            fast(&[], &[t(&[2, 0]), t(&[0, 2])]),
+            vec![t(&[0, 2]), t(&[2, 0]), t(&[2, 2])]
+        );
+    }
 }
