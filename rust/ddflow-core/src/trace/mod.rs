@@ -6,6 +6,9 @@
 //!   [`Builder`] or [`Batch::from_sorted`].
 //! * [`Spine`]: a trace, as batches of geometrically decreasing size with fueled merges
 //!   that advance times by the compaction frontier.
+//! * [`MergeState`]: a progressive merge of two batches that compacts times.
+//! * [`TraceHandle`]: a shared, thread-safe reader of a spine with its own compaction
+//!   frontier; the spine compacts to the meet of all handles' frontiers.
 //! * [`Cursor`]: a key-ordered, merged view over a spine's batches.
 //!
 //! Rows are `u64` words: an arranged row is a key (`key_width` words) followed by a val
@@ -15,13 +18,17 @@ mod batch;
 mod builder;
 mod cursor;
 mod description;
+mod handle;
+mod merge;
 mod spine;
 
 pub use batch::Batch;
 pub use builder::Builder;
 pub use cursor::Cursor;
 pub use description::Description;
-pub use spine::Spine;
+pub use handle::TraceHandle;
+pub use merge::MergeState;
+pub use spine::{Spine, DEFAULT_EFFORT};
 
 #[cfg(test)]
 mod tests;

@@ -1,21 +1,69 @@
-//! The spine: a trace as a list of batches (provisional: no merging yet).
+//! The spine: a trace as batches of geometrically decreasing size, merged progressively.
+//!
+//! Batches live in *levels*: level `i` holds batches of at most about `2^i` updates, and is
+//! vacant, holds one batch, or holds a [`MergeState`] of two. Higher levels hold older
+//! batches, so reading the levels from the top down lists batches oldest first, each
+//! adjacent in time to the next.
+//!
+//! Inserting a batch of `n` updates (size class `i = ceil(log2 n)`):
+//!
+//! 1. gives every merge in progress `effort * 2^i` units of fuel (updates read), highest
+//!    level first; a merge that completes moves its result up to level `i + 1`, or keeps it
+//!    at its level (or lower, through vacant levels) if compaction made it small enough;
+//! 2. rolls up: merges everything below level `i` into one batch (all small) and places it
+//!    at level `i`, so that the new batch is newer than everything at or above its level;
+//! 3. places the new batch at level `i`, starting a merge if the level holds a batch (and
+//!    completing the level's merge first if, rarely, it had not finished).
+//!
+//! The fuel is proportional to the inserted updates, so no insert pays for a huge merge,
+//! while every merge finishes long before its level would need to merge again. Merges
+//! advance times by the logical compaction frontier ([`Spine::set_logical_compaction`],
+//! which also applies to the unmerged keys of merges in progress),
+//! so a trace whose frontier keeps advancing stays proportional to its distinct
+//! `(key, val)`s and unresolved times, not to its history. [`Spine::exert`] uses idle time
+//! to finish merges, merge the remaining batches into one, and compact a lone batch.
 
 use super::batch::Batch;
 use super::cursor::Cursor;
+use super::description::Description;
+use super::merge::MergeState;
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Time};
 use crate::updates::Updates;
 use std::sync::Arc;
 
-/// A trace: the batches of one arranged collection.
+/// Default fuel multiplier: each insert of size class `i` gives each merge `4 * 2^i` fuel.
+pub const DEFAULT_EFFORT: usize = 4;
+
+#[derive(Debug)]
+enum Level {
+    Vacant,
+    Single(Arc<Batch>),
+    Merging(Box<MergeState>),
+}
+
+impl Level {
+    fn is_vacant(&self) -> bool {
+        matches!(self, Level::Vacant)
+    }
+}
+
+/// A trace: the batches of one arranged collection (see the module docs).
 #[derive(Debug)]
 pub struct Spine {
     key_width: usize,
     val_width: usize,
-    batches: Vec<Arc<Batch>>,
+    levels: Vec<Level>,
     logical: Antichain<Time>,
     lower: Antichain<Time>,
     upper: Antichain<Time>,
+    effort: usize,
+    forced: usize,
+}
+
+/// The size class of a batch of `n` updates: `ceil(log2 n)`.
+fn level_of(n: usize) -> usize {
+    n.max(1).next_power_of_two().trailing_zeros() as usize
 }
 
 impl Spine {
@@ -25,11 +73,19 @@ impl Spine {
         Spine {
             key_width,
             val_width,
-            batches: Vec::new(),
+            levels: Vec::new(),
             logical: m.clone(),
             lower: m.clone(),
             upper: m,
+            effort: DEFAULT_EFFORT,
+            forced: 0,
         }
+    }
+
+    /// Sets the fuel multiplier (at least 1); larger values finish merges sooner, using
+    /// fewer batches at the cost of more work per insert.
+    pub fn set_effort(&mut self, effort: usize) {
+        self.effort = effort.max(1);
     }
 
     /// Words per key.
@@ -42,7 +98,11 @@ impl Spine {
         self.val_width
     }
 
-    /// Inserts a batch (its `lower` should equal the spine's `upper`).
+    /// Inserts a batch. Its `lower` should equal the spine's [`upper`](Spine::upper); the
+    /// spine's upper becomes the batch's upper. Empty batches only advance the upper (and
+    /// give merges a little fuel).
+    ///
+    /// Panics if the batch's widths differ from the spine's.
     pub fn insert(&mut self, batch: Arc<Batch>) {
         assert!(
             batch.key_width() == self.key_width && batch.val_width() == self.val_width,
@@ -53,20 +113,32 @@ impl Spine {
             batch.val_width()
         );
         self.upper = batch.upper().clone();
-        if !batch.is_empty() {
-            self.batches.push(batch);
+        if batch.is_empty() {
+            self.apply_fuel(self.effort as isize);
+            return;
         }
+        let i = level_of(batch.len());
+        self.apply_fuel((self.effort << i) as isize);
+        self.roll_up(i);
+        self.insert_at(batch, i);
     }
 
-    /// Sets the logical compaction frontier.
+    /// Sets the logical compaction frontier: readers will only ask about times in its
+    /// future, so merges may advance times by it. It must be in the future of the current
+    /// frontier ([`Error::Time`] otherwise).
     pub fn set_logical_compaction(&mut self, frontier: &Antichain<Time>) -> Result<()> {
         if !self.logical.dominates(frontier) {
             return Err(Error::Time(format!(
-                "compaction frontier {frontier:?} is not in the future of {:?}",
+                "compaction frontier {frontier:?} is not in the future of the current {:?}",
                 self.logical
             )));
         }
         self.logical = frontier.clone();
+        for l in self.levels.iter_mut() {
+            if let Level::Merging(m) = l {
+                m.set_frontier(frontier);
+            }
+        }
         Ok(())
     }
 
@@ -75,7 +147,7 @@ impl Spine {
         &self.logical
     }
 
-    /// Lower frontier of the spine.
+    /// Lower frontier of the spine (the least time).
     pub fn lower(&self) -> &Antichain<Time> {
         &self.lower
     }
@@ -85,9 +157,17 @@ impl Spine {
         &self.upper
     }
 
-    /// Stored updates.
+    /// Updates physically stored: those of every batch, counting both inputs of a merge in
+    /// progress and the part of its output already written.
     pub fn len(&self) -> usize {
-        self.batches.iter().map(|b| b.len()).sum()
+        self.levels
+            .iter()
+            .map(|l| match l {
+                Level::Vacant => 0,
+                Level::Single(b) => b.len(),
+                Level::Merging(m) => m.older().len() + m.newer().len() + m.output_len(),
+            })
+            .sum()
     }
 
     /// Whether no updates are stored.
@@ -95,19 +175,52 @@ impl Spine {
         self.len() == 0
     }
 
-    /// Heap bytes of the stored batches.
+    /// Heap bytes of the stored batches and partial merge outputs.
     pub fn heap_bytes(&self) -> usize {
-        self.batches.iter().map(|b| b.heap_bytes()).sum()
+        self.levels
+            .iter()
+            .map(|l| match l {
+                Level::Vacant => 0,
+                Level::Single(b) => b.heap_bytes(),
+                Level::Merging(m) => {
+                    m.older().heap_bytes() + m.newer().heap_bytes() + m.heap_bytes()
+                }
+            })
+            .sum()
     }
 
-    /// Does up to `fuel` units of idle merge work; returns whether work remains.
-    pub fn exert(&mut self, _fuel: usize) -> bool {
-        false
+    /// Number of readable batches (merge inputs counted separately).
+    pub fn n_batches(&self) -> usize {
+        self.levels
+            .iter()
+            .map(|l| match l {
+                Level::Vacant => 0,
+                Level::Single(_) => 1,
+                Level::Merging(_) => 2,
+            })
+            .sum()
     }
 
-    /// The readable batches, oldest first.
+    /// Number of merges that had to be completed at once because fuel fell short (roll-ups
+    /// of small levels excluded). A diagnostic: should stay at or near zero.
+    pub fn forced_merges(&self) -> usize {
+        self.forced
+    }
+
+    /// The readable batches, oldest first (both inputs of merges in progress).
     pub fn batches(&self) -> Vec<Arc<Batch>> {
-        self.batches.clone()
+        let mut out = Vec::new();
+        for l in self.levels.iter().rev() {
+            match l {
+                Level::Vacant => {}
+                Level::Single(b) => out.push(b.clone()),
+                Level::Merging(m) => {
+                    out.push(m.older().clone());
+                    out.push(m.newer().clone());
+                }
+            }
+        }
+        out
     }
 
     /// A cursor over the current batches.
@@ -115,8 +228,173 @@ impl Spine {
         Cursor::new(self.key_width, self.val_width, self.batches())
     }
 
-    /// The whole trace as consolidated updates (rows `key ++ val`, sorted), and the key width.
+    /// The whole trace as consolidated updates (rows `key ++ val`, sorted by row then
+    /// time; times as stored, i.e. possibly advanced by compaction), and the key width.
     pub fn to_updates(&self) -> (Updates, usize) {
         (self.cursor().to_updates(), self.key_width)
+    }
+
+    /// Uses up to `fuel` units of idle work: advances merges in progress, then merges the
+    /// two newest batches, then compacts a lone batch whose `since` is behind the logical
+    /// frontier. Returns whether idle work remains.
+    pub fn exert(&mut self, fuel: usize) -> bool {
+        let mut fuel = fuel.min(isize::MAX as usize) as isize;
+        while fuel > 0 {
+            if self.levels.iter().any(|l| matches!(l, Level::Merging(_))) {
+                for i in (0..self.levels.len()).rev() {
+                    if fuel <= 0 {
+                        break;
+                    }
+                    self.work_at(i, &mut fuel);
+                }
+                continue;
+            }
+            let occupied: Vec<usize> = (0..self.levels.len())
+                .filter(|&i| !self.levels[i].is_vacant())
+                .collect();
+            match occupied.as_slice() {
+                [] => break,
+                [only] => {
+                    let only = *only;
+                    let Level::Single(b) = &self.levels[only] else {
+                        unreachable!()
+                    };
+                    if b.since() == &self.logical {
+                        break;
+                    }
+                    let empty = Arc::new(Batch::empty(
+                        self.key_width,
+                        self.val_width,
+                        Description::new(
+                            b.upper().clone(),
+                            b.upper().clone(),
+                            self.logical.clone(),
+                        ),
+                    ));
+                    let b = b.clone();
+                    self.levels[only] =
+                        Level::Merging(Box::new(MergeState::new(b, empty, &self.logical)));
+                }
+                [p, q, ..] => {
+                    let (p, q) = (*p, *q);
+                    let newer = self.take_single(p);
+                    let older = self.take_single(q);
+                    self.levels[q] =
+                        Level::Merging(Box::new(MergeState::new(older, newer, &self.logical)));
+                }
+            }
+        }
+        self.levels.iter().any(|l| matches!(l, Level::Merging(_)))
+            || self.n_batches() > 1
+            || self.levels.iter().any(|l| match l {
+                Level::Single(b) => b.since() != &self.logical,
+                _ => false,
+            })
+    }
+
+    fn take_single(&mut self, i: usize) -> Arc<Batch> {
+        match std::mem::replace(&mut self.levels[i], Level::Vacant) {
+            Level::Single(b) => b,
+            _ => unreachable!("level {i} does not hold a single batch"),
+        }
+    }
+
+    fn ensure(&mut self, i: usize) {
+        while self.levels.len() <= i {
+            self.levels.push(Level::Vacant);
+        }
+    }
+
+    /// Gives `fuel` to the merge at level `i`, if any; places its result when complete.
+    fn work_at(&mut self, i: usize, fuel: &mut isize) {
+        if let Level::Merging(m) = &mut self.levels[i] {
+            m.work(fuel);
+            if m.is_complete() {
+                if let Some(r) = self.complete_at(i) {
+                    self.place(r, i, true);
+                }
+            }
+        }
+    }
+
+    /// Gives each merge in progress `fuel`, highest level first.
+    fn apply_fuel(&mut self, fuel: isize) {
+        for i in (0..self.levels.len()).rev() {
+            let mut f = fuel;
+            self.work_at(i, &mut f);
+        }
+    }
+
+    /// Empties level `i`, completing its merge if needed; `None` if it held nothing (or
+    /// everything cancelled).
+    fn complete_at(&mut self, i: usize) -> Option<Arc<Batch>> {
+        let b = match std::mem::replace(&mut self.levels[i], Level::Vacant) {
+            Level::Vacant => return None,
+            Level::Single(b) => b,
+            Level::Merging(m) => Arc::new(m.finish()),
+        };
+        (!b.is_empty()).then_some(b)
+    }
+
+    /// Places the completed result `r` of level `i` (now vacant): up to level `i + 1` if it
+    /// outgrew level `i`, else at level `i`, or lower through vacant levels if `descend`.
+    fn place(&mut self, r: Arc<Batch>, i: usize, descend: bool) {
+        let want = level_of(r.len());
+        if want > i {
+            self.insert_at(r, i + 1);
+            return;
+        }
+        let mut t = i;
+        if descend {
+            while t > want && self.levels[t - 1].is_vacant() {
+                t -= 1;
+            }
+        }
+        self.levels[t] = Level::Single(r);
+    }
+
+    /// Merges everything below level `i` into one batch placed at level `i`.
+    fn roll_up(&mut self, i: usize) {
+        self.ensure(i);
+        if self.levels[..i].iter().all(Level::is_vacant) {
+            return;
+        }
+        let mut acc: Option<Arc<Batch>> = None;
+        for l in 0..i {
+            // Level `l` is older than everything accumulated from below it.
+            let older = self.complete_at(l);
+            acc = match (older, acc) {
+                (Some(o), Some(n)) => {
+                    let r = MergeState::new(o, n, &self.logical).finish();
+                    (!r.is_empty()).then(|| Arc::new(r))
+                }
+                (o, n) => o.or(n),
+            };
+        }
+        if let Some(r) = acc {
+            self.insert_at(r, i);
+        }
+    }
+
+    /// Inserts `batch` (newer than everything at or above level `i`, older than anything
+    /// below) at level `i`.
+    fn insert_at(&mut self, batch: Arc<Batch>, i: usize) {
+        self.ensure(i);
+        match std::mem::replace(&mut self.levels[i], Level::Vacant) {
+            Level::Vacant => self.levels[i] = Level::Single(batch),
+            Level::Single(old) => {
+                self.levels[i] =
+                    Level::Merging(Box::new(MergeState::new(old, batch, &self.logical)))
+            }
+            Level::Merging(m) => {
+                // Fuel fell short: finish the merge now.
+                self.forced += 1;
+                let r = m.finish();
+                if !r.is_empty() {
+                    self.place(Arc::new(r), i, false);
+                }
+                self.insert_at(batch, i);
+            }
+        }
     }
 }

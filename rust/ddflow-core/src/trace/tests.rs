@@ -95,3 +95,128 @@ fn cursor_merges_batches() {
     assert!(!c.key_history(&[6], &mut h));
     assert!(!c.key_valid());
 }
+
+use crate::lattice::{Antichain, PartialOrder};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+/// Accumulates `(row, time, diff)` at `probe`: row -> count (non-zero only).
+fn accumulate(u: &Updates, probe: &Time) -> BTreeMap<Vec<u64>, i64> {
+    let mut m = BTreeMap::new();
+    for i in 0..u.len() {
+        if u.times[i].less_equal(probe) {
+            *m.entry(u.row(i).to_vec()).or_insert(0) += u.diffs[i];
+        }
+    }
+    m.retain(|_, c| *c != 0);
+    m
+}
+
+fn time2() -> impl Strategy<Value = Time> {
+    (0u64..5, 0u64..4).prop_map(|(a, b)| Time::from_coords(&[a, b]))
+}
+
+fn updates2() -> impl Strategy<Value = Updates> {
+    proptest::collection::vec((0u64..4, 0u64..3, time2(), -2i64..3), 0..40).prop_map(|v| {
+        let mut u = Updates::new(2);
+        for (k, val, t, d) in v {
+            u.push(&[k, val], t, d);
+        }
+        u
+    })
+}
+
+fn probes() -> Vec<Time> {
+    let mut p = Vec::new();
+    for a in 0..7 {
+        for b in 0..6 {
+            p.push(Time::from_coords(&[a, b]));
+        }
+    }
+    p
+}
+
+proptest! {
+    #[test]
+    fn merge_preserves_future_accumulations(
+        a in updates2(),
+        b in updates2(),
+        f in proptest::collection::vec(time2(), 0..3),
+        fuel in 1isize..20,
+    ) {
+        let frontier = Antichain::from_iter_minimal(f);
+        let ba = Arc::new(Batch::from_updates(a.clone(), 1, Description::scalar(0, 1)).unwrap());
+        let bb = Arc::new(Batch::from_updates(b.clone(), 1, Description::scalar(1, 2)).unwrap());
+        let mut m = MergeState::new(ba.clone(), bb.clone(), &frontier);
+        while !m.is_complete() {
+            let mut f = fuel;
+            m.work(&mut f);
+            prop_assert!(f <= 0 || m.is_complete());
+        }
+        let merged = m.finish();
+        prop_assert_eq!(merged.lower(), ba.lower());
+        prop_assert_eq!(merged.upper(), bb.upper());
+        prop_assert_eq!(merged.since(), &frontier);
+        let out = merged.to_updates();
+        // Output is consolidated and sorted.
+        for i in 1..out.len() {
+            prop_assert!((out.row(i - 1), out.times[i - 1]) < (out.row(i), out.times[i]));
+        }
+        prop_assert!(out.diffs.iter().all(|&d| d != 0));
+        let mut all = a.clone();
+        all.extend(&b);
+        for p in probes() {
+            if frontier.is_empty() || frontier.less_equal(&p) {
+                prop_assert_eq!(accumulate(&out, &p), accumulate(&all, &p), "probe {:?}", p);
+            }
+        }
+    }
+
+    #[test]
+    fn batch_roundtrip_and_cursor_history(a in updates2(), b in updates2()) {
+        let ba = Arc::new(Batch::from_updates(a.clone(), 1, Description::scalar(0, 1)).unwrap());
+        let bb = Arc::new(Batch::from_updates(b.clone(), 1, Description::scalar(1, 2)).unwrap());
+        let mut all = a.clone();
+        all.extend(&b);
+        let expected = crate::trace::batch::sort_updates(all.clone());
+        let mut c = Cursor::new(1, 1, vec![ba, bb]);
+        let got = c.to_updates();
+        // Consolidate `expected` naively.
+        let mut cons: BTreeMap<(Vec<u64>, Time), i64> = BTreeMap::new();
+        for i in 0..expected.len() {
+            *cons.entry((expected.row(i).to_vec(), expected.times[i])).or_insert(0) += expected.diffs[i];
+        }
+        cons.retain(|_, d| *d != 0);
+        let mut want = Updates::new(2);
+        for ((r, t), d) in cons { want.push(&r, t, d); }
+        prop_assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn spine_merges_and_compacts() {
+    let mut s = Spine::new(1, 1);
+    for r in 0..100u64 {
+        let mut u = Updates::new(2);
+        u.push(&[r % 3, 7], Time::scalar(r), 1);
+        u.push(&[r % 3, 7], Time::scalar(r), 0);
+        if r > 0 {
+            u.push(&[(r - 1) % 3, 7], Time::scalar(r), -1);
+        }
+        let b = Batch::from_updates(u, 1, Description::scalar(r, r + 1)).unwrap();
+        s.set_logical_compaction(&Antichain::from_elem(Time::scalar(r + 1)))
+            .unwrap();
+        s.insert(Arc::new(b));
+        assert!(s.n_batches() <= 8, "{} batches", s.n_batches());
+    }
+    while s.exert(1000) {}
+    assert_eq!(s.n_batches(), 1);
+    let (u, kw) = s.to_updates();
+    assert_eq!(kw, 1);
+    assert_eq!(u.len(), 1);
+    assert_eq!(u.row(0), &[99 % 3, 7]);
+    assert_eq!(u.times[0], Time::scalar(100));
+    assert!(s
+        .set_logical_compaction(&Antichain::from_elem(Time::scalar(5)))
+        .is_err());
+}

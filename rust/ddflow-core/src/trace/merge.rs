@@ -1,0 +1,299 @@
+//! Progressive merging of two batches with compaction.
+//!
+//! A [`MergeState`] merges two adjacent batches (`a` older, `b` newer) key by key. Every
+//! time is advanced by the compaction frontier (`t.advance_by(frontier)`; the frontier
+//! given when the merge began, or a later one set with [`MergeState::set_frontier`]), and the updates of each `(key, val)` are consolidated: equal
+//! advanced times are summed, zero sums dropped, and vals and keys left without updates
+//! dropped. [`MergeState::work`] does a bounded amount of work (about `fuel` updates read,
+//! always whole keys) and can be called again later; the inputs stay readable meanwhile.
+//!
+//! The result's description is `lower` of `a`, `upper` of `b`, and `since` = the (last)
+//! frontier. Diffs are summed with wrapping arithmetic (consolidated inputs whose sums
+//! overflow `i64` are not expected).
+
+use super::batch::Batch;
+use super::builder::Builder;
+use super::description::Description;
+use crate::lattice::{Antichain, Lattice, Time};
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// A merge of two batches in progress.
+#[derive(Debug)]
+pub struct MergeState {
+    a: Arc<Batch>,
+    b: Arc<Batch>,
+    /// Next key of `a` and of `b` to merge.
+    ka: usize,
+    kb: usize,
+    frontier: Antichain<Time>,
+    /// Advanced single times of `a` and `b`, when they store one.
+    single_a: Option<Time>,
+    single_b: Option<Time>,
+    builder: Builder,
+    scratch: Vec<(Time, i64)>,
+    kbuf: Vec<u64>,
+    vbuf: Vec<u64>,
+}
+
+#[inline]
+fn advance(t: Time, frontier: &[Time]) -> Time {
+    match frontier {
+        [] => t,
+        [f] => t.join(f),
+        _ => t.advance_by(frontier),
+    }
+}
+
+impl MergeState {
+    /// Begins merging `a` (older) with `b` (newer), compacting to `frontier`.
+    ///
+    /// Panics if the batches' widths differ.
+    pub fn new(a: Arc<Batch>, b: Arc<Batch>, frontier: &Antichain<Time>) -> MergeState {
+        assert!(
+            a.key_width() == b.key_width() && a.val_width() == b.val_width(),
+            "merging batches of different widths"
+        );
+        let f = frontier.elements();
+        let builder = Builder::with_capacity(
+            a.key_width(),
+            a.val_width(),
+            a.n_keys() + b.n_keys(),
+            a.n_vals() + b.n_vals(),
+            a.len() + b.len(),
+        );
+        MergeState {
+            single_a: a.single_time().map(|t| advance(t, f)),
+            single_b: b.single_time().map(|t| advance(t, f)),
+            a,
+            b,
+            ka: 0,
+            kb: 0,
+            frontier: frontier.clone(),
+            builder,
+            scratch: Vec::new(),
+            kbuf: Vec::new(),
+            vbuf: Vec::new(),
+        }
+    }
+
+    /// The older input.
+    pub fn older(&self) -> &Arc<Batch> {
+        &self.a
+    }
+
+    /// The newer input.
+    pub fn newer(&self) -> &Arc<Batch> {
+        &self.b
+    }
+
+    /// The frontier times are advanced by.
+    pub fn frontier(&self) -> &Antichain<Time> {
+        &self.frontier
+    }
+
+    /// Advances the compaction frontier for the keys not merged yet (the frontier must be
+    /// in the future of the current one). The result's `since` is the last frontier set.
+    pub fn set_frontier(&mut self, frontier: &Antichain<Time>) {
+        let f = frontier.elements();
+        self.single_a = self.a.single_time().map(|t| advance(t, f));
+        self.single_b = self.b.single_time().map(|t| advance(t, f));
+        self.frontier = frontier.clone();
+    }
+
+    /// Whether all keys have been merged.
+    #[inline]
+    pub fn is_complete(&self) -> bool {
+        self.ka >= self.a.n_keys() && self.kb >= self.b.n_keys()
+    }
+
+    /// Updates written to the (partial) output so far.
+    pub fn output_len(&self) -> usize {
+        self.builder.len()
+    }
+
+    /// Updates of the inputs not yet read.
+    pub fn remaining(&self) -> usize {
+        let ra = self.a.len()
+            - if self.ka < self.a.n_keys() {
+                self.a.updates_of_key(self.ka).start
+            } else {
+                self.a.len()
+            };
+        let rb = self.b.len()
+            - if self.kb < self.b.n_keys() {
+                self.b.updates_of_key(self.kb).start
+            } else {
+                self.b.len()
+            };
+        ra + rb
+    }
+
+    /// Heap bytes of the partial output (inputs are accounted by their owners).
+    pub fn heap_bytes(&self) -> usize {
+        self.builder.heap_bytes()
+            + (self.scratch.capacity() * std::mem::size_of::<(Time, i64)>())
+            + (self.kbuf.capacity() + self.vbuf.capacity()) * 8
+    }
+
+    /// Merges whole keys until `fuel` (in updates read) is exhausted or the merge is
+    /// complete. `fuel` may end negative when the last key was large.
+    pub fn work(&mut self, fuel: &mut isize) {
+        let (na, nb) = (self.a.n_keys(), self.b.n_keys());
+        while *fuel > 0 && (self.ka < na || self.kb < nb) {
+            let ord = if self.ka >= na {
+                Ordering::Greater
+            } else if self.kb >= nb {
+                Ordering::Less
+            } else {
+                self.kbuf.clear();
+                self.b.extend_key(self.kb, &mut self.kbuf);
+                self.a.cmp_key(self.ka, &self.kbuf)
+            };
+            let read = match ord {
+                Ordering::Less => {
+                    let k = self.ka;
+                    self.ka += 1;
+                    self.copy_key(true, k)
+                }
+                Ordering::Greater => {
+                    let k = self.kb;
+                    self.kb += 1;
+                    self.copy_key(false, k)
+                }
+                Ordering::Equal => {
+                    let (ka, kb) = (self.ka, self.kb);
+                    self.ka += 1;
+                    self.kb += 1;
+                    self.merge_key(ka, kb)
+                }
+            };
+            *fuel -= read.max(1) as isize;
+        }
+    }
+
+    /// Completes the merge and returns the result.
+    pub fn finish(mut self) -> Batch {
+        let mut fuel = isize::MAX;
+        self.work(&mut fuel);
+        let desc = Description::new(
+            self.a.lower().clone(),
+            self.b.upper().clone(),
+            self.frontier.clone(),
+        );
+        self.builder.done(desc)
+    }
+
+    /// Pushes val `v` of batch `a` (if `from_a`) or `b`, advancing its updates, into
+    /// `scratch`.
+    #[inline]
+    fn gather(&mut self, from_a: bool, v: usize) -> usize {
+        let (batch, single) = if from_a {
+            (&self.a, self.single_a)
+        } else {
+            (&self.b, self.single_b)
+        };
+        let range = batch.updates_of(v);
+        let n = range.len();
+        let f = self.frontier.elements();
+        let scratch = &mut self.scratch;
+        match single {
+            Some(t) => batch.for_each_update(range, |_, d| scratch.push((t, d))),
+            None => batch.for_each_update(range, |t, d| scratch.push((advance(t, f), d))),
+        }
+        n
+    }
+
+    /// Consolidates `scratch` into the open val of the builder and seals it.
+    #[inline]
+    fn flush_val(&mut self) {
+        let s = &mut self.scratch;
+        if s.len() > 1 && !s.windows(2).all(|w| w[0].0 < w[1].0) {
+            s.sort_unstable_by_key(|x| x.0);
+            let mut w = 0;
+            for r in 1..s.len() {
+                if s[r].0 == s[w].0 {
+                    s[w].1 = s[w].1.wrapping_add(s[r].1);
+                } else {
+                    w += 1;
+                    s[w] = s[r];
+                }
+            }
+            s.truncate(w + 1);
+        }
+        for &(t, d) in s.iter() {
+            if d != 0 {
+                self.builder.push_update(t, d);
+            }
+        }
+        s.clear();
+        self.builder.seal_val();
+    }
+
+    /// Copies key `k` of one input; returns the updates read.
+    fn copy_key(&mut self, from_a: bool, k: usize) -> usize {
+        let batch = if from_a { &self.a } else { &self.b };
+        let batch = batch.clone();
+        self.kbuf.clear();
+        batch.extend_key(k, &mut self.kbuf);
+        self.builder.push_key(&self.kbuf);
+        let mut read = 0;
+        for v in batch.vals_of(k) {
+            self.vbuf.clear();
+            batch.extend_val(v, &mut self.vbuf);
+            self.builder.push_val(&self.vbuf);
+            read += self.gather(from_a, v);
+            self.flush_val();
+        }
+        self.builder.seal_key();
+        read
+    }
+
+    /// Merges key `ka` of `a` with the equal key `kb` of `b`; returns the updates read.
+    fn merge_key(&mut self, ka: usize, kb: usize) -> usize {
+        let (a, b) = (self.a.clone(), self.b.clone());
+        self.kbuf.clear();
+        a.extend_key(ka, &mut self.kbuf);
+        self.builder.push_key(&self.kbuf);
+        let (mut va, ea) = (a.vals_of(ka).start, a.vals_of(ka).end);
+        let (mut vb, eb) = (b.vals_of(kb).start, b.vals_of(kb).end);
+        let mut read = 0;
+        while va < ea || vb < eb {
+            let ord = if va >= ea {
+                Ordering::Greater
+            } else if vb >= eb {
+                Ordering::Less
+            } else {
+                self.vbuf.clear();
+                b.extend_val(vb, &mut self.vbuf);
+                a.cmp_val(va, &self.vbuf)
+            };
+            self.vbuf.clear();
+            match ord {
+                Ordering::Less => {
+                    a.extend_val(va, &mut self.vbuf);
+                    self.builder.push_val(&self.vbuf);
+                    read += self.gather(true, va);
+                    va += 1;
+                }
+                Ordering::Greater => {
+                    b.extend_val(vb, &mut self.vbuf);
+                    self.builder.push_val(&self.vbuf);
+                    read += self.gather(false, vb);
+                    vb += 1;
+                }
+                Ordering::Equal => {
+                    a.extend_val(va, &mut self.vbuf);
+                    self.builder.push_val(&self.vbuf);
+                    read += self.gather(true, va);
+                    read += self.gather(false, vb);
+                    va += 1;
+                    vb += 1;
+                }
+            }
+            self.flush_val();
+        }
+        self.builder.seal_key();
+        read
+    }
+}
