@@ -1,1 +1,617 @@
-//! Dataflow plans and the embedded engine.
+//! Dataflow plans and the embedded engine that runs them.
+//!
+//! Python builds a [`plan::Plan`] (JSON, see `PLAN.md` beside this file); [`Engine`]
+//! instantiates it on `W` workers (key shards) and runs it:
+//!
+//! * inputs receive columnar batches of updates at times in the future of their frontier;
+//! * a *pass* computes every node's frontier ([`progress`]), then activates each node once
+//!   in plan order on every worker. An operator acts on all the updates it has, and
+//!   stateful operators (`arrange`, `reduce`, `consolidate`) act on every time that became
+//!   complete, all keys at once: preloaded input therefore runs iteration-major;
+//! * with one worker, frontiers are refreshed as nodes run, so one pass carries a round of
+//!   an iteration all the way around its loop; with several workers the workers run a pass
+//!   in parallel threads and exchange data by key hash at `arrange` nodes between passes.
+//!
+//! Python is entered only through [`column::Callbacks`] for user functions.
+
+pub mod arrangement;
+pub mod column;
+pub mod operators;
+pub mod plan;
+pub mod progress;
+pub mod util;
+pub mod worker;
+
+use crate::encoding::DType;
+use crate::error::{Error, Result};
+use crate::lattice::{Antichain, PartialOrder, Time};
+use crate::updates::Updates;
+use column::{Callbacks, Column, Msg, Schema};
+use plan::{Op, Plan};
+use rayon::prelude::*;
+use std::sync::Arc;
+use worker::{LogEntry, Worker};
+
+/// State of one input of the dataflow.
+#[derive(Clone, Debug)]
+struct InputState {
+    frontier: Antichain<Time>,
+    closed: bool,
+    schema: Option<Schema>,
+}
+
+/// Captured output handed back to the caller: columns, times, diffs.
+pub struct Captured {
+    pub columns: Vec<Column>,
+    pub times: Vec<Time>,
+    pub diffs: Vec<i64>,
+}
+
+/// A running dataflow.
+pub struct Engine {
+    plan: Plan,
+    ports: Vec<Vec<Vec<usize>>>,
+    consumers: Vec<Vec<(usize, usize)>>,
+    trace_of: Vec<Option<usize>>,
+    workers: Vec<Worker>,
+    inputs: Vec<Option<InputState>>,
+    callbacks: Arc<dyn Callbacks>,
+    reach_out: Vec<Antichain<Time>>,
+    frontier_in: Vec<Antichain<Time>>,
+    push_count: usize,
+    max_log: usize,
+    passes: u64,
+}
+
+impl Engine {
+    /// Instantiates `plan` on `workers` workers.
+    pub fn new(plan: Plan, workers: usize, callbacks: Arc<dyn Callbacks>) -> Result<Engine> {
+        if workers == 0 {
+            return Err(Error::Value("workers must be at least 1".into()));
+        }
+        let n = plan.nodes.len();
+        let ports = progress::input_ports(&plan);
+        let mut consumers = vec![Vec::new(); n];
+        for (node, ps) in ports.iter().enumerate() {
+            for (port, ups) in ps.iter().enumerate() {
+                for &u in ups {
+                    consumers[u].push((node, port));
+                }
+            }
+        }
+        let mut trace_of = vec![None; n];
+        for node in &plan.nodes {
+            trace_of[node.id] = match node.op {
+                Op::Arrange { .. } => Some(node.id),
+                Op::EnterArrangement => trace_of[node.inputs[0]],
+                _ => None,
+            };
+        }
+        let inputs = plan
+            .nodes
+            .iter()
+            .map(|node| match node.op {
+                Op::Input { .. } => Some(InputState {
+                    frontier: Antichain::from_elem(Time::minimum()),
+                    closed: false,
+                    schema: None,
+                }),
+                _ => None,
+            })
+            .collect();
+        let ws = (0..workers)
+            .map(|i| Worker::new(&plan, i, workers))
+            .collect();
+        let mut e = Engine {
+            plan,
+            ports,
+            consumers,
+            trace_of,
+            workers: ws,
+            inputs,
+            callbacks,
+            reach_out: Vec::new(),
+            frontier_in: Vec::new(),
+            push_count: 0,
+            max_log: 1 << 20,
+            passes: 0,
+        };
+        e.compute_frontiers();
+        Ok(e)
+    }
+
+    /// The plan being run.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Number of scheduling passes run so far.
+    pub fn passes(&self) -> u64 {
+        self.passes
+    }
+
+    fn input_state(&mut self, node: usize) -> Result<&mut InputState> {
+        let label = self
+            .plan
+            .nodes
+            .get(node)
+            .map(|n| n.label.clone())
+            .unwrap_or_default();
+        self.inputs
+            .get_mut(node)
+            .and_then(|s| s.as_mut())
+            .ok_or_else(|| Error::Value(format!("node {node} ({label}) is not an input")))
+    }
+
+    fn input_name(&self, node: usize) -> String {
+        match &self.plan.nodes[node].op {
+            Op::Input { name } if !name.is_empty() => format!("input {name:?}"),
+            _ => format!("input {}", self.plan.nodes[node].label),
+        }
+    }
+
+    /// Adds updates to an input. Every time must be in the future of the input's frontier;
+    /// on any error nothing of the call is accepted.
+    pub fn push(
+        &mut self,
+        node: usize,
+        columns: Vec<Column>,
+        times: Vec<Time>,
+        diffs: Vec<i64>,
+    ) -> Result<()> {
+        let name = self.input_name(node);
+        let ncols = self.plan.nodes[node].columns.len();
+        let state = self.input_state(node)?.clone();
+        if state.closed {
+            return Err(Error::Time(format!("{name} is closed")));
+        }
+        if columns.len() != ncols {
+            return Err(Error::Shape(format!(
+                "{name}: {} columns given, the input has {ncols}",
+                columns.len()
+            )));
+        }
+        let n = times.len();
+        if diffs.len() != n {
+            return Err(Error::Shape(format!(
+                "{name}: {n} times but {} diffs",
+                diffs.len()
+            )));
+        }
+        let schema: Vec<DType> = columns.iter().map(|c| c.dtype).collect();
+        if let Some(s) = &state.schema {
+            if **s != schema {
+                let cols = &self.plan.nodes[node].columns;
+                let (i, _) = s
+                    .iter()
+                    .zip(&schema)
+                    .enumerate()
+                    .find(|(_, (a, b))| a != b)
+                    .unwrap_or((0, (&s[0], &s[0])));
+                return Err(Error::Type(format!(
+                    "{name}: column {:?} has dtype {}, but earlier updates fixed it to {}",
+                    cols.get(i).cloned().unwrap_or_default(),
+                    schema[i].name(),
+                    s[i].name()
+                )));
+            }
+        }
+        for t in &times {
+            if !state.frontier.less_equal(t) {
+                return Err(Error::Time(format!(
+                    "{name}: update at time {t:?} is not in the future of the input frontier {:?} (already advanced past it)",
+                    state.frontier
+                )));
+            }
+        }
+        let rows = column::columns_to_rows(&columns, n, &name)?;
+        let schema: Schema = match &state.schema {
+            Some(s) => s.clone(),
+            None => Arc::new(schema),
+        };
+        self.input_state(node)?.schema = Some(schema.clone());
+        if n == 0 {
+            return Ok(());
+        }
+        let msg = Msg {
+            schema,
+            upd: Updates {
+                width: ncols,
+                rows,
+                times,
+                diffs,
+            },
+        };
+        let w = self.push_count % self.workers.len();
+        self.push_count += 1;
+        let ctx_consumers = self.consumers[node].clone();
+        for (c, port) in ctx_consumers {
+            self.workers[w].deliver_external(&self.plan, c, port, msg.clone());
+        }
+        self.flush_outboxes();
+        Ok(())
+    }
+
+    /// Advances an input's frontier to `time` (it may not go backwards).
+    pub fn advance_input(&mut self, node: usize, time: Time) -> Result<()> {
+        let name = self.input_name(node);
+        let st = self.input_state(node)?;
+        if st.closed {
+            return Err(Error::Time(format!("{name} is closed")));
+        }
+        if !st.frontier.less_equal(&time) {
+            return Err(Error::Time(format!(
+                "{name}: cannot advance to {time:?}, which is not in the future of the current frontier {:?}",
+                st.frontier
+            )));
+        }
+        st.frontier = Antichain::from_elem(time);
+        Ok(())
+    }
+
+    /// Closes an input: no more updates will arrive.
+    pub fn close_input(&mut self, node: usize) -> Result<()> {
+        let st = self.input_state(node)?;
+        st.closed = true;
+        st.frontier = Antichain::new();
+        Ok(())
+    }
+
+    fn flush_outboxes(&mut self) {
+        let mut moving = Vec::new();
+        for w in self.workers.iter_mut() {
+            moving.append(&mut w.outbox);
+        }
+        for (target, node, port, msg) in moving {
+            self.workers[target].inbox[node][port].push(msg);
+        }
+    }
+
+    /// Recomputes every node's frontier from the pointstamps of all workers.
+    fn compute_frontiers(&mut self) {
+        let n = self.plan.nodes.len();
+        let mut held: Vec<Antichain<Time>> = vec![Antichain::new(); n];
+        let mut queued: Vec<Vec<(usize, Time)>> = vec![Vec::new(); n];
+        let mut tmp_held = Vec::new();
+        for node in 0..n {
+            if let Some(Some(st)) = self.inputs.get(node) {
+                for t in st.frontier.elements() {
+                    held[node].insert(*t);
+                }
+            }
+            for w in &self.workers {
+                tmp_held.clear();
+                w.pointstamps(node, &mut queued[node], &mut tmp_held);
+                for t in tmp_held.drain(..) {
+                    held[node].insert(t);
+                }
+            }
+            // Queued times matter only up to their minimal elements.
+            let q = std::mem::take(&mut queued[node]);
+            let mut per_port: Vec<Antichain<Time>> =
+                vec![Antichain::new(); self.ports[node].len().max(1)];
+            for (p, t) in q {
+                per_port[p].insert(t);
+            }
+            queued[node] = per_port
+                .into_iter()
+                .enumerate()
+                .flat_map(|(p, a)| a.elements().iter().map(|t| (p, *t)).collect::<Vec<_>>())
+                .collect();
+        }
+        self.reach_out = progress::reach(&self.plan, &self.ports, &held, &queued);
+        self.frontier_in = (0..n)
+            .map(|node| progress::frontier_in(&self.plan, &self.ports, &self.reach_out, node))
+            .collect();
+    }
+
+    /// Refreshes `reach_out[node]` from one worker's current state (single-worker passes).
+    fn refresh(&mut self, node: usize, frontier_in: &Antichain<Time>) {
+        let mut queued = Vec::new();
+        let mut held = Vec::new();
+        self.workers[0].pointstamps(node, &mut queued, &mut held);
+        let mut r = Antichain::new();
+        if let Some(Some(st)) = self.inputs.get(node) {
+            for t in st.frontier.elements() {
+                r.insert(*t);
+            }
+        }
+        for t in held {
+            r.insert(t);
+        }
+        for (p, t) in queued {
+            if let Some(s) = progress::summarize(&self.plan, node, p, &t) {
+                r.insert(s);
+            }
+        }
+        for t in frontier_in.elements() {
+            r.insert(*t);
+        }
+        self.reach_out[node] = r;
+    }
+
+    /// Runs one scheduling pass. Returns whether anything happened (work done or frontiers
+    /// moved), i.e. whether another pass may make progress.
+    pub fn step(&mut self) -> Result<bool> {
+        self.passes += 1;
+        let before = self.reach_out.clone();
+        self.compute_frontiers();
+        let mut progressed = before != self.reach_out;
+        for w in self.workers.iter_mut() {
+            for f in w.fresh.iter_mut() {
+                *f = None;
+            }
+        }
+        let n = self.plan.nodes.len();
+        if self.workers.len() == 1 {
+            for node in 0..n {
+                let f_in = progress::frontier_in(&self.plan, &self.ports, &self.reach_out, node);
+                if self.should_run(0, node, &f_in) {
+                    let ctx = worker::PassCtx {
+                        plan: &self.plan,
+                        callbacks: &*self.callbacks,
+                        consumers: &self.consumers,
+                        trace_of: &self.trace_of,
+                        frontier_in: &self.frontier_in,
+                        reach_out: &self.reach_out,
+                    };
+                    progressed |= self.workers[0].activate(&ctx, node, &f_in)?;
+                    self.compact(0, node, &f_in);
+                }
+                self.refresh(node, &f_in);
+                self.frontier_in[node] = f_in;
+            }
+        } else {
+            let frontier_in = self.frontier_in.clone();
+            let ctx = worker::PassCtx {
+                plan: &self.plan,
+                callbacks: &*self.callbacks,
+                consumers: &self.consumers,
+                trace_of: &self.trace_of,
+                frontier_in: &frontier_in,
+                reach_out: &self.reach_out,
+            };
+            let trace_of = &self.trace_of;
+            let results: Vec<Result<(bool, Vec<bool>)>> = self
+                .workers
+                .par_iter_mut()
+                .map(|w| {
+                    let mut any = false;
+                    let mut ran = vec![false; n];
+                    for node in 0..n {
+                        if w.should_run(ctx.plan, trace_of, node, &frontier_in[node]) {
+                            ran[node] = true;
+                            any |= w.activate(&ctx, node, &frontier_in[node])?;
+                        }
+                    }
+                    Ok((any, ran))
+                })
+                .collect();
+            let mut run = Vec::new();
+            for r in results {
+                let (any, ran) = r?;
+                progressed |= any;
+                run.push(ran);
+            }
+            for w in 0..self.workers.len() {
+                for node in 0..n {
+                    if run[w][node] {
+                        self.compact(w, node, &frontier_in[node]);
+                    }
+                }
+            }
+            self.flush_outboxes();
+        }
+        self.trim_logs();
+        Ok(progressed)
+    }
+
+    fn should_run(&self, w: usize, node: usize, f_in: &Antichain<Time>) -> bool {
+        self.workers[w].should_run(&self.plan, &self.trace_of, node, f_in)
+    }
+
+    /// Lets the traces a node reads compact up to the frontier of its last activation.
+    fn compact(&mut self, w: usize, node: usize, _f_in: &Antichain<Time>) {
+        let spec = &self.plan.nodes[node];
+        if !matches!(spec.op, Op::Arrange { .. }) {
+            return;
+        }
+        // The trace of an arrange node is read by its consumers (directly or entered into
+        // scopes); compact it to the meet of their last activation frontiers, projected to
+        // the arrange node's scope (iteration coordinates zeroed).
+        let depth_coord = self.plan.time_dims + self.plan.scopes[spec.scope].depth;
+        let mut f = Antichain::new();
+        let mut stack: Vec<usize> = self.consumers[node].iter().map(|c| c.0).collect();
+        let wk = &self.workers[w];
+        while let Some(c) = stack.pop() {
+            if matches!(self.plan.nodes[c].op, Op::EnterArrangement) {
+                stack.extend(self.consumers[c].iter().map(|x| x.0));
+                continue;
+            }
+            for t in wk.last_frontier[c].elements() {
+                let mut t = *t;
+                for k in depth_coord..crate::lattice::MAX_DIMS {
+                    t.0[k] = 0;
+                }
+                f.insert(t);
+            }
+        }
+        // Never compact past what this node itself may still add.
+        for t in wk.last_frontier[node].elements() {
+            f.insert(*t);
+        }
+        if let Some(tr) = self.workers[w].traces[node].as_mut() {
+            tr.set_compaction(&f);
+        }
+        // Reduce output traces compact to the reduce's own last frontier.
+        let reduce_consumers: Vec<usize> = self.consumers[node]
+            .iter()
+            .map(|c| c.0)
+            .filter(|&c| matches!(self.plan.nodes[c].op, Op::Reduce { .. }))
+            .collect();
+        for r in reduce_consumers {
+            let lf = self.workers[w].last_frontier[r].clone();
+            if let worker::NodeState::Reduce(st) = &mut self.workers[w].nodes[r] {
+                st.out.set_compaction(&lf);
+            }
+        }
+    }
+
+    fn trim_logs(&mut self) {
+        let max = self.max_log;
+        for w in self.workers.iter_mut() {
+            if w.log.len() > max {
+                let drop = w.log.len() - max / 2;
+                w.log.drain(..drop);
+            }
+        }
+    }
+
+    /// Enables or disables the operator log.
+    pub fn set_logging(&mut self, on: bool) {
+        for w in self.workers.iter_mut() {
+            w.logging = on;
+        }
+    }
+
+    /// The frontier at a node's inputs (for `capture` and `probe`: what is complete).
+    pub fn frontier(&self, node: usize) -> Result<Antichain<Time>> {
+        self.frontier_in
+            .get(node)
+            .cloned()
+            .ok_or_else(|| Error::Value(format!("no node {node}")))
+    }
+
+    fn sinks(&self) -> Vec<usize> {
+        self.plan
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.op, Op::Capture | Op::Probe))
+            .map(|n| n.id)
+            .collect()
+    }
+
+    fn reached(&self, t: &Time) -> bool {
+        self.sinks().iter().all(|&s| {
+            !self.frontier_in[s]
+                .elements()
+                .iter()
+                .any(|f| f.less_than(t))
+        })
+    }
+
+    /// Runs passes until no capture or probe frontier holds a time strictly less than `t`.
+    /// Fails with a `TimeError` if that cannot happen because inputs were not advanced.
+    pub fn run_until(&mut self, t: Time) -> Result<()> {
+        loop {
+            let progressed = self.step()?;
+            if self.reached(&t) {
+                return Ok(());
+            }
+            if !progressed {
+                let blocking: Vec<String> = self
+                    .inputs
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, s)| s.as_ref().map(|s| (i, s)))
+                    .filter(|(_, s)| s.frontier.elements().iter().any(|f| f.less_than(&t)))
+                    .map(|(i, s)| format!("{} at {:?}", self.input_name(i), s.frontier))
+                    .collect();
+                return Err(Error::Time(format!(
+                    "cannot complete times before {t:?}: advance or close the inputs first ({})",
+                    blocking.join(", ")
+                )));
+            }
+        }
+    }
+
+    /// Runs until every input is closed and all work is done.
+    pub fn run(&mut self) -> Result<()> {
+        loop {
+            let progressed = self.step()?;
+            let done = self.inputs.iter().flatten().all(|s| s.closed)
+                && self.frontier_in.iter().all(|f| f.is_empty())
+                && self.reach_out.iter().all(|f| f.is_empty());
+            if done || !progressed {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Runs passes while work remains, at most `max_passes`; returns whether work remains.
+    pub fn run_quiescent(&mut self, max_passes: usize) -> Result<bool> {
+        for _ in 0..max_passes {
+            if !self.step()? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Takes the updates captured by a capture node since the last call.
+    pub fn capture_take(&mut self, node: usize) -> Result<Captured> {
+        if !matches!(self.plan.nodes.get(node).map(|n| &n.op), Some(Op::Capture)) {
+            return Err(Error::Value(format!("node {node} is not a capture")));
+        }
+        let mut msgs = Vec::new();
+        for w in self.workers.iter_mut() {
+            msgs.extend(w.take_capture(node));
+        }
+        let ncols = self.plan.nodes[node].columns.len();
+        let schema: Option<Schema> = msgs
+            .iter()
+            .find(|m| !m.upd.is_empty())
+            .map(|m| m.schema.clone());
+        let mut all = Updates::new(schema.as_ref().map(|s| s.len()).unwrap_or(ncols));
+        for m in &msgs {
+            if Some(&m.schema) != schema.as_ref() && !m.upd.is_empty() {
+                return Err(Error::Type(format!(
+                    "capture {}: batches with different dtypes reached the capture",
+                    self.plan.nodes[node].label
+                )));
+            }
+            all.extend(&m.upd);
+        }
+        let columns = match &schema {
+            Some(s) => column::rows_to_columns(s, &all),
+            None => Vec::new(),
+        };
+        Ok(Captured {
+            columns,
+            times: all.times,
+            diffs: all.diffs,
+        })
+    }
+
+    /// The operator log of all workers, in order of activation per worker.
+    pub fn log(&self) -> Vec<LogEntry> {
+        let mut all: Vec<LogEntry> = self
+            .workers
+            .iter()
+            .flat_map(|w| w.log.iter().cloned())
+            .collect();
+        all.sort_by_key(|e| e.worker);
+        all
+    }
+
+    /// Heap bytes held by all traces (arrangements and reduce outputs).
+    pub fn heap_bytes(&self) -> usize {
+        self.workers
+            .iter()
+            .map(|w| {
+                w.traces
+                    .iter()
+                    .flatten()
+                    .map(|t| t.heap_bytes())
+                    .sum::<usize>()
+                    + w.nodes
+                        .iter()
+                        .map(|n| match n {
+                            worker::NodeState::Reduce(r) => r.out.heap_bytes(),
+                            _ => 0,
+                        })
+                        .sum::<usize>()
+            })
+            .sum()
+    }
+}

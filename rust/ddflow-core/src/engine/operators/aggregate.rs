@@ -1,0 +1,172 @@
+//! Built-in aggregates of `reduce`, evaluated on one key's accumulated values.
+//!
+//! Input: the key's values at one time as `(val row, count)` pairs with non-zero counts
+//! (counts may be negative). Output: the rows the reduce should hold at that time, each with
+//! its count. Semantics (shared with the Python reference model): `min`/`max`/`top_k`
+//! consider values with positive count; `sum` is the signed weighted sum (present when any
+//! value has a non-zero count); `count` is the signed sum of counts (absent when zero);
+//! `distinct` keeps values with positive count, once.
+
+use crate::encoding::{decode_f64, decode_i64, encode_f64, encode_i64, DType};
+use crate::engine::plan::Agg;
+use crate::error::{Error, Result};
+use std::cmp::Ordering;
+
+/// Compares two encoded words by the value order of `dtype`.
+pub fn cmp_words(dtype: DType, a: u64, b: u64) -> Ordering {
+    match dtype {
+        DType::Int64 => decode_i64(a).cmp(&decode_i64(b)),
+        DType::Float64 => decode_f64(a).total_cmp(&decode_f64(b)),
+        DType::Bool => a.cmp(&b),
+        DType::Str => {
+            let s = crate::encoding::Interner::resolve_all(&[a, b]).unwrap_or_default();
+            if s.len() == 2 {
+                s[0].cmp(&s[1])
+            } else {
+                a.cmp(&b)
+            }
+        }
+    }
+}
+
+/// Output dtypes of an aggregate given the val dtypes (None for Python aggregates, whose
+/// dtypes come from the callback).
+pub fn output_dtypes(agg: &Agg, vals: &[DType], label: &str) -> Result<Option<Vec<DType>>> {
+    let col = |c: usize| -> Result<DType> {
+        vals.get(c).copied().ok_or_else(|| {
+            Error::Plan(format!(
+                "{label}: aggregate column {c} out of range ({} value columns)",
+                vals.len()
+            ))
+        })
+    };
+    Ok(Some(match agg {
+        Agg::Min(c) | Agg::Max(c) => vec![col(*c)?],
+        Agg::Sum(c) => {
+            let d = col(*c)?;
+            if !matches!(d, DType::Int64 | DType::Float64) {
+                return Err(Error::Type(format!(
+                    "{label}: sum needs an int64 or float64 column, got {}",
+                    d.name()
+                )));
+            }
+            vec![d]
+        }
+        Agg::Count => vec![DType::Int64],
+        Agg::Distinct => vals.to_vec(),
+        Agg::TopK { column, .. } => {
+            col(*column)?;
+            vals.to_vec()
+        }
+        Agg::ThresholdPy(_) => vals.to_vec(),
+        Agg::Python { .. } => return Ok(None),
+    }))
+}
+
+/// Applies a built-in aggregate to one key's values (`vals` row-major, `vw` words each).
+pub fn apply(
+    agg: &Agg,
+    dtypes: &[DType],
+    vw: usize,
+    vals: &[u64],
+    counts: &[i64],
+    label: &str,
+    out: &mut Vec<(Vec<u64>, i64)>,
+) -> Result<()> {
+    let n = counts.len();
+    let row = |i: usize| &vals[i * vw..(i + 1) * vw];
+    match agg {
+        Agg::Min(c) | Agg::Max(c) => {
+            let want = if matches!(agg, Agg::Min(_)) {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
+            let mut best: Option<u64> = None;
+            for i in 0..n {
+                if counts[i] > 0 {
+                    let v = row(i)[*c];
+                    if best.is_none_or(|b| cmp_words(dtypes[*c], v, b) == want) {
+                        best = Some(v);
+                    }
+                }
+            }
+            if let Some(b) = best {
+                out.push((vec![b], 1));
+            }
+        }
+        Agg::Sum(c) => {
+            if n == 0 {
+                return Ok(());
+            }
+            match dtypes[*c] {
+                DType::Int64 => {
+                    let mut s: i64 = 0;
+                    for i in 0..n {
+                        let v = decode_i64(row(i)[*c]);
+                        s = v
+                            .checked_mul(counts[i])
+                            .and_then(|p| s.checked_add(p))
+                            .ok_or_else(|| {
+                                Error::Overflow(format!(
+                                    "{label}: sum overflows int64 (value {v} with count {})",
+                                    counts[i]
+                                ))
+                            })?;
+                    }
+                    out.push((vec![encode_i64(s)], 1));
+                }
+                _ => {
+                    let mut s = 0.0f64;
+                    for i in 0..n {
+                        s += decode_f64(row(i)[*c]) * counts[i] as f64;
+                    }
+                    out.push((vec![encode_f64(s)], 1));
+                }
+            }
+        }
+        Agg::Count => {
+            let mut s: i64 = 0;
+            for &c in counts {
+                s = s
+                    .checked_add(c)
+                    .ok_or_else(|| Error::Overflow(format!("{label}: count overflows int64")))?;
+            }
+            if s != 0 {
+                out.push((vec![encode_i64(s)], 1));
+            }
+        }
+        Agg::Distinct => {
+            for i in 0..n {
+                if counts[i] > 0 {
+                    out.push((row(i).to_vec(), 1));
+                }
+            }
+        }
+        Agg::TopK {
+            k,
+            column,
+            descending,
+        } => {
+            let mut idx: Vec<usize> = (0..n).filter(|&i| counts[i] > 0).collect();
+            idx.sort_by(|&a, &b| {
+                let o = cmp_words(dtypes[*column], row(a)[*column], row(b)[*column])
+                    .then_with(|| row(a).cmp(row(b)));
+                if *descending {
+                    o.reverse()
+                } else {
+                    o
+                }
+            });
+            for &i in idx.iter().take(*k) {
+                out.push((row(i).to_vec(), 1));
+            }
+        }
+        Agg::ThresholdPy(_) | Agg::Python { .. } => {
+            return Err(Error::Plan(format!(
+                "{label}: Python aggregates are not built-in"
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,157 @@
+//! `join`, `semijoin` and `antijoin` of two arrangements.
+//!
+//! Both inputs are arrangements whose traces already contain this activation's new batches
+//! `dA` and `dB`. By bilinearity the output change is `dA x B + A x dB - dA x dB` (with `A`,
+//! `B` the traces after insertion), each product pairing updates of equal key with time
+//! `ta v tb` and diff `da * db` (checked: overflow is an error).
+//! Output rows are `key, left vals, right vals` (`join`) or `key, left vals` (`semijoin`);
+//! `antijoin` emits `dA` minus the semijoin output.
+
+use crate::engine::arrangement::Arrangement;
+use crate::engine::plan::JoinKind;
+use crate::error::{Error, Result};
+use crate::lattice::Lattice;
+use crate::updates::Updates;
+
+/// The `[start, end)` index ranges of equal keys in a batch sorted by row.
+pub fn key_runs(b: &Updates, kw: usize) -> Vec<(usize, usize)> {
+    let w = b.width;
+    let n = b.len();
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let mut j = i + 1;
+        while j < n && b.rows[j * w..j * w + kw] == b.rows[i * w..i * w + kw] {
+            j += 1;
+        }
+        runs.push((i, j));
+        i = j;
+    }
+    runs
+}
+
+/// Appends to `out` the product of left rows `l[li]` and right rows `r[ri]` (same key).
+#[allow(clippy::too_many_arguments)]
+fn product(
+    l: &Updates,
+    lrange: (usize, usize),
+    r: &Updates,
+    rrange: (usize, usize),
+    kw: usize,
+    kind: JoinKind,
+    sign: i64,
+    out: &mut Updates,
+    scratch: &mut Vec<u64>,
+) -> Result<()> {
+    let (lw, rw) = (l.width, r.width);
+    for i in lrange.0..lrange.1 {
+        let lrow = &l.rows[i * lw..(i + 1) * lw];
+        for j in rrange.0..rrange.1 {
+            let rrow = &r.rows[j * rw..(j + 1) * rw];
+            let d = l.diffs[i]
+                .checked_mul(r.diffs[j])
+                .and_then(|d| d.checked_mul(sign))
+                .ok_or_else(|| {
+                    Error::Overflow(format!(
+                        "join: diff overflow multiplying {} by {}",
+                        l.diffs[i], r.diffs[j]
+                    ))
+                })?;
+            scratch.clear();
+            scratch.extend_from_slice(lrow);
+            if kind == JoinKind::Join {
+                scratch.extend_from_slice(&rrow[kw..]);
+            }
+            out.push(scratch, l.times[i].join(&r.times[j]), d);
+        }
+    }
+    Ok(())
+}
+
+/// Computes the join output for new batches `da` (left) and `db` (right), given the traces.
+pub fn join_delta(
+    kind: JoinKind,
+    kw: usize,
+    da: &Updates,
+    db: &Updates,
+    ta: &Arrangement,
+    tb: &Arrangement,
+    out_width: usize,
+) -> Result<Updates> {
+    let pkind = if kind == JoinKind::Antijoin {
+        JoinKind::Semijoin
+    } else {
+        kind
+    };
+    let sign = if kind == JoinKind::Antijoin { -1 } else { 1 };
+    let mut out = Updates::new(out_width);
+    let mut scratch = Vec::new();
+    let runs_a = key_runs(da, kw);
+    let runs_b = key_runs(db, kw);
+    let (aw, bw) = (da.width, db.width);
+    // dA x B
+    let mut hist = Updates::new(tb.width);
+    for &(s, e) in &runs_a {
+        hist.clear();
+        tb.key_history(&da.rows[s * aw..s * aw + kw], &mut hist);
+        let n = hist.len();
+        product(
+            da,
+            (s, e),
+            &hist,
+            (0, n),
+            kw,
+            pkind,
+            sign,
+            &mut out,
+            &mut scratch,
+        )?;
+    }
+    // A x dB
+    let mut lhist = Updates::new(ta.width);
+    for &(s, e) in &runs_b {
+        lhist.clear();
+        ta.key_history(&db.rows[s * bw..s * bw + kw], &mut lhist);
+        let n = lhist.len();
+        product(
+            &lhist,
+            (0, n),
+            db,
+            (s, e),
+            kw,
+            pkind,
+            sign,
+            &mut out,
+            &mut scratch,
+        )?;
+    }
+    // - dA x dB: a merge join of the two sorted batches.
+    let (mut i, mut j) = (0, 0);
+    while i < runs_a.len() && j < runs_b.len() {
+        let ka = &da.rows[runs_a[i].0 * aw..runs_a[i].0 * aw + kw];
+        let kb = &db.rows[runs_b[j].0 * bw..runs_b[j].0 * bw + kw];
+        match ka.cmp(kb) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                product(
+                    da,
+                    runs_a[i],
+                    db,
+                    runs_b[j],
+                    kw,
+                    pkind,
+                    -sign,
+                    &mut out,
+                    &mut scratch,
+                )?;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    if kind == JoinKind::Antijoin {
+        out.extend(da);
+    }
+    Ok(out)
+}

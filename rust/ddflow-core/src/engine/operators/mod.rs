@@ -1,0 +1,11 @@
+//! Operator kernels of the engine, one file per operator family.
+//!
+//! * [`join`]: `join`, `semijoin`, `antijoin` of two arrangements (delta rule).
+//! * [`reduce`]: `reduce` over an arrangement: interesting times, per-key accumulation,
+//!   output differences against the operator's own output trace.
+//! * [`aggregate`]: the built-in aggregates (`min`, `max`, `sum`, `count`, `distinct`,
+//!   `top_k`) evaluated on one key's accumulated values.
+
+pub mod aggregate;
+pub mod join;
+pub mod reduce;

@@ -1,0 +1,111 @@
+//! Progress tracking: the frontier of every node, computed from pointstamps.
+//!
+//! A pointstamp is a time at which a node may still produce output: data queued at its
+//! inputs, updates it buffers (arrange, consolidate), times it has scheduled (reduce), and
+//! the frontiers of open inputs. Each is moved along the dataflow's edges by the path
+//! summary of the node it passes: the identity, except `variable`'s feedback port (+1 on the
+//! scope's iteration coordinate, dropped past `max_iterations`) and `leave` (the iteration
+//! coordinate reset to zero). The result is, per node, `reach_out` (a lower bound on the
+//! times it may still emit) and `frontier_in` (a lower bound on what may still arrive at its
+//! inputs). The computation is a fixed point over antichains; the +1 of every loop makes it
+//! terminate, since a time that comes around a loop is dominated by where it started.
+
+use super::plan::{Op, Plan};
+use crate::lattice::{Antichain, Time};
+
+/// The upstream node feeding each input port of each node: `ports[node][port]`.
+pub fn input_ports(plan: &Plan) -> Vec<Vec<Vec<usize>>> {
+    plan.nodes
+        .iter()
+        .map(|n| match &n.op {
+            Op::Variable { result } => vec![vec![n.inputs[0]], vec![*result]],
+            Op::Concat => n.inputs.iter().map(|&i| vec![i]).collect(),
+            Op::Join { .. } => vec![vec![n.inputs[0]], vec![n.inputs[1]]],
+            Op::Input { .. } => vec![vec![]],
+            _ => vec![n.inputs.clone()],
+        })
+        .collect()
+}
+
+/// The time `t` after passing input `port` of `node`; `None` if it cannot pass.
+#[inline]
+pub fn summarize(plan: &Plan, node: usize, port: usize, t: &Time) -> Option<Time> {
+    let n = &plan.nodes[node];
+    match &n.op {
+        Op::Variable { .. } if port == 1 => {
+            let c = plan.iter_coord(n.scope)?;
+            let max = plan.scopes[n.scope].max_iterations.unwrap_or(u64::MAX);
+            let next = t.0[c].checked_add(1)?;
+            if next >= max {
+                None
+            } else {
+                Some(t.with_coord(c, next))
+            }
+        }
+        Op::Leave => {
+            let c = plan.iter_coord(plan.nodes[n.inputs[0]].scope)?;
+            Some(t.with_coord(c, 0))
+        }
+        _ => Some(*t),
+    }
+}
+
+/// The frontier at the inputs of `node` given the upstream `reach_out`.
+pub fn frontier_in(
+    plan: &Plan,
+    ports: &[Vec<Vec<usize>>],
+    reach_out: &[Antichain<Time>],
+    node: usize,
+) -> Antichain<Time> {
+    let mut f = Antichain::new();
+    for (port, ups) in ports[node].iter().enumerate() {
+        for &u in ups {
+            for t in reach_out[u].elements() {
+                if let Some(s) = summarize(plan, node, port, t) {
+                    f.insert(s);
+                }
+            }
+        }
+    }
+    f
+}
+
+/// Computes `reach_out` for every node from its pointstamps: `held[node]` (times held at the
+/// node's output) and `queued[node]` (`(port, time)` queued at its inputs).
+pub fn reach(
+    plan: &Plan,
+    ports: &[Vec<Vec<usize>>],
+    held: &[Antichain<Time>],
+    queued: &[Vec<(usize, Time)>],
+) -> Vec<Antichain<Time>> {
+    let n = plan.nodes.len();
+    let mut reach: Vec<Antichain<Time>> = held.to_vec();
+    for node in 0..n {
+        for (port, t) in &queued[node] {
+            if let Some(s) = summarize(plan, node, *port, t) {
+                reach[node].insert(s);
+            }
+        }
+    }
+    loop {
+        let mut changed = false;
+        for node in 0..n {
+            for (port, ups) in ports[node].iter().enumerate() {
+                for &u in ups {
+                    if u == node {
+                        continue;
+                    }
+                    let elems: Vec<Time> = reach[u].elements().to_vec();
+                    for t in elems {
+                        if let Some(s) = summarize(plan, node, port, &t) {
+                            changed |= reach[node].insert(s);
+                        }
+                    }
+                }
+            }
+        }
+        if !changed {
+            return reach;
+        }
+    }
+}

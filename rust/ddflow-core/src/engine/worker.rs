@@ -1,0 +1,823 @@
+//! One worker (key shard) of a running dataflow: per-node operator state, input queues,
+//! and the activation of each operator during a scheduling pass.
+
+use super::arrangement::Arrangement;
+use super::column::{rows_to_columns, Callbacks, Column, Msg, Payload, Reply, Schema};
+use super::operators::join::join_delta;
+use super::operators::reduce::{ReduceInput, ReduceState};
+use super::plan::{Op, Plan};
+use super::util::{consolidate, worker_of};
+use crate::encoding::DType;
+use crate::error::{Error, Result};
+use crate::expr::BoundExpr;
+use crate::lattice::{Antichain, PartialOrder, Time};
+use crate::updates::Updates;
+use std::sync::Arc;
+
+/// Operator state of one node on one worker.
+pub enum NodeState {
+    /// Operators without state beyond a bound-expression cache.
+    Stateless,
+    /// `select`: expressions bound for an input schema.
+    Select(Option<(Schema, Vec<BoundExpr>, Schema)>),
+    /// `filter`: predicate bound for an input schema.
+    Filter(Option<(Schema, BoundExpr)>),
+    /// `arrange`: updates not yet complete, and the output schema.
+    Arrange {
+        buffer: Vec<Msg>,
+        schema: Option<Schema>,
+    },
+    /// `reduce`.
+    Reduce(Box<ReduceState>),
+    /// `consolidate`: updates not yet complete.
+    Consolidate { buffer: Vec<Msg> },
+    /// `capture`: everything received, not yet taken.
+    Capture { data: Vec<Msg> },
+}
+
+/// One entry of the operator log.
+#[derive(Clone, Debug)]
+pub struct LogEntry {
+    pub node: usize,
+    pub worker: usize,
+    pub lower: Antichain<Time>,
+    pub upper: Antichain<Time>,
+    pub updates_in: usize,
+    pub updates_out: usize,
+    pub nanos: u64,
+    pub python: bool,
+}
+
+/// A worker's state.
+pub struct Worker {
+    pub index: usize,
+    pub peers: usize,
+    pub nodes: Vec<NodeState>,
+    /// Input queues: `inbox[node][port]`.
+    pub inbox: Vec<Vec<Vec<Msg>>>,
+    /// Traces of `arrange` nodes (indexed by node id).
+    pub traces: Vec<Option<Arrangement>>,
+    /// New batches produced by each `arrange` node this pass, for its consumers.
+    pub fresh: Vec<Option<Msg>>,
+    /// Per-node frontier of the last activation (the `lower` of the next one).
+    pub last_frontier: Vec<Antichain<Time>>,
+    /// Messages for other workers: `(worker, node, port, msg)`.
+    pub outbox: Vec<(usize, usize, usize, Msg)>,
+    pub log: Vec<LogEntry>,
+    pub logging: bool,
+}
+
+/// Read-only context of a pass.
+pub struct PassCtx<'a> {
+    pub plan: &'a Plan,
+    pub callbacks: &'a dyn Callbacks,
+    /// `consumers[node]`: `(consumer node, port)` pairs.
+    pub consumers: &'a [Vec<(usize, usize)>],
+    /// For each node, the arrange node whose trace it reads (arrange / enter_arrangement).
+    pub trace_of: &'a [Option<usize>],
+    /// Frontier of each node's inputs at the start of the pass (global).
+    pub frontier_in: &'a [Antichain<Time>],
+    /// Frontier of each node's output at the start of the pass (global).
+    pub reach_out: &'a [Antichain<Time>],
+}
+
+fn msg_times(m: &[Msg], out: &mut Vec<Time>) {
+    for msg in m {
+        out.extend_from_slice(&msg.upd.times);
+    }
+}
+
+impl Worker {
+    /// A worker for `plan`.
+    pub fn new(plan: &Plan, index: usize, peers: usize) -> Self {
+        let n = plan.nodes.len();
+        let mut nodes = Vec::with_capacity(n);
+        let mut traces = Vec::with_capacity(n);
+        let mut ports = Vec::with_capacity(n);
+        for node in &plan.nodes {
+            let (state, trace, nports) = match &node.op {
+                Op::Select { .. } => (NodeState::Select(None), None, 1),
+                Op::Filter { .. } => (NodeState::Filter(None), None, 1),
+                Op::Arrange { key } => (
+                    NodeState::Arrange {
+                        buffer: Vec::new(),
+                        schema: None,
+                    },
+                    Some(Arrangement::new(key.len(), node.columns.len())),
+                    1,
+                ),
+                Op::Reduce { .. } => {
+                    let kw = match &plan.nodes[node.inputs[0]].op {
+                        Op::Arrange { key } => key.len(),
+                        _ => 0,
+                    };
+                    (NodeState::Reduce(Box::new(ReduceState::new(kw))), None, 1)
+                }
+                Op::Consolidate => (NodeState::Consolidate { buffer: Vec::new() }, None, 1),
+                Op::Capture => (NodeState::Capture { data: Vec::new() }, None, 1),
+                Op::Variable { .. } => (NodeState::Stateless, None, 2),
+                Op::Join { .. } => (NodeState::Stateless, None, 2),
+                _ => (NodeState::Stateless, None, node.inputs.len().max(1)),
+            };
+            nodes.push(state);
+            traces.push(trace);
+            ports.push((0..nports).map(|_| Vec::new()).collect());
+        }
+        Worker {
+            index,
+            peers,
+            nodes,
+            inbox: ports,
+            traces,
+            fresh: (0..n).map(|_| None).collect(),
+            last_frontier: (0..n)
+                .map(|_| Antichain::from_elem(Time::minimum()))
+                .collect(),
+            outbox: Vec::new(),
+            log: Vec::new(),
+            logging: true,
+        }
+    }
+
+    /// Pointstamps held by `node` on this worker (capabilities, buffered and queued data),
+    /// split into those queued at input `port`s (before the node's summary) and those held
+    /// at its output.
+    pub fn pointstamps(&self, node: usize, queued: &mut Vec<(usize, Time)>, held: &mut Vec<Time>) {
+        for (port, q) in self.inbox[node].iter().enumerate() {
+            for m in q {
+                for &t in &m.upd.times {
+                    queued.push((port, t));
+                }
+            }
+        }
+        match &self.nodes[node] {
+            NodeState::Arrange { buffer, .. } | NodeState::Consolidate { buffer } => {
+                msg_times(buffer, held)
+            }
+            NodeState::Reduce(r) => held.extend(r.pending.iter().map(|p| p.1)),
+            _ => {}
+        }
+    }
+
+    /// Whether activating `node` with input frontier `f_in` can do anything.
+    pub fn should_run(
+        &self,
+        plan: &Plan,
+        trace_of: &[Option<usize>],
+        node: usize,
+        f_in: &Antichain<Time>,
+    ) -> bool {
+        if self.has_input(node) || &self.last_frontier[node] != f_in {
+            return true;
+        }
+        let spec = &plan.nodes[node];
+        match spec.op {
+            Op::Join { .. } | Op::Reduce { .. } => spec
+                .inputs
+                .iter()
+                .any(|&i| trace_of[i].is_some_and(|t| self.fresh[t].is_some())),
+            _ => false,
+        }
+    }
+
+    /// Whether the node has queued input.
+    pub fn has_input(&self, node: usize) -> bool {
+        self.inbox[node].iter().any(|q| !q.is_empty())
+    }
+
+    /// Delivers a message to `node`'s `port`, routing by key to the owning worker when the
+    /// node is an `arrange` with several workers.
+    fn deliver(&mut self, plan: &Plan, node: usize, port: usize, msg: Msg) {
+        if msg.upd.is_empty() {
+            return;
+        }
+        if self.peers > 1 {
+            if let Op::Arrange { key } = &plan.nodes[node].op {
+                let w = msg.upd.width;
+                let mut parts: Vec<Updates> = (0..self.peers).map(|_| Updates::new(w)).collect();
+                let mut kbuf = Vec::with_capacity(key.len());
+                for i in 0..msg.upd.len() {
+                    let row = msg.upd.row(i);
+                    kbuf.clear();
+                    kbuf.extend(key.iter().map(|&k| row[k]));
+                    let target = worker_of(&kbuf, self.peers);
+                    parts[target].push(row, msg.upd.times[i], msg.upd.diffs[i]);
+                }
+                for (target, upd) in parts.into_iter().enumerate() {
+                    if upd.is_empty() {
+                        continue;
+                    }
+                    let m = Msg {
+                        schema: msg.schema.clone(),
+                        upd,
+                    };
+                    if target == self.index {
+                        self.inbox[node][port].push(m);
+                    } else {
+                        self.outbox.push((target, node, port, m));
+                    }
+                }
+                return;
+            }
+        }
+        self.inbox[node][port].push(msg);
+    }
+
+    /// Delivers a message from outside a pass (input pushes).
+    pub fn deliver_external(&mut self, plan: &Plan, node: usize, port: usize, msg: Msg) {
+        self.deliver(plan, node, port, msg);
+    }
+
+    /// Sends a node's output to its consumers.
+    fn emit(&mut self, ctx: &PassCtx<'_>, node: usize, msg: Msg) {
+        if msg.upd.is_empty() {
+            return;
+        }
+        let consumers = &ctx.consumers[node];
+        for (i, &(c, port)) in consumers.iter().enumerate() {
+            if ctx.plan.nodes[c].is_arrangement()
+                && !matches!(ctx.plan.nodes[c].op, Op::Arrange { .. })
+            {
+                continue;
+            }
+            if matches!(ctx.plan.nodes[c].op, Op::Join { .. } | Op::Reduce { .. }) {
+                continue; // arrangements feed these through `fresh`
+            }
+            let _ = i;
+            self.deliver(ctx.plan, c, port, msg.clone());
+        }
+    }
+
+    /// Activates `node` once with input frontier `frontier`. Returns whether it did work.
+    pub fn activate(
+        &mut self,
+        ctx: &PassCtx<'_>,
+        node: usize,
+        frontier: &Antichain<Time>,
+    ) -> Result<bool> {
+        let spec = &ctx.plan.nodes[node];
+        let started = std::time::Instant::now();
+        let inputs: Vec<Vec<Msg>> = self.inbox[node].iter_mut().map(std::mem::take).collect();
+        let n_in: usize = inputs.iter().flatten().map(|m| m.upd.len()).sum();
+        let mut python = false;
+        let result = self.run_op(ctx, node, &inputs, frontier, &mut python);
+        let out = match result {
+            Ok(out) => out,
+            Err(e) => {
+                // Nothing accepted is lost: put the input back for a later retry.
+                for (port, q) in inputs.into_iter().enumerate() {
+                    let mut q = q;
+                    q.append(&mut self.inbox[node][port]);
+                    self.inbox[node][port] = q;
+                }
+                return Err(e.context(&format!("operator {}", spec.label)));
+            }
+        };
+        let did = match &out {
+            Some((_, did)) => *did,
+            None => n_in > 0,
+        };
+        let mut n_out = out
+            .as_ref()
+            .map(|(m, _)| m.iter().map(|m| m.upd.len()).sum())
+            .unwrap_or(0);
+        if let Some(f) = &self.fresh[node] {
+            n_out += f.upd.len();
+        }
+        if let Some((msgs, _)) = out {
+            for m in msgs {
+                self.emit(ctx, node, m);
+            }
+        }
+        if self.logging && (n_in > 0 || n_out > 0) {
+            self.log.push(LogEntry {
+                node,
+                worker: self.index,
+                lower: self.last_frontier[node].clone(),
+                upper: frontier.clone(),
+                updates_in: n_in,
+                updates_out: n_out,
+                nanos: started.elapsed().as_nanos() as u64,
+                python,
+            });
+        }
+        self.last_frontier[node] = frontier.clone();
+        Ok(did || n_in > 0)
+    }
+
+    fn run_op(
+        &mut self,
+        ctx: &PassCtx<'_>,
+        node: usize,
+        inputs: &[Vec<Msg>],
+        frontier: &Antichain<Time>,
+        python: &mut bool,
+    ) -> Result<Option<(Vec<Msg>, bool)>> {
+        let plan = ctx.plan;
+        let spec = &plan.nodes[node];
+        let label = spec.label.as_str();
+        let all = || inputs.iter().flatten();
+        Ok(Some(match &spec.op {
+            Op::Input { .. } | Op::Probe => (Vec::new(), false),
+            Op::Concat | Op::Enter => (all().cloned().collect(), false),
+            Op::Negate => (
+                all()
+                    .map(|m| {
+                        let mut m = m.clone();
+                        m.upd.negate();
+                        m
+                    })
+                    .collect(),
+                false,
+            ),
+            Op::Leave => {
+                let c = plan
+                    .iter_coord(plan.nodes[spec.inputs[0]].scope)
+                    .expect("leave from a scope");
+                (
+                    all()
+                        .map(|m| {
+                            let mut m = m.clone();
+                            for t in m.upd.times.iter_mut() {
+                                t.0[c] = 0;
+                            }
+                            m
+                        })
+                        .collect(),
+                    false,
+                )
+            }
+            Op::Variable { .. } => {
+                let c = plan.iter_coord(spec.scope).expect("variable in a scope");
+                let max = plan.scopes[spec.scope].max_iterations.unwrap_or(u64::MAX);
+                let mut out = Vec::new();
+                let bump = |m: &Msg, negate: bool| -> Msg {
+                    let mut next = Msg::empty(m.schema.clone());
+                    next.upd.width = m.upd.width;
+                    for i in 0..m.upd.len() {
+                        let t = m.upd.times[i];
+                        if t.0[c] + 1 < max {
+                            let d = if negate {
+                                -m.upd.diffs[i]
+                            } else {
+                                m.upd.diffs[i]
+                            };
+                            next.upd.push(m.upd.row(i), t.with_coord(c, t.0[c] + 1), d);
+                        }
+                    }
+                    next
+                };
+                for m in &inputs[0] {
+                    out.push(m.clone());
+                    out.push(bump(m, true));
+                }
+                for m in &inputs[1] {
+                    out.push(bump(m, false));
+                }
+                (out, false)
+            }
+            Op::Select { exprs } => {
+                let mut out = Vec::new();
+                for m in all() {
+                    let st = match &mut self.nodes[node] {
+                        NodeState::Select(s) => s,
+                        _ => unreachable!(),
+                    };
+                    if st.as_ref().is_none_or(|(s, _, _)| s != &m.schema) {
+                        let schema = named(&plan.nodes[spec.inputs[0]].columns, &m.schema, label)?;
+                        let bound: Vec<BoundExpr> = exprs
+                            .iter()
+                            .map(|e| e.bind(&schema))
+                            .collect::<Result<_>>()?;
+                        let out_schema: Schema =
+                            Arc::new(bound.iter().map(|b| b.dtype()).collect());
+                        *st = Some((m.schema.clone(), bound, out_schema));
+                    }
+                    let (_, bound, out_schema) = st.as_ref().expect("bound");
+                    let cols: Vec<Vec<u64>> = bound
+                        .iter()
+                        .map(|b| b.eval(&m.upd))
+                        .collect::<Result<_>>()?;
+                    let n = m.upd.len();
+                    let w = cols.len();
+                    let mut rows = vec![0u64; n * w];
+                    for (c, col) in cols.iter().enumerate() {
+                        for (r, &v) in col.iter().enumerate() {
+                            rows[r * w + c] = v;
+                        }
+                    }
+                    out.push(Msg {
+                        schema: out_schema.clone(),
+                        upd: Updates {
+                            width: w,
+                            rows,
+                            times: m.upd.times.clone(),
+                            diffs: m.upd.diffs.clone(),
+                        },
+                    });
+                }
+                (out, false)
+            }
+            Op::Filter { predicate } => {
+                let mut out = Vec::new();
+                for m in all() {
+                    let st = match &mut self.nodes[node] {
+                        NodeState::Filter(s) => s,
+                        _ => unreachable!(),
+                    };
+                    if st.as_ref().is_none_or(|(s, _)| s != &m.schema) {
+                        let schema = named(&plan.nodes[spec.inputs[0]].columns, &m.schema, label)?;
+                        let b = predicate.bind(&schema)?;
+                        if b.dtype() != DType::Bool {
+                            return Err(Error::Type(format!(
+                                "filter predicate {predicate} has dtype {}, expected bool",
+                                b.dtype().name()
+                            )));
+                        }
+                        *st = Some((m.schema.clone(), b));
+                    }
+                    let (_, b) = st.as_ref().expect("bound");
+                    let mask = b.eval_predicate(&m.upd)?;
+                    let mut o = Msg::empty(m.schema.clone());
+                    for (i, keep) in mask.iter().enumerate() {
+                        if *keep {
+                            o.upd.push(m.upd.row(i), m.upd.times[i], m.upd.diffs[i]);
+                        }
+                    }
+                    out.push(o);
+                }
+                (out, false)
+            }
+            Op::MapPy { func } | Op::FlatMapPy { func } | Op::FilterPy { func } => {
+                *python = true;
+                let kind = match &spec.op {
+                    Op::MapPy { .. } => "map_py",
+                    Op::FlatMapPy { .. } => "flat_map_py",
+                    _ => "filter_py",
+                };
+                let names = plan.nodes[spec.inputs[0]].columns.clone();
+                let mut out = Vec::new();
+                for m in all() {
+                    let payload = Payload::Columns {
+                        names: names.clone(),
+                        columns: rows_to_columns(&m.schema, &m.upd),
+                    };
+                    let reply = ctx.callbacks.call(*func, kind, label, payload)?;
+                    out.push(py_reply(kind, label, m, reply, spec.columns.len())?);
+                }
+                (out, false)
+            }
+            Op::InspectPy { func, .. } => {
+                *python = true;
+                let names = plan.nodes[spec.inputs[0]].columns.clone();
+                for m in all() {
+                    let payload = Payload::Inspect {
+                        names: names.clone(),
+                        columns: rows_to_columns(&m.schema, &m.upd),
+                        times: m.upd.times.clone(),
+                        time_dims: plan.time_dims + plan.scopes[spec.scope].depth,
+                        diffs: m.upd.diffs.clone(),
+                    };
+                    ctx.callbacks.call(*func, "inspect_py", label, payload)?;
+                }
+                (all().cloned().collect(), false)
+            }
+            Op::Capture => {
+                if let NodeState::Capture { data } = &mut self.nodes[node] {
+                    data.extend(all().cloned());
+                }
+                (Vec::new(), false)
+            }
+            Op::Consolidate => {
+                let NodeState::Consolidate { buffer } = &mut self.nodes[node] else {
+                    unreachable!()
+                };
+                buffer.extend(all().cloned());
+                let ready = extract_complete(buffer, frontier);
+                let mut out = Vec::new();
+                for mut m in ready {
+                    consolidate(&mut m.upd)?;
+                    out.push(m);
+                }
+                let did = !out.is_empty();
+                (out, did)
+            }
+            Op::Arrange { key } => {
+                let NodeState::Arrange { buffer, schema } = &mut self.nodes[node] else {
+                    unreachable!()
+                };
+                for m in all() {
+                    if let Some(s) = schema.as_ref() {
+                        let reordered = reorder_schema(&m.schema, key);
+                        if &reordered != s {
+                            return Err(Error::Type(format!(
+                                "{label}: batch dtypes {:?} differ from earlier batches {:?}",
+                                reordered.iter().map(|d| d.name()).collect::<Vec<_>>(),
+                                s.iter().map(|d| d.name()).collect::<Vec<_>>()
+                            )));
+                        }
+                    } else {
+                        *schema = Some(reorder_schema(&m.schema, key));
+                    }
+                    buffer.push(m.clone());
+                }
+                let ready = extract_complete(buffer, frontier);
+                if ready.is_empty() {
+                    return Ok(Some((Vec::new(), false)));
+                }
+                let schema = schema.clone().expect("schema");
+                let width = schema.len();
+                let mut batch = Updates::new(width);
+                let mut row = Vec::with_capacity(width);
+                let rest: Vec<usize> = (0..width).filter(|c| !key.contains(c)).collect();
+                for m in &ready {
+                    for i in 0..m.upd.len() {
+                        let r = m.upd.row(i);
+                        row.clear();
+                        row.extend(key.iter().map(|&k| r[k]));
+                        row.extend(rest.iter().map(|&k| r[k]));
+                        batch.push(&row, m.upd.times[i], m.upd.diffs[i]);
+                    }
+                }
+                consolidate(&mut batch)?;
+                let msg = Msg { schema, upd: batch };
+                if let Some(t) = self.traces[node].as_mut() {
+                    t.insert(msg.upd.clone());
+                }
+                self.fresh[node] = Some(msg);
+                (Vec::new(), true)
+            }
+            Op::EnterArrangement => (Vec::new(), false),
+            Op::Join { kind } => {
+                let (a, b) = (spec.inputs[0], spec.inputs[1]);
+                let (ta, tb) = (
+                    ctx.trace_of[a].expect("trace"),
+                    ctx.trace_of[b].expect("trace"),
+                );
+                let da = self.fresh[ta].clone();
+                let db = self.fresh[tb].clone();
+                if da.is_none() && db.is_none() {
+                    return Ok(Some((Vec::new(), false)));
+                }
+                let (sa, sb) = match (&da, &db) {
+                    (Some(x), Some(y)) => (x.schema.clone(), y.schema.clone()),
+                    _ => (
+                        self.schema_of(ta).unwrap_or_else(|| Arc::new(Vec::new())),
+                        self.schema_of(tb).unwrap_or_else(|| Arc::new(Vec::new())),
+                    ),
+                };
+                let kw = self.traces[ta].as_ref().expect("trace").key_width;
+                let mut out_schema: Vec<DType> = sa.to_vec();
+                if *kind == super::plan::JoinKind::Join {
+                    out_schema.extend_from_slice(sb.get(kw..).unwrap_or(&[]));
+                }
+                let out_w =
+                    if sa.is_empty() || (sb.is_empty() && *kind == super::plan::JoinKind::Join) {
+                        // One side has never seen data: its schema is unknown, and it is empty.
+                        return Ok(Some((Vec::new(), false)));
+                    } else {
+                        out_schema.len()
+                    };
+                let empty_a = Updates::new(self.traces[ta].as_ref().expect("trace").width);
+                let empty_b = Updates::new(self.traces[tb].as_ref().expect("trace").width);
+                let upd = join_delta(
+                    *kind,
+                    kw,
+                    da.as_ref().map(|m| &m.upd).unwrap_or(&empty_a),
+                    db.as_ref().map(|m| &m.upd).unwrap_or(&empty_b),
+                    self.traces[ta].as_ref().expect("trace"),
+                    self.traces[tb].as_ref().expect("trace"),
+                    out_w,
+                )?;
+                (
+                    vec![Msg {
+                        schema: Arc::new(out_schema),
+                        upd,
+                    }],
+                    true,
+                )
+            }
+            Op::Reduce { agg } => {
+                let a = spec.inputs[0];
+                let ta = ctx.trace_of[a].expect("trace");
+                let fresh = self.fresh[ta].clone();
+                let has_pending = match &self.nodes[node] {
+                    NodeState::Reduce(r) => r.has_complete_pending(frontier),
+                    _ => false,
+                };
+                if fresh.is_none() && !has_pending {
+                    return Ok(Some((Vec::new(), false)));
+                }
+                let Some(schema) = fresh
+                    .as_ref()
+                    .map(|m| m.schema.clone())
+                    .or_else(|| self.schema_of(ta))
+                else {
+                    return Ok(Some((Vec::new(), false)));
+                };
+                let kw = self.traces[ta].as_ref().expect("trace").key_width;
+                let arr_cols = &plan.nodes[ta].columns;
+                let empty = Updates::new(schema.len());
+                *python = matches!(
+                    agg,
+                    super::plan::Agg::Python { .. } | super::plan::Agg::ThresholdPy(_)
+                );
+                let trace = self.traces[ta].take().expect("trace");
+                let NodeState::Reduce(state) = &mut self.nodes[node] else {
+                    unreachable!()
+                };
+                let res = state.activate(&ReduceInput {
+                    agg,
+                    key_width: kw,
+                    key_dtypes: &schema[..kw],
+                    val_dtypes: &schema[kw..],
+                    key_names: &arr_cols[..kw.min(arr_cols.len())],
+                    val_names: &arr_cols[kw.min(arr_cols.len())..],
+                    trace: &trace,
+                    batch: fresh.as_ref().map(|m| &m.upd).unwrap_or(&empty),
+                    frontier,
+                    callbacks: ctx.callbacks,
+                    label,
+                });
+                self.traces[ta] = Some(trace);
+                let upd = res?;
+                let mut out_schema: Vec<DType> = schema[..kw].to_vec();
+                out_schema.extend(state.out_dtypes.clone().unwrap_or_default());
+                (
+                    vec![Msg {
+                        schema: Arc::new(out_schema),
+                        upd,
+                    }],
+                    true,
+                )
+            }
+        }))
+    }
+
+    fn schema_of(&self, arrange: usize) -> Option<Schema> {
+        match &self.nodes[arrange] {
+            NodeState::Arrange { schema, .. } => schema.clone(),
+            _ => None,
+        }
+    }
+
+    /// Takes captured updates of a capture node.
+    pub fn take_capture(&mut self, node: usize) -> Vec<Msg> {
+        match &mut self.nodes[node] {
+            NodeState::Capture { data } => std::mem::take(data),
+            _ => Vec::new(),
+        }
+    }
+}
+
+fn reorder_schema(schema: &Schema, key: &[usize]) -> Schema {
+    let mut s: Vec<DType> = key.iter().map(|&k| schema[k]).collect();
+    s.extend(
+        (0..schema.len())
+            .filter(|c| !key.contains(c))
+            .map(|c| schema[c]),
+    );
+    Arc::new(s)
+}
+
+fn named(names: &[String], schema: &Schema, label: &str) -> Result<Vec<(String, DType)>> {
+    if names.len() != schema.len() {
+        return Err(Error::Plan(format!(
+            "{label}: input has {} columns {:?} in the plan but batches of {} columns",
+            names.len(),
+            names,
+            schema.len()
+        )));
+    }
+    Ok(names.iter().cloned().zip(schema.iter().copied()).collect())
+}
+
+/// Removes and returns the updates of `buffer` at times not in the future of `frontier`.
+fn extract_complete(buffer: &mut Vec<Msg>, frontier: &Antichain<Time>) -> Vec<Msg> {
+    let mut ready = Vec::new();
+    let mut keep = Vec::new();
+    for m in buffer.drain(..) {
+        let mut r = Msg::empty(m.schema.clone());
+        let mut k = Msg::empty(m.schema.clone());
+        for i in 0..m.upd.len() {
+            if frontier.less_equal(&m.upd.times[i]) {
+                k.upd.push(m.upd.row(i), m.upd.times[i], m.upd.diffs[i]);
+            } else {
+                r.upd.push(m.upd.row(i), m.upd.times[i], m.upd.diffs[i]);
+            }
+        }
+        if !r.upd.is_empty() {
+            ready.push(r);
+        }
+        if !k.upd.is_empty() {
+            keep.push(k);
+        }
+    }
+    *buffer = keep;
+    ready
+}
+
+/// Turns a Python callback's reply into an output message.
+fn py_reply(kind: &str, label: &str, m: &Msg, reply: Reply, ncols: usize) -> Result<Msg> {
+    let n = m.upd.len();
+    match (kind, reply) {
+        ("filter_py", Reply::Mask(mask)) => {
+            if mask.len() != n {
+                return Err(Error::User(format!(
+                    "{label}: filter function returned {} booleans for {n} rows",
+                    mask.len()
+                )));
+            }
+            let mut o = Msg::empty(m.schema.clone());
+            for (i, keep) in mask.iter().enumerate() {
+                if *keep {
+                    o.upd.push(m.upd.row(i), m.upd.times[i], m.upd.diffs[i]);
+                }
+            }
+            Ok(o)
+        }
+        (
+            "map_py" | "flat_map_py",
+            Reply::Columns {
+                columns, row_index, ..
+            },
+        ) => {
+            if ncols > 0 && columns.len() != ncols {
+                return Err(Error::User(format!(
+                    "{label}: function returned {} columns, expected {ncols}",
+                    columns.len()
+                )));
+            }
+            let out_n = columns.first().map(|c| c.words.len()).unwrap_or(n);
+            let schema: Schema = Arc::new(columns.iter().map(|c| c.dtype).collect());
+            let rows = super::column::columns_to_rows(&columns, out_n, label)
+                .map_err(|e| Error::User(e.to_string()))?;
+            let (times, diffs) = if kind == "map_py" {
+                if out_n != n {
+                    return Err(Error::User(format!(
+                        "{label}: map function returned {out_n} rows for {n} input rows"
+                    )));
+                }
+                (m.upd.times.clone(), m.upd.diffs.clone())
+            } else {
+                let idx = row_index.ok_or_else(|| {
+                    Error::User(format!(
+                        "{label}: flat_map reply lacks the source row index"
+                    ))
+                })?;
+                if idx.len() != out_n {
+                    return Err(Error::User(format!(
+                        "{label}: flat_map row index has {} entries for {out_n} rows",
+                        idx.len()
+                    )));
+                }
+                let mut times = Vec::with_capacity(out_n);
+                let mut diffs = Vec::with_capacity(out_n);
+                for &i in &idx {
+                    if i < 0 || i as usize >= n {
+                        return Err(Error::User(format!(
+                            "{label}: flat_map row index {i} out of range 0..{n}"
+                        )));
+                    }
+                    times.push(m.upd.times[i as usize]);
+                    diffs.push(m.upd.diffs[i as usize]);
+                }
+                (times, diffs)
+            };
+            Ok(Msg {
+                schema,
+                upd: Updates {
+                    width: columns.len(),
+                    rows,
+                    times,
+                    diffs,
+                },
+            })
+        }
+        (_, other) => Err(Error::User(format!(
+            "{label}: unexpected reply {other:?} for {kind}"
+        ))),
+    }
+}
+
+/// Unused-column helper kept for symmetry with `rows_to_columns`.
+pub fn capture_columns(msgs: &[Msg]) -> Option<(Schema, Vec<Column>, Vec<Time>, Vec<i64>)> {
+    let first = msgs.first()?;
+    let schema = first.schema.clone();
+    let mut all = Updates::new(first.upd.width);
+    for m in msgs {
+        all.extend(&m.upd);
+    }
+    let cols = rows_to_columns(&schema, &all);
+    Some((schema, cols, all.times, all.diffs))
+}
+
+/// Whether a time is strictly before some element... helper for `run_until`.
+pub fn frontier_before(frontier: &Antichain<Time>, t: &Time) -> bool {
+    frontier.elements().iter().any(|f| f.less_than(t))
+}
+
+/// Whether `t` is less than or equal to... (unused)
+pub fn le(a: &Time, b: &Time) -> bool {
+    a.less_equal(b)
+}
