@@ -147,10 +147,16 @@ def model_time(value: Any) -> m.Time:
     return tuple(int(x) for x in value)
 
 
-def feed(inp: Any, updates: Sequence[m.Update], *, batch: bool = False) -> None:
+def feed(
+    inp: Any,
+    updates: Sequence[m.Update],
+    *,
+    columns: Sequence[str] | None = None,
+    batch: bool = False,
+) -> None:
     """Send ``updates`` to an ``InputSession``: one ``update_at`` each, or one ``update_batch``.
 
-    The batch form uses numpy columns named by ``inp``'s columns (taken from ``columns``).
+    The batch form needs the input's ``columns`` to name the numpy columns it sends.
     """
     if not updates:
         return
@@ -160,7 +166,8 @@ def feed(inp: Any, updates: Sequence[m.Update], *, batch: bool = False) -> None:
         return
     import numpy as np
 
-    columns = input_columns(inp)
+    if columns is None:
+        raise ValueError("feed(batch=True) needs columns=")
     cols = {name: np.array([rec[i] for rec, _, _ in updates]) for i, name in enumerate(columns)}
     dims = len(updates[0][1])
     times = np.array([t[0] if dims == 1 else t for _, t, _ in updates], dtype=np.int64)
@@ -283,20 +290,16 @@ def new_flow(dims: int, workers: int = 1) -> Any:
     )
 
 
-def input_columns(inp: Any) -> tuple[str, ...]:
-    """The column names of an ``InputSession`` (see ``API assumptions``)."""
-    return tuple(inp.columns)
-
-
 # ---------------------------------------------------------------------------------------------
 # API assumptions (issue 9 leaves these open; adjust here if the implementation differs)
 #
-# * ``InputSession.columns`` holds the input's column names (used by ``feed(batch=True)``).
+# * ``insert`` / ``remove`` / ``update`` act at the input's current time (its ``advance_to``).
 # * ``dd.top_k(column, k, descending=False)``; ``dd.distinct()`` and ``dd.count()`` are calls.
-# * A Python reducer is passed as ``reduce(by=..., agg=fn)``; ``fn`` gets one dict per batch of
-#   keys, ``{"keys": {col: array}, "offsets": int64 (n+1), "values": {col: array},
-#   "counts": int64}``, and returns ``{"offsets": int64 (n+1), out_col: array, ...}`` (the
-#   PLAN.md callback payload); output rows have count 1.
+# * A Python reducer is passed as ``reduce(by=..., agg=fn, columns=(out names))``; ``fn`` gets
+#   one batch of keys with ``keys`` ({col: array}), ``offsets`` (int64, n+1), ``values``
+#   ({col: array}) and ``counts`` (int64) as attributes (``ddflow.callbacks.ReduceBatch``)
+#   or items, and returns ``{"offsets": int64 (n+1), out_col: array, ...}``; output rows
+#   have count 1.
 # * ``map(fn)`` / ``filter(fn)`` get ``{col: numpy array}``; ``map`` returns a dict of columns;
 #   ``flat_map(fn)`` returns a dict of columns plus ``"__row__"`` (source row of each output).
 # * ``threshold(fn)`` calls ``fn`` on an int64 numpy array of counts (vectorised).
@@ -311,17 +314,17 @@ def python_reducer(
     per_key: Callable[[list[tuple[m.Record, int]]], list[m.Record]],
     value_columns: Sequence[str],
     out_columns: Sequence[str],
-) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+) -> Callable[[Any], dict[str, Any]]:
     """A batch reducer (one call per batch of keys) built from a per-key Python function.
 
     ``per_key`` gets the key's ``(value row, count)`` pairs and returns output rows (count 1).
     """
     import numpy as np
 
-    def reducer(batch: Mapping[str, Any]) -> dict[str, Any]:
-        offsets = np.asarray(batch["offsets"], dtype=np.int64)
-        values = [np.asarray(batch["values"][c]).tolist() for c in value_columns]
-        counts = np.asarray(batch["counts"], dtype=np.int64).tolist()
+    def reducer(batch: Any) -> dict[str, Any]:
+        offsets = np.asarray(_field(batch, "offsets"), dtype=np.int64)
+        values = [np.asarray(_field(batch, "values")[c]).tolist() for c in value_columns]
+        counts = np.asarray(_field(batch, "counts"), dtype=np.int64).tolist()
         out_offsets = [0]
         out_rows: list[m.Record] = []
         for i in range(len(offsets) - 1):
@@ -335,3 +338,15 @@ def python_reducer(
         return result
 
     return reducer
+
+
+def _field(batch: Any, name: str) -> Any:
+    """``batch.name`` or ``batch[name]``: a reducer batch as an object or a dict."""
+    return batch[name] if isinstance(batch, Mapping) else getattr(batch, name)
+
+
+def reduce_python(
+    coll: Any, by: str, reducer: Callable[[Any], Any], out_columns: Sequence[str]
+) -> Any:
+    """``coll.reduce`` with a Python reducer whose output columns are ``out_columns``."""
+    return coll.reduce(by=by, agg=reducer, columns=tuple(out_columns))

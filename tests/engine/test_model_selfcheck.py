@@ -12,7 +12,15 @@ import random
 import pytest
 
 from . import model as m
-from .conftest import random_graph, random_multiset_history, random_set_history
+from .conftest import (
+    antichain,
+    entry_dims,
+    interval_contains,
+    random_graph,
+    random_multiset_history,
+    random_set_history,
+    rounds_covered,
+)
 
 
 def test_lattice_operations() -> None:
@@ -223,3 +231,18 @@ def test_plain_bfs() -> None:
 def test_random_graph_is_deterministic() -> None:
     assert random_graph(7, 20, 30) == random_graph(7, 20, 30)
     assert len(random_graph(7, 20, 30)) == 30
+
+
+def test_log_interval_helpers() -> None:
+    """The helpers that read ``flow.log()`` intervals (times as ints, tuples or antichains)."""
+    one_round = {"lower": [[3, 0]], "upper": [[4, 0]]}
+    assert rounds_covered(one_round, range(10)) == {3}
+    many = {"lower": [[0, 2]], "upper": [[0, 3], [11, 0]]}
+    assert entry_dims(many) == 2
+    assert rounds_covered(many, range(12)) == set(range(11))
+    assert interval_contains(many, (5, 2)) and not interval_contains(many, (5, 3))
+    flat = {"lower": 2, "upper": 5}
+    assert entry_dims(flat) == 1 and rounds_covered(flat, range(10)) == {2, 3, 4}
+    single = {"lower": [1, 1], "upper": []}
+    assert antichain(single["lower"]) == [(1, 1)] and antichain([]) == []
+    assert rounds_covered(single, range(4)) == {1, 2, 3}
