@@ -5,6 +5,8 @@
 //! One file per area: `kernels.rs` (sort, consolidate, traces, lattice, interesting times),
 //! `expr.rs` (expression evaluation), `engine.rs` (dataflows).
 
+mod convert;
+mod engine;
 mod errors;
 
 use pyo3::prelude::*;
@@ -13,5 +15,6 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    engine::register(m)?;
     Ok(())
 }

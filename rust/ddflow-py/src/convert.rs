@@ -1,0 +1,217 @@
+//! Conversions between numpy arrays and core columns and times.
+//!
+//! int64 / float64 / bool numpy arrays convert without per-element Python calls; other
+//! integer widths are cast to int64 by numpy first. Strings (numpy `U` or `object` arrays
+//! of `str`) are interned once per value. Times are int64 arrays of shape `(n,)` or
+//! `(n, k)`; negative coordinates are rejected.
+
+use ddflow_core::encoding::{decode_f64, encode_bool, encode_f64, DType, Interner};
+use ddflow_core::engine::column::Column;
+use ddflow_core::lattice::MAX_DIMS;
+use ddflow_core::{Error, Result as CoreResult, Time};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString};
+
+fn err(e: Error) -> PyErr {
+    crate::errors::to_py_err(e)
+}
+
+/// Converts one numpy array (or sequence) to a column; `what` names it in errors.
+pub fn column_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
+    let py = obj.py();
+    let np = py.import("numpy")?;
+    let arr = if obj.hasattr("dtype")? {
+        obj.clone()
+    } else {
+        np.call_method1("asarray", (obj,))?
+    };
+    let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
+    let ndim: usize = arr.getattr("ndim")?.extract()?;
+    if ndim != 1 {
+        return Err(err(Error::Shape(format!(
+            "{what}: expected a 1-D array, got {ndim} dimensions"
+        ))));
+    }
+    match kind.as_str() {
+        "i" | "u" => {
+            let a = np.call_method1("ascontiguousarray", (arr, "int64"))?;
+            let a: PyReadonlyArray1<i64> = a.extract()?;
+            Ok(Column {
+                dtype: DType::Int64,
+                words: a.as_slice()?.iter().map(|&v| v as u64).collect(),
+            })
+        }
+        "f" => {
+            let a = np.call_method1("ascontiguousarray", (arr, "float64"))?;
+            let a: PyReadonlyArray1<f64> = a.extract()?;
+            Ok(Column {
+                dtype: DType::Float64,
+                words: a.as_slice()?.iter().map(|&v| encode_f64(v)).collect(),
+            })
+        }
+        "b" => {
+            let a = np.call_method1("ascontiguousarray", (arr, "bool"))?;
+            let a: PyReadonlyArray1<bool> = a.extract()?;
+            Ok(Column {
+                dtype: DType::Bool,
+                words: a.as_slice()?.iter().map(|&v| encode_bool(v)).collect(),
+            })
+        }
+        "U" | "O" | "S" => {
+            let list = arr.call_method0("tolist")?;
+            let list = list.downcast::<PyList>()?;
+            let mut strings: Vec<String> = Vec::with_capacity(list.len());
+            for (i, item) in list.iter().enumerate() {
+                match item.downcast::<PyString>() {
+                    Ok(s) => strings.push(s.to_str()?.to_string()),
+                    Err(_) => {
+                        let tn = item.get_type().name()?.to_string();
+                        return Err(err(Error::Type(format!(
+                            "{what}: value {} at row {i} has type {tn}; string columns must hold only str (no None/null)",
+                            item.repr()?
+                        ))));
+                    }
+                }
+            }
+            let mut words = Vec::with_capacity(strings.len());
+            py.allow_threads(|| {
+                Interner::intern_all(strings.iter().map(|s| s.as_str()), &mut words)
+            });
+            Ok(Column {
+                dtype: DType::Str,
+                words,
+            })
+        }
+        other => Err(err(Error::Type(format!(
+            "{what}: unsupported dtype kind {other:?} (expected int64, float64, bool or str)"
+        )))),
+    }
+}
+
+/// Converts a column to a numpy array (str columns become object arrays of str).
+pub fn column_to_py<'py>(py: Python<'py>, col: &Column) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match col.dtype {
+        DType::Int64 => PyArray1::from_vec(
+            py,
+            col.words.iter().map(|&w| w as i64).collect::<Vec<i64>>(),
+        )
+        .into_any(),
+        DType::Float64 => PyArray1::from_vec(
+            py,
+            col.words
+                .iter()
+                .map(|&w| decode_f64(w))
+                .collect::<Vec<f64>>(),
+        )
+        .into_any(),
+        DType::Bool => {
+            PyArray1::from_vec(py, col.words.iter().map(|&w| w != 0).collect::<Vec<bool>>())
+                .into_any()
+        }
+        DType::Str => {
+            let strings = Interner::resolve_all(&col.words).map_err(err)?;
+            let list = PyList::new(py, strings.iter().map(|s| &**s))?;
+            let np = py.import("numpy")?;
+            let arr = np.call_method1("empty", (strings.len(), "object"))?;
+            arr.call_method1("__setitem__", (pyo3::types::PySlice::full(py), list))?;
+            arr
+        }
+    })
+}
+
+/// Converts an int64 time array of shape `(n,)` or `(n, dims)` to times.
+pub fn times_from_py(obj: &Bound<'_, PyAny>, dims: usize, what: &str) -> PyResult<Vec<Time>> {
+    let py = obj.py();
+    let np = py.import("numpy")?;
+    let arr = np.call_method1("ascontiguousarray", (obj, "int64"))?;
+    let ndim: usize = arr.getattr("ndim")?.extract()?;
+    let convert = |vals: &[i64], k: usize| -> CoreResult<Vec<Time>> {
+        if k != dims {
+            return Err(Error::Value(format!(
+                "{what}: times have {k} coordinates, the dataflow's times have {dims}"
+            )));
+        }
+        if k > MAX_DIMS {
+            return Err(Error::Value(format!(
+                "{what}: at most {MAX_DIMS} time coordinates"
+            )));
+        }
+        let mut out = Vec::with_capacity(vals.len() / k.max(1));
+        for (i, row) in vals.chunks(k.max(1)).enumerate() {
+            let mut t = Time::minimum();
+            for (c, &v) in row.iter().enumerate() {
+                if v < 0 {
+                    return Err(Error::Value(format!(
+                        "{what}: negative time coordinate {v} at row {i}"
+                    )));
+                }
+                t.0[c] = v as u64;
+            }
+            out.push(t);
+        }
+        Ok(out)
+    };
+    match ndim {
+        1 => {
+            let a: PyReadonlyArray1<i64> = arr.extract()?;
+            convert(a.as_slice()?, 1).map_err(err)
+        }
+        2 => {
+            let a: PyReadonlyArray2<i64> = arr.extract()?;
+            let k = a.shape()[1];
+            convert(a.as_slice()?, k).map_err(err)
+        }
+        _ => Err(err(Error::Shape(format!(
+            "{what}: times must have shape (n,) or (n, k), got {ndim} dimensions"
+        )))),
+    }
+}
+
+/// Converts a list of ints to a time with `dims` coordinates.
+pub fn time_from_list(coords: &[i64], dims: usize, what: &str) -> PyResult<Time> {
+    if coords.len() != dims {
+        return Err(err(Error::Value(format!(
+            "{what}: time {coords:?} has {} coordinates, the dataflow's times have {dims}",
+            coords.len()
+        ))));
+    }
+    if let Some(v) = coords.iter().find(|&&v| v < 0) {
+        return Err(err(Error::Value(format!(
+            "{what}: negative time coordinate {v} in {coords:?}"
+        ))));
+    }
+    Ok(Time::from_coords(
+        &coords.iter().map(|&v| v as u64).collect::<Vec<_>>(),
+    ))
+}
+
+/// Converts times to an int64 array of shape `(n, dims)`.
+pub fn times_to_py<'py>(
+    py: Python<'py>,
+    times: &[Time],
+    dims: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut flat = Vec::with_capacity(times.len() * dims);
+    for t in times {
+        flat.extend(t.0[..dims].iter().map(|&v| v as i64));
+    }
+    PyArray1::from_vec(py, flat)
+        .reshape([times.len(), dims])
+        .map(|a| a.into_any())
+}
+
+/// An int64 array of diffs or counts.
+pub fn i64s_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>> {
+    let np = obj.py().import("numpy")?;
+    let arr = np.call_method1("asarray", (obj,))?;
+    let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
+    if !matches!(kind.as_str(), "i" | "u" | "b") {
+        return Err(err(Error::Type(format!(
+            "{what}: expected integers, got dtype kind {kind:?}"
+        ))));
+    }
+    let arr = np.call_method1("ascontiguousarray", (arr, "int64"))?;
+    let a: PyReadonlyArray1<i64> = arr.extract()?;
+    Ok(a.as_slice()?.to_vec())
+}

@@ -1,0 +1,332 @@
+//! `ddflow._core.Engine`: a running dataflow, and the bridge for Python callbacks.
+//!
+//! Every long call (`push`, `step`, `run_until`, `run`) releases the GIL; user functions
+//! re-acquire it inside [`PyCallbacks::call`]. A Python exception raised by a user function
+//! is kept aside and re-raised as itself (with a note naming the operator) when the engine
+//! call returns.
+
+use crate::convert::{
+    column_from_py, column_to_py, i64s_from_py, time_from_list, times_from_py, times_to_py,
+};
+use crate::errors::{to_py_err, IntoPyResult};
+use ddflow_core::engine::column::{Callbacks, Column, Payload, Reply};
+use ddflow_core::engine::plan::Plan;
+use ddflow_core::{Error, Result as CoreResult};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::sync::{Arc, Mutex};
+
+/// Callbacks into Python through one dispatcher function.
+struct PyCallbacks {
+    dispatcher: Py<PyAny>,
+    pending: Mutex<Option<PyErr>>,
+}
+
+fn columns_dict<'py>(
+    py: Python<'py>,
+    names: &[String],
+    cols: &[Column],
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (i, c) in cols.iter().enumerate() {
+        let name = names
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("column_{i}"));
+        d.set_item(name, column_to_py(py, c)?)?;
+    }
+    Ok(d)
+}
+
+fn payload_to_py<'py>(py: Python<'py>, payload: Payload) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match payload {
+        Payload::Columns { names, columns } => columns_dict(py, &names, &columns)?.into_any(),
+        Payload::Inspect {
+            names,
+            columns,
+            times,
+            time_dims,
+            diffs,
+        } => {
+            let d = PyDict::new(py);
+            d.set_item("columns", columns_dict(py, &names, &columns)?)?;
+            d.set_item("time", times_to_py(py, &times, time_dims)?)?;
+            d.set_item("diff", numpy::PyArray1::from_vec(py, diffs))?;
+            d.into_any()
+        }
+        Payload::Reduce {
+            key_names,
+            keys,
+            offsets,
+            val_names,
+            values,
+            counts,
+        } => {
+            let d = PyDict::new(py);
+            d.set_item("keys", columns_dict(py, &key_names, &keys)?)?;
+            d.set_item("offsets", numpy::PyArray1::from_vec(py, offsets))?;
+            d.set_item("values", columns_dict(py, &val_names, &values)?)?;
+            d.set_item("counts", numpy::PyArray1::from_vec(py, counts))?;
+            d.into_any()
+        }
+        Payload::Counts(c) => numpy::PyArray1::from_vec(py, c).into_any(),
+    })
+}
+
+fn reply_from_py(kind: &str, label: &str, obj: &Bound<'_, PyAny>) -> PyResult<Reply> {
+    match kind {
+        "filter_py" => {
+            let np = obj.py().import("numpy")?;
+            let a = np.call_method1("ascontiguousarray", (obj, "bool"))?;
+            let a: numpy::PyReadonlyArray1<bool> = a.extract()?;
+            Ok(Reply::Mask(a.as_slice()?.to_vec()))
+        }
+        "threshold_py" => Ok(Reply::Counts(i64s_from_py(
+            obj,
+            &format!("{label}: threshold result"),
+        )?)),
+        "inspect_py" => Ok(Reply::Unit),
+        _ => {
+            let d = obj.downcast::<PyDict>().map_err(|_| {
+                to_py_err(Error::User(format!(
+                    "{label}: function must return a dict of columns"
+                )))
+            })?;
+            let mut columns = Vec::new();
+            let mut row_index = None;
+            let mut offsets = None;
+            let mut counts = None;
+            for (k, v) in d.iter() {
+                let name: String = k.extract()?;
+                match name.as_str() {
+                    "__row__" => row_index = Some(i64s_from_py(&v, &format!("{label}: __row__"))?),
+                    "__offsets__" | "offsets" if kind == "reduce_py" => {
+                        offsets = Some(i64s_from_py(&v, &format!("{label}: offsets"))?)
+                    }
+                    "__count__" if kind == "reduce_py" => {
+                        counts = Some(i64s_from_py(&v, &format!("{label}: counts"))?)
+                    }
+                    _ => columns.push(column_from_py(&v, &format!("{label}: column {name:?}"))?),
+                }
+            }
+            Ok(Reply::Columns {
+                columns,
+                row_index,
+                offsets,
+                counts,
+            })
+        }
+    }
+}
+
+impl Callbacks for PyCallbacks {
+    fn call(&self, func: u64, kind: &str, label: &str, payload: Payload) -> CoreResult<Reply> {
+        Python::with_gil(|py| {
+            let result = (|| -> PyResult<Reply> {
+                let p = payload_to_py(py, payload)?;
+                let r = self.dispatcher.bind(py).call1((func, kind, p))?;
+                reply_from_py(kind, label, &r)
+            })();
+            result.map_err(|e| {
+                let msg = e.to_string();
+                *self.pending.lock().expect("callback error slot") = Some(e);
+                Error::User(format!("{label}: {msg}"))
+            })
+        })
+    }
+}
+
+/// A running dataflow.
+#[pyclass(name = "Engine", module = "ddflow._core")]
+pub struct PyEngine {
+    engine: ddflow_core::engine::Engine,
+    callbacks: Arc<PyCallbacks>,
+    time_dims: usize,
+}
+
+impl PyEngine {
+    /// Runs `f` on the engine with the GIL released and maps errors, re-raising a pending
+    /// Python exception from a user function as itself.
+    fn run<T: Send>(
+        &mut self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut ddflow_core::engine::Engine) -> CoreResult<T> + Send,
+    ) -> PyResult<T> {
+        let engine = &mut self.engine;
+        let r = crate::errors::without_gil(py, || f(engine));
+        match r {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                if let Some(pyerr) = self.callbacks.pending.lock().expect("slot").take() {
+                    let value = pyerr.value(py);
+                    let msg = e.to_string();
+                    let op = msg
+                        .split(": ")
+                        .find(|s| s.starts_with("operator "))
+                        .unwrap_or("a user function");
+                    let _ = value.call_method1("add_note", (format!("raised in ddflow {op}"),));
+                    return Err(pyerr);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl PyEngine {
+    #[new]
+    fn new(plan_json: &str, workers: usize, callback: Py<PyAny>) -> PyResult<Self> {
+        let plan = Plan::from_json(plan_json).py()?;
+        let time_dims = plan.time_dims;
+        let callbacks = Arc::new(PyCallbacks {
+            dispatcher: callback,
+            pending: Mutex::new(None),
+        });
+        let engine = ddflow_core::engine::Engine::new(plan, workers, callbacks.clone()).py()?;
+        Ok(PyEngine {
+            engine,
+            callbacks,
+            time_dims,
+        })
+    }
+
+    /// Adds updates to an input.
+    fn push(
+        &mut self,
+        py: Python<'_>,
+        input_node: usize,
+        columns: Vec<Bound<'_, PyAny>>,
+        times: Bound<'_, PyAny>,
+        diffs: Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let what = format!("input node {input_node}");
+        let cols = columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| column_from_py(c, &format!("{what}, column {i}")))
+            .collect::<PyResult<Vec<_>>>()?;
+        let times = times_from_py(&times, self.time_dims, &what)?;
+        let diffs = i64s_from_py(&diffs, &format!("{what}: diffs"))?;
+        self.run(py, move |e| e.push(input_node, cols, times, diffs))
+    }
+
+    /// Advances an input's frontier.
+    fn advance_input(&mut self, input_node: usize, time: Vec<i64>) -> PyResult<()> {
+        let t = time_from_list(
+            &time,
+            self.time_dims,
+            &format!("advance_to of input node {input_node}"),
+        )?;
+        self.engine.advance_input(input_node, t).py()
+    }
+
+    /// Closes an input.
+    fn close_input(&mut self, input_node: usize) -> PyResult<()> {
+        self.engine.close_input(input_node).py()
+    }
+
+    /// One scheduling pass; returns whether another pass may make progress.
+    fn step(&mut self, py: Python<'_>) -> PyResult<bool> {
+        self.run(py, |e| e.step())
+    }
+
+    /// Runs until no capture/probe frontier holds a time strictly less than `time`.
+    fn run_until(&mut self, py: Python<'_>, time: Vec<i64>) -> PyResult<()> {
+        let t = time_from_list(&time, self.time_dims, "run_until")?;
+        self.run(py, move |e| e.run_until(t))
+    }
+
+    /// Runs until all inputs are closed and all work is done.
+    #[pyo3(name = "run")]
+    fn run_py(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, |e| e.run())
+    }
+
+    /// The frontier at a node's inputs, as lists of outer time coordinates.
+    fn frontier(&self, node: usize) -> PyResult<Vec<Vec<i64>>> {
+        let f = self.engine.frontier(node).py()?;
+        let mut v: Vec<Vec<i64>> = f
+            .elements()
+            .iter()
+            .map(|t| t.0[..self.time_dims].iter().map(|&c| c as i64).collect())
+            .collect();
+        v.sort();
+        Ok(v)
+    }
+
+    /// Takes captured updates: (columns, times (n, time_dims), diffs).
+    fn capture_take<'py>(
+        &mut self,
+        py: Python<'py>,
+        node: usize,
+    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let c = self.engine.capture_take(node).py()?;
+        let cols = c
+            .columns
+            .iter()
+            .map(|col| column_to_py(py, col))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok((
+            PyList::new(py, cols)?,
+            times_to_py(py, &c.times, self.time_dims)?,
+            numpy::PyArray1::from_vec(py, c.diffs).into_any(),
+        ))
+    }
+
+    /// The operator log: one dict per operator invocation.
+    fn log<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let plan = self.engine.plan();
+        let full_dims = |t: &ddflow_core::Time| -> Vec<i64> {
+            let mut n = ddflow_core::lattice::MAX_DIMS;
+            while n > self.time_dims && t.0[n - 1] == 0 {
+                n -= 1;
+            }
+            t.0[..n].iter().map(|&c| c as i64).collect()
+        };
+        let entries = self.engine.log();
+        let list = PyList::empty(py);
+        for e in entries {
+            let d = PyDict::new(py);
+            let node = &plan.nodes[e.node];
+            d.set_item("node", e.node)?;
+            d.set_item("label", &node.label)?;
+            d.set_item("op", node.op_name())?;
+            d.set_item("worker", e.worker)?;
+            d.set_item(
+                "lower",
+                e.lower.elements().iter().map(full_dims).collect::<Vec<_>>(),
+            )?;
+            d.set_item(
+                "upper",
+                e.upper.elements().iter().map(full_dims).collect::<Vec<_>>(),
+            )?;
+            d.set_item("updates_in", e.updates_in)?;
+            d.set_item("updates_out", e.updates_out)?;
+            d.set_item("nanos", e.nanos)?;
+            d.set_item("python", e.python)?;
+            list.append(d)?;
+        }
+        Ok(list)
+    }
+
+    /// Heap bytes held by the engine's traces.
+    fn heap_bytes(&self) -> usize {
+        self.engine.heap_bytes()
+    }
+
+    /// Number of scheduling passes run.
+    fn passes(&self) -> u64 {
+        self.engine.passes()
+    }
+
+    /// Enables or disables the operator log (on by default).
+    fn set_logging(&mut self, on: bool) {
+        self.engine.set_logging(on)
+    }
+}
+
+/// Registers the engine class.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyEngine>()
+}
