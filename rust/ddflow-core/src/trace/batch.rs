@@ -25,7 +25,9 @@ use super::builder::Builder;
 use super::description::Description;
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Time};
+use crate::sort::RadixSorter;
 use crate::updates::Updates;
+use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::ops::Range;
 
@@ -202,11 +204,30 @@ impl Batch {
         Ok(b.done(desc))
     }
 
-    /// Builds a batch from unsorted updates: sorts them by row then time, then as
+    /// Builds a batch from unsorted updates: consolidates them (radix sort by row then
+    /// time, sum, drop zeros) with a thread-local [`RadixSorter`], then as
     /// [`Batch::from_sorted`].
-    pub fn from_updates(updates: Updates, key_width: usize, desc: Description) -> Result<Batch> {
-        let sorted = sort_updates(updates);
-        Batch::from_sorted(&sorted, key_width, desc)
+    pub fn from_updates(
+        mut updates: Updates,
+        key_width: usize,
+        desc: Description,
+    ) -> Result<Batch> {
+        thread_local! {
+            static SORTER: RefCell<RadixSorter> = RefCell::new(RadixSorter::new());
+        }
+        SORTER
+            .with(|s| Batch::from_updates_with(&mut s.borrow_mut(), &mut updates, key_width, desc))
+    }
+
+    /// As [`Batch::from_updates`] with the caller's sorter; leaves `updates` consolidated.
+    pub fn from_updates_with(
+        sorter: &mut RadixSorter,
+        updates: &mut Updates,
+        key_width: usize,
+        desc: Description,
+    ) -> Result<Batch> {
+        sorter.consolidate_updates(updates)?;
+        Batch::from_sorted(updates, key_width, desc)
     }
 
     /// Replaces the description.
@@ -489,22 +510,4 @@ pub(crate) fn gallop<F: Fn(usize) -> bool>(from: usize, end: usize, less: F) -> 
         }
     }
     lo
-}
-
-/// Sorts updates by row words then time (std sort of a permutation; no consolidation).
-pub(crate) fn sort_updates(updates: Updates) -> Updates {
-    let n = updates.len();
-    let w = updates.width;
-    let mut perm: Vec<usize> = (0..n).collect();
-    perm.sort_unstable_by(|&a, &b| {
-        updates
-            .row(a)
-            .cmp(updates.row(b))
-            .then(updates.times[a].cmp(&updates.times[b]))
-    });
-    let mut out = Updates::with_capacity(w, n);
-    for &i in perm.iter() {
-        out.push(updates.row(i), updates.times[i], updates.diffs[i]);
-    }
-    out
 }
