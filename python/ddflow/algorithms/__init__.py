@@ -1,0 +1,8 @@
+"""Graph algorithms written with ddflow's public API (expressions and built-in operators
+only, so they never enter Python while running)."""
+
+from __future__ import annotations
+
+from ddflow.algorithms.graph import bfs, connected_components, degrees, reachability
+
+__all__ = ["bfs", "reachability", "degrees", "connected_components"]

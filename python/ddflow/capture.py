@@ -1,0 +1,237 @@
+"""Reading a running dataflow: ``Capture`` (output updates as Arrow tables) and ``Probe``.
+
+A capture pulls raw updates from the engine (``capture_take``), keeps those at times its
+frontier has not passed yet, and consolidates the rest: summed per (record, time), zeros
+dropped, sorted by time (lexicographically) then record. Everything is vectorised with
+pyarrow group-by and sort, never a Python loop per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ddflow.errors import TimeError
+from ddflow.times import Time, frontier_mask, frontier_passed
+
+if TYPE_CHECKING:
+    from ddflow.dataflow import Dataflow
+
+__all__ = ["Capture", "Probe", "consolidate_table"]
+
+
+def _rec(i: int) -> str:
+    return f"r{i}"
+
+
+def _tc(i: int) -> str:
+    return f"t{i}"
+
+
+def consolidate_table(table: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """Sums ``diff`` per distinct ``keys`` and drops zero sums (order unspecified)."""
+    if table.num_rows == 0:
+        return table.select([*keys, "diff"])
+    grouped = table.group_by(list(keys), use_threads=False).aggregate([("diff", "sum")])
+    columns = [grouped[k] for k in keys] + [grouped["diff_sum"]]
+    out = pa.table(columns, names=[*keys, "diff"])
+    return out.filter(pc.not_equal(out["diff"], 0))
+
+
+class _Frontiered:
+    """A top-level node whose frontier the engine reports."""
+
+    def __init__(self, flow: Dataflow, node: int, label: str) -> None:
+        self.flow = flow
+        self.node = node
+        self.label = label
+
+    def _raw_frontier(self) -> list[list[int]]:
+        engine = self.flow._engine_started()
+        return [] if engine is None else [list(f) for f in engine.frontier(self.node)]
+
+    def frontier(self) -> list[Time]:
+        """The output frontier: the least times that may still change ([] when complete).
+
+        Before the dataflow starts this is the least time.
+        """
+        if self.flow._engine_started() is None:
+            return [self.flow._times.to_user(self.flow._times.zero())]
+        return [self.flow._times.to_user(f) for f in self._raw_frontier()]
+
+    def done(self, time: Time) -> bool:
+        """Whether every output at times ``<= time`` is final (the frontier has passed it)."""
+        coords = self.flow._times.normalize(time, f"{self.label}: done()", fix=False)
+        if self.flow._engine_started() is None:
+            return False
+        return frontier_passed(self._raw_frontier(), coords)
+
+
+class Probe(_Frontiered):
+    """Tells how far a collection's output is complete: ``done(t)``, ``frontier()``."""
+
+    def __repr__(self) -> str:
+        return f"Probe(#{self.node}, frontier={self.frontier()})"
+
+
+class Capture(_Frontiered):
+    """The output of a collection, kept for ``updates()``, ``at(t)`` and subscribers."""
+
+    def __init__(self, flow: Dataflow, node: int, columns: Sequence[str], label: str) -> None:
+        """Built by ``Collection.capture()``."""
+        super().__init__(flow, node, label)
+        self.columns = tuple(columns)
+        self._pending: list[pa.Table] = []
+        self._history: pa.Table | None = None
+        self._dims: int | None = None
+        self._types: list[pa.DataType] | None = None
+        self._subscribers: list[Callable[[pa.Table], Any]] = []
+        self._undelivered: list[pa.Table] = []
+
+    def __repr__(self) -> str:
+        return f"Capture(#{self.node}: ({', '.join(self.columns)}))"
+
+    # -- pulling from the engine --------------------------------------------------------------
+
+    def _internal(
+        self, columns: list[np.ndarray], times: np.ndarray, diffs: np.ndarray
+    ) -> pa.Table:
+        """Raw updates as a table with internal names r0.., t0.., diff."""
+        data: dict[str, Any] = {}
+        types = []
+        for i, c in enumerate(columns):
+            arr = pa.array(c, type=pa.string()) if c.dtype == object else pa.array(c)
+            types.append(arr.type)
+            data[_rec(i)] = arr
+        if self._types is None and len(diffs):
+            self._types = types
+        times = np.asarray(times, dtype=np.int64).reshape(len(diffs), -1)
+        for j in range(times.shape[1]):
+            data[_tc(j)] = pa.array(times[:, j])
+        data["diff"] = pa.array(np.asarray(diffs, dtype=np.int64))
+        return pa.table(data)
+
+    def _poll(self) -> pa.Table | None:
+        """Takes new updates from the engine; returns the newly completed, consolidated part."""
+        engine = self.flow._engine_started()
+        if engine is None:
+            return None
+        columns, times, diffs = engine.capture_take(self.node)
+        if len(diffs):
+            if self._dims is None:
+                self._dims = int(np.asarray(times).reshape(len(diffs), -1).shape[1])
+            self._pending.append(self._internal(list(columns), times, diffs))
+        if not self._pending:
+            return None
+        frontier = self._raw_frontier()
+        pending = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
+        tcols = [_tc(j) for j in range(self._dims or 0)]
+        time_arr = np.column_stack([pending[t].to_numpy() for t in tcols]).astype(np.int64)
+        done = frontier_mask(frontier, time_arr)
+        if not done.any():
+            self._pending = [pending]
+            return None
+        complete = pending.filter(pa.array(done))
+        self._pending = [pending.filter(pa.array(~done))] if not done.all() else []
+        keys = [_rec(i) for i in range(len(self.columns))] + tcols
+        fresh = consolidate_table(complete, keys)
+        if fresh.num_rows:
+            self._history = (
+                fresh if self._history is None else pa.concat_tables([self._history, fresh])
+            )
+            if self._subscribers:
+                self._undelivered.append(fresh)
+        return fresh
+
+    def _deliver(self) -> None:
+        """Polls the engine and calls subscribers with the newly completed updates."""
+        self._poll()
+        if not self._undelivered:
+            return
+        fresh = pa.concat_tables(self._undelivered)
+        self._undelivered = []
+        table = self._present(self._sorted(fresh))
+        for fn in self._subscribers:
+            fn(table)
+
+    # -- presenting ---------------------------------------------------------------------------
+
+    def _time_keys(self) -> list[str]:
+        return [_tc(j) for j in range(self._dims or self.flow._times.dims or 1)]
+
+    def _sorted(self, table: pa.Table) -> pa.Table:
+        """Sorted by time coordinates, then record columns."""
+        keys = self._time_keys() + [_rec(i) for i in range(len(self.columns))]
+        return table.sort_by([(k, "ascending") for k in keys])
+
+    def _empty(self) -> pa.Table:
+        """An empty internal table with this capture's columns."""
+        types = self._types or [pa.int64()] * len(self.columns)
+        fields = [pa.field(_rec(i), t) for i, t in enumerate(types)]
+        fields += [pa.field(k, pa.int64()) for k in self._time_keys()]
+        fields.append(pa.field("diff", pa.int64()))
+        return pa.schema(fields).empty_table()
+
+    def _present(self, table: pa.Table, with_time: bool = True) -> pa.Table:
+        """Internal names to the user's: record columns, ``time``, ``diff``."""
+        arrays: list[Any] = [table[_rec(i)] for i in range(len(self.columns))]
+        names = list(self.columns)
+        if with_time:
+            tkeys = self._time_keys()
+            if len(tkeys) == 1:
+                arrays.append(table[tkeys[0]])
+            else:
+                flat = np.column_stack([table[k].to_numpy() for k in tkeys]).reshape(-1)
+                arrays.append(
+                    pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.int64()), len(tkeys))
+                )
+            names.append("time")
+        arrays.append(table["diff"])
+        names.append("diff")
+        return pa.table(arrays, names=names)
+
+    # -- public -------------------------------------------------------------------------------
+
+    def updates(self) -> pa.Table:
+        """Every captured update at a completed time: record columns, ``time``, ``diff``.
+
+        Summed per (record, time) with zeros dropped, sorted by time (lexicographically), then
+        record. ``time`` is int64 for int times and ``fixed_size_list<int64>`` for tuples.
+        Each call returns the whole history so far.
+        """
+        self._poll()
+        history = self._history if self._history is not None else self._empty()
+        return self._present(self._sorted(history))
+
+    def at(self, time: Time) -> pa.Table:
+        """The accumulated collection at ``time``: record columns and ``diff`` (its count).
+
+        Raises ``TimeError`` if ``time`` is not complete yet.
+        """
+        coords = self.flow._times.normalize(time, f"{self.label}: at()", fix=False)
+        self._poll()
+        if self.flow._engine_started() is None or not frontier_passed(self._raw_frontier(), coords):
+            raise TimeError(
+                f"{self.label}: time {time!r} is not complete yet (frontier "
+                f"{self.frontier()}); advance the inputs past it and run_until({time!r})"
+            )
+        history = self._history if self._history is not None else self._empty()
+        tkeys = self._time_keys()
+        if history.num_rows:
+            mask = np.ones(history.num_rows, dtype=bool)
+            for j, k in enumerate(tkeys):
+                mask &= history[k].to_numpy() <= coords[j]
+            history = history.filter(pa.array(mask))
+        recs = [_rec(i) for i in range(len(self.columns))]
+        acc = consolidate_table(history.select([*recs, "diff"]), recs)
+        acc = acc.sort_by([(k, "ascending") for k in recs])
+        return self._present(acc, with_time=False)
+
+    def subscribe(self, fn: Callable[[pa.Table], Any]) -> None:
+        """Calls ``fn`` with the consolidated updates (as ``updates()``) of each newly completed
+        interval, after every ``step`` / ``run_until`` / ``run`` that completes one."""
+        self._subscribers.append(fn)

@@ -1,0 +1,174 @@
+"""``Dataflow``: builds a plan from Python and drives the Rust engine that runs it.
+
+Operators on collections append nodes to the dataflow's plan. The engine is created lazily
+by the first call that needs it (pushing data, advancing an input, stepping, running); from
+the first update or run on, the plan is frozen and adding operators raises ``PlanError``.
+The outer time shape (``time_dims``) is fixed by the first time seen, or declared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import pyarrow as pa
+
+from ddflow.callbacks import Dispatcher
+from ddflow.capture import Capture
+from ddflow.collection import Collection
+from ddflow.engine import EngineFactory, EngineLike, native_engine
+from ddflow.errors import PlanError
+from ddflow.input import InputSession
+from ddflow.plan import Plan, PlanText, user_location
+from ddflow.times import Time, TimeShape, is_int
+
+__all__ = ["Dataflow"]
+
+
+class Dataflow:
+    """A differential dataflow: inputs, operators, outputs, and the engine that runs them.
+
+    ``workers`` is the number of key shards the engine processes in parallel threads;
+    ``time_dims`` declares the number of outer time coordinates (default: fixed by the first
+    time seen; ``1`` means int times).
+    """
+
+    engine_factory: ClassVar[EngineFactory] = staticmethod(native_engine)
+    """Builds the engine (tests substitute a fake)."""
+
+    def __init__(self, workers: int = 1, time_dims: int | None = None) -> None:
+        """An empty dataflow."""
+        if not is_int(workers) or workers < 1:
+            raise PlanError(f"workers must be a positive int, got {workers!r}")
+        self.workers = int(workers)
+        self._plan = Plan()
+        self._times = TimeShape(time_dims)
+        self._dispatcher = Dispatcher()
+        self._inputs: list[InputSession] = []
+        self._captures: list[Capture] = []
+        self._engine_obj: EngineLike | None = None
+
+    def __repr__(self) -> str:
+        state = "running" if self._engine_obj is not None else "building"
+        return (
+            f"Dataflow(workers={self.workers}, time_dims={self._times.dims}, "
+            f"{len(self._plan.nodes)} nodes, {state})"
+        )
+
+    @property
+    def time_dims(self) -> int | None:
+        """The number of outer time coordinates (None until fixed)."""
+        return self._times.dims
+
+    # -- building -----------------------------------------------------------------------------
+
+    def new_input(
+        self, columns: Sequence[str] | Mapping[str, Any] | str, name: str | None = None
+    ) -> tuple[InputSession, Collection]:
+        """A new input: its session (to feed updates) and its collection.
+
+        ``columns`` are names (dtypes fixed by the first update) or ``{name: dtype}`` with
+        dtypes ``"int64"``, ``"float64"``, ``"bool"``, ``"str"`` (or ``int``, ``float``, ...).
+        """
+        label_loc = user_location()
+        names, dtypes = InputSession.parse_columns(columns)
+        name = name or f"input{len(self._inputs)}"
+        label = f"input {name!r}@{label_loc}"
+        node = self._plan.add("input", 0, [], names, label, name=name)
+        session = InputSession(self, node, name, names, dtypes)
+        self._inputs.append(session)
+        return session, Collection(self, node, names, 0)
+
+    def plan(self) -> dict[str, Any]:
+        """The plan as a JSON-able dict (the engine's input; see PLAN.md)."""
+        return self._plan.to_json(self._times.dims or 1)
+
+    def explain(self) -> PlanText:
+        """The plan as readable text: one line per node (op, inputs, columns, arguments,
+        label with the user's file:line), indented by iterate scope."""
+        return self._plan.explain(self._times.dims)
+
+    # -- engine -------------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        """Freezes the plan: the dataflow has received data or been run."""
+        self._plan.frozen = True
+
+    def _engine_started(self) -> EngineLike | None:
+        """The engine if it exists."""
+        return self._engine_obj
+
+    def _engine(self) -> EngineLike:
+        """The engine, created (and the plan frozen) on first use."""
+        if self._engine_obj is None:
+            self._start()
+            self._plan.validate()
+            dims = self._times.dims or len(self._times.zero())
+            plan_json = self._plan.dumps(dims)
+            self._engine_obj = type(self).engine_factory(plan_json, self.workers, self._dispatcher)
+        return self._engine_obj
+
+    def _flush(self) -> EngineLike:
+        """Hands every input's buffered updates to the engine."""
+        engine = self._engine()
+        for session in self._inputs:
+            session.flush()
+        return engine
+
+    def _deliver(self) -> None:
+        """Calls capture subscribers with newly completed updates."""
+        for cap in self._captures:
+            if cap._subscribers:
+                cap._deliver()
+
+    # -- running ------------------------------------------------------------------------------
+
+    def step(self) -> bool:
+        """One scheduling pass of the engine; True while work remains."""
+        more = self._flush().step()
+        self._deliver()
+        return bool(more)
+
+    def step_while(self, condition: Callable[[], bool]) -> int:
+        """Steps while ``condition()`` holds and work remains; returns the number of steps."""
+        steps = 0
+        engine = self._flush()
+        while condition():
+            steps += 1
+            more = engine.step()
+            self._deliver()
+            if not more:
+                break
+        return steps
+
+    def run_until(self, time: Time) -> None:
+        """Runs until no output frontier holds a time strictly less than ``time``.
+
+        Advance the inputs first (``advance_to``): outputs complete only up to their frontiers.
+        """
+        coords = self._times.normalize(time, "run_until")
+        self._flush().run_until(list(coords))
+        self._deliver()
+
+    def run(self) -> None:
+        """Runs until all work is done (all outputs complete once every input is closed)."""
+        engine = self._flush()
+        if all(session.closed for session in self._inputs):
+            engine.run()
+        else:
+            while engine.step():
+                pass
+        self._deliver()
+
+    # -- introspection ------------------------------------------------------------------------
+
+    def log(self) -> list[dict[str, Any]]:
+        """One dict per operator invocation so far: ``node``, ``label``, ``op``, ``lower``,
+        ``upper`` (time antichains), ``updates_in``, ``updates_out``, ``nanos``, ``python``
+        (whether Python was entered)."""
+        engine = self._engine_started()
+        return [] if engine is None else [dict(entry) for entry in engine.log()]
+
+    def log_table(self) -> pa.Table:
+        """``log()`` as a pyarrow Table."""
+        return pa.Table.from_pylist(self.log())

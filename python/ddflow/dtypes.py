@@ -1,0 +1,168 @@
+"""Column dtypes at the Python boundary and conversion of user columns to engine columns.
+
+ddflow columns have one of four dtypes: ``int64``, ``float64``, ``bool`` and ``str``. The engine
+takes them as int64 / float64 / bool numpy arrays and numpy object arrays of ``str``. This module
+names dtypes, infers them from Python scalars, and converts numpy, pyarrow and list columns into
+that canonical form (rejecting nulls and unsupported types with a message naming the column).
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from ddflow.errors import InvalidValueError, OverflowError, SchemaTypeError
+
+__all__ = ["DTYPES", "dtype_name", "scalar_dtype", "to_column", "empty_column", "array_dtype"]
+
+DTYPES = ("int64", "float64", "bool", "str")
+"""The dtypes a ddflow column can have."""
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+_ALIASES: dict[str, str] = {
+    "int": "int64",
+    "int64": "int64",
+    "i8": "int64",
+    "float": "float64",
+    "float64": "float64",
+    "f8": "float64",
+    "double": "float64",
+    "bool": "bool",
+    "boolean": "bool",
+    "str": "str",
+    "string": "str",
+    "utf8": "str",
+    "large_string": "str",
+    "object": "str",
+}
+
+
+def dtype_name(spec: object) -> str:
+    """The ddflow dtype named by ``spec``: a name, a Python type, a numpy or pyarrow dtype."""
+    if spec is int:
+        return "int64"
+    if spec is float:
+        return "float64"
+    if spec is bool:
+        return "bool"
+    if spec is str:
+        return "str"
+    if isinstance(spec, str):
+        name = _ALIASES.get(spec.lower())
+        if name is None:
+            raise SchemaTypeError(f"unsupported dtype {spec!r}; use one of {', '.join(DTYPES)}")
+        return name
+    try:
+        kind = np.dtype(spec).kind  # type: ignore[call-overload]
+    except TypeError:
+        text = str(spec)  # pyarrow types print as int64, double, string, bool, ...
+        if text in _ALIASES:
+            return _ALIASES[text]
+        raise SchemaTypeError(
+            f"unsupported dtype {spec!r}; use one of {', '.join(DTYPES)}"
+        ) from None
+    name = {"i": "int64", "u": "int64", "f": "float64", "b": "bool", "U": "str", "T": "str"}
+    if kind not in name:
+        raise SchemaTypeError(f"unsupported dtype {spec!r}; use one of {', '.join(DTYPES)}")
+    return name[kind]
+
+
+def scalar_dtype(value: object) -> str | None:
+    """The dtype of a Python or numpy scalar, or ``None`` if ddflow cannot store it."""
+    if isinstance(value, bool | np.bool_):
+        return "bool"
+    if isinstance(value, int | np.integer):
+        return "int64"
+    if isinstance(value, float | np.floating):
+        return "float64"
+    if isinstance(value, str):
+        return "str"
+    return None
+
+
+def check_int64(value: int, what: str) -> None:
+    """Raises ``OverflowError`` unless the Python int fits in int64."""
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise OverflowError(f"{what}: {value!r} does not fit in int64")
+
+
+def array_dtype(arr: np.ndarray) -> str:
+    """The ddflow dtype of a canonical column (as returned by :func:`to_column`)."""
+    return {"i": "int64", "f": "float64", "b": "bool", "O": "str"}[arr.dtype.kind]
+
+
+def empty_column(dtype: str) -> np.ndarray:
+    """A zero-length canonical column of ``dtype``."""
+    return np.empty(0, dtype=object if dtype == "str" else np.dtype(dtype))
+
+
+def _from_arrow(values: Any, what: str) -> np.ndarray:
+    """A numpy array from a pyarrow Array / ChunkedArray, rejecting nulls."""
+    if values.null_count:
+        raise InvalidValueError(
+            f"{what}: {values.null_count} null values (nulls are not supported)"
+        )
+    try:
+        return values.to_numpy(zero_copy_only=False)
+    except TypeError:  # ChunkedArray.to_numpy takes no zero_copy_only before pyarrow 13
+        return values.to_numpy()
+
+
+def to_column(values: object, what: str) -> np.ndarray:
+    """Converts a column (numpy, pyarrow, sequence) to its canonical engine form.
+
+    Returns int64 / float64 / bool arrays (C-contiguous) or an object array of ``str``.
+    ``what`` names the column (``"input 'edges', column 'src'"``) in error messages.
+    """
+    if isinstance(values, np.ndarray):
+        arr = values
+    elif hasattr(values, "null_count") and hasattr(values, "to_numpy"):
+        arr = _from_arrow(values, what)
+    else:
+        try:
+            arr = np.asarray(values)
+        except (ValueError, TypeError, builtins.OverflowError) as exc:
+            raise SchemaTypeError(f"{what}: cannot be converted to a column: {exc}") from None
+    if arr.ndim != 1:
+        raise SchemaTypeError(f"{what}: a column must be one-dimensional, got shape {arr.shape}")
+    kind = arr.dtype.kind
+    if kind == "i":
+        return np.ascontiguousarray(arr, dtype=np.int64)
+    if kind == "u":
+        if arr.size and arr.max() > _INT64_MAX:
+            raise OverflowError(f"{what}: value {int(arr.max())} does not fit in int64")
+        return np.ascontiguousarray(arr, dtype=np.int64)
+    if kind == "f":
+        return np.ascontiguousarray(arr, dtype=np.float64)
+    if kind == "b":
+        return np.ascontiguousarray(arr, dtype=np.bool_)
+    if kind in "UT":
+        return arr.astype(object)
+    if kind == "O":
+        return _object_column(arr, what)
+    raise SchemaTypeError(f"{what}: unsupported dtype {arr.dtype}; use one of {', '.join(DTYPES)}")
+
+
+def _object_column(arr: np.ndarray, what: str) -> np.ndarray:
+    """An object array must hold only ``str`` (or only ints / floats / bools: converted)."""
+    if arr.size == 0:
+        return arr
+    kinds = {scalar_dtype(v) for v in arr}
+    if kinds == {"str"}:
+        return arr
+    if None in kinds:
+        bad = next(v for v in arr if scalar_dtype(v) is None)
+        if bad is None:
+            raise InvalidValueError(f"{what}: None values (nulls are not supported)")
+        raise SchemaTypeError(f"{what}: unsupported value {bad!r} of type {type(bad).__name__}")
+    if len(kinds) == 1:
+        (kind,) = kinds
+        if kind == "int64":
+            for v in arr:
+                check_int64(int(v), what)
+        return np.asarray(arr.tolist(), dtype=np.dtype(kind))
+    raise SchemaTypeError(f"{what}: mixed value types {sorted(k for k in kinds if k)}")

@@ -1,0 +1,1 @@
+"""Runnable examples: ``python -m ddflow.examples.bfs NODES EDGES BATCH ROUNDS``."""

@@ -1,0 +1,384 @@
+"""``InputSession``: feeding updates ``(record, time, diff)`` into a dataflow input.
+
+Records are validated in Python (arity, types, int64 range; times against the input's
+frontier) so that errors name the input, the column and the value and nothing is accepted
+partially. Single-record updates are buffered in per-column lists and handed to the engine as
+one batch before the dataflow next runs (never one engine call per record); ``update_batch``
+takes whole numpy / pyarrow columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ddflow.dtypes import check_int64, dtype_name, empty_column, scalar_dtype, to_column
+from ddflow.errors import (
+    ColumnNotFoundError,
+    DdflowError,
+    InvalidValueError,
+    SchemaTypeError,
+    ShapeError,
+    TimeError,
+)
+from ddflow.times import Coords, Time, is_int, less_equal
+
+if TYPE_CHECKING:
+    from ddflow.dataflow import Dataflow
+
+__all__ = ["InputSession"]
+
+_FLUSH_AT = 1 << 16
+"""Buffered single-record updates handed to the engine at once when this many accumulate."""
+
+
+class InputSession:
+    """Feeds one input of a dataflow: ``update_at``, ``update_batch``, ``advance_to``."""
+
+    def __init__(
+        self,
+        flow: Dataflow,
+        node: int,
+        name: str,
+        columns: Sequence[str],
+        dtypes: Sequence[str | None],
+    ) -> None:
+        """Built by ``Dataflow.new_input``."""
+        self.flow = flow
+        self.node = node
+        self.name = name
+        self.columns: tuple[str, ...] = tuple(columns)
+        self._dtypes: list[str | None] = list(dtypes)
+        self._frontier: Coords | None = None
+        self._closed = False
+        self._buf_cols: list[list[Any]] = [[] for _ in self.columns]
+        self._buf_times: list[Coords] = []
+        self._buf_diffs: list[int] = []
+
+    def __repr__(self) -> str:
+        return f"InputSession({self.name!r}: ({', '.join(self.columns)}), time={self.time!r})"
+
+    @property
+    def dtypes(self) -> dict[str, str | None]:
+        """Column dtypes (``None`` until fixed by the first update)."""
+        return dict(zip(self.columns, self._dtypes, strict=True))
+
+    @property
+    def time(self) -> Time | None:
+        """The input's current time (its frontier, set by ``advance_to``); None when closed."""
+        if self._closed:
+            return None
+        return self.flow._times.to_user(self._current())
+
+    def _current(self) -> Coords:
+        if self._frontier is None:
+            self._frontier = self.flow._times.zero()
+        return self._frontier
+
+    def _what(self) -> str:
+        return f"input {self.name!r}"
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise DdflowError(f"{self._what()} is closed; it accepts no more updates")
+
+    # -- single records -----------------------------------------------------------------------
+
+    def update_at(self, record: Any, time: Time, diff: int = 1) -> None:
+        """Adds ``diff`` copies of ``record`` at ``time`` (which must not be before the input's
+        frontier). ``record`` is a tuple (or list, or dict by column name); a bare value is
+        accepted for a one-column input."""
+        self._check_open()
+        values = self._record(record)
+        new_dtypes = self._check_values(values)
+        if not is_int(diff):
+            raise SchemaTypeError(f"{self._what()}: diff must be an int, got {diff!r}")
+        check_int64(int(diff), f"{self._what()}: diff")
+        coords = self._time(time)
+        self.flow._start()
+        self._commit_dtypes(new_dtypes)
+        for buf, v in zip(self._buf_cols, values, strict=True):
+            buf.append(v)
+        self._buf_times.append(coords)
+        self._buf_diffs.append(int(diff))
+        if len(self._buf_diffs) >= _FLUSH_AT:
+            self.flush()
+
+    def insert(self, record: Any, time: Time | None = None) -> None:
+        """Adds one copy of ``record`` at ``time`` (default: the input's current time)."""
+        self.update_at(record, self._default_time(time), 1)
+
+    def remove(self, record: Any, time: Time | None = None) -> None:
+        """Removes one copy of ``record`` at ``time`` (default: the input's current time)."""
+        self.update_at(record, self._default_time(time), -1)
+
+    def update(self, record: Any, diff: int) -> None:
+        """Adds ``diff`` copies of ``record`` at the input's current time."""
+        self.update_at(record, self._default_time(None), diff)
+
+    def _default_time(self, time: Time | None) -> Time:
+        if time is not None:
+            return time
+        self._check_open()
+        return self.flow._times.to_user(self._current())
+
+    def _record(self, record: Any) -> list[Any]:
+        """The record's values in column order, checking arity."""
+        n = len(self.columns)
+        if isinstance(record, Mapping):
+            missing = [c for c in self.columns if c not in record]
+            extra = [k for k in record if k not in self.columns]
+            if missing or extra:
+                raise SchemaTypeError(
+                    f"{self._what()}: record {record!r} does not match columns "
+                    f"{list(self.columns)}"
+                )
+            return [record[c] for c in self.columns]
+        if isinstance(record, tuple | list):
+            if len(record) != n:
+                raise SchemaTypeError(
+                    f"{self._what()}: record {tuple(record)!r} has {len(record)} values, "
+                    f"the input has {n} columns {list(self.columns)}"
+                )
+            return list(record)
+        if n == 1:
+            return [record]
+        raise SchemaTypeError(
+            f"{self._what()}: record {record!r} must be a tuple of {n} values "
+            f"{list(self.columns)}"
+        )
+
+    def _check_values(self, values: list[Any]) -> dict[int, str]:
+        """Type-checks values against the dtypes; returns the dtypes this record would fix."""
+        fixes: dict[int, str] = {}
+        for i, v in enumerate(values):
+            kind = scalar_dtype(v)
+            column = self.columns[i]
+            if kind is None:
+                raise SchemaTypeError(
+                    f"{self._what()}, column {column!r}: unsupported value {v!r} of type "
+                    f"{type(v).__name__} (use int, float, bool or str)"
+                )
+            want = self._dtypes[i]
+            if want == "float64" and kind == "int64":
+                kind = "float64"  # ints widen to a float column
+            if want is None:
+                fixes[i] = kind
+            elif kind != want:
+                raise SchemaTypeError(
+                    f"{self._what()}, column {column!r}: value {v!r} is {kind}, the column is "
+                    f"{want}"
+                )
+            if kind == "int64":
+                check_int64(int(v), f"{self._what()}, column {column!r}")
+                values[i] = int(v)
+            elif kind == "float64":
+                values[i] = float(v)
+            elif kind == "bool":
+                values[i] = bool(v)
+        return fixes
+
+    def _commit_dtypes(self, fixes: Mapping[int, str]) -> None:
+        for i, kind in fixes.items():
+            self._dtypes[i] = kind
+
+    def _time(self, time: Time) -> Coords:
+        """A validated time for a new update: the right shape, not before the frontier."""
+        coords = self.flow._times.normalize(time, self._what())
+        frontier = self._current()
+        if not less_equal(frontier, coords):
+            raise TimeError(
+                f"{self._what()}: time {time!r} is not in the future of the input's frontier "
+                f"{self.flow._times.to_user(frontier)!r} (set by advance_to)"
+            )
+        return coords
+
+    # -- batches ------------------------------------------------------------------------------
+
+    def update_batch(
+        self,
+        columns: Mapping[str, Any] | Sequence[Any] | Any,
+        times: Any = None,
+        diffs: Any = None,
+    ) -> None:
+        """Adds many updates at once from numpy / pyarrow / list columns.
+
+        ``columns``: a dict by column name, a sequence in column order, or a pyarrow
+        Table / RecordBatch. ``times``: a scalar time for all, or int64 of shape (n,) (int
+        times) or (n, k); default the input's current time. ``diffs``: an int or int64 (n,);
+        default +1. Validated as a whole: on error nothing is added.
+        """
+        self._check_open()
+        arrays = self._batch_columns(columns)
+        n = len(arrays[0]) if arrays else 0
+        for name, arr in zip(self.columns, arrays, strict=True):
+            if len(arr) != n:
+                raise ShapeError(
+                    f"{self._what()}: column {name!r} has {len(arr)} rows, "
+                    f"column {self.columns[0]!r} has {n}"
+                )
+        fixes = self._check_batch_dtypes(arrays)
+        time_arr = self._batch_times(times, n)
+        diff_arr = self._batch_diffs(diffs, n)
+        self.flow._start()
+        self._commit_dtypes(fixes)
+        if n == 0:
+            return
+        self.flush()
+        self.flow._engine().push(self.node, arrays, time_arr, diff_arr)
+
+    def _batch_columns(self, columns: Any) -> list[np.ndarray]:
+        if hasattr(columns, "column_names") and hasattr(columns, "column"):
+            columns = {name: columns.column(name) for name in columns.column_names}
+        if isinstance(columns, Mapping):
+            unknown = [k for k in columns if k not in self.columns]
+            missing = [c for c in self.columns if c not in columns]
+            if unknown:
+                raise ColumnNotFoundError(
+                    f"{self._what()}: unknown columns {unknown}; the input has "
+                    f"{list(self.columns)}"
+                )
+            if missing:
+                raise SchemaTypeError(f"{self._what()}: missing columns {missing}")
+            items = [columns[c] for c in self.columns]
+        elif isinstance(columns, Sequence) and not isinstance(columns, str):
+            if len(columns) != len(self.columns):
+                raise SchemaTypeError(
+                    f"{self._what()}: {len(columns)} columns given, the input has "
+                    f"{len(self.columns)} {list(self.columns)}"
+                )
+            items = list(columns)
+        else:
+            raise SchemaTypeError(
+                f"{self._what()}: columns must be a dict by name, a list, or a pyarrow Table"
+            )
+        return [
+            to_column(v, f"{self._what()}, column {c!r}")
+            for c, v in zip(self.columns, items, strict=True)
+        ]
+
+    def _check_batch_dtypes(self, arrays: list[np.ndarray]) -> dict[int, str]:
+        fixes: dict[int, str] = {}
+        for i, arr in enumerate(arrays):
+            kind = {"i": "int64", "f": "float64", "b": "bool", "O": "str"}[arr.dtype.kind]
+            want = self._dtypes[i]
+            if len(arr) == 0:
+                if want is not None:
+                    arrays[i] = empty_column(want)
+                continue
+            if want == "float64" and kind == "int64":
+                arrays[i] = arr = arr.astype(np.float64)  # ints widen to a float column
+                kind = "float64"
+            if want is None:
+                fixes[i] = kind
+            elif kind != want:
+                raise SchemaTypeError(
+                    f"{self._what()}, column {self.columns[i]!r}: values of dtype {kind} "
+                    f"(first {arr[0]!r}), the column is {want}"
+                )
+        return fixes
+
+    def _batch_times(self, times: Any, n: int) -> np.ndarray:
+        what = self._what()
+        if times is None:
+            times = self.flow._times.to_user(self._current())
+        shape = self.flow._times
+        arr = shape.array(times, n, what)
+        frontier = np.asarray(self._current(), dtype=np.int64)
+        if n and arr.shape[1] == frontier.shape[0]:
+            behind = ~np.all(arr >= frontier, axis=1)
+            if behind.any():
+                bad = shape.to_user(arr[np.argmax(behind)].tolist())
+                raise TimeError(
+                    f"{what}: time {bad!r} is not in the future of the input's frontier "
+                    f"{shape.to_user(self._current())!r} (set by advance_to)"
+                )
+        return arr
+
+    def _batch_diffs(self, diffs: Any, n: int) -> np.ndarray:
+        what = f"{self._what()}: diffs"
+        if diffs is None:
+            return np.ones(n, dtype=np.int64)
+        if is_int(diffs):
+            check_int64(int(diffs), what)
+            return np.full(n, int(diffs), dtype=np.int64)
+        arr = to_column(diffs, what)
+        if arr.dtype.kind != "i":
+            raise SchemaTypeError(f"{what} must be integers, got dtype {arr.dtype}")
+        if arr.shape != (n,):
+            raise ShapeError(f"{what}: {len(arr)} diffs for {n} updates")
+        return arr
+
+    # -- frontier -----------------------------------------------------------------------------
+
+    def advance_to(self, time: Time) -> None:
+        """Promises no more updates at times not ``>= time``; lets outputs before it complete."""
+        self._check_open()
+        coords = self.flow._times.normalize(time, f"{self._what()}: advance_to")
+        current = self._current()
+        if not less_equal(current, coords):
+            raise TimeError(
+                f"{self._what()}: advance_to({time!r}) would go backwards from "
+                f"{self.flow._times.to_user(current)!r}"
+            )
+        self.flow._start()
+        self.flush()
+        self.flow._engine().advance_input(self.node, list(coords))
+        self._frontier = coords
+
+    def close(self) -> None:
+        """Closes the input: no more updates; outputs can complete for every time."""
+        if self._closed:
+            return
+        self.flow._start()
+        self.flush()
+        self.flow._engine().close_input(self.node)
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called."""
+        return self._closed
+
+    def flush(self) -> None:
+        """Hands buffered single-record updates to the engine as one batch."""
+        if not self._buf_diffs:
+            return
+        arrays = []
+        for kind, values in zip(self._dtypes, self._buf_cols, strict=True):
+            if kind == "str":
+                arr = np.empty(len(values), dtype=object)
+                arr[:] = values
+            else:
+                arr = np.asarray(values, dtype=np.dtype(kind or "int64"))
+            arrays.append(arr)
+        times = np.asarray(self._buf_times, dtype=np.int64).reshape(len(self._buf_diffs), -1)
+        diffs = np.asarray(self._buf_diffs, dtype=np.int64)
+        self._buf_cols = [[] for _ in self.columns]
+        self._buf_times = []
+        self._buf_diffs = []
+        self.flow._engine().push(self.node, arrays, times, diffs)
+
+    @staticmethod
+    def parse_columns(
+        columns: Sequence[str] | Mapping[str, Any] | str,
+    ) -> tuple[tuple[str, ...], list[str | None]]:
+        """Column names and declared dtypes from ``("a", "b")`` or ``{"a": "int64", ...}``."""
+        if isinstance(columns, str):
+            columns = (columns,)
+        if isinstance(columns, Mapping):
+            names = tuple(columns.keys())
+            dtypes: list[str | None] = [dtype_name(v) for v in columns.values()]
+        else:
+            names = tuple(columns)
+            dtypes = [None] * len(names)
+        if not names:
+            raise InvalidValueError("an input needs at least one column")
+        for name in names:
+            if not isinstance(name, str) or not name:
+                raise InvalidValueError(f"column names must be non-empty str, got {name!r}")
+        if len(set(names)) != len(names):
+            raise InvalidValueError(f"column names repeat: {list(names)}")
+        return names, dtypes

@@ -1,0 +1,149 @@
+"""``join``, ``semijoin`` and ``antijoin``: key resolution, output column names, arrangements.
+
+A join node reads two arrangements in the same scope. Each side is arranged by its key columns
+(reusing a given :class:`Arrangement` or a cached ``arrange`` of the same collection and key)
+in its own scope and entered into the join's scope when it comes from an enclosing one.
+
+Output columns: ``join`` gives the key columns (named as on the left), the left's other columns,
+then the right's other columns (names on both sides need ``suffixes=``); ``semijoin`` and
+``antijoin`` keep the left's columns in the left's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ddflow.arrangement import Arrangement
+from ddflow.errors import PlanError
+from ddflow.plan import user_location
+from ddflow.wiring import arrange, common_scope, enter_arrangement, resolve_names, same_flow
+
+if TYPE_CHECKING:
+    from ddflow.collection import Collection
+
+__all__ = ["join", "join_columns"]
+
+Keys = str | Sequence[str] | None
+
+
+def _keys(
+    left: Collection | Arrangement,
+    right: Collection | Arrangement,
+    on: Keys,
+    left_on: Keys,
+    right_on: Keys,
+    label: str,
+) -> tuple[list[str], list[str]]:
+    """The left and right key column names."""
+    if on is not None:
+        if left_on is not None or right_on is not None:
+            raise PlanError(f"{label}: give either on= or left_on=/right_on=, not both")
+        lk: Keys = on
+        rk: Keys = on
+    else:
+        lk = left_on if left_on is not None else getattr(left, "key", None)
+        rk = right_on if right_on is not None else getattr(right, "key", None)
+        if lk is None or rk is None:
+            raise PlanError(f"{label}: give the key columns with on= or left_on= and right_on=")
+    lkeys = resolve_names(lk, left.columns, f"{label} (left)")
+    rkeys = resolve_names(rk, right.columns, f"{label} (right)")
+    if len(lkeys) != len(rkeys):
+        raise PlanError(
+            f"{label}: {len(lkeys)} left key columns {lkeys} but {len(rkeys)} "
+            f"right key columns {rkeys}"
+        )
+    return lkeys, rkeys
+
+
+def join_columns(
+    lkeys: Sequence[str],
+    lvals: Sequence[str],
+    rvals: Sequence[str],
+    suffixes: tuple[str, str] | None,
+    label: str,
+) -> list[str]:
+    """Output names of a join: left keys, left values, right values (suffixed on clashes)."""
+    left_names = set(lkeys) | set(lvals)
+    clashes = [c for c in rvals if c in left_names]
+    if not clashes:
+        return [*lkeys, *lvals, *rvals]
+    if suffixes is None:
+        raise PlanError(
+            f'{label}: columns {clashes} appear on both sides; pass suffixes=("_l", "_r") '
+            f"or rename them first"
+        )
+    if len(suffixes) != 2 or not all(isinstance(s, str) for s in suffixes):
+        raise PlanError(f"{label}: suffixes must be a pair of str, got {suffixes!r}")
+    ls, rs = suffixes
+    out_l = [c + ls if c in clashes else c for c in lvals]
+    out_r = [c + rs if c in clashes else c for c in rvals]
+    names = [*lkeys, *out_l, *out_r]
+    dup = sorted({c for c in names if names.count(c) > 1})
+    if dup:
+        raise PlanError(f"{label}: suffixes {suffixes!r} still leave duplicate columns {dup}")
+    return names
+
+
+def _arranged(
+    side: Collection | Arrangement, keys: list[str], scope: int, label: str, keys_only: bool
+) -> Arrangement:
+    """``side`` arranged by ``keys`` and entered into ``scope``.
+
+    With ``keys_only`` (the right side of semijoin / antijoin) a collection is first projected
+    to its key columns, unless an arrangement of it by those keys already exists.
+    """
+    if isinstance(side, Arrangement):
+        if list(side.key) == keys:
+            arr = side
+        else:
+            arr = arrange(side.source, keys, label)
+    else:
+        plan = side.flow._plan
+        idx = tuple(side.columns.index(k) for k in keys)
+        shared = plan.cached(("arrange", side.node, idx, side.scope)) is not None
+        if keys_only and list(side.columns) != keys and not shared:
+            side = side._select_columns(keys, f"{label} (keys)")
+        arr = arrange(side, keys, label)
+    return enter_arrangement(arr, scope, label)
+
+
+def join(
+    kind: str,
+    left: Collection | Arrangement,
+    right: Collection | Arrangement,
+    on: Keys,
+    left_on: Keys,
+    right_on: Keys,
+    suffixes: tuple[str, str] | None,
+) -> Collection:
+    """A ``join`` node of ``kind`` ``"join"``, ``"semijoin"`` or ``"antijoin"``."""
+    from ddflow.collection import Collection
+
+    label = f"{kind}@{user_location()}"
+    flow = same_flow(label, left, right)
+    if not isinstance(right, Collection | Arrangement):
+        raise PlanError(f"{label}: expected a Collection or Arrangement, got {right!r}")
+    lkeys, rkeys = _keys(left, right, on, left_on, right_on, label)
+    lvals = [c for c in left.columns if c not in lkeys]
+    rvals = [c for c in right.columns if c not in rkeys]
+    if kind == "join":
+        columns = join_columns(lkeys, lvals, rvals, suffixes, label)
+    else:
+        columns = [*lkeys, *lvals]
+    scope = common_scope(label, left, right)
+    plan = flow._plan
+    plan.check_building(label)
+    mark = plan.mark()
+    try:
+        la = _arranged(left, lkeys, scope, label, keys_only=False)
+        ra = _arranged(right, rkeys, scope, label, keys_only=kind != "join")
+        notes = [f"{', '.join(lkeys)} = {', '.join(rkeys)}"]
+        node = plan.add("join", scope, [la.node, ra.node], columns, label, notes=notes, kind=kind)
+        result = Collection(flow, node, tuple(columns), scope)
+        if kind != "join" and isinstance(left, Collection) and tuple(columns) != left.columns:
+            result = result._select_columns(left.columns, f"{label} (column order)")
+        return result
+    except BaseException:
+        plan.rollback(mark)
+        raise

@@ -1,0 +1,284 @@
+"""The dataflow plan as plain data: nodes, scopes, validation and the ``explain()`` text.
+
+The plan is the contract with the engine (``rust/ddflow-core/src/engine/PLAN.md``): a list of
+scopes and a list of operator nodes, each a JSON-able dict with ``id``, ``op``, ``scope``,
+``inputs``, ``columns``, ``label`` and its own fields. :class:`Plan` appends nodes, keeps the
+caches that let operators share arrangements and ``enter`` nodes, checks structure, and prints
+itself readably. It knows nothing about the engine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ddflow.errors import PlanError
+
+__all__ = ["Plan", "Scope", "PlanText", "user_location", "ARRANGEMENT_OPS", "PLAN_VERSION"]
+
+PLAN_VERSION = 1
+"""The plan format version written into every plan."""
+
+ARRANGEMENT_OPS = frozenset({"arrange", "enter_arrangement"})
+"""Operators whose output is an arrangement (valid inputs of join / reduce only)."""
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_USER_SUBPACKAGES = tuple(
+    os.path.join(_PACKAGE_DIR, sub) + os.sep for sub in ("algorithms", "examples")
+)
+
+
+def user_location() -> str:
+    """``file.py:line`` of the innermost caller outside ddflow's own API modules.
+
+    Frames in ``ddflow.algorithms`` and ``ddflow.examples`` count as user code, so their
+    operators are labelled with the algorithm's own line.
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        inside = path.startswith(_PACKAGE_DIR + os.sep) and not path.startswith(_USER_SUBPACKAGES)
+        if not inside:
+            return f"{os.path.basename(path)}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "<unknown>"
+
+
+class PlanText(str):
+    """The text of ``explain()``: a ``str`` that shows itself unquoted in a REPL."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+@dataclass
+class Scope:
+    """A scope: the top level (id 0) or the body of one ``iterate``."""
+
+    id: int
+    parent: int | None
+    max_iterations: int | None = None
+    label: str = ""
+    open: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        """The scope as plan JSON."""
+        out: dict[str, Any] = {"id": self.id, "parent": self.parent}
+        if self.parent is not None:
+            out["max_iterations"] = self.max_iterations
+        return out
+
+
+class Plan:
+    """A growing dataflow plan: scopes, nodes and the caches that let operators share nodes."""
+
+    def __init__(self) -> None:
+        """An empty plan with only the top-level scope."""
+        self.nodes: list[dict[str, Any]] = []
+        self.scopes: list[Scope] = [Scope(0, None, label="top level")]
+        self.notes: dict[int, list[str]] = {}
+        """Per node, human-readable argument texts for ``explain()`` (not part of the JSON)."""
+        self._cache: dict[tuple[Any, ...], int] = {}
+        self.frozen = False
+        """Set when the dataflow starts (first data or run): no more nodes may be added."""
+
+    # -- building ---------------------------------------------------------------------------
+
+    def add(
+        self,
+        op: str,
+        scope: int,
+        inputs: Sequence[int],
+        columns: Sequence[str],
+        label: str,
+        notes: Sequence[str] = (),
+        **fields: Any,
+    ) -> int:
+        """Appends a node and returns its id. Checks scope openness, inputs and columns."""
+        self.check_building(label)
+        if not self.scopes[scope].open:
+            raise PlanError(
+                f"{label}: uses a collection from inside a finished iterate body "
+                f"({self.scopes[scope].label}); use the collection that iterate() returns"
+            )
+        for i in inputs:
+            if not 0 <= i < len(self.nodes):
+                raise PlanError(f"{label}: input node {i} does not exist")
+        if len(set(columns)) != len(columns):
+            dup = sorted({c for c in columns if list(columns).count(c) > 1})
+            raise PlanError(f"{label}: duplicate output column names {dup}")
+        node_id = len(self.nodes)
+        node: dict[str, Any] = {
+            "id": node_id,
+            "op": op,
+            "scope": scope,
+            "inputs": list(inputs),
+            "columns": list(columns),
+            "label": label,
+        }
+        node.update(fields)
+        self.nodes.append(node)
+        if notes:
+            self.notes[node_id] = list(notes)
+        return node_id
+
+    def check_building(self, label: str) -> None:
+        """Raises ``PlanError`` once the dataflow has started."""
+        if self.frozen:
+            raise PlanError(
+                f"{label}: the dataflow has already received data or run; add every operator "
+                f"before feeding inputs or running"
+            )
+
+    def new_scope(self, parent: int, max_iterations: int | None, label: str) -> int:
+        """Opens a child scope of ``parent`` (an ``iterate`` body) and returns its id."""
+        if not self.scopes[parent].open:
+            raise PlanError(f"{label}: the enclosing iterate body has finished")
+        scope_id = len(self.scopes)
+        self.scopes.append(Scope(scope_id, parent, max_iterations, label=label))
+        return scope_id
+
+    def close_scope(self, scope: int) -> None:
+        """Marks an iterate body finished: no more nodes may be added to it."""
+        self.scopes[scope].open = False
+
+    def cached(self, key: tuple[Any, ...]) -> int | None:
+        """A node built earlier for the same purpose (an arrange or enter), if any."""
+        return self._cache.get(key)
+
+    def remember(self, key: tuple[Any, ...], node: int) -> None:
+        """Records a node for reuse by later operators asking for the same ``key``."""
+        self._cache[key] = node
+
+    def mark(self) -> tuple[int, int]:
+        """A rollback point: the current numbers of nodes and scopes."""
+        return len(self.nodes), len(self.scopes)
+
+    def rollback(self, mark: tuple[int, int]) -> None:
+        """Drops every node and scope added after ``mark`` (a failed multi-node operator)."""
+        n_nodes, n_scopes = mark
+        del self.nodes[n_nodes:]
+        del self.scopes[n_scopes:]
+        self.notes = {k: v for k, v in self.notes.items() if k < n_nodes}
+        self._cache = {
+            k: v for k, v in self._cache.items() if v < n_nodes and _scopes_of(k) < n_scopes
+        }
+
+    # -- scopes -----------------------------------------------------------------------------
+
+    def depth(self, scope: int) -> int:
+        """Nesting depth of a scope (0 for the top level)."""
+        d = 0
+        parent = self.scopes[scope].parent
+        while parent is not None:
+            d += 1
+            parent = self.scopes[parent].parent
+        return d
+
+    def is_ancestor(self, outer: int, inner: int) -> bool:
+        """Whether ``outer`` is ``inner`` or encloses it."""
+        s: int | None = inner
+        while s is not None:
+            if s == outer:
+                return True
+            s = self.scopes[s].parent
+        return False
+
+    def path_down(self, outer: int, inner: int) -> list[int]:
+        """The scopes strictly inside ``outer`` down to and including ``inner``, outermost first."""
+        path: list[int] = []
+        s: int | None = inner
+        while s is not None and s != outer:
+            path.append(s)
+            s = self.scopes[s].parent
+        if s is None:
+            raise PlanError(f"scope {outer} does not enclose scope {inner}")
+        return path[::-1]
+
+    # -- output -----------------------------------------------------------------------------
+
+    def validate(self) -> None:
+        """Structural checks before the engine sees the plan."""
+        for node in self.nodes:
+            label = node["label"]
+            if node["op"] == "variable" and node.get("result") is None:
+                raise PlanError(f"{label}: the iterate body never produced its result")
+            for i in node["inputs"]:
+                if i >= node["id"]:
+                    raise PlanError(f"{label}: input {i} is not an earlier node")
+            needs_arr = node["op"] in ("join", "reduce", "enter_arrangement")
+            for i in node["inputs"]:
+                is_arr = self.nodes[i]["op"] in ARRANGEMENT_OPS
+                if needs_arr != is_arr:
+                    raise PlanError(
+                        f"{label}: input {self.nodes[i]['label']} "
+                        f"{'must' if needs_arr else 'must not'} be an arrangement"
+                    )
+
+    def to_json(self, time_dims: int) -> dict[str, Any]:
+        """The plan as a JSON-able dict (see PLAN.md)."""
+        return {
+            "version": PLAN_VERSION,
+            "time_dims": time_dims,
+            "scopes": [s.to_json() for s in self.scopes],
+            "nodes": [dict(n) for n in self.nodes],
+        }
+
+    def dumps(self, time_dims: int) -> str:
+        """The plan as JSON text, as handed to the engine."""
+        return json.dumps(self.to_json(time_dims), separators=(",", ":"))
+
+    def explain(self, time_dims: int | None) -> PlanText:
+        """A readable listing: one line per node, indented by scope, with arguments."""
+        dims = "not fixed yet" if time_dims is None else str(time_dims)
+        lines = [
+            f"dataflow plan: {len(self.nodes)} nodes, {len(self.scopes)} scopes, "
+            f"time_dims {dims}"
+        ]
+        opened: set[int] = {0}
+        for node in self.nodes:
+            scope = node["scope"]
+            if scope not in opened:
+                for s in self.path_down(0, scope):
+                    if s not in opened:
+                        opened.add(s)
+                        sc = self.scopes[s]
+                        lim = "" if sc.max_iterations is None else f", max {sc.max_iterations}"
+                        coord = (
+                            ""
+                            if time_dims is None
+                            else f", iteration = time coordinate {time_dims + self.depth(s) - 1}"
+                        )
+                        lines.append(
+                            "  " * self.depth(s)
+                            + f"scope {s}: {sc.label} (in scope {sc.parent}{lim}{coord})"
+                        )
+            lines.append("  " * (self.depth(scope) + 1) + self._describe(node))
+        return PlanText("\n".join(lines))
+
+    def _describe(self, node: dict[str, Any]) -> str:
+        """One node as text: ``#id op <- inputs -> (columns)  [args]  label``."""
+        parts = [f"#{node['id']} {node['op']}"]
+        if node["inputs"]:
+            parts.append("<- " + ", ".join(f"#{i}" for i in node["inputs"]))
+        parts.append("-> (" + ", ".join(node["columns"]) + ")")
+        args = self.notes.get(node["id"])
+        if args is None:
+            args = [
+                f"{k}={json.dumps(v)}"
+                for k, v in node.items()
+                if k not in ("id", "op", "scope", "inputs", "columns", "label")
+            ]
+        if args:
+            parts.append("[" + "; ".join(args) + "]")
+        parts.append(f"  {node['label']}")
+        return " ".join(parts)
+
+
+def _scopes_of(key: tuple[Any, ...]) -> int:
+    """The largest scope id a cache key mentions (keys end with a scope id)."""
+    return int(key[-1]) if key and isinstance(key[-1], int) else 0
