@@ -3,7 +3,7 @@
 //! * [`Description`]: the `lower`, `upper` and `since` frontiers of a batch.
 //! * [`Batch`]: an immutable layer keys -> vals -> (time, diff), shared as `Arc<Batch>`,
 //!   with compact forms (u32 words, single time, implicit unit diffs); built by
-//!   [`Builder`] or [`Batch::from_sorted`].
+//!   [`Builder`], [`Batch::from_sorted`] or [`Batch::from_static_pairs`].
 //! * [`Spine`]: a trace, as batches of geometrically decreasing size with fueled merges
 //!   that advance times by the compaction frontier.
 //! * [`MergeState`]: a progressive merge of two batches that compacts times.
@@ -21,6 +21,7 @@ mod description;
 mod handle;
 mod merge;
 mod spine;
+mod static_batch;
 
 pub use batch::Batch;
 pub use builder::Builder;

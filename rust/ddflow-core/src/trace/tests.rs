@@ -220,3 +220,48 @@ fn spine_merges_and_compacts() {
         .set_logical_compaction(&Antichain::from_elem(Time::scalar(5)))
         .is_err());
 }
+
+#[test]
+fn static_pairs_compact_and_counted() {
+    let src = [3u64, 1, 3, 1, 2, 3];
+    let dst = [9u64, 4, 9, 5, 0, 1];
+    let b = Batch::from_static_pairs(&src, &dst).unwrap();
+    assert!(b.keys_narrow() && b.vals_narrow());
+    assert_eq!(b.single_time(), Some(Time::minimum()));
+    assert_eq!(b.len(), 5);
+    let u = b.to_updates();
+    let rows: Vec<(u64, u64, i64)> = (0..u.len())
+        .map(|i| (u.row(i)[0], u.row(i)[1], u.diffs[i]))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![(1, 4, 1), (1, 5, 1), (2, 0, 1), (3, 1, 1), (3, 9, 2)]
+    );
+    // Wide ids: keys narrow, vals not.
+    let b = Batch::from_static_pairs(&[1, 0], &[1 << 40, 7]).unwrap();
+    assert!(b.keys_narrow() && !b.vals_narrow());
+    let u = b.to_updates();
+    assert_eq!(u.rows, vec![0, 7, 1, 1 << 40]);
+    assert!(Batch::from_static_pairs(&[1], &[]).is_err());
+    // Same as the general path.
+    let mut g = Updates::new(2);
+    for (s, d) in src.iter().zip(dst.iter()) {
+        g.push(&[*s, *d], Time::minimum(), 1);
+    }
+    let general = Batch::from_updates(g, 1, Description::least_time()).unwrap();
+    assert_eq!(general, Batch::from_static_pairs(&src, &dst).unwrap());
+    // A spine accepts it and merges it with later updates.
+    let mut s = Spine::new(1, 1);
+    s.insert(Arc::new(general));
+    let mut later = Updates::new(2);
+    later.push(&[3, 9], Time::scalar(1), -2);
+    s.insert(Arc::new(
+        Batch::from_updates(later, 1, Description::scalar(1, 2)).unwrap(),
+    ));
+    s.set_logical_compaction(&Antichain::from_elem(Time::scalar(2)))
+        .unwrap();
+    while s.exert(100) {}
+    let (u, _) = s.to_updates();
+    assert_eq!(u.len(), 4);
+    assert!(u.times.iter().all(|t| *t == Time::scalar(2)));
+}
