@@ -21,10 +21,16 @@ import numpy as np
 from ddflow.dtypes import array_dtype, empty_column, to_column
 from ddflow.errors import DdflowError, UserFunctionError
 
-__all__ = ["Dispatcher", "Registered", "ReduceBatch", "ROW", "KINDS"]
+__all__ = ["Dispatcher", "Registered", "ReduceBatch", "ROW", "OFFSETS", "COUNT", "KINDS"]
 
 ROW = "__row__"
 """The column a ``flat_map`` function returns: for each output row, its source row index."""
+
+OFFSETS = "__offsets__"
+"""The key under which a reducer's offsets are handed to the engine."""
+
+COUNT = "__count__"
+"""The key under which a reducer's output counts are handed to the engine."""
 
 KINDS = ("map_py", "flat_map_py", "filter_py", "reduce_py", "threshold_py", "inspect_py")
 """The callback kinds the engine uses."""
@@ -242,7 +248,8 @@ def _reduce(entry: Registered, payload: dict[str, Any]) -> dict[str, np.ndarray]
         )
     if "offsets" not in result:
         raise UserFunctionError(f"{entry.label}: the reducer's result has no 'offsets' column")
-    body = {k: v for k, v in result.items() if k not in ("offsets", "count")}
+    count_key = "count" if "count" not in entry.columns else None
+    body = {k: v for k, v in result.items() if k not in ("offsets", count_key)}
     columns = _named_result(entry, body)
     offsets = _column(entry, "offsets", result["offsets"])
     n_keys = len(batch)
@@ -251,23 +258,32 @@ def _reduce(entry: Registered, payload: dict[str, Any]) -> dict[str, np.ndarray]
             f"{entry.label}: 'offsets' must be {n_keys + 1} integers (keys + 1), "
             f"got dtype {offsets.dtype} shape {offsets.shape}"
         )
-    n_out = int(offsets[-1]) if len(offsets) else 0
+    n_out = int(offsets[-1])
     if offsets[0] != 0 or np.any(np.diff(offsets) < 0):
         raise UserFunctionError(
             f"{entry.label}: 'offsets' must start at 0 and never decrease, got {offsets.tolist()}"
         )
-    out: dict[str, np.ndarray] = {"offsets": offsets}
-    extra = {"count": result["count"]} if "count" in result else {}
-    for name, values in {**columns, **extra}.items():
-        arr = _column(entry, name, values)
-        if len(arr) != n_out:
+    out: dict[str, np.ndarray] = {OFFSETS: offsets}
+    for name, values in columns.items():
+        out[name] = _rows_column(entry, name, values, n_out)
+    if count_key is not None and count_key in result:
+        counts = _rows_column(entry, count_key, result[count_key], n_out)
+        if counts.dtype.kind != "i":
             raise UserFunctionError(
-                f"{entry.label}: column {name!r} has {len(arr)} rows, 'offsets' ends at {n_out}"
+                f"{entry.label}: 'count' must hold int counts, got dtype {counts.dtype}"
             )
-        if name == "count" and arr.dtype.kind != "i":
-            raise UserFunctionError(f"{entry.label}: 'count' must be int64, got {arr.dtype}")
-        out[name] = arr
+        out[COUNT] = counts
     return out
+
+
+def _rows_column(entry: Registered, name: str, values: object, n_out: int) -> np.ndarray:
+    """A reducer's output column, which must have ``n_out`` rows (the last offset)."""
+    arr = _column(entry, name, values)
+    if len(arr) != n_out:
+        raise UserFunctionError(
+            f"{entry.label}: column {name!r} has {len(arr)} rows, 'offsets' ends at {n_out}"
+        )
+    return arr
 
 
 def _threshold(entry: Registered, payload: np.ndarray) -> np.ndarray:
@@ -295,15 +311,20 @@ def _threshold(entry: Registered, payload: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(result, dtype=np.int64)
 
 
-def _inspect(entry: Registered, payload: dict[str, np.ndarray]) -> None:
+def _inspect(entry: Registered, payload: dict[str, Any]) -> None:
+    """``payload``: ``{"columns": {name: array}, "time": int64 (n, dims), "diff": int64 (n,)}``.
+
+    A batch function gets the columns, ``time`` and ``diff`` in one flat dict.
+    """
+    columns = payload["columns"]
     if entry.batch:
-        _call(entry, payload)
+        _call(entry, {**columns, "time": payload["time"], "diff": payload["diff"]})
         return None
     times = np.asarray(payload["time"])
     diffs = np.asarray(payload["diff"]).tolist()
-    cols = [np.asarray(v).tolist() for k, v in payload.items() if k not in ("time", "diff")]
-    to_user = entry.to_user_time or (lambda c: tuple(c))
-    time_list = [to_user(t) for t in times.tolist()]
+    cols = [np.asarray(v).tolist() for v in columns.values()]
+    to_user = entry.to_user_time or tuple
+    time_list = [to_user(t) for t in times.reshape(len(diffs), -1).tolist()]
     for i, record in enumerate(zip(*cols, strict=True)):
         _call(entry, record, time_list[i], diffs[i])
     return None

@@ -472,6 +472,7 @@ class Collection:
         """Passes the collection through, calling ``fn`` with each batch of updates: a dict of
         the columns plus ``time`` (int64, shape (n, time coordinates)) and ``diff``."""
         label = f"inspect_batch@{user_location()}"
+        self._check_reserved(label)
         fn_id = self._register(Registered("inspect_py", fn, label, batch=True))
         return self._add("inspect_py", self.columns, label, [_fn_name(fn)], fn=fn_id, batch=True)
 
@@ -481,12 +482,7 @@ class Collection:
 
         label = f"capture@{user_location()}"
         self._check_top(label)
-        for reserved in ("time", "diff"):
-            if reserved in self.columns:
-                raise PlanError(
-                    f"{label}: column {reserved!r} would clash with the captured updates' "
-                    f"{reserved!r} column; rename it first (rename({reserved}=...))"
-                )
+        self._check_reserved(label)
         node = self._add("capture", self.columns, label).node
         cap = Capture(self.flow, node, self.columns, label)
         self.flow._captures.append(cap)
@@ -500,6 +496,14 @@ class Collection:
         self._check_top(label)
         node = self._add("probe", self.columns, label).node
         return Probe(self.flow, node, label)
+
+    def _check_reserved(self, label: str) -> None:
+        for reserved in ("time", "diff"):
+            if reserved in self.columns:
+                raise PlanError(
+                    f"{label}: column {reserved!r} would clash with the updates' {reserved!r} "
+                    f"column; rename it first (rename({reserved}=...))"
+                )
 
     def _check_top(self, label: str) -> None:
         if self.scope != 0:
