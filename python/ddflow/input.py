@@ -9,7 +9,7 @@ takes whole numpy / pyarrow columns.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,8 +30,26 @@ if TYPE_CHECKING:
 
 __all__ = ["InputSession"]
 
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+_PY_TYPES: dict[str, type] = {"int64": int, "float64": float, "bool": bool, "str": str}
+
 _FLUSH_AT = 1 << 16
 """Buffered single-record updates handed to the engine at once when this many accumulate."""
+
+
+def _int64_checker(columns: Sequence[int]) -> Callable[[tuple[Any, ...]], bool]:
+    """A fast test that a record's int columns (Python ints) fit in int64."""
+    lo, hi = _INT64_MIN, _INT64_MAX
+    if not columns:
+        return lambda record: True
+    if len(columns) == 1:
+        (i,) = columns
+        return lambda record: lo <= record[i] <= hi
+    if len(columns) == 2:
+        i, j = columns
+        return lambda record: lo <= record[i] <= hi and lo <= record[j] <= hi
+    return lambda record: all(lo <= record[k] <= hi for k in columns)
 
 
 class InputSession:
@@ -56,6 +74,11 @@ class InputSession:
         self._buf_cols: list[list[Any]] = [[] for _ in self.columns]
         self._buf_times: list[Coords] = []
         self._buf_diffs: list[int] = []
+        self._fast: tuple[type, ...] | None = None
+        """Python types of a record that needs no conversion (set once dtypes are fixed and
+        the dataflow has started): records of exactly these types take a fast path."""
+        self._ints_fit: Callable[[tuple[Any, ...]], bool] = _int64_checker([])
+        self._frontier_int: int | None = None
 
     def __repr__(self) -> str:
         return f"InputSession({self.name!r}: ({', '.join(self.columns)}), time={self.time!r})"
@@ -90,6 +113,28 @@ class InputSession:
         """Adds ``diff`` copies of ``record`` at ``time`` (which must not be before the input's
         frontier). ``record`` is a tuple (or list, or dict by column name); a bare value is
         accepted for a one-column input."""
+        fast = self._fast
+        if (
+            fast is not None
+            and type(record) is tuple
+            and type(time) is int
+            and type(diff) is int
+            and tuple(map(type, record)) == fast
+            and self._ints_fit(record)
+            and _INT64_MIN <= diff <= _INT64_MAX
+            and self._frontier_int <= time <= _INT64_MAX  # type: ignore[operator]
+        ):
+            for buf, v in zip(self._buf_cols, record, strict=True):
+                buf.append(v)
+            self._buf_times.append((time,))
+            self._buf_diffs.append(diff)
+            if len(self._buf_diffs) >= _FLUSH_AT:
+                self.flush()
+            return
+        self._update_checked(record, time, diff)
+
+    def _update_checked(self, record: Any, time: Time, diff: int) -> None:
+        """``update_at`` with every check and conversion (the general path)."""
         self._check_open()
         values = self._record(record)
         new_dtypes = self._check_values(values)
@@ -183,6 +228,17 @@ class InputSession:
     def _commit_dtypes(self, fixes: Mapping[int, str]) -> None:
         for i, kind in fixes.items():
             self._dtypes[i] = kind
+        if self._fast is None and all(d is not None for d in self._dtypes):
+            ints = [i for i, d in enumerate(self._dtypes) if d == "int64"]
+            self._ints_fit = _int64_checker(ints)
+            self._sync_frontier()
+
+    def _sync_frontier(self) -> None:
+        """Enables the fast path of ``update_at`` for 1-D times, caching the frontier."""
+        frontier = self._current()
+        if len(frontier) == 1 and all(d is not None for d in self._dtypes):
+            self._frontier_int = frontier[0]
+            self._fast = tuple(_PY_TYPES[d] for d in self._dtypes if d is not None)
 
     def _time(self, time: Time) -> Coords:
         """A validated time for a new update: the right shape, not before the frontier."""
@@ -327,6 +383,8 @@ class InputSession:
         self.flush()
         self.flow._engine().advance_input(self.node, list(coords))
         self._frontier = coords
+        if self._fast is not None:
+            self._sync_frontier()
 
     def close(self) -> None:
         """Closes the input: no more updates; outputs can complete for every time."""
@@ -336,6 +394,7 @@ class InputSession:
         self.flush()
         self.flow._engine().close_input(self.node)
         self._closed = True
+        self._fast = None
 
     @property
     def closed(self) -> bool:
