@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ddflow import functions
 from ddflow.arrangement import Arrangement
 from ddflow.callbacks import ROW, Registered
-from ddflow.errors import ColumnNotFoundError, PlanError
+from ddflow.errors import ColumnNotFoundError, DdflowError, PlanError
 from ddflow.expr import Expr, col, lit
 from ddflow.plan import user_location
 from ddflow.wiring import arrange, common_scope, enter_collection, resolve_names, same_flow
@@ -40,14 +40,17 @@ def _expr_text(expr: Expr) -> str:
 
 
 def _as_expr(value: object, label: str) -> Expr:
-    """An expression from an Expr, a column name (str) or a literal value."""
+    """An expression from an Expr, a column name (str) or a literal value (a number, bool)."""
     if isinstance(value, Expr):
         return value
     if isinstance(value, str):
         return col(value)
-    if isinstance(value, bool | int | float):
-        return lit(value)
-    raise PlanError(f"{label}: expected an expression, a column name or a literal, got {value!r}")
+    try:
+        return lit(value)  # type: ignore[arg-type]
+    except DdflowError:
+        raise PlanError(
+            f"{label}: expected an expression, a column name or a literal, got {value!r}"
+        ) from None
 
 
 def _check_columns(expr: Expr, columns: Sequence[str], label: str) -> None:
@@ -116,22 +119,16 @@ class Collection:
     def select(self, *exprs: Expr | str, **named: Expr | str | int | float | bool) -> Collection:
         """Columns computed by expressions: ``select("node", dist=dd.col("d") + 1)``.
 
-        Positional arguments are column names or named expressions (``col(..)``,
-        ``.alias(..)``); keyword arguments name their expression (a str is a column name,
-        numbers and bools are literals).
+        Positional arguments are column names or expressions, named like Polars (the
+        outermost ``.alias(..)``, else the leftmost column); keyword arguments name their
+        expression (a str is a column name, numbers and bools are literals).
         """
         label = f"select@{user_location()}"
         names: list[str] = []
         items: list[Expr] = []
         for e in exprs:
             expr = _as_expr(e, label)
-            name = expr.output_name()
-            if not name:
-                raise PlanError(
-                    f"{label}: expression {_expr_text(expr)} has no name; "
-                    f"use select(name=expr) or expr.alias(name)"
-                )
-            names.append(name)
+            names.append(expr.output_name())
             items.append(expr)
         for name, e in named.items():
             names.append(name)
