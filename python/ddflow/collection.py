@@ -130,9 +130,9 @@ class Collection:
             expr = _as_expr(e, label)
             names.append(expr.output_name())
             items.append(expr)
-        for name, e in named.items():
+        for name, value in named.items():
             names.append(name)
-            items.append(_as_expr(e, label))
+            items.append(_as_expr(value, label))
         return self._select(names, items, label)
 
     def _select(self, names: list[str], items: list[Expr], label: str) -> Collection:

@@ -65,10 +65,10 @@ def dtype_name(spec: object) -> str:
         raise SchemaTypeError(
             f"unsupported dtype {spec!r}; use one of {', '.join(DTYPES)}"
         ) from None
-    name = {"i": "int64", "u": "int64", "f": "float64", "b": "bool", "U": "str", "T": "str"}
-    if kind not in name:
+    kinds = {"i": "int64", "u": "int64", "f": "float64", "b": "bool", "U": "str", "T": "str"}
+    if kind not in kinds:
         raise SchemaTypeError(f"unsupported dtype {spec!r}; use one of {', '.join(DTYPES)}")
-    return name[kind]
+    return kinds[kind]
 
 
 def scalar_dtype(value: object) -> str | None:

@@ -46,6 +46,7 @@ def _keys(
         rk = right_on if right_on is not None else getattr(right, "key", None)
         if lk is None or rk is None:
             raise PlanError(f"{label}: give the key columns with on= or left_on= and right_on=")
+    assert lk is not None and rk is not None
     lkeys = resolve_names(lk, left.columns, f"{label} (left)")
     rkeys = resolve_names(rk, right.columns, f"{label} (right)")
     if len(lkeys) != len(rkeys):

@@ -183,7 +183,7 @@ def _as_int_array(values: object, what: str) -> np.ndarray:
         null_count = getattr(values, "null_count", 0)
         if null_count:
             raise InvalidValueError(f"{what}: times contain {null_count} nulls")
-        values = values.to_numpy()  # type: ignore[union-attr]
+        values = values.to_numpy()
     arr = np.asarray(values)
     if arr.dtype.kind not in "iu":
         raise SchemaTypeError(f"{what}: times must be integers, got dtype {arr.dtype}")
