@@ -50,6 +50,82 @@ impl Words {
         }
     }
 
+    /// Empty storage with room for `words` words, narrow or not.
+    pub(crate) fn with_capacity(narrow: bool, words: usize) -> Words {
+        if narrow {
+            Words::U32(Vec::with_capacity(words))
+        } else {
+            Words::U64(Vec::with_capacity(words))
+        }
+    }
+
+    /// Number of stored words.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Words::U64(v) => v.len(),
+            Words::U32(v) => v.len(),
+        }
+    }
+
+    /// Keeps the first `len` words.
+    #[inline]
+    pub(crate) fn truncate(&mut self, len: usize) {
+        match self {
+            Words::U64(v) => v.truncate(len),
+            Words::U32(v) => v.truncate(len),
+        }
+    }
+
+    /// Widens narrow storage to `u64`.
+    #[cold]
+    fn widen(&mut self) {
+        if let Words::U32(v) = self {
+            *self = Words::U64(v.iter().map(|&w| w as u64).collect());
+        }
+    }
+
+    /// Appends a row (widening the storage if a word does not fit `u32`).
+    #[inline]
+    pub(crate) fn push_row(&mut self, row: &[u64]) {
+        if let Words::U32(v) = self {
+            if row.iter().all(|&w| w >> 32 == 0) {
+                v.extend(row.iter().map(|&w| w as u32));
+                return;
+            }
+            self.widen();
+        }
+        if let Words::U64(v) = self {
+            v.extend_from_slice(row);
+        }
+    }
+
+    /// Appends row `row` of `src` (of `width` words).
+    #[inline]
+    pub(crate) fn push_from(&mut self, src: &Words, row: usize, width: usize) {
+        let start = row * width;
+        match (&mut *self, src) {
+            (Words::U64(d), Words::U64(s)) => d.extend_from_slice(&s[start..start + width]),
+            (Words::U32(d), Words::U32(s)) => d.extend_from_slice(&s[start..start + width]),
+            (Words::U64(d), Words::U32(s)) => {
+                d.extend(s[start..start + width].iter().map(|&w| w as u64))
+            }
+            (Words::U32(_), Words::U64(s)) => self.push_row(&s[start..start + width]),
+        }
+    }
+
+    /// Compares row `i` of `self` with row `j` of `other` (both of `width` words).
+    #[inline]
+    pub(crate) fn cmp_rows(&self, i: usize, other: &Words, j: usize, width: usize) -> Ordering {
+        let (a, b) = (i * width, j * width);
+        match (self, other) {
+            (Words::U64(x), Words::U64(y)) => x[a..a + width].cmp(&y[b..b + width]),
+            (Words::U32(x), Words::U32(y)) => x[a..a + width].cmp(&y[b..b + width]),
+            (Words::U32(_), Words::U64(y)) => self.cmp_row(i, width, &y[b..b + width]),
+            (Words::U64(x), Words::U32(_)) => other.cmp_row(j, width, &x[a..a + width]).reverse(),
+        }
+    }
+
     /// Compares row `row` (of `width` words) with `target`.
     #[inline]
     pub(crate) fn cmp_row(&self, row: usize, width: usize, target: &[u64]) -> Ordering {
@@ -164,7 +240,21 @@ impl Batch {
             )));
         }
         let n = updates.len();
-        let mut b = Builder::with_capacity(key_width, width - key_width, n, n, n);
+        // Which of key and val words all fit u32: decides the storage up front.
+        let (mut kor, mut vor) = (0u64, 0u64);
+        for row in updates.rows.chunks_exact(width.max(1)) {
+            kor |= row[..key_width].iter().fold(0, |m, &w| m | w);
+            vor |= row[key_width..].iter().fold(0, |m, &w| m | w);
+        }
+        let mut b = Builder::with_layout(
+            key_width,
+            width - key_width,
+            kor >> 32 == 0,
+            vor >> 32 == 0,
+            n,
+            n,
+            n,
+        );
         for i in 0..n {
             let row = updates.row(i);
             let (t, d) = (updates.times[i], updates.diffs[i]);
@@ -318,6 +408,18 @@ impl Batch {
     #[inline]
     pub fn cmp_key(&self, k: usize, target: &[u64]) -> Ordering {
         self.keys.cmp_row(k, self.key_width, target)
+    }
+
+    /// Compares key `k` with key `j` of `other` (same key width).
+    #[inline]
+    pub fn cmp_key_with(&self, k: usize, other: &Batch, j: usize) -> Ordering {
+        self.keys.cmp_rows(k, &other.keys, j, self.key_width)
+    }
+
+    /// Compares val `v` with val `j` of `other` (same val width).
+    #[inline]
+    pub fn cmp_val_with(&self, v: usize, other: &Batch, j: usize) -> Ordering {
+        self.vals.cmp_rows(v, &other.vals, j, self.val_width)
     }
 
     /// Compares val `v` with `target`.

@@ -22,9 +22,9 @@ use crate::lattice::Time;
 pub struct Builder {
     key_width: usize,
     val_width: usize,
-    keys: Vec<u64>,
+    keys: Words,
     key_offs: Vec<usize>,
-    vals: Vec<u64>,
+    vals: Words,
     val_offs: Vec<usize>,
     times: Vec<Time>,
     diffs: Vec<i64>,
@@ -44,6 +44,20 @@ impl Builder {
         vals: usize,
         updates: usize,
     ) -> Self {
+        Builder::with_layout(key_width, val_width, false, false, keys, vals, updates)
+    }
+
+    /// As [`Builder::with_capacity`], storing keys (vals) as `u32` from the start if
+    /// `narrow_keys` (`narrow_vals`); storage is widened if a word turns out not to fit.
+    pub fn with_layout(
+        key_width: usize,
+        val_width: usize,
+        narrow_keys: bool,
+        narrow_vals: bool,
+        keys: usize,
+        vals: usize,
+        updates: usize,
+    ) -> Self {
         let mut key_offs = Vec::with_capacity(keys + 1);
         key_offs.push(0);
         let mut val_offs = Vec::with_capacity(vals + 1);
@@ -51,9 +65,9 @@ impl Builder {
         Builder {
             key_width,
             val_width,
-            keys: Vec::with_capacity(keys * key_width),
+            keys: Words::with_capacity(narrow_keys, keys * key_width),
             key_offs,
-            vals: Vec::with_capacity(vals * val_width),
+            vals: Words::with_capacity(narrow_vals, vals * val_width),
             val_offs,
             times: Vec::with_capacity(updates),
             diffs: Vec::with_capacity(updates),
@@ -64,14 +78,26 @@ impl Builder {
     #[inline]
     pub fn push_key(&mut self, key: &[u64]) {
         debug_assert_eq!(key.len(), self.key_width);
-        self.keys.extend_from_slice(key);
+        self.keys.push_row(key);
+    }
+
+    /// Opens key `k` of `batch` (see [`Builder::push_key`]).
+    #[inline]
+    pub fn push_key_from(&mut self, batch: &Batch, k: usize) {
+        self.keys.push_from(&batch.keys, k, self.key_width);
+    }
+
+    /// Opens val `v` of `batch` (see [`Builder::push_val`]).
+    #[inline]
+    pub fn push_val_from(&mut self, batch: &Batch, v: usize) {
+        self.vals.push_from(&batch.vals, v, self.val_width);
     }
 
     /// Opens a val of the open key (greater than the key's previous val).
     #[inline]
     pub fn push_val(&mut self, val: &[u64]) {
         debug_assert_eq!(val.len(), self.val_width);
-        self.vals.extend_from_slice(val);
+        self.vals.push_row(val);
     }
 
     /// Adds an update to the open val (times increasing).
@@ -113,6 +139,19 @@ impl Builder {
         }
     }
 
+    /// Closes the open val, whose updates are known to be non-zero: drops it only if it
+    /// has no updates.
+    #[inline]
+    pub fn seal_val_nonzero(&mut self) {
+        let start = self.val_offs[self.val_offs.len() - 1];
+        if self.diffs.len() == start {
+            let n_vals = self.val_offs.len() - 1;
+            self.vals.truncate(n_vals * self.val_width);
+        } else {
+            self.val_offs.push(self.diffs.len());
+        }
+    }
+
     /// Closes the open key: drops it if it has no vals.
     #[inline]
     pub fn seal_key(&mut self) {
@@ -139,7 +178,9 @@ impl Builder {
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        (self.keys.capacity() + self.vals.capacity() + self.diffs.capacity()) * 8
+        self.keys.heap_bytes()
+            + self.vals.heap_bytes()
+            + self.diffs.capacity() * 8
             + (self.key_offs.capacity() + self.val_offs.capacity()) * std::mem::size_of::<usize>()
             + self.times.capacity() * std::mem::size_of::<Time>()
     }
@@ -191,13 +232,20 @@ impl Builder {
     }
 }
 
-fn narrow(words: Vec<u64>) -> Words {
-    match Words::narrowed(words) {
-        Words::U64(mut v) => {
+/// Narrows `u64` storage if every word fits; releases spare capacity.
+fn narrow(words: Words) -> Words {
+    match words {
+        Words::U64(v) => match Words::narrowed(v) {
+            Words::U64(mut v) => {
+                v.shrink_to_fit();
+                Words::U64(v)
+            }
+            w => w,
+        },
+        Words::U32(mut v) => {
             v.shrink_to_fit();
-            Words::U64(v)
+            Words::U32(v)
         }
-        w => w,
     }
 }
 

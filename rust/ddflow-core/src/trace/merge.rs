@@ -32,8 +32,6 @@ pub struct MergeState {
     single_b: Option<Time>,
     builder: Builder,
     scratch: Vec<(Time, i64)>,
-    kbuf: Vec<u64>,
-    vbuf: Vec<u64>,
 }
 
 #[inline]
@@ -55,9 +53,11 @@ impl MergeState {
             "merging batches of different widths"
         );
         let f = frontier.elements();
-        let builder = Builder::with_capacity(
+        let builder = Builder::with_layout(
             a.key_width(),
             a.val_width(),
+            a.keys_narrow() && b.keys_narrow(),
+            a.vals_narrow() && b.vals_narrow(),
             a.n_keys() + b.n_keys(),
             a.n_vals() + b.n_vals(),
             a.len() + b.len(),
@@ -72,8 +72,6 @@ impl MergeState {
             frontier: frontier.clone(),
             builder,
             scratch: Vec::new(),
-            kbuf: Vec::new(),
-            vbuf: Vec::new(),
         }
     }
 
@@ -131,9 +129,7 @@ impl MergeState {
 
     /// Heap bytes of the partial output (inputs are accounted by their owners).
     pub fn heap_bytes(&self) -> usize {
-        self.builder.heap_bytes()
-            + (self.scratch.capacity() * std::mem::size_of::<(Time, i64)>())
-            + (self.kbuf.capacity() + self.vbuf.capacity()) * 8
+        self.builder.heap_bytes() + self.scratch.capacity() * std::mem::size_of::<(Time, i64)>()
     }
 
     /// Merges whole keys until `fuel` (in updates read) is exhausted or the merge is
@@ -146,9 +142,7 @@ impl MergeState {
             } else if self.kb >= nb {
                 Ordering::Less
             } else {
-                self.kbuf.clear();
-                self.b.extend_key(self.kb, &mut self.kbuf);
-                self.a.cmp_key(self.ka, &self.kbuf)
+                self.a.cmp_key_with(self.ka, &self.b, self.kb)
             };
             let read = match ord {
                 Ordering::Less => {
@@ -230,20 +224,46 @@ impl MergeState {
         self.builder.seal_val();
     }
 
+    /// Pushes val `v` of one input, alone, into the open val and seals it; returns the
+    /// updates read.
+    #[inline]
+    fn copy_val(&mut self, from_a: bool, v: usize) -> usize {
+        let (batch, single) = if from_a {
+            (&self.a, self.single_a)
+        } else {
+            (&self.b, self.single_b)
+        };
+        let range = batch.updates_of(v);
+        if range.len() == 1 {
+            // One update (non-zero: inputs are consolidated): no sorting or summing.
+            let u = range.start;
+            let t = match single {
+                Some(t) => t,
+                None => advance(batch.time(u), self.frontier.elements()),
+            };
+            let d = batch.diff(u);
+            self.builder.push_update(t, d);
+            self.builder.seal_val_nonzero();
+            1
+        } else {
+            let n = self.gather(from_a, v);
+            self.flush_val();
+            n
+        }
+    }
+
     /// Copies key `k` of one input; returns the updates read.
     fn copy_key(&mut self, from_a: bool, k: usize) -> usize {
-        let batch = if from_a { &self.a } else { &self.b };
-        let batch = batch.clone();
-        self.kbuf.clear();
-        batch.extend_key(k, &mut self.kbuf);
-        self.builder.push_key(&self.kbuf);
+        let batch = if from_a {
+            self.a.clone()
+        } else {
+            self.b.clone()
+        };
+        self.builder.push_key_from(&batch, k);
         let mut read = 0;
         for v in batch.vals_of(k) {
-            self.vbuf.clear();
-            batch.extend_val(v, &mut self.vbuf);
-            self.builder.push_val(&self.vbuf);
-            read += self.gather(from_a, v);
-            self.flush_val();
+            self.builder.push_val_from(&batch, v);
+            read += self.copy_val(from_a, v);
         }
         self.builder.seal_key();
         read
@@ -252,9 +272,7 @@ impl MergeState {
     /// Merges key `ka` of `a` with the equal key `kb` of `b`; returns the updates read.
     fn merge_key(&mut self, ka: usize, kb: usize) -> usize {
         let (a, b) = (self.a.clone(), self.b.clone());
-        self.kbuf.clear();
-        a.extend_key(ka, &mut self.kbuf);
-        self.builder.push_key(&self.kbuf);
+        self.builder.push_key_from(&a, ka);
         let (mut va, ea) = (a.vals_of(ka).start, a.vals_of(ka).end);
         let (mut vb, eb) = (b.vals_of(kb).start, b.vals_of(kb).end);
         let mut read = 0;
@@ -264,34 +282,28 @@ impl MergeState {
             } else if vb >= eb {
                 Ordering::Less
             } else {
-                self.vbuf.clear();
-                b.extend_val(vb, &mut self.vbuf);
-                a.cmp_val(va, &self.vbuf)
+                a.cmp_val_with(va, &b, vb)
             };
-            self.vbuf.clear();
             match ord {
                 Ordering::Less => {
-                    a.extend_val(va, &mut self.vbuf);
-                    self.builder.push_val(&self.vbuf);
-                    read += self.gather(true, va);
+                    self.builder.push_val_from(&a, va);
+                    read += self.copy_val(true, va);
                     va += 1;
                 }
                 Ordering::Greater => {
-                    b.extend_val(vb, &mut self.vbuf);
-                    self.builder.push_val(&self.vbuf);
-                    read += self.gather(false, vb);
+                    self.builder.push_val_from(&b, vb);
+                    read += self.copy_val(false, vb);
                     vb += 1;
                 }
                 Ordering::Equal => {
-                    a.extend_val(va, &mut self.vbuf);
-                    self.builder.push_val(&self.vbuf);
+                    self.builder.push_val_from(&a, va);
                     read += self.gather(true, va);
                     read += self.gather(false, vb);
+                    self.flush_val();
                     va += 1;
                     vb += 1;
                 }
             }
-            self.flush_val();
         }
         self.builder.seal_key();
         read
