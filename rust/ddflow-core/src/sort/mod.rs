@@ -7,8 +7,8 @@
 //!
 //! # Algorithm
 //!
-//! Every sort is a least-significant-digit radix sort with digits of at most
-//! [`radix::MAX_DIGIT_BITS`] (11) bits:
+//! The kernel (the `radix` submodule) is a least-significant-digit radix sort with digits of at most
+//! 11 bits, made cache-conscious:
 //!
 //! * one read finds, per word, the bits that vary across the input; digits only cover the
 //!   span between the lowest and highest varying bit (node ids below 2^20 need two 10-bit
@@ -16,12 +16,14 @@
 //! * one more read computes the histograms of all digits; a digit with a single non-empty
 //!   bucket is skipped;
 //! * each remaining digit is one stable scatter pass, ping-ponging between the input and a
-//!   scratch buffer (the two `Vec`s are swapped at the end instead of copied back).
-//!
-//! Pairs whose keys are nearly all distinct (the key's varying span is at least
-//! `log2(n) + 6` bits) are sorted by key digits only; the runs of equal keys that remain are
-//! then sorted by value (comparison sort when short, a value-only radix sort when long).
-//! This halves the passes for keys spread over the full `u64` range.
+//!   scratch buffer (the two `Vec`s are swapped at the end instead of copied back);
+//! * inputs larger than 256 KiB first get one stable pass on their top (up to 10) varying
+//!   bits, splitting them into cache-sized buckets that are then sorted on their own, so
+//!   the LSD passes run in L2 instead of DRAM;
+//! * when the varying bits far exceed `log2(n)` (e.g. keys spread over all of `u64`), only
+//!   the top `log2(n) + 6` varying bits get passes; the resulting groups of equal prefix
+//!   are nearly all singletons and are finished by insertion sort (or recursively when
+//!   large), instead of paying passes over the value's 64 bits.
 //!
 //! [`Updates`] are sorted through a permutation: the varying bit spans of all row words and
 //! time coordinates are packed, least significant first, into as few 64-bit chunk keys as
@@ -43,7 +45,7 @@ use crate::error::Result;
 use crate::lattice::{Time, MAX_DIMS};
 use crate::updates::Updates;
 use consolidate::cmp_updates;
-use radix::{plan_word, varying_bits, Digit, KeyIdx, Lsd, RadixKey};
+use radix::{index_bits, span, KeyIdx, Lsd, RadixKey, SortKey};
 
 /// Below this many pairs [`RadixSorter::sort_pairs`] uses `sort_unstable`.
 ///
@@ -57,10 +59,6 @@ pub const SMALL_U64: usize = 256;
 /// Below this many updates [`RadixSorter::sort_updates`] sorts the permutation with
 /// `sort_unstable_by`.
 pub const SMALL_UPDATES: usize = 256;
-
-/// Extra bits of key span beyond `log2(n)` from which keys are assumed nearly distinct and
-/// pairs are radix-sorted by key only, fixing up equal-key runs afterwards.
-const DISTINCT_KEY_MARGIN: u32 = 6;
 
 /// A radix sorter with reusable scratch buffers.
 ///
@@ -78,7 +76,6 @@ const DISTINCT_KEY_MARGIN: u32 = 6;
 #[derive(Debug, Default)]
 pub struct RadixSorter {
     lsd: Lsd,
-    digits: Vec<Digit>,
     u64_buf: Vec<u64>,
     pairs_buf: Vec<(u64, u64)>,
     triples_buf: Vec<(u64, u64, i64)>,
@@ -93,7 +90,20 @@ pub struct RadixSorter {
     parts: Vec<Part>,
     /// `(end index into parts, total bits)` per chunk, least significant chunk first.
     chunks: Vec<(usize, u32)>,
+    /// Overrides the small-input thresholds (benchmarks, tests).
+    min_radix: Option<usize>,
 }
+
+/// `buf` as a scratch slice of length `n` (grown with copies of `fill` when shorter).
+fn scratch<T: Copy>(buf: &mut Vec<T>, n: usize, fill: T) -> &mut [T] {
+    if buf.len() < n {
+        buf.resize(n, fill);
+    }
+    &mut buf[..n]
+}
+
+/// Every bit of a word takes part in the order.
+const ALL: u64 = u64::MAX;
 
 /// Places the sorted result in `data`: swaps with `buf` when the passes ended there.
 fn finish<T>(data: &mut Vec<T>, buf: &mut Vec<T>, in_buf: bool) {
@@ -103,79 +113,21 @@ fn finish<T>(data: &mut Vec<T>, buf: &mut Vec<T>, in_buf: bool) {
     }
 }
 
-/// Number of bits between the lowest and highest set bit of `mask` inclusive (0 for 0).
-fn span(mask: u64) -> u32 {
-    if mask == 0 {
-        0
-    } else {
-        64 - mask.leading_zeros() - mask.trailing_zeros()
-    }
-}
-
-/// Bits needed to represent every value below `n`.
-fn index_bits(n: usize) -> u32 {
-    usize::BITS - n.saturating_sub(1).leading_zeros()
-}
-
 /// Sorts two-word elements by `(word 0, word 1)`; see the module docs for the strategy.
-fn sort_two_words<T: RadixKey>(
-    data: &mut Vec<T>,
-    buf: &mut Vec<T>,
-    lsd: &mut Lsd,
-    digits: &mut Vec<Digit>,
-) {
+fn sort_two_words<T: RadixKey>(small: usize, data: &mut Vec<T>, buf: &mut Vec<T>, lsd: &mut Lsd) {
     debug_assert_eq!(T::WORDS, 2);
     let n = data.len();
-    if n < SMALL_PAIRS {
+    if n < small.max(2) {
         data.sort_unstable_by_key(|x| (x.word(0), x.word(1)));
         return;
     }
-    let masks = varying_bits(data.as_slice());
-    let key_first = masks[1] != 0 && span(masks[0]) >= index_bits(n) + DISTINCT_KEY_MARGIN;
-    digits.clear();
-    if !key_first {
-        plan_word(1, masks[1], digits);
-    }
-    plan_word(0, masks[0], digits);
-    let in_buf = lsd.sort(data.as_mut_slice(), buf, digits);
+    let keys = [
+        SortKey { word: 1, mask: ALL },
+        SortKey { word: 0, mask: ALL },
+    ];
+    let fill = data[0];
+    let in_buf = lsd.sort(data.as_mut_slice(), scratch(buf, n, fill), &keys);
     finish(data, buf, in_buf);
-    if key_first {
-        sort_equal_key_runs(data, buf, lsd, digits);
-    }
-}
-
-/// After a sort by word 0 only, sorts every run of equal word 0 by word 1.
-fn sort_equal_key_runs<T: RadixKey>(
-    data: &mut [T],
-    buf: &mut Vec<T>,
-    lsd: &mut Lsd,
-    digits: &mut Vec<Digit>,
-) {
-    let n = data.len();
-    let mut i = 0;
-    while i + 1 < n {
-        let k = data[i].word(0);
-        if data[i + 1].word(0) != k {
-            i += 1;
-            continue;
-        }
-        let mut j = i + 2;
-        while j < n && data[j].word(0) == k {
-            j += 1;
-        }
-        let run = &mut data[i..j];
-        if run.len() < SMALL_PAIRS {
-            run.sort_unstable_by_key(|x| x.word(1));
-        } else {
-            let masks = varying_bits(run);
-            digits.clear();
-            plan_word(1, masks[1], digits);
-            if lsd.sort(run, buf, digits) {
-                run.copy_from_slice(&buf[..run.len()]);
-            }
-        }
-        i = j;
-    }
 }
 
 /// Where one word of an update's sort key lives and which of its bits vary.
@@ -215,29 +167,44 @@ impl RadixSorter {
         Self::default()
     }
 
-    /// Sorts pairs by `(key, val)`.
-    ///
-    /// LSD radix sort over the varying bits of both words (or key-first with a fix-up of
-    /// equal-key runs when keys are nearly distinct), skipping constant digits; `sort_unstable`
-    /// below [`SMALL_PAIRS`] elements. Equal pairs are indistinguishable, so the result is
-    /// the unique sorted order (stability is moot).
-    pub fn sort_pairs(&mut self, data: &mut Vec<(u64, u64)>) {
-        sort_two_words(data, &mut self.pairs_buf, &mut self.lsd, &mut self.digits);
+    /// A sorter that uses radix sort from `n` elements on, instead of the measured
+    /// thresholds [`SMALL_PAIRS`], [`SMALL_U64`], [`SMALL_UPDATES`]. For benchmarks and
+    /// tests (`0` forces radix sort on every input).
+    pub fn with_min_radix_len(n: usize) -> Self {
+        RadixSorter {
+            min_radix: Some(n),
+            ..Self::default()
+        }
     }
 
-    /// Sorts `u64`s ascending: LSD radix sort over the varying bits, `sort_unstable` below
+    /// Sorts pairs by `(key, val)`.
+    ///
+    /// Radix sort (see the module docs) over the varying bits of both words, skipping
+    /// constant digits; `sort_unstable` below [`SMALL_PAIRS`] elements. Equal pairs are indistinguishable, so the result is
+    /// the unique sorted order (stability is moot).
+    pub fn sort_pairs(&mut self, data: &mut Vec<(u64, u64)>) {
+        sort_two_words(
+            self.min_radix.unwrap_or(SMALL_PAIRS),
+            data,
+            &mut self.pairs_buf,
+            &mut self.lsd,
+        );
+    }
+
+    /// Sorts `u64`s ascending: radix sort over the varying bits, `sort_unstable` below
     /// [`SMALL_U64`] elements.
     pub fn sort_u64(&mut self, data: &mut Vec<u64>) {
-        if data.len() < SMALL_U64 {
+        if data.len() < self.min_radix.unwrap_or(SMALL_U64).max(2) {
             data.sort_unstable();
             return;
         }
-        let masks = varying_bits(data.as_slice());
-        self.digits.clear();
-        plan_word(0, masks[0], &mut self.digits);
-        let in_buf = self
-            .lsd
-            .sort(data.as_mut_slice(), &mut self.u64_buf, &self.digits);
+        let n = data.len();
+        let scratch = scratch(&mut self.u64_buf, n, 0);
+        let in_buf = self.lsd.sort(
+            data.as_mut_slice(),
+            scratch,
+            &[SortKey { word: 0, mask: ALL }],
+        );
         finish(data, &mut self.u64_buf, in_buf);
     }
 
@@ -270,7 +237,7 @@ impl RadixSorter {
         let (rows, times) = (&updates.rows[..], &updates.times[..]);
         self.perm.clear();
         self.perm.extend(0..n as u32);
-        if n < SMALL_UPDATES {
+        if n < self.min_radix.unwrap_or(SMALL_UPDATES) {
             self.perm.sort_unstable_by(|&a, &b| {
                 cmp_updates(rows, times, w, a as usize, b as usize).then(a.cmp(&b))
             });
@@ -336,7 +303,6 @@ impl RadixSorter {
             let parts = &self.parts[start..end];
             start = end;
             let perm = &mut self.perm;
-            self.digits.clear();
             if bits + ib <= 64 {
                 let packed = &mut self.packed;
                 packed.clear();
@@ -349,10 +315,12 @@ impl RadixSorter {
                 } else {
                     (1u64 << (bits + ib)) - 1
                 };
-                plan_word(0, key_mask & !((1u64 << ib) - 1), &mut self.digits);
-                let in_buf = self
-                    .lsd
-                    .sort(packed.as_mut_slice(), &mut self.u64_buf, &self.digits);
+                let keys = [SortKey {
+                    word: 0,
+                    mask: key_mask & !((1u64 << ib) - 1),
+                }];
+                let scratch = scratch(&mut self.u64_buf, n, 0);
+                let in_buf = self.lsd.sort(packed.as_mut_slice(), scratch, &keys);
                 let sorted = if in_buf {
                     &self.u64_buf[..n]
                 } else {
@@ -374,10 +342,12 @@ impl RadixSorter {
                 } else {
                     (1u64 << bits) - 1
                 };
-                plan_word(0, key_mask, &mut self.digits);
-                let in_buf = self
-                    .lsd
-                    .sort(keyed.as_mut_slice(), &mut self.keyed_buf, &self.digits);
+                let keys = [SortKey {
+                    word: 0,
+                    mask: key_mask,
+                }];
+                let scratch = scratch(&mut self.keyed_buf, n, KeyIdx::default());
+                let in_buf = self.lsd.sort(keyed.as_mut_slice(), scratch, &keys);
                 let sorted = if in_buf {
                     &self.keyed_buf[..n]
                 } else {
@@ -447,7 +417,12 @@ impl RadixSorter {
     /// [`Error::Overflow`](crate::Error::Overflow) naming the key and value whose total does
     /// not fit an `i64` (the data is left sorted and equivalent).
     pub fn consolidate_pairs_with_diffs(&mut self, data: &mut Vec<(u64, u64, i64)>) -> Result<()> {
-        sort_two_words(data, &mut self.triples_buf, &mut self.lsd, &mut self.digits);
+        sort_two_words(
+            self.min_radix.unwrap_or(SMALL_PAIRS),
+            data,
+            &mut self.triples_buf,
+            &mut self.lsd,
+        );
         consolidate_sorted_triples(data)
     }
 

@@ -1,24 +1,63 @@
-//! The LSD radix sort kernel shared by every public sort: digit planning (which bit ranges
-//! vary across the input), one-pass histograms, and stable counting-sort scatter passes.
+//! The radix sort kernel shared by every public sort: digit planning over the bits that vary
+//! across the input, one-pass histograms, stable counting-sort scatter passes, and the
+//! cache-sized split that keeps the least-significant-digit passes inside L2.
 //!
-//! An element exposes up to [`MAX_WORDS`] `u64` words through [`RadixKey`], word 0 the most
-//! significant. Sorting by a set of [`Digit`]s (least significant first) with stable passes
-//! sorts by the concatenation of those bit ranges.
+//! An element exposes up to [`MAX_WORDS`] `u64` words through [`RadixKey`]. A sort is
+//! described by [`SortKey`]s, least significant first: a word and the mask of its bits that
+//! take part in the order (the rest, e.g. an element index packed below a key, is ignored).
+//! All passes are stable, so sorting by keys `[k_0, .., k_m]` orders by `k_m`, then `k_m-1`,
+//! ..., then keeps the input order.
+//!
+//! Inputs larger than [`CACHE_BYTES`] first get one most-significant-digit pass over the top
+//! [`MSD_DIGIT_BITS`] varying bits (a stable split into buckets), and each bucket, now
+//! cache-sized, is sorted by LSD passes of up to [`MAX_DIGIT_BITS`] bits over its remaining
+//! varying bits. Straight LSD over a 160 MB input pays a DRAM round trip per pass and, with
+//! 11-bit digits, a TLB miss per scattered element; the split pays that once.
+
+use std::cmp::Ordering;
 
 /// Most words a [`RadixKey`] may expose.
 pub(crate) const MAX_WORDS: usize = 4;
 
-/// Widest digit, in bits. 11 bits (2048 buckets) keeps the scatter's active write
-/// positions within L1/L2 while cutting a 64-bit word to 6 passes instead of 8.
+/// Widest digit of an in-cache LSD pass, in bits (2048 buckets).
 pub(crate) const MAX_DIGIT_BITS: u32 = 11;
 
-const BUCKETS: usize = 1 << MAX_DIGIT_BITS;
+/// Widest digit of the out-of-cache split pass. 256 to 1024 write streams stay within the
+/// TLB; measured on 1e7 pairs (AMD EPYC): 8 bits ~50 ms/pass, 10 bits ~60 ms, 11 bits
+/// ~100-130 ms.
+pub(crate) const MSD_DIGIT_BITS: u32 = 10;
+
+/// Inputs up to this many bytes are sorted by LSD passes directly.
+pub(crate) const CACHE_BYTES: usize = 256 << 10;
+
+/// Slices up to this length are sorted by insertion sort (stable, no histograms).
+const INSERTION: usize = 24;
+
+/// In-cache inputs with many varying bits are first sorted by their top
+/// `log2(n) + PREFIX_MARGIN` varying bits only: if those were uniform, groups of equal
+/// prefix would hold about `1 + 2^-PREFIX_MARGIN` elements on average, so finishing them by
+/// insertion sort costs one comparison per element instead of further passes.
+const PREFIX_MARGIN: u32 = 6;
+
+/// Number of bits between the lowest and highest set bit of `mask` inclusive (0 for 0).
+pub(crate) fn span(mask: u64) -> u32 {
+    if mask == 0 {
+        0
+    } else {
+        64 - mask.leading_zeros() - mask.trailing_zeros()
+    }
+}
+
+/// Bits needed to represent every value below `n`.
+pub(crate) fn index_bits(n: usize) -> u32 {
+    usize::BITS - n.saturating_sub(1).leading_zeros()
+}
 
 /// An element sortable by its `u64` words.
 pub(crate) trait RadixKey: Copy {
     /// Number of words, at most [`MAX_WORDS`].
     const WORDS: usize;
-    /// Word `i`; word 0 is the most significant.
+    /// Word `i`.
     fn word(&self, i: usize) -> u64;
 }
 
@@ -70,12 +109,19 @@ impl RadixKey for KeyIdx {
     }
 }
 
+/// Word `word` of an element, restricted to the bits `mask`, takes part in the order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SortKey {
+    pub word: usize,
+    pub mask: u64,
+}
+
 /// One counting-sort pass: bits `shift .. shift + bits` of word `word`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Digit {
-    pub word: usize,
-    pub shift: u32,
-    pub bits: u32,
+struct Digit {
+    word: usize,
+    shift: u32,
+    bits: u32,
 }
 
 impl Digit {
@@ -85,17 +131,28 @@ impl Digit {
     }
 }
 
-/// For each word, the bits that differ between some element and the first one. Bits outside
-/// the mask are constant across `data` and never need a pass.
-pub(crate) fn varying_bits<T: RadixKey>(data: &[T]) -> [u64; MAX_WORDS] {
+/// For each key, the bits of its mask that differ between some element and the first one.
+/// Bits outside are constant across `data` and never need a pass.
+pub(crate) fn varying_bits<T: RadixKey>(data: &[T], keys: &[SortKey]) -> [u64; MAX_WORDS] {
     let mut masks = [0u64; MAX_WORDS];
     let Some(first) = data.first() else {
         return masks;
     };
-    for (w, m) in masks.iter_mut().enumerate().take(T::WORDS) {
-        let f = first.word(w);
-        // A separate loop per word vectorises; the data is re-read once per word.
-        *m = data.iter().fold(0u64, |acc, x| acc | (x.word(w) ^ f));
+    match keys {
+        [k0, k1] => {
+            let (f0, f1) = (first.word(k0.word), first.word(k1.word));
+            let (m0, m1) = data.iter().fold((0u64, 0u64), |(m0, m1), x| {
+                (m0 | (x.word(k0.word) ^ f0), m1 | (x.word(k1.word) ^ f1))
+            });
+            masks[0] = m0 & k0.mask;
+            masks[1] = m1 & k1.mask;
+        }
+        _ => {
+            for (m, k) in masks.iter_mut().zip(keys) {
+                let f = first.word(k.word);
+                *m = data.iter().fold(0u64, |acc, x| acc | (x.word(k.word) ^ f)) & k.mask;
+            }
+        }
     }
     masks
 }
@@ -103,7 +160,7 @@ pub(crate) fn varying_bits<T: RadixKey>(data: &[T]) -> [u64; MAX_WORDS] {
 /// Appends digits covering the varying bits `mask` of word `word`, least significant first:
 /// the span from the lowest to the highest varying bit, cut into equal digits of at most
 /// [`MAX_DIGIT_BITS`] bits.
-pub(crate) fn plan_word(word: usize, mask: u64, digits: &mut Vec<Digit>) {
+fn plan_word(word: usize, mask: u64, digits: &mut Vec<Digit>) {
     if mask == 0 {
         return;
     }
@@ -124,48 +181,263 @@ pub(crate) fn plan_word(word: usize, mask: u64, digits: &mut Vec<Digit>) {
     }
 }
 
-/// Reusable state of the LSD kernel.
+/// Compares two elements by `keys` (most significant key last).
+#[inline]
+fn cmp_keys<T: RadixKey>(a: &T, b: &T, keys: &[SortKey]) -> Ordering {
+    for k in keys.iter().rev() {
+        match (a.word(k.word) & k.mask).cmp(&(b.word(k.word) & k.mask)) {
+            Ordering::Equal => continue,
+            o => return o,
+        }
+    }
+    Ordering::Equal
+}
+
+/// Stable insertion sort by `keys`, for tiny slices.
+fn insertion_sort<T: RadixKey>(data: &mut [T], keys: &[SortKey]) {
+    for i in 1..data.len() {
+        let x = data[i];
+        let mut j = i;
+        while j > 0 && cmp_keys(&data[j - 1], &x, keys) == Ordering::Greater {
+            data[j] = data[j - 1];
+            j -= 1;
+        }
+        data[j] = x;
+    }
+}
+
+/// Reusable state of the kernel (histograms and digit plans).
 #[derive(Debug, Default)]
 pub(crate) struct Lsd {
     counts: Vec<usize>,
-    active: Vec<Digit>,
+    digits: Vec<Digit>,
+    active: Vec<(Digit, usize)>,
 }
 
 impl Lsd {
-    /// Sorts `data` stably by `digits` (least significant first), using `buf` as the other
-    /// half of the ping-pong. Digits constant across `data` are skipped. Returns `true` when
-    /// the sorted result ended up in `buf[..data.len()]` instead of `data`.
+    /// Sorts `data` stably by `keys` (least significant first; at most [`MAX_WORDS`] keys),
+    /// using `buf` (same length) as scratch. Returns `true` when the sorted result is in
+    /// `buf` instead of `data`.
     pub(crate) fn sort<T: RadixKey>(
         &mut self,
         data: &mut [T],
-        buf: &mut Vec<T>,
-        digits: &[Digit],
+        buf: &mut [T],
+        keys: &[SortKey],
     ) -> bool {
-        let n = data.len();
-        if n < 2 || digits.is_empty() {
+        if data.len() <= INSERTION {
+            insertion_sort(data, keys);
             return false;
         }
-        let nd = digits.len();
+        let masks = varying_bits(data, keys);
+        self.sort_masked(data, buf, keys, &masks)
+    }
+
+    /// As [`sort`](Self::sort), given `masks = varying_bits(data, keys)`.
+    pub(crate) fn sort_masked<T: RadixKey>(
+        &mut self,
+        data: &mut [T],
+        buf: &mut [T],
+        keys: &[SortKey],
+        masks: &[u64; MAX_WORDS],
+    ) -> bool {
+        debug_assert_eq!(data.len(), buf.len());
+        debug_assert!(keys.len() <= MAX_WORDS);
+        let n = data.len();
+        if n <= INSERTION {
+            insertion_sort(data, keys);
+            return false;
+        }
+        if std::mem::size_of_val(data) > CACHE_BYTES {
+            return self.split(data, buf, keys, masks);
+        }
+        let total: u32 = masks.iter().map(|&m| span(m)).sum();
+        let prefix_bits = index_bits(n) + PREFIX_MARGIN;
+        if total.div_ceil(MAX_DIGIT_BITS) <= prefix_bits.div_ceil(MAX_DIGIT_BITS) {
+            // Few varying bits: sort by all of them.
+            self.digits.clear();
+            for (k, &m) in keys.iter().zip(masks.iter()) {
+                plan_word(k.word, m, &mut self.digits);
+            }
+            return self.lsd(data, buf);
+        }
+        self.prefix_then_groups(data, buf, keys, masks, prefix_bits)
+    }
+
+    /// Sorts by the `prefix_bits` most significant varying bits (keys are then nearly
+    /// distinct, so groups of equal prefix are tiny), then sorts each group of equal prefix:
+    /// insertion sort when tiny, recursively otherwise.
+    fn prefix_then_groups<T: RadixKey>(
+        &mut self,
+        data: &mut [T],
+        buf: &mut [T],
+        keys: &[SortKey],
+        masks: &[u64; MAX_WORDS],
+        prefix_bits: u32,
+    ) -> bool {
+        let mut prefix = [0u64; MAX_WORDS];
+        let mut left = prefix_bits;
+        for i in (0..keys.len()).rev() {
+            let m = masks[i];
+            if m == 0 || left == 0 {
+                continue;
+            }
+            let take = span(m).min(left);
+            let hi = 64 - m.leading_zeros();
+            let top = if take == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << take) - 1) << (hi - take)
+            };
+            prefix[i] = m & top;
+            left -= take;
+        }
+        self.digits.clear();
+        for (k, &m) in keys.iter().zip(prefix.iter()) {
+            plan_word(k.word, m, &mut self.digits);
+        }
+        let in_buf = self.lsd(data, buf);
+        let (sorted, other) = if in_buf { (buf, data) } else { (data, buf) };
+        let same = |a: &T, b: &T| {
+            keys.iter()
+                .zip(prefix.iter())
+                .all(|(k, &p)| (a.word(k.word) ^ b.word(k.word)) & p == 0)
+        };
+        let n = sorted.len();
+        let mut i = 0;
+        while i < n {
+            let mut j = i + 1;
+            while j < n && same(&sorted[i], &sorted[j]) {
+                j += 1;
+            }
+            if j - i > INSERTION {
+                if self.sort(&mut sorted[i..j], &mut other[i..j], keys) {
+                    sorted[i..j].copy_from_slice(&other[i..j]);
+                }
+            } else if j - i > 1 {
+                insertion_sort(&mut sorted[i..j], keys);
+            }
+            i = j;
+        }
+        in_buf
+    }
+
+    /// The out-of-cache step: one stable pass over the most significant varying bits into
+    /// `buf`, then each bucket sorted on its own (recursively). Result in `buf`.
+    fn split<T: RadixKey>(
+        &mut self,
+        data: &mut [T],
+        buf: &mut [T],
+        keys: &[SortKey],
+        masks: &[u64; MAX_WORDS],
+    ) -> bool {
+        let n = data.len();
+        let Some(top) = (0..keys.len()).rev().find(|&i| masks[i] != 0) else {
+            return false;
+        };
+        let m = masks[top];
+        let hi = 63 - m.leading_zeros();
+        let span = hi + 1 - m.trailing_zeros();
+        // Enough buckets for the expected bucket to fit half the cache budget.
+        let want = (std::mem::size_of_val(data)).div_ceil(CACHE_BYTES / 2);
+        let bits = (usize::BITS - want.saturating_sub(1).leading_zeros())
+            .clamp(1, MSD_DIGIT_BITS)
+            .min(span);
+        let digit = Digit {
+            word: keys[top].word,
+            shift: hi + 1 - bits,
+            bits,
+        };
+        let nb = 1usize << bits;
+        let mut offsets = [0usize; 1 << MSD_DIGIT_BITS];
+        for x in data.iter() {
+            offsets[digit.bucket(x)] += 1;
+        }
+        let mut sum = 0;
+        for o in offsets[..nb].iter_mut() {
+            let c = *o;
+            *o = sum;
+            sum += c;
+        }
+        let starts = offsets;
+        scatter(data, buf, digit, &mut offsets[..nb]);
+        // After the scatter, `offsets[b]` is the end of bucket `b`.
+        // Buckets end up in `buf` or `data` depending on their number of passes; the result
+        // goes where most elements landed, and the other buckets are copied there.
+        let mut landed_in_buf = [true; 1 << MSD_DIGIT_BITS];
+        let mut elements_in_buf = 0;
+        for b in 0..nb {
+            let (s, e) = (starts[b], offsets[b]);
+            if e - s >= 2 && self.sort(&mut buf[s..e], &mut data[s..e], keys) {
+                landed_in_buf[b] = false;
+            } else {
+                elements_in_buf += e - s;
+            }
+        }
+        let in_buf = 2 * elements_in_buf >= n;
+        for b in 0..nb {
+            let (s, e) = (starts[b], offsets[b]);
+            match (landed_in_buf[b], in_buf) {
+                (true, false) => data[s..e].copy_from_slice(&buf[s..e]),
+                (false, true) => buf[s..e].copy_from_slice(&data[s..e]),
+                _ => {}
+            }
+        }
+        in_buf
+    }
+
+    /// LSD passes over `self.digits` (least significant first), skipping digits constant
+    /// across `data`. Returns `true` when the result is in `buf`.
+    fn lsd<T: RadixKey>(&mut self, data: &mut [T], buf: &mut [T]) -> bool {
+        let n = data.len();
+        if self.digits.is_empty() {
+            return false;
+        }
+        // Histograms of all digits in one read, laid out back to back.
+        self.active.clear();
+        let mut total = 0;
+        for d in self.digits.iter() {
+            self.active.push((*d, total));
+            total += 1 << d.bits;
+        }
         self.counts.clear();
-        self.counts.resize(nd * BUCKETS, 0);
-        // All histograms in one read of the data.
-        match nd {
-            1 => histogram1(data, digits[0], &mut self.counts),
-            2 => histogram2(data, digits[0], digits[1], &mut self.counts),
-            _ => {
+        self.counts.resize(total, 0);
+        match self.active.as_slice() {
+            [(d0, _)] => {
+                let c = &mut self.counts[..1 << d0.bits];
                 for x in data.iter() {
-                    for (d, digit) in digits.iter().enumerate() {
-                        self.counts[d * BUCKETS + digit.bucket(x)] += 1;
+                    c[d0.bucket(x)] += 1;
+                }
+            }
+            [(d0, _), (d1, o1)] => {
+                let (c0, c1) = self.counts.split_at_mut(*o1);
+                for x in data.iter() {
+                    c0[d0.bucket(x)] += 1;
+                    c1[d1.bucket(x)] += 1;
+                }
+            }
+            [(d0, _), (d1, o1), (d2, o2)] => {
+                let (c0, rest) = self.counts.split_at_mut(*o1);
+                let (c1, c2) = rest.split_at_mut(o2 - o1);
+                for x in data.iter() {
+                    c0[d0.bucket(x)] += 1;
+                    c1[d1.bucket(x)] += 1;
+                    c2[d2.bucket(x)] += 1;
+                }
+            }
+            digits => {
+                for x in data.iter() {
+                    for (d, o) in digits {
+                        self.counts[o + d.bucket(x)] += 1;
                     }
                 }
             }
         }
-        // Skip digits whose value is the same for every element; turn counts into offsets.
-        self.active.clear();
-        for (d, digit) in digits.iter().enumerate() {
-            let c = &mut self.counts[d * BUCKETS..d * BUCKETS + (1 << digit.bits)];
+        // Drop digits whose value is the same for every element; counts become offsets.
+        let counts = &mut self.counts;
+        self.active.retain(|&(d, o)| {
+            let c = &mut counts[o..o + (1 << d.bits)];
             if c.contains(&n) {
-                continue;
+                return false;
             }
             let mut sum = 0;
             for k in c.iter_mut() {
@@ -173,28 +445,15 @@ impl Lsd {
                 *k = sum;
                 sum += v;
             }
-            self.active.push(*digit);
-            if self.active.len() != d + 1 {
-                // Keep offsets of active digits packed at the front.
-                let a = self.active.len() - 1;
-                self.counts
-                    .copy_within(d * BUCKETS..(d + 1) * BUCKETS, a * BUCKETS);
-            }
-        }
-        if self.active.is_empty() {
-            return false;
-        }
-        if buf.len() < n {
-            buf.resize(n, data[0]);
-        }
-        let buf = &mut buf[..n];
+            true
+        });
         let mut in_buf = false;
-        for (a, digit) in self.active.iter().enumerate() {
-            let offsets = &mut self.counts[a * BUCKETS..(a + 1) * BUCKETS];
+        for &(d, o) in self.active.iter() {
+            let offsets = &mut self.counts[o..o + (1 << d.bits)];
             if in_buf {
-                scatter(buf, data, *digit, offsets);
+                scatter(buf, data, d, offsets);
             } else {
-                scatter(data, buf, *digit, offsets);
+                scatter(data, buf, d, offsets);
             }
             in_buf = !in_buf;
         }
@@ -202,33 +461,25 @@ impl Lsd {
     }
 }
 
-fn histogram1<T: RadixKey>(data: &[T], d0: Digit, counts: &mut [usize]) {
-    let c0 = &mut counts[..BUCKETS];
-    for x in data {
-        c0[d0.bucket(x)] += 1;
-    }
-}
-
-fn histogram2<T: RadixKey>(data: &[T], d0: Digit, d1: Digit, counts: &mut [usize]) {
-    let (c0, rest) = counts.split_at_mut(BUCKETS);
-    let c1 = &mut rest[..BUCKETS];
-    for x in data {
-        c0[d0.bucket(x)] += 1;
-        c1[d1.bucket(x)] += 1;
-    }
-}
-
-/// One stable counting-sort pass from `src` to `dst` by `digit`; `offsets` holds each
-/// bucket's first output position and is advanced.
+/// One stable counting-sort pass from `src` to `dst` by `digit`. `offsets` (one entry per
+/// bucket, `1 << digit.bits` of them) holds each bucket's first output position, computed
+/// as prefix sums of this digit's counts over `src`, and is advanced to the bucket ends.
 #[inline(never)]
 fn scatter<T: RadixKey>(src: &[T], dst: &mut [T], digit: Digit, offsets: &mut [usize]) {
-    debug_assert_eq!(src.len(), dst.len());
-    let offsets = &mut offsets[..BUCKETS];
+    assert!(src.len() == dst.len() && offsets.len() == 1 << digit.bits);
+    debug_assert!(offsets.iter().all(|&o| o <= dst.len()));
     let mask = (1u64 << digit.bits) - 1;
+    let out = dst.as_mut_ptr();
     for x in src {
         let b = ((x.word(digit.word) >> digit.shift) & mask) as usize;
-        let o = offsets[b];
-        dst[o] = *x;
-        offsets[b] = o + 1;
+        // SAFETY: `b <= mask < offsets.len()`. `offsets` are the prefix sums of the counts
+        // of each bucket over `src`, so bucket `b` receives exactly `count[b]` writes at
+        // positions `offsets[b] .. offsets[b] + count[b] <= src.len() == dst.len()`.
+        unsafe {
+            let o = offsets.get_unchecked_mut(b);
+            debug_assert!(*o < dst.len());
+            out.add(*o).write(*x);
+            *o += 1;
+        }
     }
 }

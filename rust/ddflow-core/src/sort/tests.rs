@@ -7,11 +7,23 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 
-fn check_pairs(mut v: Vec<(u64, u64)>) {
+/// Sorters to check: the default one and ones forcing radix sort on tiny inputs.
+fn sorters() -> [RadixSorter; 3] {
+    [
+        RadixSorter::new(),
+        RadixSorter::with_min_radix_len(0),
+        RadixSorter::with_min_radix_len(3),
+    ]
+}
+
+fn check_pairs(v: Vec<(u64, u64)>) {
     let mut expected = v.clone();
     expected.sort();
-    RadixSorter::new().sort_pairs(&mut v);
-    assert_eq!(v, expected);
+    for mut sorter in sorters() {
+        let mut v = v.clone();
+        sorter.sort_pairs(&mut v);
+        assert_eq!(v, expected);
+    }
 }
 
 fn random_pairs(
@@ -170,29 +182,34 @@ proptest! {
     fn prop_u64_match_std(v in prop::collection::vec(word_strategy(), 0..1200)) {
         let mut e = v.clone();
         e.sort_unstable();
-        let mut v = v;
-        RadixSorter::new().sort_u64(&mut v);
-        prop_assert_eq!(v, e);
+        for mut sorter in sorters() {
+            let mut v = v.clone();
+            sorter.sort_u64(&mut v);
+            prop_assert_eq!(&v, &e);
+        }
     }
 
     #[test]
     fn prop_sort_updates_is_stable_sort(u in updates_strategy(1000)) {
         let expected = reference_sort(&u);
-        let mut u = u;
-        let mut sorter = RadixSorter::new();
-        sorter.sort_updates(&mut u);
-        prop_assert_eq!(&u, &expected);
-        // Sorting again (reused buffers, sorted input) changes nothing.
-        sorter.sort_updates(&mut u);
-        prop_assert_eq!(&u, &expected);
+        for mut sorter in sorters() {
+            let mut u = u.clone();
+            sorter.sort_updates(&mut u);
+            prop_assert_eq!(&u, &expected);
+            // Sorting again (reused buffers, sorted input) changes nothing.
+            sorter.sort_updates(&mut u);
+            prop_assert_eq!(&u, &expected);
+        }
     }
 
     #[test]
     fn prop_consolidate_matches_btreemap(u in updates_strategy(1000)) {
         let expected = reference_consolidate(&u);
-        let mut u = u;
-        RadixSorter::new().consolidate_updates(&mut u).unwrap();
-        prop_assert_eq!(u, expected);
+        for mut sorter in sorters() {
+            let mut u = u.clone();
+            sorter.consolidate_updates(&mut u).unwrap();
+            prop_assert_eq!(&u, &expected);
+        }
     }
 
     #[test]
@@ -204,28 +221,42 @@ proptest! {
             *acc.entry((k, x)).or_default() += d;
         }
         let expected: Vec<_> = acc.into_iter().filter(|&(_, d)| d != 0).map(|((k, x), d)| (k, x, d)).collect();
-        let mut v = v;
-        RadixSorter::new().consolidate_pairs_with_diffs(&mut v).unwrap();
-        prop_assert_eq!(v, expected);
+        for mut sorter in sorters() {
+            let mut v = v.clone();
+            sorter.consolidate_pairs_with_diffs(&mut v).unwrap();
+            prop_assert_eq!(&v, &expected);
+        }
     }
 }
 
 #[test]
 fn sort_updates_large_multi_chunk() {
-    // Width 3 of full-range words: several chunks, including ones that need (key, idx) pairs.
+    // Larger than the kernel's cache budget, so the out-of-cache split runs: width 1 and 3
+    // of full-range words (several chunks, some needing (key, idx) pairs, with a heavy
+    // value), and width 1 of node ids with 2-D times (one packed chunk).
     let mut rng = StdRng::seed_from_u64(4);
-    for width in [1, 3] {
+    for (width, n, full) in [(1, 40_000, true), (3, 25_000, true), (1, 100_000, false)] {
         let mut u = Updates::new(width);
-        for _ in 0..20_000 {
+        for _ in 0..n {
             let row: Vec<u64> = (0..width)
-                .map(|_| if rng.gen_bool(0.3) { 7 } else { rng.gen() })
+                .map(|_| match (full, rng.gen_bool(0.3)) {
+                    (true, true) => 7,
+                    (true, false) => rng.gen(),
+                    (false, _) => rng.gen_range(0..1_000_000),
+                })
                 .collect();
-            let t = Time::from_coords(&[rng.gen_range(0..5), rng.gen_range(0..3)]);
+            let t = Time::from_coords(&[rng.gen_range(0..100), rng.gen_range(0..20)]);
             u.push(&row, t, rng.gen_range(-2..=2));
         }
         let expected = reference_sort(&u);
-        RadixSorter::new().sort_updates(&mut u);
-        assert_eq!(u, expected);
+        let mut sorted = u.clone();
+        RadixSorter::new().sort_updates(&mut sorted);
+        assert_eq!(sorted, expected);
+        let mut consolidated = u;
+        RadixSorter::new()
+            .consolidate_updates(&mut consolidated)
+            .unwrap();
+        assert_eq!(consolidated, reference_consolidate(&expected));
     }
 }
 
