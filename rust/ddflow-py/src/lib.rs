@@ -8,6 +8,7 @@
 mod convert;
 mod engine;
 mod errors;
+mod expr;
 
 use pyo3::prelude::*;
 
@@ -16,5 +17,6 @@ use pyo3::prelude::*;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     engine::register(m)?;
+    expr::register(m)?;
     Ok(())
 }

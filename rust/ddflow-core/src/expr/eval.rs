@@ -1,0 +1,518 @@
+//! Vectorised evaluation of a [`BoundExpr`]: each node is computed for all rows at once into
+//! a typed temporary ([`Vals`]: a broadcast constant, a borrowed input column or an owned
+//! `Vec`), with tight per-dtype loops.
+//!
+//! Failing operations (integer overflow, integer division by zero, float -> int casts of
+//! NaN or out-of-range values) are computed without panicking, checked with a cheap
+//! whole-column test, and only on failure scanned for the first offending row to name it.
+//! `when/then/otherwise` evaluates each branch under a *row mask*: a branch's failures count
+//! only on rows that select it, and a branch no row selects is not evaluated.
+
+use super::ast::BinaryOp;
+use super::bind::{BoundExpr, Const, Kind, Node};
+use super::column::{Column, ColumnRef, Vals, Value};
+use super::ops;
+use crate::encoding::DType;
+use crate::error::{Error, Result};
+use crate::updates::Updates;
+
+/// Rows evaluated at a time: temporaries of a chunk stay in cache and their allocations are
+/// recycled, instead of touching fresh pages for whole-column temporaries.
+const CHUNK: usize = 4096;
+
+#[inline]
+fn map1<T: Copy, O>(a: &Vals<'_, T>, f: impl Fn(T) -> O) -> Vals<'static, O> {
+    match a.slice() {
+        None => Vals::Const(f(a.get(0))),
+        Some(x) => Vals::Owned(x.iter().map(|&x| f(x)).collect()),
+    }
+}
+
+#[inline]
+fn map2<A: Copy, B: Copy, O>(
+    a: &Vals<'_, A>,
+    b: &Vals<'_, B>,
+    f: impl Fn(A, B) -> O,
+) -> Vals<'static, O> {
+    match (a.slice(), b.slice()) {
+        (None, None) => Vals::Const(f(a.get(0), b.get(0))),
+        (Some(x), None) => {
+            let y = b.get(0);
+            Vals::Owned(x.iter().map(|&x| f(x, y)).collect())
+        }
+        (None, Some(y)) => {
+            let x = a.get(0);
+            Vals::Owned(y.iter().map(|&y| f(x, y)).collect())
+        }
+        (Some(x), Some(y)) => Vals::Owned(x.iter().zip(y).map(|(&x, &y)| f(x, y)).collect()),
+    }
+}
+
+/// Whether `bad` holds for any pair (a fast, branch-free pass).
+#[inline]
+fn any2<A: Copy, B: Copy>(
+    a: &Vals<'_, A>,
+    b: &Vals<'_, B>,
+    n: usize,
+    bad: impl Fn(A, B) -> bool,
+) -> bool {
+    if n == 0 {
+        return false;
+    }
+    match (a.slice(), b.slice()) {
+        (None, None) => bad(a.get(0), b.get(0)),
+        (Some(x), None) => {
+            let y = b.get(0);
+            x.iter().fold(false, |acc, &x| acc | bad(x, y))
+        }
+        (None, Some(y)) => {
+            let x = a.get(0);
+            y.iter().fold(false, |acc, &y| acc | bad(x, y))
+        }
+        (Some(x), Some(y)) => x.iter().zip(y).fold(false, |acc, (&x, &y)| acc | bad(x, y)),
+    }
+}
+
+/// The first row `< n` selected by `mask` where `bad(i)` holds.
+fn first_bad(n: usize, mask: Option<&[bool]>, bad: impl Fn(usize) -> bool) -> Option<usize> {
+    (0..n).find(|&i| mask.is_none_or(|m| m[i]) && bad(i))
+}
+
+fn overflow(src: &str, i: usize, what: String) -> Error {
+    Error::Overflow(format!("int64 overflow in {src} at row {i}: {what}"))
+}
+
+/// The rows an operation runs on: `n` rows of a chunk starting at row `off`, of which
+/// `mask` (if any) selects those whose failures count.
+#[derive(Clone, Copy)]
+struct Rows<'m> {
+    n: usize,
+    off: usize,
+    mask: Option<&'m [bool]>,
+}
+
+/// A checked int64 binary operation: `wrap` computes (never panics), `bad` flags rows to
+/// raise for, `err` builds the error for a flagged row's operands.
+fn checked_i64(
+    a: &Vals<'_, i64>,
+    b: &Vals<'_, i64>,
+    rows: Rows<'_>,
+    wrap: impl Fn(i64, i64) -> i64,
+    bad: impl Fn(i64, i64) -> bool,
+    err: impl Fn(usize, i64, i64) -> Error,
+) -> Result<Vals<'static, i64>> {
+    let Rows { n, off, mask } = rows;
+    if any2(a, b, n, &bad) {
+        if let Some(i) = first_bad(n, mask, |i| bad(a.get(i), b.get(i))) {
+            return Err(err(i + off, a.get(i), b.get(i)));
+        }
+    }
+    Ok(map2(a, b, wrap))
+}
+
+fn arith_i64(
+    op: BinaryOp,
+    a: &Vals<'_, i64>,
+    b: &Vals<'_, i64>,
+    rows: Rows<'_>,
+    src: &str,
+) -> Result<Vals<'static, i64>> {
+    match op {
+        BinaryOp::Add => checked_i64(
+            a,
+            b,
+            rows,
+            i64::wrapping_add,
+            |x, y| x.overflowing_add(y).1,
+            |i, x, y| overflow(src, i, format!("{x} + {y}")),
+        ),
+        BinaryOp::Sub => checked_i64(
+            a,
+            b,
+            rows,
+            i64::wrapping_sub,
+            |x, y| x.overflowing_sub(y).1,
+            |i, x, y| overflow(src, i, format!("{x} - {y}")),
+        ),
+        BinaryOp::Mul => checked_i64(
+            a,
+            b,
+            rows,
+            i64::wrapping_mul,
+            |x, y| x.overflowing_mul(y).1,
+            |i, x, y| overflow(src, i, format!("{x} * {y}")),
+        ),
+        BinaryOp::FloorDiv => checked_i64(
+            a,
+            b,
+            rows,
+            ops::floordiv_i64,
+            ops::floordiv_i64_bad,
+            |i, x, y| {
+                if y == 0 {
+                    Error::DivisionByZero(format!(
+                        "integer division by zero in {src} at row {i}: {x} // 0"
+                    ))
+                } else {
+                    overflow(src, i, format!("{x} // {y}"))
+                }
+            },
+        ),
+        BinaryOp::Mod => checked_i64(a, b, rows, ops::mod_i64, ops::mod_i64_bad, |i, x, _| {
+            Error::DivisionByZero(format!(
+                "integer modulo by zero in {src} at row {i}: {x} % 0"
+            ))
+        }),
+        _ => unreachable!("not arithmetic: {op:?}"),
+    }
+}
+
+fn arith_f64(op: BinaryOp, a: &Vals<'_, f64>, b: &Vals<'_, f64>) -> Vals<'static, f64> {
+    match op {
+        BinaryOp::Add => map2(a, b, |x, y| x + y),
+        BinaryOp::Sub => map2(a, b, |x, y| x - y),
+        BinaryOp::Mul => map2(a, b, |x, y| x * y),
+        BinaryOp::TrueDiv => map2(a, b, |x, y| x / y),
+        BinaryOp::FloorDiv => map2(a, b, ops::floordiv_f64),
+        BinaryOp::Mod => map2(a, b, ops::mod_f64),
+        _ => unreachable!("not arithmetic: {op:?}"),
+    }
+}
+
+fn compare<T: Copy + PartialOrd>(
+    op: BinaryOp,
+    a: &Vals<'_, T>,
+    b: &Vals<'_, T>,
+) -> Vals<'static, bool> {
+    match op {
+        BinaryOp::Eq => map2(a, b, |x, y| x == y),
+        BinaryOp::Ne => map2(a, b, |x, y| x != y),
+        BinaryOp::Lt => map2(a, b, |x, y| x < y),
+        BinaryOp::Le => map2(a, b, |x, y| x <= y),
+        BinaryOp::Gt => map2(a, b, |x, y| x > y),
+        BinaryOp::Ge => map2(a, b, |x, y| x >= y),
+        _ => unreachable!("not a comparison: {op:?}"),
+    }
+}
+
+fn select<T: Copy>(c: &[bool], t: &Vals<'_, T>, o: &Vals<'_, T>) -> Vals<'static, T> {
+    let pick = |c: bool, t: T, o: T| if c { t } else { o };
+    Vals::Owned(match (t.slice(), o.slice()) {
+        (Some(t), Some(o)) => c
+            .iter()
+            .zip(t.iter().zip(o))
+            .map(|(&c, (&t, &o))| pick(c, t, o))
+            .collect(),
+        (Some(t), None) => {
+            let o = o.get(0);
+            c.iter().zip(t).map(|(&c, &t)| pick(c, t, o)).collect()
+        }
+        (None, Some(o)) => {
+            let t = t.get(0);
+            c.iter().zip(o).map(|(&c, &o)| pick(c, t, o)).collect()
+        }
+        (None, None) => {
+            let (t, o) = (t.get(0), o.get(0));
+            c.iter().map(|&c| pick(c, t, o)).collect()
+        }
+    })
+}
+
+/// `a && b` over optional masks.
+fn and_mask(mask: Option<&[bool]>, c: &[bool], negate: bool) -> Vec<bool> {
+    match mask {
+        None => c.iter().map(|&c| c ^ negate).collect(),
+        Some(m) => m.iter().zip(c).map(|(&m, &c)| m & (c ^ negate)).collect(),
+    }
+}
+
+struct Ctx<'a> {
+    inputs: &'a [Option<ColumnRef<'a>>],
+    /// Rows in this chunk.
+    n: usize,
+    /// Index of the chunk's first row (for error messages).
+    offset: usize,
+}
+
+impl<'a> Ctx<'a> {
+    fn eval(&self, node: &Node, mask: Option<&[bool]>) -> Result<Value<'a>> {
+        let n = self.n;
+        Ok(match &node.kind {
+            Kind::Input(i) => match self.inputs[*i].expect("checked by eval_columns") {
+                ColumnRef::Int64(s) => Value::Int(Vals::Slice(s)),
+                ColumnRef::Float64(s) => Value::Float(Vals::Slice(s)),
+                ColumnRef::Bool(s) => Value::Bool(Vals::Slice(s)),
+                ColumnRef::Str(s) => Value::Str(Vals::Slice(s)),
+            },
+            Kind::Const(c) => match *c {
+                Const::Int(v) => Value::Int(Vals::Const(v)),
+                Const::Float(v) => Value::Float(Vals::Const(v)),
+                Const::Bool(v) => Value::Bool(Vals::Const(v)),
+                Const::Str(v) => Value::Str(Vals::Const(v)),
+            },
+            Kind::Arith { op, lhs, rhs, src } => {
+                match (self.eval(lhs, mask)?, self.eval(rhs, mask)?) {
+                    (Value::Int(a), Value::Int(b)) => {
+                        let rows = Rows {
+                            n,
+                            off: self.offset,
+                            mask,
+                        };
+                        Value::Int(arith_i64(*op, &a, &b, rows, src)?)
+                    }
+                    (Value::Float(a), Value::Float(b)) => Value::Float(arith_f64(*op, &a, &b)),
+                    _ => unreachable!("bind unifies arithmetic operands"),
+                }
+            }
+            Kind::Cmp { op, lhs, rhs } => {
+                Value::Bool(match (self.eval(lhs, mask)?, self.eval(rhs, mask)?) {
+                    (Value::Int(a), Value::Int(b)) => compare(*op, &a, &b),
+                    (Value::Float(a), Value::Float(b)) => compare(*op, &a, &b),
+                    (Value::Bool(a), Value::Bool(b)) => compare(*op, &a, &b),
+                    (Value::Str(a), Value::Str(b)) => compare(*op, &a, &b),
+                    _ => unreachable!("bind unifies comparison operands"),
+                })
+            }
+            Kind::And(l, r) | Kind::Or(l, r) => {
+                let and = matches!(node.kind, Kind::And(..));
+                match (self.eval(l, mask)?, self.eval(r, mask)?) {
+                    (Value::Bool(a), Value::Bool(b)) => Value::Bool(if and {
+                        map2(&a, &b, |x, y| x & y)
+                    } else {
+                        map2(&a, &b, |x, y| x | y)
+                    }),
+                    _ => unreachable!("bind checks bool operands"),
+                }
+            }
+            Kind::Not(a) => match self.eval(a, mask)? {
+                Value::Bool(a) => Value::Bool(map1(&a, |x| !x)),
+                _ => unreachable!("bind checks bool operand"),
+            },
+            Kind::Neg { arg, src } => match self.eval(arg, mask)? {
+                Value::Int(a) => {
+                    let bad = n > 0
+                        && match a.slice() {
+                            None => a.get(0) == i64::MIN,
+                            Some(s) => s.iter().fold(false, |acc, &x| acc | (x == i64::MIN)),
+                        };
+                    if bad {
+                        if let Some(i) = first_bad(n, mask, |i| a.get(i) == i64::MIN) {
+                            return Err(overflow(src, i + self.offset, format!("-({})", i64::MIN)));
+                        }
+                    }
+                    Value::Int(map1(&a, i64::wrapping_neg))
+                }
+                Value::Float(a) => Value::Float(map1(&a, |x| -x)),
+                _ => unreachable!("bind checks numeric operand"),
+            },
+            Kind::Cast { arg, src } => self.cast(self.eval(arg, mask)?, node.dtype, mask, src)?,
+            Kind::When {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let Value::Bool(c) = self.eval(cond, mask)? else {
+                    unreachable!("bind checks bool condition")
+                };
+                let c = match c.slice() {
+                    None => {
+                        let branch = if c.get(0) { then } else { otherwise };
+                        return self.eval(branch, mask);
+                    }
+                    Some(c) => c,
+                };
+                let then_mask = and_mask(mask, c, false);
+                let else_mask = and_mask(mask, c, true);
+                let t = if then_mask.contains(&true) {
+                    Some(self.eval(then, Some(&then_mask))?)
+                } else {
+                    None
+                };
+                let o = if else_mask.contains(&true) {
+                    Some(self.eval(otherwise, Some(&else_mask))?)
+                } else {
+                    None
+                };
+                match (t, o) {
+                    (Some(t), None) => t,
+                    (None, Some(o)) => o,
+                    // No row selected (n == 0 or every row masked out): any value of the dtype.
+                    (None, None) => placeholder(node.dtype),
+                    (Some(t), Some(o)) => match (t, o) {
+                        (Value::Int(t), Value::Int(o)) => Value::Int(select(c, &t, &o)),
+                        (Value::Float(t), Value::Float(o)) => Value::Float(select(c, &t, &o)),
+                        (Value::Bool(t), Value::Bool(o)) => Value::Bool(select(c, &t, &o)),
+                        (Value::Str(t), Value::Str(o)) => Value::Str(select(c, &t, &o)),
+                        _ => unreachable!("bind unifies branches"),
+                    },
+                }
+            }
+            Kind::MinMax { max, lhs, rhs } => {
+                match (self.eval(lhs, mask)?, self.eval(rhs, mask)?, *max) {
+                    (Value::Int(a), Value::Int(b), false) => Value::Int(map2(&a, &b, i64::min)),
+                    (Value::Int(a), Value::Int(b), true) => Value::Int(map2(&a, &b, i64::max)),
+                    (Value::Float(a), Value::Float(b), false) => {
+                        Value::Float(map2(&a, &b, ops::min_f64))
+                    }
+                    (Value::Float(a), Value::Float(b), true) => {
+                        Value::Float(map2(&a, &b, ops::max_f64))
+                    }
+                    (Value::Bool(a), Value::Bool(b), false) => {
+                        Value::Bool(map2(&a, &b, |x, y| x & y))
+                    }
+                    (Value::Bool(a), Value::Bool(b), true) => {
+                        Value::Bool(map2(&a, &b, |x, y| x | y))
+                    }
+                    _ => unreachable!("bind unifies min/max operands"),
+                }
+            }
+        })
+    }
+
+    fn cast(&self, v: Value<'a>, to: DType, mask: Option<&[bool]>, src: &str) -> Result<Value<'a>> {
+        let n = self.n;
+        Ok(match (v, to) {
+            (Value::Int(a), DType::Float64) => Value::Float(map1(&a, |x| x as f64)),
+            (Value::Int(a), DType::Bool) => Value::Bool(map1(&a, |x| x != 0)),
+            (Value::Float(a), DType::Int64) => {
+                let fits = |x: f64| ops::f64_fits_i64(x);
+                let bad = n > 0
+                    && match a.slice() {
+                        None => !fits(a.get(0)),
+                        Some(s) => !s.iter().fold(true, |acc, &x| acc & fits(x)),
+                    };
+                if bad {
+                    if let Some(i) = first_bad(n, mask, |i| !fits(a.get(i))) {
+                        let x = a.get(i);
+                        let i = i + self.offset;
+                        return Err(if x.is_nan() {
+                            Error::Value(format!("cannot cast NaN to int64 in {src} at row {i}"))
+                        } else {
+                            Error::Overflow(format!(
+                                "float64 value {} is out of the int64 range in {src} at row {i}",
+                                super::ast::py_float_repr(x)
+                            ))
+                        });
+                    }
+                }
+                Value::Int(map1(&a, |x| x as i64))
+            }
+            (Value::Float(a), DType::Bool) => Value::Bool(map1(&a, |x| x != 0.0)),
+            (Value::Bool(a), DType::Int64) => Value::Int(map1(&a, |x| x as i64)),
+            (Value::Bool(a), DType::Float64) => Value::Float(map1(&a, |x| x as u8 as f64)),
+            _ => unreachable!("bind checks casts"),
+        })
+    }
+}
+
+fn placeholder(dtype: DType) -> Value<'static> {
+    match dtype {
+        DType::Int64 => Value::Int(Vals::Const(0)),
+        DType::Float64 => Value::Float(Vals::Const(0.0)),
+        DType::Bool => Value::Bool(Vals::Const(false)),
+        DType::Str => Value::Str(Vals::Const(crate::encoding::Interner::intern(""))),
+    }
+}
+
+impl BoundExpr {
+    /// Evaluates on typed columns, one entry per schema column (`None` is allowed for the
+    /// columns the expression does not reference, see [`BoundExpr::inputs`]); every
+    /// referenced column must have `n` values and its bound dtype.
+    pub fn eval_columns(&self, columns: &[Option<ColumnRef<'_>>], n: usize) -> Result<Column> {
+        let schema = self.schema();
+        if columns.len() != schema.len() {
+            return Err(Error::Shape(format!(
+                "{} columns given for a schema of {} in {}",
+                columns.len(),
+                schema.len(),
+                self.expr()
+            )));
+        }
+        for &i in self.inputs() {
+            let (name, dtype) = &schema[i];
+            let Some(c) = columns[i] else {
+                return Err(Error::Shape(format!(
+                    "column {name:?} is referenced by {} but was not given",
+                    self.expr()
+                )));
+            };
+            if c.dtype() != *dtype {
+                return Err(Error::Type(format!(
+                    "column {name:?} has dtype {} but {} was bound with {}",
+                    c.dtype().name(),
+                    self.expr(),
+                    dtype.name()
+                )));
+            }
+            if c.len() != n {
+                return Err(Error::Shape(format!(
+                    "column {name:?} has {} values, expected {n}",
+                    c.len()
+                )));
+            }
+        }
+        let mut out = Column::with_capacity(self.dtype(), n);
+        let mut start = 0;
+        while start < n {
+            let end = (start + CHUNK).min(n);
+            let chunk: Vec<Option<ColumnRef<'_>>> = columns
+                .iter()
+                .map(|c| c.map(|c| c.slice(start..end)))
+                .collect();
+            let ctx = Ctx {
+                inputs: &chunk,
+                n: end - start,
+                offset: start,
+            };
+            ctx.eval(&self.root, None)?.append_to(&mut out, end - start);
+            start = end;
+        }
+        Ok(out)
+    }
+
+    /// Evaluates on a batch whose rows follow the bound schema (column `i` of row `r` is
+    /// word `rows.rows[r * width + i]`, encoded per [`crate::encoding`]); returns one encoded
+    /// word per row.
+    pub fn eval(&self, rows: &Updates) -> Result<Vec<u64>> {
+        Ok(self.eval_rows(rows)?.into_words())
+    }
+
+    /// Evaluates a bool expression as a filter mask.
+    pub fn eval_predicate(&self, rows: &Updates) -> Result<Vec<bool>> {
+        if self.dtype() != DType::Bool {
+            return Err(Error::Type(format!(
+                "filter predicate {} has dtype {}, expected bool",
+                self.expr(),
+                self.dtype().name()
+            )));
+        }
+        match self.eval_rows(rows)? {
+            Column::Bool(v) => Ok(v),
+            _ => unreachable!("bool dtype"),
+        }
+    }
+
+    fn eval_rows(&self, rows: &Updates) -> Result<Column> {
+        let schema = self.schema();
+        let n = rows.len();
+        if rows.width != schema.len() || rows.rows.len() != n * rows.width {
+            return Err(Error::Shape(format!(
+                "a batch of {} words for {n} rows of width {} does not match the {} schema columns of {}",
+                rows.rows.len(),
+                rows.width,
+                schema.len(),
+                self.expr()
+            )));
+        }
+        let owned: Vec<Option<Column>> = (0..schema.len())
+            .map(|i| {
+                self.inputs()
+                    .contains(&i)
+                    .then(|| Column::from_words(schema[i].1, &rows.rows, rows.width, i))
+            })
+            .collect();
+        let refs: Vec<Option<ColumnRef<'_>>> =
+            owned.iter().map(|c| c.as_ref().map(Column::view)).collect();
+        self.eval_columns(&refs, n)
+    }
+}

@@ -1,0 +1,283 @@
+//! The JSON form of expressions ([`Expr::from_json`], [`Expr::to_json`]); the format is
+//! documented in the [module docs](crate::expr).
+
+use super::ast::{BinaryOp, Expr, Scalar};
+use crate::encoding::DType;
+use crate::error::{Error, Result};
+use serde_json::{json, Map, Value};
+
+/// Expressions nested deeper than this are rejected (evaluation recurses on the tree).
+pub const MAX_DEPTH: usize = 512;
+
+fn plan_err(msg: impl std::fmt::Display, v: &Value) -> Error {
+    let mut text = v.to_string();
+    if text.len() > 200 {
+        let mut cut = 200;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("...");
+    }
+    Error::Plan(format!("invalid expression JSON: {msg} in {text}"))
+}
+
+fn field<'a>(obj: &'a Map<String, Value>, key: &str, v: &Value) -> Result<&'a Value> {
+    obj.get(key)
+        .ok_or_else(|| plan_err(format!("missing field {key:?}"), v))
+}
+
+fn str_field<'a>(obj: &'a Map<String, Value>, key: &str, v: &Value) -> Result<&'a str> {
+    field(obj, key, v)?
+        .as_str()
+        .ok_or_else(|| plan_err(format!("field {key:?} must be a string"), v))
+}
+
+fn dtype_field(obj: &Map<String, Value>, v: &Value) -> Result<DType> {
+    DType::parse(str_field(obj, "dtype", v)?).map_err(|e| plan_err(e, v))
+}
+
+fn parse_lit(obj: &Map<String, Value>, v: &Value) -> Result<Scalar> {
+    let value = field(obj, "value", v)?;
+    let dtype = match obj.get("dtype") {
+        None | Some(Value::Null) => None,
+        Some(_) => Some(dtype_field(obj, v)?),
+    };
+    let bad = |what: &str| plan_err(format!("literal {value} is not {what}"), v);
+    let int = |n: &serde_json::Number| -> Result<i64> {
+        n.as_i64().ok_or_else(|| {
+            if n.is_u64() {
+                Error::Overflow(format!("integer literal {n} does not fit in int64"))
+            } else {
+                bad("an integer")
+            }
+        })
+    };
+    Ok(match (dtype, value) {
+        (None | Some(DType::Int64), Value::Number(n)) if !n.is_f64() => Scalar::Int64(int(n)?),
+        (None | Some(DType::Float64), Value::Number(n)) => {
+            Scalar::Float64(n.as_f64().ok_or_else(|| bad("a float"))?)
+        }
+        (Some(DType::Float64), Value::String(s)) => Scalar::Float64(
+            s.parse()
+                .map_err(|_| bad("a float (non-finite floats are \"inf\", \"-inf\", \"nan\")"))?,
+        ),
+        (None | Some(DType::Bool), Value::Bool(b)) => Scalar::Bool(*b),
+        (None | Some(DType::Str), Value::String(s)) => Scalar::Str(s.clone()),
+        (Some(d), _) => return Err(bad(d.name())),
+        (None, _) => return Err(bad("a number, bool or string")),
+    })
+}
+
+fn parse(v: &Value, depth: usize) -> Result<Expr> {
+    if depth > MAX_DEPTH {
+        return Err(Error::Plan(format!(
+            "expression nested deeper than {MAX_DEPTH} levels"
+        )));
+    }
+    let obj = v
+        .as_object()
+        .ok_or_else(|| plan_err("expected an object", v))?;
+    let op = str_field(obj, "op", v)?;
+    let arg =
+        |key: &str| -> Result<Box<Expr>> { Ok(Box::new(parse(field(obj, key, v)?, depth + 1)?)) };
+    if let Some(bop) = BinaryOp::from_json_name(op) {
+        let args = field(obj, "args", v)?
+            .as_array()
+            .filter(|a| a.len() == 2)
+            .ok_or_else(|| plan_err(format!("{op:?} needs \"args\": [a, b]"), v))?;
+        return Ok(Expr::binary(
+            bop,
+            parse(&args[0], depth + 1)?,
+            parse(&args[1], depth + 1)?,
+        ));
+    }
+    Ok(match op {
+        "col" => Expr::Col(str_field(obj, "name", v)?.to_string()),
+        "lit" => Expr::Lit(parse_lit(obj, v)?),
+        "neg" => Expr::Neg(arg("arg")?),
+        "not" => Expr::Not(arg("arg")?),
+        "cast" => Expr::Cast(arg("arg")?, dtype_field(obj, v)?),
+        "alias" => Expr::Alias(arg("arg")?, str_field(obj, "name", v)?.to_string()),
+        "when" => Expr::When {
+            cond: arg("cond")?,
+            then: arg("then")?,
+            otherwise: arg("otherwise")?,
+        },
+        other => return Err(plan_err(format!("unknown op {other:?}"), v)),
+    })
+}
+
+/// Whether `v` written as a JSON number reads back bit-exactly with this build of
+/// `serde_json` (its default float parser is exact only for up to ~15 significant digits).
+fn reparses_exactly(v: f64) -> bool {
+    serde_json::to_string(&v)
+        .ok()
+        .and_then(|t| serde_json::from_str::<f64>(&t).ok())
+        .is_some_and(|back| back.to_bits() == v.to_bits())
+}
+
+fn lit_json(s: &Scalar) -> Value {
+    match s {
+        Scalar::Int64(v) => json!({"op": "lit", "value": v, "dtype": "int64"}),
+        Scalar::Float64(v) => {
+            let value = if v.is_nan() {
+                json!("nan")
+            } else if v.is_infinite() {
+                json!(if *v > 0.0 { "inf" } else { "-inf" })
+            } else if reparses_exactly(*v) {
+                json!(v)
+            } else {
+                json!(super::ast::py_float_repr(*v))
+            };
+            json!({"op": "lit", "value": value, "dtype": "float64"})
+        }
+        Scalar::Bool(v) => json!({"op": "lit", "value": v, "dtype": "bool"}),
+        Scalar::Str(v) => json!({"op": "lit", "value": v, "dtype": "str"}),
+    }
+}
+
+impl Expr {
+    /// Parses the JSON form. Malformed JSON raises [`Error::Plan`]; an integer literal
+    /// outside int64 raises [`Error::Overflow`].
+    pub fn from_json(v: &Value) -> Result<Expr> {
+        parse(v, 1)
+    }
+
+    /// Parses the JSON form from text.
+    pub fn from_json_str(text: &str) -> Result<Expr> {
+        let v: Value = serde_json::from_str(text)
+            .map_err(|e| Error::Plan(format!("invalid expression JSON: {e}")))?;
+        Expr::from_json(&v)
+    }
+
+    /// The JSON form (literals always carry their `dtype`).
+    pub fn to_json(&self) -> Value {
+        if let Some((op, a, b)) = self.as_binary() {
+            return json!({"op": op.json_name(), "args": [a.to_json(), b.to_json()]});
+        }
+        match self {
+            Expr::Col(name) => json!({"op": "col", "name": name}),
+            Expr::Lit(s) => lit_json(s),
+            Expr::Neg(a) => json!({"op": "neg", "arg": a.to_json()}),
+            Expr::Not(a) => json!({"op": "not", "arg": a.to_json()}),
+            Expr::Cast(a, d) => json!({"op": "cast", "dtype": d.name(), "arg": a.to_json()}),
+            Expr::Alias(a, name) => json!({"op": "alias", "name": name, "arg": a.to_json()}),
+            Expr::When {
+                cond,
+                then,
+                otherwise,
+            } => json!({
+                "op": "when",
+                "cond": cond.to_json(),
+                "then": then.to_json(),
+                "otherwise": otherwise.to_json(),
+            }),
+            _ => unreachable!("binary handled above"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ast::{col, lit, max_of, when};
+    use super::*;
+
+    #[test]
+    fn roundtrip() {
+        let e = when(
+            col("a").gt(lit(1)) | !col("b"),
+            (col("x") + lit(f64::INFINITY)).cast(DType::Int64),
+            max_of(-col("y"), lit(2).floor_div(lit(3)) % lit(4)),
+        )
+        .alias("out");
+        let j = e.to_json();
+        assert_eq!(Expr::from_json(&j).unwrap(), e);
+        let text = j.to_string();
+        assert_eq!(Expr::from_json_str(&text).unwrap(), e);
+    }
+
+    #[test]
+    fn float_literals_roundtrip_through_text() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for i in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = match i % 3 {
+                0 => f64::from_bits(x),
+                1 => (x % 1_000_000_007) as f64 / 1000.0,
+                _ => (x >> 11) as f64 * 1e-9,
+            };
+            let e = lit(v);
+            let back = Expr::from_json_str(&e.to_json().to_string()).unwrap();
+            match back {
+                Expr::Lit(Scalar::Float64(b)) => {
+                    assert!(
+                        b.to_bits() == v.to_bits() || (b.is_nan() && v.is_nan()),
+                        "{v:e}"
+                    )
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(lit(0.5).to_json()["value"], json!(0.5));
+        assert_eq!(
+            lit(380166.44986778003).to_json()["value"],
+            json!("380166.44986778003")
+        );
+    }
+
+    #[test]
+    fn literals() {
+        let p = |s: &str| Expr::from_json_str(s);
+        assert_eq!(p(r#"{"op":"lit","value":1}"#).unwrap(), lit(1));
+        assert_eq!(p(r#"{"op":"lit","value":1.5}"#).unwrap(), lit(1.5));
+        assert_eq!(
+            p(r#"{"op":"lit","value":1,"dtype":"float64"}"#).unwrap(),
+            lit(1.0)
+        );
+        assert_eq!(p(r#"{"op":"lit","value":"x"}"#).unwrap(), lit("x"));
+        assert_eq!(p(r#"{"op":"lit","value":true}"#).unwrap(), lit(true));
+        assert!(matches!(
+            p(r#"{"op":"lit","value":"nan","dtype":"float64"}"#).unwrap(),
+            Expr::Lit(Scalar::Float64(v)) if v.is_nan()
+        ));
+        assert_eq!(
+            p(r#"{"op":"lit","value":"380166.44986778003","dtype":"float64"}"#).unwrap(),
+            lit(380166.44986778003)
+        );
+        assert_eq!(
+            p(r#"{"op":"lit","value":"-inf","dtype":"float64"}"#).unwrap(),
+            lit(f64::NEG_INFINITY)
+        );
+        assert!(p(r#"{"op":"lit","value":"x","dtype":"float64"}"#).is_err());
+        assert!(matches!(
+            p(r#"{"op":"lit","value":18446744073709551615}"#),
+            Err(Error::Overflow(_))
+        ));
+        assert!(matches!(
+            p(r#"{"op":"lit","value":1.5,"dtype":"int64"}"#),
+            Err(Error::Plan(_))
+        ));
+        assert!(matches!(
+            p(r#"{"op":"lit","value":"1","dtype":"bool"}"#),
+            Err(Error::Plan(_))
+        ));
+    }
+
+    #[test]
+    fn malformed() {
+        for s in [
+            r#"{"op":"nope"}"#,
+            r#"{"op":"add","args":[{"op":"col","name":"a"}]}"#,
+            r#"{"op":"col"}"#,
+            r#"{"op":"cast","dtype":"complex","arg":{"op":"col","name":"a"}}"#,
+            r#"[1]"#,
+            r#"{"op":"col","name":"a""#,
+        ] {
+            let err = Expr::from_json_str(s).unwrap_err();
+            assert!(matches!(err, Error::Plan(_)), "{s}: {err}");
+        }
+    }
+}
