@@ -126,6 +126,17 @@ impl Words {
         }
     }
 
+    /// Appends words `range` of `src`.
+    #[inline]
+    pub(crate) fn extend_range_from(&mut self, src: &Words, range: Range<usize>) {
+        match (&mut *self, src) {
+            (Words::U64(d), Words::U64(s)) => d.extend_from_slice(&s[range]),
+            (Words::U32(d), Words::U32(s)) => d.extend_from_slice(&s[range]),
+            (Words::U64(d), Words::U32(s)) => d.extend(s[range].iter().map(|&w| w as u64)),
+            (Words::U32(_), Words::U64(s)) => self.push_row(&s[range]),
+        }
+    }
+
     /// Compares row `row` (of `width` words) with `target`.
     #[inline]
     pub(crate) fn cmp_row(&self, row: usize, width: usize, target: &[u64]) -> Ordering {
@@ -506,6 +517,16 @@ impl Batch {
         match (&self.times, &self.diffs) {
             (Times::Single(t), Diffs::Ones) => {
                 for _ in range {
+                    f(*t, 1);
+                }
+            }
+            (Times::Each(ts), Diffs::Dense(ds)) => {
+                for (t, d) in ts[range.clone()].iter().zip(&ds[range]) {
+                    f(*t, *d);
+                }
+            }
+            (Times::Each(ts), Diffs::Ones) => {
+                for t in ts[range].iter() {
                     f(*t, 1);
                 }
             }

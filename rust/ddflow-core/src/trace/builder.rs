@@ -14,8 +14,10 @@
 
 use super::batch::{Batch, Diffs, Times, Words};
 use super::description::Description;
+use super::merge::advance;
 use crate::error::{Error, Result};
 use crate::lattice::Time;
+use std::ops::Range;
 
 /// Accumulates sorted updates into a [`Batch`].
 #[derive(Clone, Debug)]
@@ -149,6 +151,60 @@ impl Builder {
             self.vals.truncate(n_vals * self.val_width);
         } else {
             self.val_offs.push(self.diffs.len());
+        }
+    }
+
+    /// Appends keys `keys` of `batch` whole (no key may be open), advancing times by
+    /// `frontier` if given; `single` is the batch's single time already advanced, if it
+    /// has one. The caller guarantees that advancing merges no two updates of a val.
+    pub(crate) fn extend_keys_from(
+        &mut self,
+        batch: &Batch,
+        keys: Range<usize>,
+        frontier: Option<&[Time]>,
+        single: Option<Time>,
+    ) {
+        if keys.is_empty() {
+            return;
+        }
+        let (kw, vw) = (self.key_width, self.val_width);
+        self.keys
+            .extend_range_from(&batch.keys, keys.start * kw..keys.end * kw);
+        let (v0, v1) = (batch.key_offs[keys.start], batch.key_offs[keys.end]);
+        let vbase = self.val_offs.len() - 1;
+        self.key_offs.extend(
+            batch.key_offs[keys.start + 1..=keys.end]
+                .iter()
+                .map(|&o| vbase + o - v0),
+        );
+        self.vals.extend_range_from(&batch.vals, v0 * vw..v1 * vw);
+        let ubase = self.times.len();
+        let (u0, u1) = match &batch.val_offs {
+            None => {
+                self.val_offs.extend((v0 + 1..=v1).map(|v| ubase + v - v0));
+                (v0, v1)
+            }
+            Some(o) => {
+                let u0 = o[v0];
+                self.val_offs
+                    .extend(o[v0 + 1..=v1].iter().map(|&x| ubase + x - u0));
+                (u0, o[v1])
+            }
+        };
+        match (&batch.times, frontier) {
+            (Times::Single(t), _) => {
+                let t = single.unwrap_or(*t);
+                self.times.extend(std::iter::repeat_n(t, u1 - u0));
+            }
+            (Times::Each(ts), None) => self.times.extend_from_slice(&ts[u0..u1]),
+            (Times::Each(ts), Some(f)) => {
+                self.times.extend(ts[u0..u1].iter().map(|&t| advance(t, f)))
+            }
+        }
+        match &batch.diffs {
+            Diffs::Ones => self.diffs.extend(std::iter::repeat_n(1, u1 - u0)),
+            Diffs::Dense(d) => self.diffs.extend_from_slice(&d[u0..u1]),
+            Diffs::Sparse { .. } => batch.for_each_update(u0..u1, |_, d| self.diffs.push(d)),
         }
     }
 

@@ -1,17 +1,27 @@
 //! Progressive merging of two batches with compaction.
 //!
 //! A [`MergeState`] merges two adjacent batches (`a` older, `b` newer) key by key. Every
-//! time is advanced by the compaction frontier (`t.advance_by(frontier)`; the frontier
-//! given when the merge began, or a later one set with [`MergeState::set_frontier`]), and the updates of each `(key, val)` are consolidated: equal
-//! advanced times are summed, zero sums dropped, and vals and keys left without updates
-//! dropped. [`MergeState::work`] does a bounded amount of work (about `fuel` updates read,
-//! always whole keys) and can be called again later; the inputs stay readable meanwhile.
+//! time is advanced by the compaction frontier (`t.advance_by(frontier)`), and the updates
+//! of each `(key, val)` are consolidated: equal advanced times are summed, zero sums
+//! dropped, and vals and keys left without updates dropped. [`MergeState::work`] does a
+//! bounded amount of work (about `fuel` updates read, always whole keys) and can be called
+//! again later; the inputs stay readable meanwhile.
 //!
-//! The result's description is `lower` of `a`, `upper` of `b`, and `since` = the (last)
-//! frontier. Diffs are summed with wrapping arithmetic (consolidated inputs whose sums
-//! overflow `i64` are not expected).
+//! The frontier is the one given at creation, or a later one set with
+//! [`MergeState::set_frontier`] before the first unit of work (a spine starts merges on
+//! insert and works on them at later inserts, by which time its frontier has usually
+//! advanced). Once work has begun the frontier is fixed, so every time of the result is
+//! advanced by exactly the result's `since`.
+//!
+//! Runs of keys present in only one input are copied in bulk (whole layer slices) when
+//! advancing cannot merge two of their updates: when each val has one update, or when the
+//! input's `since` already equals the frontier (advancing is idempotent).
+//!
+//! The result's description is `lower` of `a`, `upper` of `b`, and `since` = the frontier.
+//! Diffs are summed with wrapping arithmetic (consolidated inputs whose sums overflow
+//! `i64` are not expected).
 
-use super::batch::Batch;
+use super::batch::{gallop, Batch};
 use super::builder::Builder;
 use super::description::Description;
 use crate::lattice::{Antichain, Lattice, Time};
@@ -35,7 +45,7 @@ pub struct MergeState {
 }
 
 #[inline]
-fn advance(t: Time, frontier: &[Time]) -> Time {
+pub(crate) fn advance(t: Time, frontier: &[Time]) -> Time {
     match frontier {
         [] => t,
         [f] => t.join(f),
@@ -90,13 +100,22 @@ impl MergeState {
         &self.frontier
     }
 
-    /// Advances the compaction frontier for the keys not merged yet (the frontier must be
-    /// in the future of the current one). The result's `since` is the last frontier set.
-    pub fn set_frontier(&mut self, frontier: &Antichain<Time>) {
+    /// Whether work has begun (the frontier is then fixed).
+    pub fn started(&self) -> bool {
+        self.ka > 0 || self.kb > 0
+    }
+
+    /// Replaces the compaction frontier (which should be in the future of the current one)
+    /// if no work has been done yet; returns whether it was replaced.
+    pub fn set_frontier(&mut self, frontier: &Antichain<Time>) -> bool {
+        if self.started() {
+            return false;
+        }
         let f = frontier.elements();
         self.single_a = self.a.single_time().map(|t| advance(t, f));
         self.single_b = self.b.single_time().map(|t| advance(t, f));
         self.frontier = frontier.clone();
+        true
     }
 
     /// Whether all keys have been merged.
@@ -145,16 +164,8 @@ impl MergeState {
                 self.a.cmp_key_with(self.ka, &self.b, self.kb)
             };
             let read = match ord {
-                Ordering::Less => {
-                    let k = self.ka;
-                    self.ka += 1;
-                    self.copy_key(true, k)
-                }
-                Ordering::Greater => {
-                    let k = self.kb;
-                    self.kb += 1;
-                    self.copy_key(false, k)
-                }
+                Ordering::Less => self.copy_run(true, *fuel),
+                Ordering::Greater => self.copy_run(false, *fuel),
                 Ordering::Equal => {
                     let (ka, kb) = (self.ka, self.kb);
                     self.ka += 1;
@@ -221,7 +232,7 @@ impl MergeState {
             }
         }
         s.clear();
-        self.builder.seal_val();
+        self.builder.seal_val_nonzero();
     }
 
     /// Pushes val `v` of one input, alone, into the open val and seals it; returns the
@@ -249,6 +260,53 @@ impl MergeState {
             let n = self.gather(from_a, v);
             self.flush_val();
             n
+        }
+    }
+
+    /// Copies the run of keys of one input that precede the other input's next key (at
+    /// least one key, at most about `fuel` updates); returns the updates read.
+    fn copy_run(&mut self, from_a: bool, fuel: isize) -> usize {
+        let (x, y) = if from_a {
+            (self.a.clone(), self.b.clone())
+        } else {
+            (self.b.clone(), self.a.clone())
+        };
+        let (kx, ky) = if from_a {
+            (self.ka, self.kb)
+        } else {
+            (self.kb, self.ka)
+        };
+        let nx = x.n_keys();
+        let mut end = if ky < y.n_keys() {
+            gallop(kx + 1, nx, |k| x.cmp_key_with(k, &y, ky) == Ordering::Less)
+        } else {
+            nx
+        };
+        // At most `fuel` updates (but at least one key).
+        let first = x.updates_of_key(kx).start;
+        let limit = first + fuel.max(1) as usize;
+        if x.updates_of_key(end - 1).end > limit {
+            end = gallop(kx + 1, end, |k| x.updates_of_key(k).end <= limit);
+            end = end.max(kx + 1);
+        }
+        if from_a {
+            self.ka = end;
+        } else {
+            self.kb = end;
+        }
+        let f = self.frontier.elements();
+        let identity = f.is_empty() || x.since() == &self.frontier || f == [Time::minimum()];
+        if identity || x.single_time().is_some() || x.len() == x.n_vals() {
+            let single = if from_a { self.single_a } else { self.single_b };
+            let adv = if identity { None } else { Some(f) };
+            self.builder.extend_keys_from(&x, kx..end, adv, single);
+            x.updates_of_key(end - 1).end - first
+        } else {
+            let mut read = 0;
+            for k in kx..end {
+                read += self.copy_key(from_a, k);
+            }
+            read
         }
     }
 

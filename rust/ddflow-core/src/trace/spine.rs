@@ -18,7 +18,7 @@
 //! The fuel is proportional to the inserted updates, so no insert pays for a huge merge,
 //! while every merge finishes long before its level would need to merge again. Merges
 //! advance times by the logical compaction frontier ([`Spine::set_logical_compaction`],
-//! which also applies to the unmerged keys of merges in progress),
+//! which also applies to merges started but not yet worked on),
 //! so a trace whose frontier keeps advancing stays proportional to its distinct
 //! `(key, val)`s and unresolved times, not to its history. [`Spine::exert`] uses idle time
 //! to finish merges, merge the remaining batches into one, and compact a lone batch.
@@ -139,6 +139,7 @@ impl Spine {
             )));
         }
         self.logical = frontier.clone();
+        // Merges that have not begun work adopt the new frontier.
         for l in self.levels.iter_mut() {
             if let Level::Merging(m) = l {
                 m.set_frontier(frontier);

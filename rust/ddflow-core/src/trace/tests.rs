@@ -141,6 +141,7 @@ proptest! {
     fn merge_preserves_future_accumulations(
         a in updates2(),
         b in updates2(),
+        c in updates2(),
         f in proptest::collection::vec(time2(), 0..3),
         fuel in 1isize..20,
     ) {
@@ -165,6 +166,20 @@ proptest! {
         prop_assert!(out.diffs.iter().all(|&d| d != 0));
         let mut all = a.clone();
         all.extend(&b);
+        for p in probes() {
+            if frontier.is_empty() || frontier.less_equal(&p) {
+                prop_assert_eq!(accumulate(&out, &p), accumulate(&all, &p), "probe {:?}", p);
+            }
+        }
+        // Merging the result (whose since is the frontier) again: bulk copies of its keys.
+        let bc = Arc::new(Batch::from_updates(c.clone(), 1, Description::scalar(2, 3)).unwrap());
+        let mut m = MergeState::new(Arc::new(merged), bc, &frontier);
+        while !m.is_complete() {
+            let mut f = fuel;
+            m.work(&mut f);
+        }
+        let out = m.finish().to_updates();
+        all.extend(&c);
         for p in probes() {
             if frontier.is_empty() || frontier.less_equal(&p) {
                 prop_assert_eq!(accumulate(&out, &p), accumulate(&all, &p), "probe {:?}", p);
