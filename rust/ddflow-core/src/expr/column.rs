@@ -168,6 +168,14 @@ impl<T: Copy> Vals<'_, T> {
         }
     }
 
+    /// Appends `f` of `n` values to `out`.
+    pub(crate) fn append_mapped<O: Clone>(&self, out: &mut Vec<O>, n: usize, f: impl Fn(T) -> O) {
+        match self.slice() {
+            None => out.resize(out.len() + n, f(self.get(0))),
+            Some(s) => out.extend(s.iter().map(|&x| f(x))),
+        }
+    }
+
     /// Appends `n` values to `out`.
     pub(crate) fn append_to(self, out: &mut Vec<T>, n: usize) {
         match self {
@@ -188,6 +196,16 @@ pub(crate) enum Value<'a> {
 }
 
 impl Value<'_> {
+    /// Appends `n` rows to `out` as encoded words.
+    pub(crate) fn append_words(self, out: &mut Vec<u64>, n: usize) {
+        match self {
+            Value::Int(v) => v.append_mapped(out, n, encode_i64),
+            Value::Float(v) => v.append_mapped(out, n, encode_f64),
+            Value::Bool(v) => v.append_mapped(out, n, encode_bool),
+            Value::Str(v) => v.append_to(out, n),
+        }
+    }
+
     /// Appends `n` rows to `out` (of the same dtype).
     pub(crate) fn append_to(self, out: &mut Column, n: usize) {
         match (self, out) {

@@ -474,7 +474,9 @@ impl BoundExpr {
     /// word `rows.rows[r * width + i]`, encoded per [`crate::encoding`]); returns one encoded
     /// word per row.
     pub fn eval(&self, rows: &Updates) -> Result<Vec<u64>> {
-        Ok(self.eval_rows(rows)?.into_words())
+        let mut out = Vec::with_capacity(rows.len());
+        self.eval_row_chunks(rows, |v, m| v.append_words(&mut out, m))?;
+        Ok(out)
     }
 
     /// Evaluates a bool expression as a filter mask.
@@ -486,33 +488,52 @@ impl BoundExpr {
                 self.dtype().name()
             )));
         }
-        match self.eval_rows(rows)? {
-            Column::Bool(v) => Ok(v),
+        let mut out = Vec::with_capacity(rows.len());
+        self.eval_row_chunks(rows, |v, m| match v {
+            Value::Bool(b) => b.append_to(&mut out, m),
             _ => unreachable!("bool dtype"),
-        }
+        })?;
+        Ok(out)
     }
 
-    fn eval_rows(&self, rows: &Updates) -> Result<Column> {
+    /// Evaluates chunk by chunk, decoding only the referenced columns of each chunk's rows,
+    /// and hands each chunk's result and row count to `sink`.
+    fn eval_row_chunks(
+        &self,
+        rows: &Updates,
+        mut sink: impl FnMut(Value<'_>, usize),
+    ) -> Result<()> {
         let schema = self.schema();
-        let n = rows.len();
-        if rows.width != schema.len() || rows.rows.len() != n * rows.width {
+        let (n, w) = (rows.len(), rows.width);
+        if w != schema.len() || rows.rows.len() != n * w {
             return Err(Error::Shape(format!(
-                "a batch of {} words for {n} rows of width {} does not match the {} schema columns of {}",
+                "a batch of {} words for {n} rows of width {w} does not match the {} schema columns of {}",
                 rows.rows.len(),
-                rows.width,
                 schema.len(),
                 self.expr()
             )));
         }
-        let owned: Vec<Option<Column>> = (0..schema.len())
-            .map(|i| {
-                self.inputs()
-                    .contains(&i)
-                    .then(|| Column::from_words(schema[i].1, &rows.rows, rows.width, i))
-            })
-            .collect();
-        let refs: Vec<Option<ColumnRef<'_>>> =
-            owned.iter().map(|c| c.as_ref().map(Column::view)).collect();
-        self.eval_columns(&refs, n)
+        let mut start = 0;
+        while start < n {
+            let end = (start + CHUNK).min(n);
+            let words = &rows.rows[start * w..end * w];
+            let owned: Vec<Option<Column>> = (0..schema.len())
+                .map(|i| {
+                    self.inputs()
+                        .contains(&i)
+                        .then(|| Column::from_words(schema[i].1, words, w, i))
+                })
+                .collect();
+            let refs: Vec<Option<ColumnRef<'_>>> =
+                owned.iter().map(|c| c.as_ref().map(Column::view)).collect();
+            let ctx = Ctx {
+                inputs: &refs,
+                n: end - start,
+                offset: start,
+            };
+            sink(ctx.eval(&self.root, None)?, end - start);
+            start = end;
+        }
+        Ok(())
     }
 }
