@@ -594,6 +594,22 @@ impl Engine {
         all
     }
 
+    /// Per-node sizes (trace updates, reduce output updates, reduce pending) for diagnostics.
+    pub fn sizes(&self) -> Vec<(usize, usize, usize, usize)> {
+        let w = &self.workers[0];
+        (0..self.plan.nodes.len())
+            .map(|n| {
+                let t = w.traces[n].as_ref().map(|t| t.len()).unwrap_or(0);
+                let (o, p) = match &w.nodes[n] {
+                    worker::NodeState::Reduce(r) => (r.out.len(), r.pending.len()),
+                    _ => (0, 0),
+                };
+                (n, t, o, p)
+            })
+            .filter(|x| x.1 + x.2 + x.3 > 0)
+            .collect()
+    }
+
     /// Heap bytes held by all traces (arrangements and reduce outputs).
     pub fn heap_bytes(&self) -> usize {
         self.workers

@@ -71,8 +71,13 @@ pub fn apply(
     vals: &[u64],
     counts: &[i64],
     label: &str,
-    out: &mut Vec<(Vec<u64>, i64)>,
+    out_rows: &mut Vec<u64>,
+    out_counts: &mut Vec<i64>,
 ) -> Result<()> {
+    let mut push = |row: &[u64], c: i64| {
+        out_rows.extend_from_slice(row);
+        out_counts.push(c);
+    };
     let n = counts.len();
     let row = |i: usize| &vals[i * vw..(i + 1) * vw];
     match agg {
@@ -92,7 +97,7 @@ pub fn apply(
                 }
             }
             if let Some(b) = best {
-                out.push((vec![b], 1));
+                push(&[b], 1);
             }
         }
         Agg::Sum(c) => {
@@ -114,14 +119,14 @@ pub fn apply(
                                 ))
                             })?;
                     }
-                    out.push((vec![encode_i64(s)], 1));
+                    push(&[encode_i64(s)], 1);
                 }
                 _ => {
                     let mut s = 0.0f64;
                     for i in 0..n {
                         s += decode_f64(row(i)[*c]) * counts[i] as f64;
                     }
-                    out.push((vec![encode_f64(s)], 1));
+                    push(&[encode_f64(s)], 1);
                 }
             }
         }
@@ -133,13 +138,13 @@ pub fn apply(
                     .ok_or_else(|| Error::Overflow(format!("{label}: count overflows int64")))?;
             }
             if s != 0 {
-                out.push((vec![encode_i64(s)], 1));
+                push(&[encode_i64(s)], 1);
             }
         }
         Agg::Distinct => {
             for i in 0..n {
                 if counts[i] > 0 {
-                    out.push((row(i).to_vec(), 1));
+                    push(row(i), 1);
                 }
             }
         }
@@ -159,7 +164,7 @@ pub fn apply(
                 }
             });
             for &i in idx.iter().take(*k) {
-                out.push((row(i).to_vec(), 1));
+                push(row(i), 1);
             }
         }
         Agg::ThresholdPy(_) | Agg::Python { .. } => {

@@ -50,46 +50,99 @@ pub struct ReduceInput<'a> {
 struct Group {
     key: usize,
     time: Time,
-    desired: Vec<(Vec<u64>, i64)>,
+    /// Range of this group's desired output rows in the flat desired buffers.
+    start: usize,
+    end: usize,
 }
 
-/// Accumulates `hist` (rows key+val) at `t`: returns `(val rows, counts)` with non-zero counts.
-fn accumulate(
-    hist: &Updates,
-    kw: usize,
-    t: &Time,
-    vals: &mut Vec<u64>,
-    counts: &mut Vec<i64>,
-) -> Result<()> {
-    let w = hist.width;
-    let vw = w - kw;
-    let mut idx: Vec<usize> = (0..hist.len())
-        .filter(|&i| hist.times[i].less_equal(t))
-        .collect();
-    idx.sort_by(|&a, &b| {
-        hist.rows[a * w + kw..(a + 1) * w].cmp(&hist.rows[b * w + kw..(b + 1) * w])
-    });
-    vals.clear();
-    counts.clear();
-    let mut i = 0;
-    while i < idx.len() {
-        let row = &hist.rows[idx[i] * w + kw..(idx[i] + 1) * w];
-        let mut c: i64 = 0;
-        let mut j = i;
-        while j < idx.len() && &hist.rows[idx[j] * w + kw..(idx[j] + 1) * w] == row {
-            c = c
-                .checked_add(hist.diffs[idx[j]])
-                .ok_or_else(|| Error::Overflow("reduce: count overflow".into()))?;
-            j += 1;
+/// One key's history with its distinct val rows numbered in sorted order, so that
+/// accumulating at a time is a scan that adds diffs into a counts array (no sorting or
+/// allocation per time).
+#[derive(Default)]
+struct Indexed {
+    /// Distinct val rows, `vw` words each, sorted.
+    vals: Vec<u64>,
+    /// Per history entry: (val id, time, diff).
+    entries: Vec<(u32, Time, i64)>,
+    counts: Vec<i64>,
+}
+
+impl Indexed {
+    fn build(&mut self, hist: &Updates, kw: usize) {
+        let w = hist.width;
+        let vw = w - kw;
+        self.vals.clear();
+        self.entries.clear();
+        let n = hist.len();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_unstable_by(|&a, &b| {
+            let (a, b) = (a as usize, b as usize);
+            hist.rows[a * w + kw..(a + 1) * w].cmp(&hist.rows[b * w + kw..(b + 1) * w])
+        });
+        self.entries.resize(n, (0, Time::minimum(), 0));
+        let mut nvals = 0u32;
+        for (i, &o) in order.iter().enumerate() {
+            let o = o as usize;
+            let row = &hist.rows[o * w + kw..(o + 1) * w];
+            if i == 0 || &self.vals[(nvals as usize - 1) * vw..nvals as usize * vw] != row {
+                self.vals.extend_from_slice(row);
+                nvals += 1;
+            }
+            self.entries[o] = (nvals - 1, hist.times[o], hist.diffs[o]);
         }
-        if c != 0 {
-            vals.extend_from_slice(row);
-            counts.push(c);
+        if vw == 0 && n > 0 {
+            // Zero-width vals: one (empty) distinct val.
+            nvals = 1;
+            for e in self.entries.iter_mut() {
+                e.0 = 0;
+            }
         }
-        i = j;
-        let _ = vw;
+        self.counts.clear();
+        self.counts.resize(nvals as usize, 0);
     }
-    Ok(())
+
+    fn num_vals(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// Finds or adds a val row; returns its id.
+    fn id_of(&mut self, row: &[u64], vw: usize) -> u32 {
+        let n = self.counts.len();
+        for i in 0..n {
+            if &self.vals[i * vw..(i + 1) * vw] == row {
+                return i as u32;
+            }
+        }
+        self.vals.extend_from_slice(row);
+        self.counts.push(0);
+        n as u32
+    }
+
+    /// Accumulates counts at `t`.
+    fn accumulate(&mut self, t: &Time, label: &str) -> Result<()> {
+        for c in self.counts.iter_mut() {
+            *c = 0;
+        }
+        for &(v, time, d) in &self.entries {
+            if time.less_equal(t) {
+                let c = &mut self.counts[v as usize];
+                *c = c.checked_add(d).ok_or_else(|| Error::Overflow(format!("{label}: count overflow")))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The (val rows, counts) with non-zero count after `accumulate`, in val order.
+    fn nonzero(&self, vw: usize, vals: &mut Vec<u64>, counts: &mut Vec<i64>) {
+        vals.clear();
+        counts.clear();
+        for (i, &c) in self.counts.iter().enumerate() {
+            if c != 0 {
+                vals.extend_from_slice(&self.vals[i * vw..(i + 1) * vw]);
+                counts.push(c);
+            }
+        }
+    }
 }
 
 impl ReduceState {
@@ -162,8 +215,12 @@ impl ReduceState {
             work.sort_by(|a, b| a.0.cmp(&b.0));
         }
 
-        // Phase 1: per key, candidate times; complete ones become groups.
+        // Phase 1: per key, candidate times; complete ones become groups with their desired
+        // output rows (computed now for built-in aggregates, by one callback afterwards for
+        // Python ones).
         let mut groups: Vec<Group> = Vec::new();
+        let mut desired_rows: Vec<u64> = Vec::new();
+        let mut desired_counts: Vec<i64> = Vec::new();
         let mut py_vals: Vec<u64> = Vec::new();
         let mut py_counts: Vec<i64> = Vec::new();
         let mut py_offsets: Vec<i64> = vec![0];
@@ -173,8 +230,8 @@ impl ReduceState {
         let mut cands: Vec<Time> = Vec::new();
         let mut vals = Vec::new();
         let mut counts = Vec::new();
-        let mut key_complete_times: Vec<Vec<Time>> = Vec::with_capacity(work.len());
-        let mut in_hists: Vec<Updates> = Vec::new();
+        let mut index = Indexed::default();
+        let builtin = !matches!(inp.agg, Agg::Python { .. } | Agg::ThresholdPy(_));
         for (ki, (key, new_times)) in work.iter().enumerate() {
             in_hist.clear();
             inp.trace.key_history(key, &mut in_hist);
@@ -183,50 +240,31 @@ impl ReduceState {
             edits.clear();
             edits.extend_from_slice(&in_hist.times);
             edits.extend_from_slice(&out_hist.times);
-            edits.sort();
+            edits.sort_unstable();
             edits.dedup();
             cands.clear();
             crate::times::interesting_times(&edits, new_times, &mut cands);
-            let mut complete = Vec::new();
+            cands.sort_unstable();
+            cands.dedup();
+            index.build(&in_hist, kw);
             for &t in cands.iter() {
                 if inp.frontier.less_equal(&t) {
                     still_pending.push((key.clone(), t));
+                    continue;
+                }
+                index.accumulate(&t, inp.label)?;
+                index.nonzero(vw, &mut vals, &mut counts);
+                let start = desired_counts.len();
+                if builtin {
+                    aggregate::apply(inp.agg, inp.val_dtypes, vw, &vals, &counts, inp.label, &mut desired_rows, &mut desired_counts)?;
                 } else {
-                    complete.push(t);
+                    py_vals.extend_from_slice(&vals);
+                    py_counts.extend_from_slice(&counts);
+                    py_offsets.push(py_counts.len() as i64);
                 }
+                groups.push(Group { key: ki, time: t, start, end: desired_counts.len() });
             }
-            complete.sort();
-            complete.dedup();
-            for &t in &complete {
-                accumulate(&in_hist, kw, &t, &mut vals, &mut counts)?;
-                let mut desired = Vec::new();
-                match inp.agg {
-                    Agg::Python { .. } | Agg::ThresholdPy(_) => {
-                        py_vals.extend_from_slice(&vals);
-                        py_counts.extend_from_slice(&counts);
-                        py_offsets.push(py_counts.len() as i64);
-                    }
-                    _ => aggregate::apply(
-                        inp.agg,
-                        inp.val_dtypes,
-                        vw,
-                        &vals,
-                        &counts,
-                        inp.label,
-                        &mut desired,
-                    )?,
-                }
-                groups.push(Group {
-                    key: ki,
-                    time: t,
-                    desired,
-                });
-            }
-            key_complete_times.push(complete);
             out_hist_all.push(out_hist);
-            if matches!(inp.agg, Agg::ThresholdPy(_)) {
-                in_hists.push(in_hist.clone());
-            }
         }
         self.pending = still_pending;
 
@@ -238,9 +276,8 @@ impl ReduceState {
                 *columns,
                 &work,
                 &mut groups,
-                py_vals,
-                py_counts,
-                py_offsets,
+                (py_vals, py_counts, py_offsets),
+                (&mut desired_rows, &mut desired_counts),
             )?,
             Agg::ThresholdPy(func) => {
                 // Rows are whole records (no val columns): one count per group.
@@ -272,9 +309,11 @@ impl ReduceState {
                     )));
                 }
                 for (g, c) in groups.iter_mut().zip(new_counts) {
+                    g.start = desired_counts.len();
                     if c != 0 {
-                        g.desired.push((Vec::new(), c));
+                        desired_counts.push(c);
                     }
+                    g.end = desired_counts.len();
                 }
             }
             _ => {}
@@ -282,53 +321,40 @@ impl ReduceState {
 
         // Phase 3: differences against the accumulated output, per key in time order.
         let out_width = self.out.width;
+        let ovw = out_width - kw;
         let mut output = Updates::new(out_width);
         let mut gi = 0;
-        let mut row = Vec::new();
+        let mut row = Vec::with_capacity(out_width);
+        let mut oindex = Indexed::default();
+        let mut want: Vec<i64> = Vec::new();
         for (ki, (key, _)) in work.iter().enumerate() {
-            let mut hist = std::mem::replace(&mut out_hist_all[ki], Updates::new(out_width));
+            if gi >= groups.len() || groups[gi].key != ki {
+                continue;
+            }
+            oindex.build(&out_hist_all[ki], kw);
             while gi < groups.len() && groups[gi].key == ki {
                 let g = &groups[gi];
-                // acc_out(t)
-                let mut acc: Vec<(Vec<u64>, i64)> = Vec::new();
-                for i in 0..hist.len() {
-                    if hist.times[i].less_equal(&g.time) {
-                        acc.push((
-                            hist.rows[i * out_width + kw..(i + 1) * out_width].to_vec(),
-                            hist.diffs[i],
-                        ));
+                // Map desired rows to ids first (this may add new distinct rows).
+                want.clear();
+                for r in g.start..g.end {
+                    let id = oindex.id_of(&desired_rows[r * ovw..(r + 1) * ovw], ovw) as usize;
+                    if want.len() <= id {
+                        want.resize(id + 1, 0);
                     }
+                    want[id] += desired_counts[r];
                 }
-                for (r, c) in g.desired.iter() {
-                    acc.push((r.clone(), -c));
-                }
-                acc.sort();
-                let mut i = 0;
-                while i < acc.len() {
-                    let mut s: i64 = 0;
-                    let mut j = i;
-                    while j < acc.len() && acc[j].0 == acc[i].0 {
-                        s = s.checked_add(acc[j].1).ok_or_else(|| {
-                            Error::Overflow(format!("{}: output count overflow", inp.label))
-                        })?;
-                        j += 1;
-                    }
-                    if s != 0 {
+                oindex.accumulate(&g.time, inp.label)?;
+                want.resize(oindex.num_vals(), 0);
+                for id in 0..oindex.num_vals() {
+                    let diff = want[id] - oindex.counts[id];
+                    want[id] = 0;
+                    if diff != 0 {
                         row.clear();
                         row.extend_from_slice(key);
-                        row.extend_from_slice(&acc[i].0);
-                        if row.len() != out_width {
-                            return Err(Error::User(format!(
-                                "{}: reducer produced rows of {} columns, expected {}",
-                                inp.label,
-                                row.len() - kw,
-                                out_width - kw
-                            )));
-                        }
-                        output.push(&row, g.time, -s);
-                        hist.push(&row, g.time, -s);
+                        row.extend_from_slice(&oindex.vals[id * ovw..(id + 1) * ovw]);
+                        output.push(&row, g.time, diff);
+                        oindex.entries.push((id as u32, g.time, diff));
                     }
-                    i = j;
                 }
                 gi += 1;
             }
@@ -347,9 +373,8 @@ impl ReduceState {
         ncols: usize,
         work: &[(Vec<u64>, Vec<Time>)],
         groups: &mut [Group],
-        vals: Vec<u64>,
-        counts: Vec<i64>,
-        offsets: Vec<i64>,
+        (vals, counts, offsets): (Vec<u64>, Vec<i64>, Vec<i64>),
+        (desired_rows, desired_counts): (&mut Vec<u64>, &mut Vec<i64>),
     ) -> Result<()> {
         if groups.is_empty() {
             return Ok(());
@@ -436,13 +461,15 @@ impl ReduceState {
             _ => {}
         }
         for (gi, g) in groups.iter_mut().enumerate() {
+            g.start = desired_counts.len();
             for r in out_offsets[gi] as usize..out_offsets[gi + 1] as usize {
-                let row: Vec<u64> = columns.iter().map(|c| c.words[r]).collect();
                 let c = out_counts.as_ref().map(|c| c[r]).unwrap_or(1);
                 if c != 0 {
-                    g.desired.push((row, c));
+                    desired_rows.extend(columns.iter().map(|c| c.words[r]));
+                    desired_counts.push(c);
                 }
             }
+            g.end = desired_counts.len();
         }
         Ok(())
     }

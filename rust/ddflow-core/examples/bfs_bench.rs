@@ -1,0 +1,129 @@
+//! BFS over a changing random graph driven from Rust: the engine without Python, for
+//! profiling. `cargo run --release --example bfs_bench -- NODES EDGES BATCH ROUNDS [WORKERS]`.
+
+use ddflow_core::encoding::DType;
+use ddflow_core::engine::column::{Column, NoCallbacks};
+use ddflow_core::engine::plan::Plan;
+use ddflow_core::engine::Engine;
+use ddflow_core::Time;
+use rand::{Rng, SeedableRng};
+use std::sync::Arc;
+use std::time::Instant;
+
+fn bfs_plan() -> String {
+    let col = |n: &str| format!(r#"{{"op":"col","name":"{n}"}}"#);
+    let nodes = [
+        r#"{"id":0,"op":"input","name":"edges","scope":0,"inputs":[],"columns":["src","dst"]}"#.to_string(),
+        r#"{"id":1,"op":"input","name":"roots","scope":0,"inputs":[],"columns":["node"]}"#.to_string(),
+        format!(
+            r#"{{"id":2,"op":"select","scope":0,"inputs":[1],"columns":["node","dist"],"exprs":[{},{{"op":"lit","value":0}}]}}"#,
+            col("node")
+        ),
+        r#"{"id":3,"op":"arrange","scope":0,"inputs":[0],"columns":["src","dst"],"key":[0]}"#.to_string(),
+        r#"{"id":4,"op":"enter","scope":1,"inputs":[2],"columns":["node","dist"]}"#.to_string(),
+        r#"{"id":5,"op":"variable","scope":1,"inputs":[4],"columns":["node","dist"],"result":12}"#.to_string(),
+        r#"{"id":6,"op":"arrange","scope":1,"inputs":[5],"columns":["node","dist"],"key":[0]}"#.to_string(),
+        r#"{"id":7,"op":"enter_arrangement","scope":1,"inputs":[3],"columns":["src","dst"]}"#.to_string(),
+        r#"{"id":8,"op":"join","scope":1,"inputs":[6,7],"columns":["node","dist","dst"],"kind":"join"}"#.to_string(),
+        format!(
+            r#"{{"id":9,"op":"select","scope":1,"inputs":[8],"columns":["node","dist"],"exprs":[{},{{"op":"add","args":[{},{{"op":"lit","value":1}}]}}]}}"#,
+            col("dst"),
+            col("dist")
+        ),
+        r#"{"id":10,"op":"concat","scope":1,"inputs":[9,4],"columns":["node","dist"]}"#.to_string(),
+        r#"{"id":11,"op":"arrange","scope":1,"inputs":[10],"columns":["node","dist"],"key":[0]}"#.to_string(),
+        r#"{"id":12,"op":"reduce","scope":1,"inputs":[11],"columns":["node","dist"],"agg":{"kind":"min","column":0}}"#.to_string(),
+        r#"{"id":13,"op":"leave","scope":0,"inputs":[12],"columns":["node","dist"]}"#.to_string(),
+        r#"{"id":14,"op":"capture","scope":0,"inputs":[13],"columns":["node","dist"]}"#.to_string(),
+    ];
+    format!(
+        r#"{{"version":1,"time_dims":1,"scopes":[{{"id":0,"parent":null}},{{"id":1,"parent":0}}],"nodes":[{}]}}"#,
+        nodes.join(",")
+    )
+}
+
+fn int_col(v: Vec<i64>) -> Column {
+    Column { dtype: DType::Int64, words: v.into_iter().map(|x| x as u64).collect() }
+}
+
+fn main() {
+    let args: Vec<u64> = std::env::args().skip(1).map(|a| a.parse().expect("integer argument")).collect();
+    let (nodes, edges, batch, rounds) = (args[0], args[1] as usize, args[2] as usize, args[3] as usize);
+    let workers = args.get(4).copied().unwrap_or(1) as usize;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    let total = edges + rounds;
+    let src: Vec<i64> = (0..total).map(|_| rng.gen_range(0..nodes) as i64).collect();
+    let dst: Vec<i64> = (0..total).map(|_| rng.gen_range(0..nodes) as i64).collect();
+    let plan = Plan::from_json(&bfs_plan()).expect("plan");
+    let mut e = Engine::new(plan, workers, Arc::new(NoCallbacks)).expect("engine");
+    e.set_logging(std::env::var_os("DDFLOW_PROFILE").is_some());
+    let t0 = Instant::now();
+    e.push(1, vec![int_col(vec![0])], vec![Time::scalar(0)], vec![1]).unwrap();
+    e.push(
+        0,
+        vec![int_col(src[..edges].to_vec()), int_col(dst[..edges].to_vec())],
+        vec![Time::scalar(0); edges],
+        vec![1; edges],
+    )
+    .unwrap();
+    e.advance_input(0, Time::scalar(1)).unwrap();
+    e.advance_input(1, Time::scalar(1)).unwrap();
+    e.run_until(Time::scalar(1)).unwrap();
+    let load = t0.elapsed();
+    let t1 = Instant::now();
+    let mut done = 0;
+    let mut time = 1u64;
+    while done < rounds {
+        let n = batch.min(rounds - done);
+        let mut s = Vec::with_capacity(2 * n);
+        let mut d = Vec::with_capacity(2 * n);
+        let mut ts = Vec::with_capacity(2 * n);
+        let mut diffs = Vec::with_capacity(2 * n);
+        for i in done..done + n {
+            let t = Time::scalar(time + (i - done) as u64);
+            s.push(src[edges + i]);
+            d.push(dst[edges + i]);
+            ts.push(t);
+            diffs.push(1);
+            s.push(src[i]);
+            d.push(dst[i]);
+            ts.push(t);
+            diffs.push(-1);
+        }
+        e.push(0, vec![int_col(s), int_col(d)], ts, diffs).unwrap();
+        time += n as u64;
+        e.advance_input(0, Time::scalar(time)).unwrap();
+        e.advance_input(1, Time::scalar(time)).unwrap();
+        e.run_until(Time::scalar(time)).unwrap();
+        e.capture_take(14).unwrap();
+        done += n;
+        if std::env::var_os("DDFLOW_SIZES").is_some() {
+            eprintln!("after {done}: {:?}", e.sizes());
+        }
+    }
+    let el = t1.elapsed();
+    let mut per_node: std::collections::BTreeMap<usize, (u64, usize, usize, usize)> = Default::default();
+    for l in e.log() {
+        let x = per_node.entry(l.node).or_default();
+        x.0 += l.nanos;
+        x.1 += 1;
+        x.2 += l.updates_in;
+        x.3 += l.updates_out;
+    }
+    for (node, (ns, calls, i, o)) in per_node {
+        eprintln!(
+            "node {node:>2} {:<18} {:>8.1} ms {calls:>6} calls {i:>9} in {o:>9} out",
+            e.plan().nodes[node].op_name(),
+            ns as f64 / 1e6
+        );
+    }
+    println!(
+        "load {:.3}s, {} updates in {:.3}s: {:.0} updates/s, {} passes, {} trace bytes",
+        load.as_secs_f64(),
+        rounds,
+        el.as_secs_f64(),
+        rounds as f64 / el.as_secs_f64(),
+        e.passes(),
+        e.heap_bytes()
+    );
+}
