@@ -9,6 +9,7 @@ mod convert;
 mod engine;
 mod errors;
 mod expr;
+mod kernels;
 
 use pyo3::prelude::*;
 
@@ -16,6 +17,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    kernels::register(m)?;
     engine::register(m)?;
     expr::register(m)?;
     Ok(())

@@ -1,0 +1,776 @@
+//! Conversions between numpy arrays and the core's columns, words, times and diffs.
+//!
+//! Input arrays are borrowed read-only under the GIL ([`ColHold`], [`TimesHold`],
+//! [`DiffsHold`]); their views ([`ColView`], [`TimesView`]) are plain slices that the
+//! kernels read with the GIL released. String columns are interned while the GIL is held
+//! (their elements are Python objects). Results come back as [`ColOut`] (built without the
+//! GIL) and are turned into numpy arrays by [`cols_to_py`] and [`times_to_py`].
+//!
+//! Two word encodings are used:
+//! * the core's ([`ddflow_core::encoding`]) in traces: int64 as its two's complement bits,
+//!   so arranged int64 keys are ordered non-negative ascending, then negative ascending;
+//! * an order-preserving one in the sort and consolidation kernels ([`Enc::Ordered`]):
+//!   int64 with the sign bit flipped and float64 as its total-order bits, so their outputs
+//!   come back in value order.
+
+use crate::errors::to_py_err;
+use ddflow_core::encoding::{decode_f64, encode_f64, Interner};
+use ddflow_core::lattice::{Antichain, Time, MAX_DIMS};
+use ddflow_core::Error;
+use numpy::ndarray::Array2;
+use numpy::{
+    PyArray1, PyArray2, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArray1,
+    PyReadonlyArrayDyn, PyUntypedArray, PyUntypedArrayMethods,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The sign bit of a 64-bit word.
+pub const SIGN: u64 = 1 << 63;
+
+/// Converts a core error into the matching `ddflow.errors` exception.
+pub fn err(e: Error) -> PyErr {
+    to_py_err(e)
+}
+
+/// A `ShapeError`.
+pub fn shape_err(msg: String) -> PyErr {
+    err(Error::Shape(msg))
+}
+
+/// A `SchemaTypeError`.
+pub fn type_err(msg: String) -> PyErr {
+    err(Error::Type(msg))
+}
+
+/// An `InvalidValueError`.
+pub fn value_err(msg: String) -> PyErr {
+    err(Error::Value(msg))
+}
+
+/// The type of a record column as seen from Python.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ColType {
+    /// `numpy.int64`.
+    Int64,
+    /// `numpy.uint64` (same words as int64, decoded unsigned).
+    UInt64,
+    /// `numpy.float64`.
+    Float64,
+    /// `numpy.bool_`.
+    Bool,
+    /// Python `str` (object, `U` or `T` arrays), interned.
+    Str,
+}
+
+impl ColType {
+    /// The dtype name used in the Python API.
+    pub fn name(self) -> &'static str {
+        match self {
+            ColType::Int64 => "int64",
+            ColType::UInt64 => "uint64",
+            ColType::Float64 => "float64",
+            ColType::Bool => "bool",
+            ColType::Str => "str",
+        }
+    }
+
+    /// Parses a dtype name.
+    pub fn parse(name: &str) -> Result<ColType, Error> {
+        match name {
+            "int64" | "i64" | "int" => Ok(ColType::Int64),
+            "uint64" | "u64" => Ok(ColType::UInt64),
+            "float64" | "f64" | "float" => Ok(ColType::Float64),
+            "bool" => Ok(ColType::Bool),
+            "str" | "string" | "utf8" | "object" => Ok(ColType::Str),
+            other => Err(Error::Type(format!(
+                "unsupported dtype {other:?} (expected int64, uint64, float64, bool or str)"
+            ))),
+        }
+    }
+}
+
+/// How column values become words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enc {
+    /// The core's encoding (traces).
+    Core,
+    /// Order-preserving words (sort and consolidation kernels).
+    Ordered,
+}
+
+/// A read-only borrow of an input column.
+pub enum ColHold<'py> {
+    /// int64 values.
+    I64(PyReadonlyArray1<'py, i64>),
+    /// uint64 values.
+    U64(PyReadonlyArray1<'py, u64>),
+    /// float64 values.
+    F64(PyReadonlyArray1<'py, f64>),
+    /// bool values.
+    Bool(PyReadonlyArray1<'py, bool>),
+    /// Interned string ids.
+    Str(Vec<u64>),
+}
+
+/// A column's values as slices, readable without the GIL.
+pub enum ColView<'a> {
+    /// int64 values.
+    I64(Cow<'a, [i64]>),
+    /// uint64 values.
+    U64(Cow<'a, [u64]>),
+    /// float64 values.
+    F64(Cow<'a, [f64]>),
+    /// bool values.
+    Bool(Cow<'a, [bool]>),
+    /// Interned string ids.
+    Str(&'a [u64]),
+}
+
+fn slice1<'a, T: numpy::Element + Copy>(a: &'a PyReadonlyArray1<'_, T>) -> Cow<'a, [T]> {
+    match a.as_slice() {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => Cow::Owned(a.as_array().iter().copied().collect()),
+    }
+}
+
+impl ColHold<'_> {
+    /// The column's type.
+    pub fn ty(&self) -> ColType {
+        match self {
+            ColHold::I64(_) => ColType::Int64,
+            ColHold::U64(_) => ColType::UInt64,
+            ColHold::F64(_) => ColType::Float64,
+            ColHold::Bool(_) => ColType::Bool,
+            ColHold::Str(_) => ColType::Str,
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            ColHold::I64(a) => a.len(),
+            ColHold::U64(a) => a.len(),
+            ColHold::F64(a) => a.len(),
+            ColHold::Bool(a) => a.len(),
+            ColHold::Str(v) => v.len(),
+        }
+    }
+
+    /// A view readable without the GIL.
+    pub fn view(&self) -> ColView<'_> {
+        match self {
+            ColHold::I64(a) => ColView::I64(slice1(a)),
+            ColHold::U64(a) => ColView::U64(slice1(a)),
+            ColHold::F64(a) => ColView::F64(slice1(a)),
+            ColHold::Bool(a) => ColView::Bool(slice1(a)),
+            ColHold::Str(v) => ColView::Str(v),
+        }
+    }
+}
+
+/// Reinterprets int64 values as their two's complement words.
+#[inline]
+pub fn i64_as_u64(s: &[i64]) -> &[u64] {
+    // SAFETY: i64 and u64 have the same size and alignment, and every bit pattern is valid.
+    unsafe { std::slice::from_raw_parts(s.as_ptr() as *const u64, s.len()) }
+}
+
+impl ColView<'_> {
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            ColView::I64(a) => a.len(),
+            ColView::U64(a) => a.len(),
+            ColView::F64(a) => a.len(),
+            ColView::Bool(a) => a.len(),
+            ColView::Str(v) => v.len(),
+        }
+    }
+
+    /// Calls `f(i, word)` for every value, in order.
+    #[inline]
+    pub fn for_each_word(&self, enc: Enc, mut f: impl FnMut(usize, u64)) {
+        match (self, enc) {
+            (ColView::I64(a), Enc::Core) => {
+                for (i, &v) in i64_as_u64(a).iter().enumerate() {
+                    f(i, v)
+                }
+            }
+            (ColView::I64(a), Enc::Ordered) => {
+                for (i, &v) in i64_as_u64(a).iter().enumerate() {
+                    f(i, v ^ SIGN)
+                }
+            }
+            (ColView::U64(a), _) => {
+                for (i, &v) in a.iter().enumerate() {
+                    f(i, v)
+                }
+            }
+            (ColView::F64(a), _) => {
+                for (i, &v) in a.iter().enumerate() {
+                    f(i, encode_word(ColType::Float64, encode_f64(v), enc))
+                }
+            }
+            (ColView::Bool(a), _) => {
+                for (i, &v) in a.iter().enumerate() {
+                    f(i, v as u64)
+                }
+            }
+            (ColView::Str(a), _) => {
+                for (i, &v) in a.iter().enumerate() {
+                    f(i, v)
+                }
+            }
+        }
+    }
+}
+
+/// Maps a core word of type `ty` to the encoding `enc`.
+#[inline]
+pub fn encode_word(ty: ColType, w: u64, enc: Enc) -> u64 {
+    match (enc, ty) {
+        (Enc::Core, _) => w,
+        (Enc::Ordered, ColType::Int64) => w ^ SIGN,
+        (Enc::Ordered, ColType::Float64) => {
+            if w & SIGN != 0 {
+                !w
+            } else {
+                w | SIGN
+            }
+        }
+        (Enc::Ordered, _) => w,
+    }
+}
+
+/// Inverse of [`encode_word`]: the core word of a word in encoding `enc`.
+#[inline]
+pub fn decode_word(ty: ColType, w: u64, enc: Enc) -> u64 {
+    match (enc, ty) {
+        (Enc::Core, _) => w,
+        (Enc::Ordered, ColType::Int64) => w ^ SIGN,
+        (Enc::Ordered, ColType::Float64) => {
+            if w & SIGN != 0 {
+                w & !SIGN
+            } else {
+                !w
+            }
+        }
+        (Enc::Ordered, _) => w,
+    }
+}
+
+/// Interleaves columns into rows of `cols.len()` words (row `i` at `i * w .. (i + 1) * w`).
+pub fn build_rows(cols: &[ColView<'_>], n: usize, enc: Enc) -> Vec<u64> {
+    let w = cols.len();
+    if w == 1 {
+        let mut rows = Vec::with_capacity(n);
+        cols[0].for_each_word(enc, |_, x| rows.push(x));
+        return rows;
+    }
+    let mut rows = vec![0u64; n * w];
+    for (c, col) in cols.iter().enumerate() {
+        col.for_each_word(enc, |i, x| rows[i * w + c] = x);
+    }
+    rows
+}
+
+/// The numpy type name of an array (for messages).
+fn dtype_name(a: &Bound<'_, PyUntypedArray>) -> String {
+    a.dtype().to_string()
+}
+
+/// Borrows `obj` as a 1-D numpy array, or explains why not.
+pub fn untyped1<'py>(arg: &str, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>> {
+    let a = obj.downcast::<PyUntypedArray>().map_err(|_| {
+        type_err(format!(
+            "{arg}: expected a numpy array, got {} (use ddflow.kernels to pass lists or pyarrow arrays)",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })?;
+    if a.ndim() != 1 {
+        return Err(shape_err(format!(
+            "{arg}: expected a 1-D array, got shape {:?}",
+            a.shape()
+        )));
+    }
+    Ok(a.clone())
+}
+
+fn readonly<'py, T: numpy::Element>(
+    arg: &str,
+    a: &Bound<'py, PyUntypedArray>,
+) -> PyResult<PyReadonlyArray1<'py, T>> {
+    let typed = a.downcast::<PyArray1<T>>().map_err(|_| {
+        type_err(format!(
+            "{arg}: unsupported dtype {} (byte order must be native)",
+            dtype_name(a)
+        ))
+    })?;
+    typed
+        .try_readonly()
+        .map_err(|e| value_err(format!("{arg}: cannot borrow the array: {e}")))
+}
+
+/// Borrows an integer column (int64 or uint64) for the sort kernels.
+pub fn int_column<'py>(arg: &str, obj: &Bound<'py, PyAny>) -> PyResult<ColHold<'py>> {
+    let a = untyped1(arg, obj)?;
+    let d = a.dtype();
+    match (d.kind(), d.itemsize()) {
+        (b'i', 8) => Ok(ColHold::I64(readonly(arg, &a)?)),
+        (b'u', 8) => Ok(ColHold::U64(readonly(arg, &a)?)),
+        _ => Err(type_err(format!(
+            "{arg}: unsupported dtype {} (expected int64 or uint64)",
+            dtype_name(&a)
+        ))),
+    }
+}
+
+/// Borrows a record column of any supported type (`expect`: the declared type, if any).
+pub fn column<'py>(
+    arg: &str,
+    obj: &Bound<'py, PyAny>,
+    expect: Option<ColType>,
+) -> PyResult<ColHold<'py>> {
+    let a = untyped1(arg, obj)?;
+    let d = a.dtype();
+    let hold = match (d.kind(), d.itemsize()) {
+        (b'i', 8) => ColHold::I64(readonly(arg, &a)?),
+        (b'u', 8) => ColHold::U64(readonly(arg, &a)?),
+        (b'f', 8) => ColHold::F64(readonly(arg, &a)?),
+        (b'b', 1) => ColHold::Bool(readonly(arg, &a)?),
+        (b'O', _) => ColHold::Str(intern_objects(arg, &a)?),
+        (b'U', _) | (b'T', _) => {
+            let objs = a.call_method1("astype", ("object",))?;
+            let objs = objs.downcast::<PyUntypedArray>()?;
+            ColHold::Str(intern_objects(arg, objs)?)
+        }
+        _ => {
+            return Err(type_err(format!(
+                "{arg}: unsupported dtype {} (expected int64, uint64, float64, bool or str)",
+                dtype_name(&a)
+            )))
+        }
+    };
+    if let Some(t) = expect {
+        let got = hold.ty();
+        // An int64 column accepts uint64 arrays and vice versa (same words).
+        let compatible = got == t
+            || matches!(
+                (got, t),
+                (ColType::Int64, ColType::UInt64) | (ColType::UInt64, ColType::Int64)
+            );
+        if !compatible {
+            return Err(type_err(format!(
+                "{arg}: dtype {} does not match the column's declared type {}",
+                dtype_name(&a),
+                t.name()
+            )));
+        }
+    }
+    Ok(hold)
+}
+
+/// Interns the `str` elements of an object array.
+fn intern_objects(arg: &str, a: &Bound<'_, PyUntypedArray>) -> PyResult<Vec<u64>> {
+    let py = a.py();
+    let typed = readonly::<PyObject>(arg, a)?;
+    let view = typed.as_array();
+    let mut strs: Vec<&str> = Vec::with_capacity(view.len());
+    // Keep the bound strings alive while their `&str`s are in use.
+    let mut bound: Vec<Bound<'_, PyString>> = Vec::with_capacity(view.len());
+    for (i, o) in view.iter().enumerate() {
+        let o = o.bind(py);
+        match o.downcast::<PyString>() {
+            Ok(s) => bound.push(s.clone()),
+            Err(_) => {
+                let what = if o.is_none() {
+                    "None (nulls are not supported)".to_string()
+                } else {
+                    o.get_type()
+                        .name()
+                        .map(|n| n.to_string())
+                        .unwrap_or_default()
+                };
+                return Err(type_err(format!(
+                    "{arg}: element {i} is {what}, expected str"
+                )));
+            }
+        }
+    }
+    for s in bound.iter() {
+        strs.push(s.to_str()?);
+    }
+    let mut out = Vec::with_capacity(strs.len());
+    Interner::intern_all(strs.iter().copied(), &mut out);
+    Ok(out)
+}
+
+/// Checks that every column has `n` values.
+pub fn check_lengths(what: &str, lens: &[(String, usize)]) -> PyResult<usize> {
+    let Some((first, n)) = lens.first() else {
+        return Ok(0);
+    };
+    for (name, len) in lens.iter().skip(1) {
+        if len != n {
+            return Err(shape_err(format!(
+                "{what}: {first} has {n} values but {name} has {len}"
+            )));
+        }
+    }
+    Ok(*n)
+}
+
+/// A read-only borrow of a times array: `(n, k)` int64, or `(n,)` for one coordinate.
+pub struct TimesHold<'py> {
+    arr: PyReadonlyArrayDyn<'py, i64>,
+    /// Number of times.
+    pub n: usize,
+    /// Coordinates per time.
+    pub k: usize,
+    /// Whether the array was 1-D.
+    pub one_d: bool,
+}
+
+/// A times array's values (row-major), readable without the GIL.
+pub struct TimesView<'a> {
+    data: Cow<'a, [i64]>,
+    /// Number of times.
+    pub n: usize,
+    /// Coordinates per time.
+    pub k: usize,
+}
+
+/// Borrows a times argument.
+pub fn times<'py>(arg: &str, obj: &Bound<'py, PyAny>) -> PyResult<TimesHold<'py>> {
+    let a = obj.downcast::<PyUntypedArray>().map_err(|_| {
+        type_err(format!(
+            "{arg}: expected a numpy int64 array of shape (n,) or (n, k), got {}",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })?;
+    let d = a.dtype();
+    if !(d.kind() == b'i' && d.itemsize() == 8) {
+        return Err(type_err(format!(
+            "{arg}: unsupported dtype {} (times must be int64)",
+            dtype_name(a)
+        )));
+    }
+    let shape = a.shape().to_vec();
+    let (n, k, one_d) = match shape.as_slice() {
+        [n] => (*n, 1, true),
+        [n, k] => (*n, *k, false),
+        _ => {
+            return Err(value_err(format!(
+                "{arg}: times must have shape (n,) or (n, k), got {shape:?}"
+            )))
+        }
+    };
+    if k == 0 || k > MAX_DIMS {
+        return Err(value_err(format!(
+            "{arg}: times have {k} coordinates; 1 to {MAX_DIMS} are supported"
+        )));
+    }
+    let typed = a
+        .downcast::<PyArrayDyn<i64>>()
+        .map_err(|_| type_err(format!("{arg}: times must be native-endian int64")))?;
+    let arr = typed
+        .try_readonly()
+        .map_err(|e| value_err(format!("{arg}: cannot borrow the array: {e}")))?;
+    Ok(TimesHold { arr, n, k, one_d })
+}
+
+impl TimesHold<'_> {
+    /// A view readable without the GIL.
+    pub fn view(&self) -> TimesView<'_> {
+        let data = match self.arr.as_slice() {
+            Ok(s) => Cow::Borrowed(s),
+            Err(_) => Cow::Owned(self.arr.as_array().iter().copied().collect()),
+        };
+        TimesView {
+            data,
+            n: self.n,
+            k: self.k,
+        }
+    }
+}
+
+impl TimesView<'_> {
+    /// The times, checking that no coordinate is negative.
+    pub fn to_times(&self, arg: &str) -> Result<Vec<Time>, Error> {
+        let k = self.k;
+        let mut out = Vec::with_capacity(self.n);
+        if k == 1 {
+            let mut min = 0i64;
+            for &c in self.data.iter() {
+                min = min.min(c);
+                out.push(Time::scalar(c as u64));
+            }
+            if min < 0 {
+                return Err(negative(arg, &self.data, k));
+            }
+            return Ok(out);
+        }
+        let mut min = 0i64;
+        for row in self.data.chunks_exact(k) {
+            let mut t = [0u64; MAX_DIMS];
+            for (x, &c) in t.iter_mut().zip(row) {
+                min = min.min(c);
+                *x = c as u64;
+            }
+            out.push(Time(t));
+        }
+        if min < 0 {
+            return Err(negative(arg, &self.data, k));
+        }
+        Ok(out)
+    }
+}
+
+fn negative(arg: &str, data: &[i64], k: usize) -> Error {
+    let i = data.iter().position(|&c| c < 0).unwrap_or(0);
+    Error::Value(format!(
+        "{arg}: time {} has negative coordinate {} (times are non-negative)",
+        i / k,
+        data[i]
+    ))
+}
+
+/// Borrows a diffs argument (1-D int64).
+pub fn diffs<'py>(arg: &str, obj: &Bound<'py, PyAny>) -> PyResult<PyReadonlyArray1<'py, i64>> {
+    let a = untyped1(arg, obj)?;
+    let d = a.dtype();
+    if !(d.kind() == b'i' && d.itemsize() == 8) {
+        return Err(type_err(format!(
+            "{arg}: unsupported dtype {} (diffs must be int64)",
+            dtype_name(&a)
+        )));
+    }
+    readonly(arg, &a)
+}
+
+/// A diffs view (borrowed when contiguous).
+pub fn diffs_view<'a>(d: &'a PyReadonlyArray1<'_, i64>) -> Cow<'a, [i64]> {
+    slice1(d)
+}
+
+/// Times as a numpy array: `(n,)` if `one_d`, else `(n, k)`.
+pub fn times_to_py<'py>(
+    py: Python<'py>,
+    times: &[Time],
+    k: usize,
+    one_d: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    if one_d {
+        let v: Vec<i64> = times.iter().map(|t| t.0[0] as i64).collect();
+        return Ok(PyArray1::from_vec(py, v).into_any());
+    }
+    let mut flat = Vec::with_capacity(times.len() * k);
+    for t in times {
+        flat.extend(t.0[..k].iter().map(|&c| c as i64));
+    }
+    let arr = Array2::from_shape_vec((times.len(), k), flat)
+        .map_err(|e| shape_err(format!("times: {e}")))?;
+    Ok(PyArray2::from_owned_array(py, arr).into_any())
+}
+
+/// Flattens times to `k` coordinates each (used to build outputs without the GIL).
+pub fn flatten_times(times: &[Time], k: usize) -> Vec<i64> {
+    let mut flat = Vec::with_capacity(times.len() * k);
+    for t in times {
+        flat.extend(t.0[..k].iter().map(|&c| c as i64));
+    }
+    flat
+}
+
+/// Flat `(n, k)` times to numpy.
+pub fn flat_times_to_py(py: Python<'_>, flat: Vec<i64>, k: usize) -> PyResult<Bound<'_, PyAny>> {
+    let n = flat.len() / k.max(1);
+    let arr = Array2::from_shape_vec((n, k), flat).map_err(|e| shape_err(format!("times: {e}")))?;
+    Ok(PyArray2::from_owned_array(py, arr).into_any())
+}
+
+/// An output column, decoded without the GIL.
+pub enum ColOut {
+    /// int64 values.
+    I64(Vec<i64>),
+    /// uint64 values.
+    U64(Vec<u64>),
+    /// float64 values.
+    F64(Vec<f64>),
+    /// bool values.
+    Bool(Vec<bool>),
+    /// Strings.
+    Str(Vec<Arc<str>>),
+}
+
+/// Decodes column `c` of rows of `w` words (encoding `enc`) as type `ty`.
+pub fn decode_column(
+    ty: ColType,
+    rows: &[u64],
+    w: usize,
+    c: usize,
+    enc: Enc,
+) -> Result<ColOut, Error> {
+    let words = rows.iter().skip(c).step_by(w.max(1));
+    Ok(match ty {
+        ColType::Int64 => ColOut::I64(words.map(|&x| decode_word(ty, x, enc) as i64).collect()),
+        ColType::UInt64 => ColOut::U64(words.copied().collect()),
+        ColType::Float64 => ColOut::F64(
+            words
+                .map(|&x| decode_f64(decode_word(ty, x, enc)))
+                .collect(),
+        ),
+        ColType::Bool => ColOut::Bool(words.map(|&x| x != 0).collect()),
+        ColType::Str => {
+            let ids: Vec<u64> = words.copied().collect();
+            ColOut::Str(Interner::resolve_all(&ids)?)
+        }
+    })
+}
+
+/// Decodes every column of rows of `types.len()` words.
+pub fn decode_rows(types: &[ColType], rows: &[u64], enc: Enc) -> Result<Vec<ColOut>, Error> {
+    let w = types.len();
+    if w == 0 {
+        return Ok(Vec::new());
+    }
+    types
+        .iter()
+        .enumerate()
+        .map(|(c, &t)| decode_column(t, rows, w, c, enc))
+        .collect()
+}
+
+/// One output column as a numpy array.
+pub fn col_to_py(py: Python<'_>, col: ColOut) -> Bound<'_, PyAny> {
+    match col {
+        ColOut::I64(v) => PyArray1::from_vec(py, v).into_any(),
+        ColOut::U64(v) => PyArray1::from_vec(py, v).into_any(),
+        ColOut::F64(v) => PyArray1::from_vec(py, v).into_any(),
+        ColOut::Bool(v) => PyArray1::from_vec(py, v).into_any(),
+        ColOut::Str(v) => {
+            // Strings with the same id share one Python object.
+            let mut cache: HashMap<*const u8, PyObject> = HashMap::new();
+            let objs: Vec<PyObject> = v
+                .iter()
+                .map(|s| {
+                    cache
+                        .entry(s.as_ptr())
+                        .or_insert_with(|| PyString::new(py, s).into_any().unbind())
+                        .clone_ref(py)
+                })
+                .collect();
+            PyArray1::from_vec(py, objs).into_any()
+        }
+    }
+}
+
+/// Output columns as a Python list of numpy arrays.
+pub fn cols_to_py(py: Python<'_>, cols: Vec<ColOut>) -> PyResult<Bound<'_, PyList>> {
+    PyList::new(py, cols.into_iter().map(|c| col_to_py(py, c)))
+}
+
+/// Parses a frontier or single-time argument into times of at most `MAX_DIMS` coordinates:
+/// an `int` (one 1-D time), a sequence of ints (one time), a sequence of sequences of ints
+/// (several times), or a numpy int64 array (1-D: one time; 2-D `(m, k)`: `m` times).
+/// Returns the times and their number of coordinates (0 for an empty frontier).
+pub fn time_list(arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<(Vec<Time>, usize)> {
+    let rows: Vec<Vec<i64>> = if let Ok(a) = obj.downcast::<PyUntypedArray>() {
+        let d = a.dtype();
+        if !(d.kind() == b'i' || d.kind() == b'u') {
+            return Err(type_err(format!(
+                "{arg}: unsupported dtype {} (times must be integers)",
+                dtype_name(a)
+            )));
+        }
+        match a.ndim() {
+            0 | 1 => {
+                let t = obj
+                    .call_method0("tolist")?
+                    .extract::<Vec<i64>>()
+                    .or_else(|_| -> PyResult<Vec<i64>> { Ok(vec![obj.extract::<i64>()?]) })?;
+                if t.is_empty() {
+                    vec![]
+                } else {
+                    vec![t]
+                }
+            }
+            2 => obj.call_method0("tolist")?.extract()?,
+            _ => {
+                return Err(value_err(format!(
+                    "{arg}: expected a 1-D (one time) or 2-D (several times) array, got shape {:?}",
+                    a.shape()
+                )))
+            }
+        }
+    } else if let Ok(t) = obj.extract::<i64>() {
+        vec![vec![t]]
+    } else if let Ok(t) = obj.extract::<Vec<i64>>() {
+        if t.is_empty() {
+            vec![]
+        } else {
+            vec![t]
+        }
+    } else if let Ok(ts) = obj.extract::<Vec<Vec<i64>>>() {
+        ts
+    } else {
+        return Err(type_err(format!(
+            "{arg}: expected an int, a sequence of ints (one time) or a sequence of such sequences, got {}",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        )));
+    };
+    let mut k = 0;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        if r.is_empty() || r.len() > MAX_DIMS {
+            return Err(value_err(format!(
+                "{arg}: a time has {} coordinates; 1 to {MAX_DIMS} are supported",
+                r.len()
+            )));
+        }
+        if k != 0 && r.len() != k {
+            return Err(value_err(format!(
+                "{arg}: times of different dimensions ({k} and {})",
+                r.len()
+            )));
+        }
+        k = r.len();
+        if let Some(c) = r.iter().find(|&&c| c < 0) {
+            return Err(value_err(format!(
+                "{arg}: negative time coordinate {c} (times are non-negative)"
+            )));
+        }
+        let coords: Vec<u64> = r.iter().map(|&c| c as u64).collect();
+        out.push(Time::from_coords(&coords));
+    }
+    Ok((out, k))
+}
+
+/// A frontier argument as an antichain (its minimal elements) and its dimension.
+pub fn frontier(arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<(Antichain<Time>, usize)> {
+    let (ts, k) = time_list(arg, obj)?;
+    Ok((Antichain::from_iter_minimal(ts), k))
+}
+
+/// A frontier as `list[list[int]]` of `k` coordinates each, sorted.
+pub fn frontier_to_py(f: &Antichain<Time>, k: usize) -> Vec<Vec<i64>> {
+    let mut f = f.clone();
+    f.sort();
+    f.elements()
+        .iter()
+        .map(|t| t.0[..k].iter().map(|&c| c as i64).collect())
+        .collect()
+}

@@ -1,0 +1,368 @@
+//! Sorting and consolidation kernels: `sort_values`, `sort_pairs`, `consolidate`,
+//! `consolidate_pairs`.
+//!
+//! Integer and float columns are sorted by value (order-preserving words, see
+//! [`Enc::Ordered`]); strings are grouped by their interned id (equal strings adjacent, in
+//! no particular order). Every call runs with the GIL released and reuses a per-thread
+//! [`RadixSorter`] (its buffers grow to the largest input seen; `release_sort_buffers`
+//! frees them).
+
+use super::convert::{
+    check_lengths, cols_to_py, column, decode_rows, diffs_view, flat_times_to_py, flatten_times,
+    int_column, ColHold, ColOut, ColType, ColView, Enc, SIGN,
+};
+use crate::errors::without_gil;
+use ddflow_core::sort::RadixSorter;
+use ddflow_core::{Error, Updates};
+use numpy::{PyArray1, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use std::cell::RefCell;
+
+thread_local! {
+    static SORTER: RefCell<RadixSorter> = RefCell::new(RadixSorter::new());
+}
+
+/// Runs `f` with this thread's sorter.
+pub fn with_sorter<R>(f: impl FnOnce(&mut RadixSorter) -> R) -> R {
+    SORTER.with(|s| f(&mut s.borrow_mut()))
+}
+
+/// `(key, val)` word pairs sorted by key, then val.
+///
+/// When the varying bits of keys and vals fit one word together, pairs are packed into one
+/// `u64` (`low(key) << vbits | low(val)`, the constant high bits kept aside), which halves
+/// the memory the radix passes move.
+pub enum SortedPairs {
+    /// Packed pairs.
+    Packed {
+        /// Packed words, sorted.
+        data: Vec<u64>,
+        /// Bits of the val part.
+        vbits: u32,
+        /// High bits shared by every key.
+        khigh: u64,
+        /// High bits shared by every val.
+        vhigh: u64,
+    },
+    /// Plain pairs, sorted.
+    Pairs(Vec<(u64, u64)>),
+}
+
+/// The number of low bits that vary in `words` (bits above are shared by all), and the
+/// shared high bits.
+fn low_span(words: impl Iterator<Item = u64> + Clone) -> (u32, u64) {
+    let mut it = words.clone();
+    let Some(first) = it.next() else {
+        return (0, 0);
+    };
+    let mask = words.fold(0u64, |m, w| m | (w ^ first));
+    let bits = 64 - mask.leading_zeros();
+    let high = if bits == 64 {
+        0
+    } else {
+        first & !((1u64 << bits) - 1)
+    };
+    (bits, high)
+}
+
+impl SortedPairs {
+    /// Sorts the pairs `(key(i), val(i))` for `i < n`.
+    pub fn sort(
+        sorter: &mut RadixSorter,
+        n: usize,
+        key: impl Fn(usize) -> u64 + Copy,
+        val: impl Fn(usize) -> u64 + Copy,
+    ) -> SortedPairs {
+        let (kbits, khigh) = low_span((0..n).map(key));
+        let (vbits, vhigh) = low_span((0..n).map(val));
+        if kbits + vbits <= 64 {
+            let vmask = if vbits == 64 {
+                u64::MAX
+            } else {
+                (1u64 << vbits) - 1
+            };
+            let kmask = if kbits == 64 {
+                u64::MAX
+            } else {
+                (1u64 << kbits) - 1
+            };
+            let mut data: Vec<u64> = (0..n)
+                .map(|i| {
+                    let k = key(i) & kmask;
+                    let v = val(i) & vmask;
+                    if vbits == 64 {
+                        v
+                    } else {
+                        (k << vbits) | v
+                    }
+                })
+                .collect();
+            sorter.sort_u64(&mut data);
+            SortedPairs::Packed {
+                data,
+                vbits,
+                khigh,
+                vhigh,
+            }
+        } else {
+            let mut data: Vec<(u64, u64)> = (0..n).map(|i| (key(i), val(i))).collect();
+            sorter.sort_pairs(&mut data);
+            SortedPairs::Pairs(data)
+        }
+    }
+
+    /// Number of pairs.
+    pub fn len(&self) -> usize {
+        match self {
+            SortedPairs::Packed { data, .. } => data.len(),
+            SortedPairs::Pairs(d) => d.len(),
+        }
+    }
+
+    /// Calls `f(key, val)` for every pair in order.
+    #[inline]
+    pub fn for_each(&self, mut f: impl FnMut(u64, u64)) {
+        match self {
+            SortedPairs::Packed {
+                data,
+                vbits,
+                khigh,
+                vhigh,
+            } => {
+                let vbits = *vbits;
+                if vbits == 64 {
+                    for &p in data {
+                        f(*khigh, p);
+                    }
+                } else if vbits == 0 {
+                    for &p in data {
+                        f(khigh | p, *vhigh);
+                    }
+                } else {
+                    let vmask = (1u64 << vbits) - 1;
+                    for &p in data {
+                        f(khigh | (p >> vbits), vhigh | (p & vmask));
+                    }
+                }
+            }
+            SortedPairs::Pairs(d) => {
+                for &(k, v) in d {
+                    f(k, v);
+                }
+            }
+        }
+    }
+}
+
+/// Order-preserving word of value `i` of an integer column view.
+#[inline]
+fn ordered_int(v: &ColView<'_>, i: usize) -> u64 {
+    match v {
+        ColView::I64(a) => (a[i] as u64) ^ SIGN,
+        ColView::U64(a) => a[i],
+        _ => unreachable!("integer column"),
+    }
+}
+
+fn int_out(ty: ColType, words: Vec<u64>) -> ColOut {
+    match ty {
+        ColType::Int64 => ColOut::I64(words.into_iter().map(|w| (w ^ SIGN) as i64).collect()),
+        _ => ColOut::U64(words),
+    }
+}
+
+fn int_array(py: Python<'_>, col: ColOut) -> Bound<'_, PyAny> {
+    super::convert::col_to_py(py, col)
+}
+
+/// Sorts an int64 or uint64 array ascending (LSD radix sort over the bits that vary).
+#[pyfunction]
+pub fn sort_values<'py>(
+    py: Python<'py>,
+    values: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let h = int_column("values", values)?;
+    let ty = h.ty();
+    let v = h.view();
+    let out = without_gil(py, || {
+        let mut words: Vec<u64> = (0..v.len()).map(|i| ordered_int(&v, i)).collect();
+        with_sorter(|s| s.sort_u64(&mut words));
+        Ok(int_out(ty, words))
+    })?;
+    Ok(int_array(py, out))
+}
+
+/// Sorts `(key, val)` pairs by key, then val; returns `(keys, vals)`.
+#[pyfunction]
+pub fn sort_pairs<'py>(
+    py: Python<'py>,
+    keys: &Bound<'py, PyAny>,
+    vals: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let kh = int_column("keys", keys)?;
+    let vh = int_column("vals", vals)?;
+    let n = check_lengths(
+        "sort_pairs",
+        &[("keys".into(), kh.len()), ("vals".into(), vh.len())],
+    )?;
+    let (kt, vt) = (kh.ty(), vh.ty());
+    let (kv, vv) = (kh.view(), vh.view());
+    let (ko, vo) = without_gil(py, || {
+        let sorted = with_sorter(|s| {
+            SortedPairs::sort(s, n, |i| ordered_int(&kv, i), |i| ordered_int(&vv, i))
+        });
+        let mut ko = Vec::with_capacity(n);
+        let mut vo = Vec::with_capacity(n);
+        sorted.for_each(|k, v| {
+            ko.push(k);
+            vo.push(v);
+        });
+        Ok((int_out(kt, ko), int_out(vt, vo)))
+    })?;
+    PyTuple::new(py, [int_array(py, ko), int_array(py, vo)])
+}
+
+/// Consolidates `(key, val, diff)` triples (no times): sorts by key then val, sums the
+/// diffs of equal pairs, drops zero sums.
+#[pyfunction]
+pub fn consolidate_pairs<'py>(
+    py: Python<'py>,
+    keys: &Bound<'py, PyAny>,
+    vals: &Bound<'py, PyAny>,
+    diffs: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let kh = int_column("keys", keys)?;
+    let vh = int_column("vals", vals)?;
+    let dh = super::convert::diffs("diffs", diffs)?;
+    let n = check_lengths(
+        "consolidate_pairs",
+        &[
+            ("keys".into(), kh.len()),
+            ("vals".into(), vh.len()),
+            ("diffs".into(), dh.len()),
+        ],
+    )?;
+    let (kt, vt) = (kh.ty(), vh.ty());
+    let (kv, vv, dv) = (kh.view(), vh.view(), diffs_view(&dh));
+    let (ko, vo, d) = without_gil(py, || {
+        let mut t: Vec<(u64, u64, i64)> = (0..n)
+            .map(|i| (ordered_int(&kv, i), ordered_int(&vv, i), dv[i]))
+            .collect();
+        with_sorter(|s| s.consolidate_pairs_with_diffs(&mut t))
+            .map_err(|e| e.context("consolidate_pairs: diffs"))?;
+        let ko = t.iter().map(|x| x.0).collect();
+        let vo = t.iter().map(|x| x.1).collect();
+        let d: Vec<i64> = t.iter().map(|x| x.2).collect();
+        Ok((int_out(kt, ko), int_out(vt, vo), d))
+    })?;
+    PyTuple::new(
+        py,
+        [
+            int_array(py, ko),
+            int_array(py, vo),
+            PyArray1::from_vec(py, d).into_any(),
+        ],
+    )
+}
+
+/// Borrows a list of record columns.
+pub fn column_list<'py>(
+    arg: &str,
+    columns: &Bound<'py, PyAny>,
+    expect: Option<&[ColType]>,
+) -> PyResult<Vec<ColHold<'py>>> {
+    let list: Vec<Bound<'py, PyAny>> = if let Ok(l) = columns.downcast::<PyList>() {
+        l.iter().collect()
+    } else if let Ok(t) = columns.downcast::<PyTuple>() {
+        t.iter().collect()
+    } else {
+        return Err(super::convert::type_err(format!(
+            "{arg}: expected a list of numpy arrays, got {}",
+            columns
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        )));
+    };
+    if let Some(e) = expect {
+        if e.len() != list.len() {
+            return Err(super::convert::shape_err(format!(
+                "{arg}: expected {} columns, got {}",
+                e.len(),
+                list.len()
+            )));
+        }
+    }
+    list.iter()
+        .enumerate()
+        .map(|(i, c)| column(&format!("{arg}[{i}]"), c, expect.map(|e| e[i])))
+        .collect()
+}
+
+/// Consolidates updates: sorts by (record, time), sums the diffs of equal (record, time),
+/// drops zero sums. Returns `(columns, times, diffs)`.
+#[pyfunction]
+pub fn consolidate<'py>(
+    py: Python<'py>,
+    columns: &Bound<'py, PyAny>,
+    times: &Bound<'py, PyAny>,
+    diffs: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let cols = column_list("columns", columns, None)?;
+    let th = super::convert::times("times", times)?;
+    let dh = super::convert::diffs("diffs", diffs)?;
+    let mut lens: Vec<(String, usize)> = cols
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("columns[{i}]"), c.len()))
+        .collect();
+    lens.push(("times".into(), th.n));
+    lens.push(("diffs".into(), dh.len()));
+    let n = check_lengths("consolidate", &lens)?;
+    let types: Vec<ColType> = cols.iter().map(|c| c.ty()).collect();
+    let views: Vec<ColView<'_>> = cols.iter().map(|c| c.view()).collect();
+    let tv = th.view();
+    let dv = diffs_view(&dh);
+    let (k, one_d) = (th.k, th.one_d);
+    let (outc, flat, d) = without_gil(py, || {
+        let rows = super::convert::build_rows(&views, n, Enc::Ordered);
+        let ts = tv.to_times("times")?;
+        let mut u = Updates::from_parts(types.len(), rows, ts, dv.to_vec())?;
+        with_sorter(|s| s.consolidate_updates(&mut u))
+            .map_err(|e: Error| e.context("consolidate: diffs"))?;
+        let outc = decode_rows(&types, &u.rows, Enc::Ordered)?;
+        let flat = flatten_times(&u.times, k);
+        Ok((outc, flat, u.diffs))
+    })?;
+    let times_out = if one_d {
+        PyArray1::from_vec(py, flat).into_any()
+    } else {
+        flat_times_to_py(py, flat, k)?
+    };
+    PyTuple::new(
+        py,
+        [
+            cols_to_py(py, outc)?.into_any(),
+            times_out,
+            PyArray1::from_vec(py, d).into_any(),
+        ],
+    )
+}
+
+/// Frees this thread's sort buffers (they otherwise stay at the largest input's size).
+#[pyfunction]
+pub fn release_sort_buffers() {
+    SORTER.with(|s| *s.borrow_mut() = RadixSorter::new());
+}
+
+/// Registers the functions of this module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(sort_values, m)?)?;
+    m.add_function(wrap_pyfunction!(sort_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(consolidate_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(consolidate, m)?)?;
+    m.add_function(wrap_pyfunction!(release_sort_buffers, m)?)?;
+    Ok(())
+}
