@@ -12,7 +12,38 @@
 //! * [`Cursor`]: a key-ordered, merged view over a spine's batches.
 //!
 //! Rows are `u64` words: an arranged row is a key (`key_width` words) followed by a val
-//! (`val_width` words). Times are [`Time`](crate::lattice::Time), diffs `i64`.
+//! (`val_width` words). Times are [`Time`](crate::lattice::Time), diffs `i64`. Batches are
+//! sorted by key, then val (word-lexicographic), then time (lexicographic `Ord`).
+//!
+//! # Example
+//!
+//! ```
+//! use ddflow_core::lattice::{Antichain, Time};
+//! use ddflow_core::trace::{Batch, Description, Spine, TraceHandle};
+//! use ddflow_core::Updates;
+//! use std::sync::Arc;
+//!
+//! let handle = TraceHandle::new(Spine::new(1, 1)); // keys and vals of one word
+//! for round in 0..3u64 {
+//!     let mut u = Updates::new(2);
+//!     u.push(&[7, round], Time::scalar(round), 1); // insert (7, round)
+//!     if round > 0 {
+//!         u.push(&[7, round - 1], Time::scalar(round), -1); // retract (7, round - 1)
+//!     }
+//!     let desc = Description::scalar(round, round + 1);
+//!     handle.insert(Arc::new(Batch::from_updates(u, 1, desc).unwrap()));
+//!     handle
+//!         .set_logical_compaction(&Antichain::from_elem(Time::scalar(round + 1)))
+//!         .unwrap();
+//! }
+//! while handle.exert(1_000) {}
+//! let mut cursor = handle.cursor();
+//! let mut history = Updates::new(1);
+//! assert!(cursor.key_history(&[7], &mut history));
+//! // Compacted to the frontier: only (7, 2) remains, at time 3.
+//! assert_eq!(history.rows, vec![2]);
+//! assert_eq!(history.times, vec![Time::scalar(3)]);
+//! ```
 
 mod batch;
 mod builder;
