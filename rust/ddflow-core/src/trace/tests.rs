@@ -280,3 +280,48 @@ fn static_pairs_compact_and_counted() {
     assert_eq!(u.len(), 4);
     assert!(u.times.iter().all(|t| *t == Time::scalar(2)));
 }
+
+#[test]
+fn static_pairs_bytes_per_edge() {
+    // 200k edges over 20k nodes: ~4 bytes of val per edge plus ~12 bytes per node.
+    let mut x: u64 = 99;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % 20_000
+    };
+    let src: Vec<u64> = (0..200_000).map(|_| next()).collect();
+    let dst: Vec<u64> = (0..200_000).map(|_| next()).collect();
+    let b = Batch::from_static_pairs(&src, &dst).unwrap();
+    let per_edge = b.heap_bytes() as f64 / src.len() as f64;
+    assert!(per_edge <= 8.0, "{per_edge} bytes per edge");
+    let wide = |v: &Vec<u64>| -> Vec<u64> { v.iter().map(|&x| x | (1 << 40)).collect() };
+    let b = Batch::from_static_pairs(&wide(&src), &wide(&dst)).unwrap();
+    let per_edge = b.heap_bytes() as f64 / src.len() as f64;
+    assert!(per_edge <= 16.0, "{per_edge} bytes per edge");
+}
+
+#[test]
+fn spine_len_counts_merges_in_progress() {
+    let mut s = Spine::new(1, 1);
+    let batch = |lo: u64, n: u64| {
+        let mut u = Updates::new(2);
+        for i in 0..n {
+            u.push(&[i, 0], Time::scalar(lo), 1);
+        }
+        Arc::new(Batch::from_updates(u, 1, Description::scalar(lo, lo + 1)).unwrap())
+    };
+    s.insert(batch(0, 100));
+    s.insert(batch(1, 100));
+    // Same size class: a merge was started but not yet worked on.
+    assert_eq!(s.n_batches(), 2);
+    assert_eq!(s.len(), 200);
+    assert!(s.exert(10));
+    // Partially merged: inputs plus the output written so far.
+    assert!(s.len() > 200);
+    while s.exert(10) {}
+    assert_eq!(s.n_batches(), 1);
+    assert_eq!(s.len(), 200);
+    assert_eq!(s.batches()[0].n_vals(), 100);
+}
