@@ -49,34 +49,50 @@ pub enum SortedPairs {
     Pairs(Vec<(u64, u64)>),
 }
 
-/// The number of low bits that vary in `words` (bits above are shared by all), and the
-/// shared high bits.
-fn low_span(words: impl Iterator<Item = u64> + Clone) -> (u32, u64) {
+/// Bit statistics of a column of words: how many low bits vary (the bits above are shared
+/// by all words), the shared high bits, and the OR of all words.
+#[derive(Clone, Copy, Debug)]
+pub struct WordStats {
+    /// Number of low bits that vary.
+    pub bits: u32,
+    /// High bits shared by every word.
+    pub high: u64,
+    /// OR of every word (`< 2^32` iff all words fit 32 bits).
+    pub or: u64,
+}
+
+fn word_stats(words: impl Iterator<Item = u64> + Clone) -> WordStats {
     let mut it = words.clone();
     let Some(first) = it.next() else {
-        return (0, 0);
+        return WordStats {
+            bits: 0,
+            high: 0,
+            or: 0,
+        };
     };
-    let mask = words.fold(0u64, |m, w| m | (w ^ first));
+    let (mask, or) = words.fold((0u64, 0u64), |(m, o), w| (m | (w ^ first), o | w));
     let bits = 64 - mask.leading_zeros();
     let high = if bits == 64 {
         0
     } else {
         first & !((1u64 << bits) - 1)
     };
-    (bits, high)
+    WordStats { bits, high, or }
 }
 
 impl SortedPairs {
-    /// Sorts the pairs `(key(i), val(i))` for `i < n`.
+    /// Sorts the pairs `(key(i), val(i))` for `i < n`; also returns the keys' and vals'
+    /// [`WordStats`].
     pub fn sort(
         sorter: &mut RadixSorter,
         n: usize,
         key: impl Fn(usize) -> u64 + Copy,
         val: impl Fn(usize) -> u64 + Copy,
-    ) -> SortedPairs {
-        let (kbits, khigh) = low_span((0..n).map(key));
-        let (vbits, vhigh) = low_span((0..n).map(val));
-        if kbits + vbits <= 64 {
+    ) -> (SortedPairs, WordStats, WordStats) {
+        let ks = word_stats((0..n).map(key));
+        let vs = word_stats((0..n).map(val));
+        let (kbits, khigh, vbits, vhigh) = (ks.bits, ks.high, vs.bits, vs.high);
+        let sorted = if kbits + vbits <= 64 {
             let vmask = if vbits == 64 {
                 u64::MAX
             } else {
@@ -109,7 +125,8 @@ impl SortedPairs {
             let mut data: Vec<(u64, u64)> = (0..n).map(|i| (key(i), val(i))).collect();
             sorter.sort_pairs(&mut data);
             SortedPairs::Pairs(data)
-        }
+        };
+        (sorted, ks, vs)
     }
 
     /// Number of pairs.
@@ -209,7 +226,7 @@ pub fn sort_pairs<'py>(
     let (kt, vt) = (kh.ty(), vh.ty());
     let (kv, vv) = (kh.view(), vh.view());
     let (ko, vo) = without_gil(py, || {
-        let sorted = with_sorter(|s| {
+        let (sorted, _, _) = with_sorter(|s| {
             SortedPairs::sort(s, n, |i| ordered_int(&kv, i), |i| ordered_int(&vv, i))
         });
         let mut ko = Vec::with_capacity(n);

@@ -442,11 +442,6 @@ fn static_batch(
     ))
 }
 
-/// Whether every word fits in 32 bits.
-fn fits_u32(words: &[u64]) -> bool {
-    words.iter().fold(0u64, |m, &w| m | w) >> 32 == 0
-}
-
 /// Words of an integer column view.
 fn int_words<'a>(v: &'a ColView<'_>) -> Option<&'a [u64]> {
     match v {
@@ -790,8 +785,14 @@ trace_pymethods!(PyTrace, {
             return Ok(trace);
         };
         let batch = without_gil(py, || {
-            let pairs = with_sorter(|s| SortedPairs::sort(s, sw.len(), |i| sw[i], |i| dw[i]));
-            Ok(static_batch(&pairs, fits_u32(sw), fits_u32(dw), time_dims))
+            let (pairs, ks, vs) =
+                with_sorter(|s| SortedPairs::sort(s, sw.len(), |i| sw[i], |i| dw[i]));
+            Ok(static_batch(
+                &pairs,
+                ks.or >> 32 == 0,
+                vs.or >> 32 == 0,
+                time_dims,
+            ))
         })?;
         let trace = PyTrace::with_schema(schema);
         trace.handle.insert(Arc::new(batch));
