@@ -100,7 +100,7 @@ fn reply_from_py(kind: &str, label: &str, obj: &Bound<'_, PyAny>) -> PyResult<Re
                 let name: String = k.extract()?;
                 match name.as_str() {
                     "__row__" => row_index = Some(i64s_from_py(&v, &format!("{label}: __row__"))?),
-                    "__offsets__" | "offsets" if kind == "reduce_py" => {
+                    "__offsets__" if kind == "reduce_py" => {
                         offsets = Some(i64s_from_py(&v, &format!("{label}: offsets"))?)
                     }
                     "__count__" if kind == "reduce_py" => {

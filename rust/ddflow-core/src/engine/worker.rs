@@ -506,21 +506,19 @@ impl Worker {
                 let NodeState::Arrange { buffer, schema } = &mut self.nodes[node] else {
                     unreachable!()
                 };
+                // Check every batch before accepting any, so an error leaves nothing half-done.
                 for m in all() {
-                    if let Some(s) = schema.as_ref() {
-                        let reordered = reorder_schema(&m.schema, key);
-                        if &reordered != s {
-                            return Err(Error::Type(format!(
-                                "{label}: batch dtypes {:?} differ from earlier batches {:?}",
-                                reordered.iter().map(|d| d.name()).collect::<Vec<_>>(),
-                                s.iter().map(|d| d.name()).collect::<Vec<_>>()
-                            )));
-                        }
-                    } else {
-                        *schema = Some(reorder_schema(&m.schema, key));
+                    let reordered = reorder_schema(&m.schema, key);
+                    let expected = schema.get_or_insert_with(|| reordered.clone());
+                    if &reordered != expected {
+                        return Err(Error::Type(format!(
+                            "{label}: batch dtypes {:?} differ from earlier batches {:?}",
+                            reordered.iter().map(|d| d.name()).collect::<Vec<_>>(),
+                            expected.iter().map(|d| d.name()).collect::<Vec<_>>()
+                        )));
                     }
-                    buffer.push(m.clone());
                 }
+                buffer.extend(all().cloned());
                 let ready = extract_complete(buffer, frontier);
                 if ready.is_empty() {
                     return Ok(Some((Vec::new(), false)));

@@ -161,7 +161,26 @@ impl ReduceState {
     }
 
     /// Runs one activation; returns the output updates (rows: key, output columns).
+    ///
+    /// On error (a failing Python reducer, an overflow) nothing is lost: the new batch's
+    /// (key, time) pairs join the pending set, so a later activation redoes the work.
     pub fn activate(&mut self, inp: &ReduceInput<'_>) -> Result<Updates> {
+        let mut restore = self.pending.clone();
+        let kw = inp.key_width;
+        let bw = inp.batch.width;
+        for i in 0..inp.batch.len() {
+            restore.push((inp.batch.rows[i * bw..i * bw + kw].to_vec(), inp.batch.times[i]));
+        }
+        let result = self.activate_inner(inp);
+        if result.is_err() {
+            restore.sort();
+            restore.dedup();
+            self.pending = restore;
+        }
+        result
+    }
+
+    fn activate_inner(&mut self, inp: &ReduceInput<'_>) -> Result<Updates> {
         let kw = inp.key_width;
         let bw = inp.batch.width;
         let vw = bw - kw;
@@ -444,6 +463,7 @@ impl ReduceState {
         }
         let dtypes: Vec<DType> = columns.iter().map(|c| c.dtype).collect();
         match &self.out_dtypes {
+            _ if rows == 0 => {}
             None => {
                 self.out_dtypes = Some(dtypes.clone());
                 if self.out.is_empty() {
