@@ -2,7 +2,7 @@
 //! and the activation of each operator during a scheduling pass.
 
 use super::arrangement::Arrangement;
-use super::column::{rows_to_columns, Callbacks, Column, Msg, Payload, Reply, Schema};
+use super::column::{rows_to_columns, Callbacks, Msg, Payload, Reply, Schema};
 use super::operators::join::join_delta;
 use super::operators::reduce::{ReduceInput, ReduceState};
 use super::plan::{Op, Plan};
@@ -10,7 +10,7 @@ use super::util::{consolidate, worker_of};
 use crate::encoding::DType;
 use crate::error::{Error, Result};
 use crate::expr::BoundExpr;
-use crate::lattice::{Antichain, PartialOrder, Time};
+use crate::lattice::{Antichain, Time};
 use crate::updates::Updates;
 use std::sync::Arc;
 
@@ -796,26 +796,4 @@ fn py_reply(kind: &str, label: &str, m: &Msg, reply: Reply, ncols: usize) -> Res
             "{label}: unexpected reply {other:?} for {kind}"
         ))),
     }
-}
-
-/// Unused-column helper kept for symmetry with `rows_to_columns`.
-pub fn capture_columns(msgs: &[Msg]) -> Option<(Schema, Vec<Column>, Vec<Time>, Vec<i64>)> {
-    let first = msgs.first()?;
-    let schema = first.schema.clone();
-    let mut all = Updates::new(first.upd.width);
-    for m in msgs {
-        all.extend(&m.upd);
-    }
-    let cols = rows_to_columns(&schema, &all);
-    Some((schema, cols, all.times, all.diffs))
-}
-
-/// Whether a time is strictly before some element... helper for `run_until`.
-pub fn frontier_before(frontier: &Antichain<Time>, t: &Time) -> bool {
-    frontier.elements().iter().any(|f| f.less_than(t))
-}
-
-/// Whether `t` is less than or equal to... (unused)
-pub fn le(a: &Time, b: &Time) -> bool {
-    a.less_equal(b)
 }

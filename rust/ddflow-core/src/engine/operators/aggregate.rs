@@ -64,6 +64,7 @@ pub fn output_dtypes(agg: &Agg, vals: &[DType], label: &str) -> Result<Option<Ve
 }
 
 /// Applies a built-in aggregate to one key's values (`vals` row-major, `vw` words each).
+#[allow(clippy::too_many_arguments)]
 pub fn apply(
     agg: &Agg,
     dtypes: &[DType],
