@@ -203,7 +203,15 @@ class Expr:
                 value = _float_json(value)
             return {"op": "lit", "value": value, "dtype": dtype}
         if op in _INFIX or op in ("min_of", "max_of"):
-            return {"op": op, "args": [a[0].to_json(), a[1].to_json()]}
+            # A left-nested chain of one operator (a + b + c) flattens into one args list,
+            # which keeps the JSON shallow (Rust's JSON parser limits nesting).
+            operands = [a[1]]
+            left = a[0]
+            while left._op == op:
+                operands.append(left._args[1])
+                left = left._args[0]
+            operands.append(left)
+            return {"op": op, "args": [e.to_json() for e in reversed(operands)]}
         if op in ("neg", "not"):
             return {"op": op, "arg": a[0].to_json()}
         if op == "cast":
@@ -399,14 +407,23 @@ def lit(value: Scalar, dtype: object = None) -> Expr:
     return Expr("lit", value=v, dtype=want)
 
 
-def min_of(a: IntoExpr, b: IntoExpr) -> Expr:
-    """Row-wise minimum of two numeric (or two bool) expressions; NaN propagates."""
-    return Expr("min_of", (_into_expr(a), _into_expr(b)))
+def _fold(op: str, a: IntoExpr, b: IntoExpr, more: tuple[IntoExpr, ...]) -> Expr:
+    out = Expr(op, (_into_expr(a), _into_expr(b)))
+    for c in more:
+        out = Expr(op, (out, _into_expr(c)))
+    return out
 
 
-def max_of(a: IntoExpr, b: IntoExpr) -> Expr:
-    """Row-wise maximum of two numeric (or two bool) expressions; NaN propagates."""
-    return Expr("max_of", (_into_expr(a), _into_expr(b)))
+def min_of(a: IntoExpr, b: IntoExpr, *more: IntoExpr) -> Expr:
+    """Row-wise minimum of numeric (or bool) expressions, like Polars' ``min_horizontal``;
+    NaN propagates (like ``numpy.minimum``)."""
+    return _fold("min_of", a, b, more)
+
+
+def max_of(a: IntoExpr, b: IntoExpr, *more: IntoExpr) -> Expr:
+    """Row-wise maximum of numeric (or bool) expressions, like Polars' ``max_horizontal``;
+    NaN propagates (like ``numpy.maximum``)."""
+    return _fold("max_of", a, b, more)
 
 
 class When:

@@ -52,6 +52,26 @@ def test_repr_and_json_shapes() -> None:
     assert repr(col("a") / 2) == '(col("a") / 2)'
 
 
+def test_chains_flatten_in_json() -> None:
+    total = col("c0")
+    for i in range(1, 200):
+        total = total + col(f"c{i}")
+    j = total.to_json()
+    assert j["op"] == "add" and len(j["args"]) == 200
+    cols = {f"c{i}": np.full(3, i) for i in range(200)}
+    np.testing.assert_array_equal(ev(total, **cols), np.full(3, sum(range(200))))
+    assert _core.expr_repr(json.dumps(j)) == repr(total)
+    mixed = (col("a") - 1 - 2) * 3 - 4
+    assert mixed.to_json()["args"][0]["args"][0]["args"][0]["op"] == "col"
+    assert _core.expr_repr(json.dumps(mixed.to_json())) == repr(mixed)
+    three = min_of(col("a"), 5, col("b"))
+    assert repr(three) == 'min_of(min_of(col("a"), 5), col("b"))'
+    assert len(three.to_json()["args"]) == 3
+    a, b = np.array([1, 9, 7]), np.array([3, 2, 8])
+    np.testing.assert_array_equal(ev(three, a=a, b=b), [1, 2, 5])
+    np.testing.assert_array_equal(ev(max_of(col("a"), col("b"), 7.5), a=a, b=b), [7.5, 9, 8])
+
+
 def test_reflected_operators_and_numpy_scalars() -> None:
     a = np.array([1, 2, 3])
     np.testing.assert_array_equal(ev(10 - col("a"), a=a), 10 - a)

@@ -6,8 +6,9 @@ use crate::encoding::DType;
 use crate::error::{Error, Result};
 use serde_json::{json, Map, Value};
 
-/// Expressions nested deeper than this are rejected (evaluation recurses on the tree).
-pub const MAX_DEPTH: usize = 512;
+/// Expressions nested deeper than this are rejected: binding and evaluation recurse on the
+/// tree, and this depth fits a 2 MiB thread stack even in debug builds.
+pub const MAX_DEPTH: usize = 256;
 
 fn plan_err(msg: impl std::fmt::Display, v: &Value) -> Error {
     let mut text = v.to_string();
@@ -84,13 +85,19 @@ fn parse(v: &Value, depth: usize) -> Result<Expr> {
     if let Some(bop) = BinaryOp::from_json_name(op) {
         let args = field(obj, "args", v)?
             .as_array()
-            .filter(|a| a.len() == 2)
-            .ok_or_else(|| plan_err(format!("{op:?} needs \"args\": [a, b]"), v))?;
-        return Ok(Expr::binary(
-            bop,
-            parse(&args[0], depth + 1)?,
-            parse(&args[1], depth + 1)?,
-        ));
+            .filter(|a| a.len() >= 2)
+            .ok_or_else(|| plan_err(format!("{op:?} needs \"args\": [a, b, ...]"), v))?;
+        if depth + args.len() > MAX_DEPTH {
+            return Err(Error::Plan(format!(
+                "expression nested deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        // `[a, b, c]` chains to the left: `(a op b) op c`.
+        let mut acc = parse(&args[0], depth + 1)?;
+        for arg in &args[1..] {
+            acc = Expr::binary(bop, acc, parse(arg, depth + 1)?);
+        }
+        return Ok(acc);
     }
     Ok(match op {
         "col" => Expr::Col(str_field(obj, "name", v)?.to_string()),
@@ -153,8 +160,20 @@ impl Expr {
 
     /// The JSON form (literals always carry their `dtype`).
     pub fn to_json(&self) -> Value {
-        if let Some((op, a, b)) = self.as_binary() {
-            return json!({"op": op.json_name(), "args": [a.to_json(), b.to_json()]});
+        if let Some((op, mut a, b)) = self.as_binary() {
+            // Left-nested chains of one operator flatten into one `args` list (keeps the JSON
+            // shallow for parsers with a nesting limit).
+            let mut rest = vec![b];
+            while let Some((op2, a2, b2)) = a.as_binary() {
+                if op2 != op {
+                    break;
+                }
+                rest.push(b2);
+                a = a2;
+            }
+            rest.push(a);
+            let args: Vec<Value> = rest.iter().rev().map(|e| e.to_json()).collect();
+            return json!({"op": op.json_name(), "args": args});
         }
         match self {
             Expr::Col(name) => json!({"op": "col", "name": name}),
@@ -267,10 +286,40 @@ mod tests {
     }
 
     #[test]
+    fn chains_flatten() {
+        let mut e = col("a");
+        for i in 0..200 {
+            e = e + lit(i);
+        }
+        let e = e.lt(lit(0)) & col("b").lt(col("c")).lt(col("d"));
+        let j = e.to_json();
+        assert_eq!(
+            j["args"][0]["args"][0]["args"].as_array().unwrap().len(),
+            201
+        );
+        assert_eq!(j["args"][1]["args"].as_array().unwrap().len(), 3);
+        let text = j.to_string();
+        assert_eq!(Expr::from_json_str(&text).unwrap(), e);
+        let p = |s: &str| Expr::from_json_str(s).unwrap().to_string();
+        assert_eq!(
+            p(
+                r#"{"op":"sub","args":[{"op":"col","name":"a"},{"op":"lit","value":1},{"op":"lit","value":2}]}"#
+            ),
+            r#"((col("a") - 1) - 2)"#
+        );
+        let deep = format!(
+            r#"{{"op":"add","args":[{}]}}"#,
+            vec![r#"{"op":"lit","value":1}"#; MAX_DEPTH + 1].join(",")
+        );
+        assert!(matches!(Expr::from_json_str(&deep), Err(Error::Plan(_))));
+    }
+
+    #[test]
     fn malformed() {
         for s in [
             r#"{"op":"nope"}"#,
             r#"{"op":"add","args":[{"op":"col","name":"a"}]}"#,
+            r#"{"op":"add","args":{"op":"col","name":"a"}}"#,
             r#"{"op":"col"}"#,
             r#"{"op":"cast","dtype":"complex","arg":{"op":"col","name":"a"}}"#,
             r#"[1]"#,

@@ -14,10 +14,10 @@
 //! |----|--------|---------|
 //! | `col` | `name` | the column `name` |
 //! | `lit` | `value`, `dtype` (optional) | a literal broadcast to every row |
-//! | `add` `sub` `mul` `truediv` `floordiv` `mod` | `args: [a, b]` | `a + b`, `a - b`, `a * b`, `a / b`, `a // b`, `a % b` |
-//! | `eq` `ne` `lt` `le` `gt` `ge` | `args: [a, b]` | `a == b`, `!=`, `<`, `<=`, `>`, `>=` |
-//! | `and` `or` | `args: [a, b]` | `a & b`, `a \| b` (bool) |
-//! | `min_of` `max_of` | `args: [a, b]` | row-wise minimum / maximum |
+//! | `add` `sub` `mul` `truediv` `floordiv` `mod` | `args: [a, b, ...]` | `a + b`, `a - b`, `a * b`, `a / b`, `a // b`, `a % b` |
+//! | `eq` `ne` `lt` `le` `gt` `ge` | `args: [a, b, ...]` | `a == b`, `!=`, `<`, `<=`, `>`, `>=` |
+//! | `and` `or` | `args: [a, b, ...]` | `a & b`, `a \| b` (bool) |
+//! | `min_of` `max_of` | `args: [a, b, ...]` | row-wise minimum / maximum |
 //! | `not` | `arg` | `~a` (bool) |
 //! | `neg` | `arg` | `-a` |
 //! | `cast` | `dtype`, `arg` | `a.cast(dtype)` |
@@ -29,6 +29,11 @@
 //!   {"op": "add", "args": [{"op": "col", "name": "dist"}, {"op": "lit", "value": 1, "dtype": "int64"}]}}
 //! ```
 //!
+//! Binary operators take two or more `args`, chained to the left: `[a, b, c]` is
+//! `((a op b) op c)`. Writers ([`Expr::to_json`], Python's `Expr.to_json`) flatten left-nested
+//! chains of one operator this way (`a + b + c + ...`), which keeps long sums and
+//! conjunctions shallow.
+//!
 //! `dtype` is one of `"int64"`, `"float64"`, `"bool"`, `"str"` (aliases as in
 //! [`DType::parse`]). A `lit` without `dtype` is int64 for an integral JSON number, float64
 //! for any other number, bool or str. With `"dtype": "float64"`, `value` may be an integer
@@ -37,8 +42,9 @@
 //! [`Expr::to_json`] always writes `dtype`, and writes a float as a string when `serde_json`
 //! (without its `float_roundtrip` feature) would not read the number back exactly. Malformed JSON raises [`Error::Plan`](crate::Error);
 //! an integer literal outside int64 raises `Error::Overflow`. Nesting is limited to
-//! [`json::MAX_DEPTH`] levels (and by `serde_json`'s parser to about 60 expression levels
-//! when parsed from text).
+//! [`json::MAX_DEPTH`] levels (counting chained `args`); `serde_json`'s parser also
+//! limits JSON text to 128 nested arrays/objects (about 60 levels of non-chained binary
+//! operators).
 //!
 //! # Display
 //!

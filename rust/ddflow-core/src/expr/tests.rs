@@ -293,6 +293,30 @@ fn chunked_evaluation_matches_reference() {
 }
 
 #[test]
+fn deep_chains_evaluate() {
+    // Binding and evaluation recurse on the tree: the deepest accepted tree must fit in a
+    // 2 MiB thread stack (debug build).
+    let mut e = col("i0");
+    for _ in 0..json::MAX_DEPTH - 2 {
+        e = e + lit(1);
+    }
+    let rows = vec![row(1, 0, 0.0, 0.0); 5];
+    let got = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || eval(&e, &rows))
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap();
+    assert_eq!(ints(&got), vec![json::MAX_DEPTH as i64 - 1; 5]);
+    let mut e = col("i0");
+    for _ in 0..json::MAX_DEPTH {
+        e = e + lit(1);
+    }
+    assert!(matches!(e.bind(&schema()), Err(Error::Plan(_))));
+}
+
+#[test]
 fn bind_errors() {
     let s = schema();
     let err = (col("i0") + col("nope")).bind(&s).unwrap_err();
