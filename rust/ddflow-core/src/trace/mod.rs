@@ -45,13 +45,13 @@
 //! assert_eq!(history.times, vec![Time::scalar(3)]);
 //! ```
 
-mod batch;
-mod builder;
-mod cursor;
-mod description;
-mod handle;
-mod merge;
-mod spine;
+pub mod batch;
+pub mod builder;
+pub mod cursor;
+pub mod description;
+pub mod handle;
+pub mod merge;
+pub mod spine;
 mod static_batch;
 
 pub use batch::Batch;
