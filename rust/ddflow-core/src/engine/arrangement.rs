@@ -1,41 +1,69 @@
-//! The engine's view of an arranged collection: a trace of sorted batches indexed by key.
+//! The engine's view of an arranged collection: a [`Spine`] of immutable batches indexed by
+//! key, plus a forward-only [`Reader`] that returns a key's history as full rows.
 //!
-//! An [`Arrangement`] keeps batches of updates sorted by (row, time) and consolidated, where
-//! the first `key_width` words of a row are its key. Batches are merged geometrically (a new
-//! batch merges with the last one while it is at least half its size), and every merge
-//! advances times to the compaction frontier, so a key's history stays bounded under
-//! compaction. Readers (joins, reduces) look up a key's history with a binary search per
-//! batch.
+//! Rows are `key ++ val` (`key_width` + `val_width` words). Each inserted batch is sorted by
+//! (row, time) and consolidated; its description runs from the spine's upper to the
+//! frontier of the inserting operator. Merges happen progressively inside the spine and
+//! advance times by the compaction frontier (the meet of the readers' frontiers, set by the
+//! engine), so a key's history stays bounded as frontiers advance.
 
-use super::util::consolidate;
-use crate::lattice::{Antichain, Lattice, Time};
+use crate::lattice::{Antichain, Time};
+use crate::trace::batch::Batch;
+use crate::trace::cursor::Cursor;
+use crate::trace::description::Description;
+use crate::trace::spine::Spine;
 use crate::updates::Updates;
+use std::sync::Arc;
 
-/// A trace of sorted, consolidated batches.
-#[derive(Debug)]
+/// A trace of batches, keyed by the first `key_width` words of each row.
 pub struct Arrangement {
     /// Key words per row.
     pub key_width: usize,
     /// Words per row (key + val).
     pub width: usize,
-    batches: Vec<Updates>,
-    compaction: Antichain<Time>,
+    spine: Spine,
+}
+
+impl std::fmt::Debug for Arrangement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Arrangement(key_width={}, width={}, len={})", self.key_width, self.width, self.len())
+    }
+}
+
+/// Reads key histories from an arrangement, keys in increasing order.
+pub struct Reader {
+    cursor: Cursor,
+    key_width: usize,
+    vals: Updates,
+}
+
+impl Reader {
+    /// Appends every update of `key` to `out` as full rows (`key ++ val`), consolidated.
+    /// Keys must be asked for in increasing order.
+    pub fn key_history(&mut self, key: &[u64], out: &mut Updates) {
+        self.vals.clear();
+        if self.cursor.key_history(key, &mut self.vals) {
+            let vw = self.vals.width;
+            let mut row = Vec::with_capacity(self.key_width + vw);
+            for i in 0..self.vals.len() {
+                row.clear();
+                row.extend_from_slice(key);
+                row.extend_from_slice(&self.vals.rows[i * vw..(i + 1) * vw]);
+                out.push(&row, self.vals.times[i], self.vals.diffs[i]);
+            }
+        }
+    }
 }
 
 impl Arrangement {
     /// An empty arrangement of rows of `width` words keyed by the first `key_width`.
     pub fn new(key_width: usize, width: usize) -> Self {
-        Arrangement {
-            key_width,
-            width,
-            batches: Vec::new(),
-            compaction: Antichain::from_elem(Time::minimum()),
-        }
+        Arrangement { key_width, width, spine: Spine::new(key_width, width - key_width) }
     }
 
     /// Stored updates.
     pub fn len(&self) -> usize {
-        self.batches.iter().map(|b| b.len()).sum()
+        self.spine.len()
     }
 
     /// Whether the trace holds no updates.
@@ -45,80 +73,37 @@ impl Arrangement {
 
     /// Heap bytes held by the batches.
     pub fn heap_bytes(&self) -> usize {
-        self.batches.iter().map(|b| b.heap_bytes()).sum()
+        self.spine.heap_bytes()
     }
 
-    /// Sets the frontier that merges advance times to.
+    /// Sets the frontier that merges advance times to. A frontier that is not in the future
+    /// of the current one is ignored (compaction never goes back).
     pub fn set_compaction(&mut self, frontier: &Antichain<Time>) {
-        self.compaction = frontier.clone();
-    }
-
-    /// Inserts a batch sorted by (row, time) and consolidated.
-    pub fn insert(&mut self, batch: Updates) {
-        if batch.is_empty() {
-            return;
-        }
-        self.batches.push(batch);
-        while self.batches.len() >= 2 {
-            let n = self.batches.len();
-            if self.batches[n - 1].len() * 2 < self.batches[n - 2].len() {
-                break;
-            }
-            let last = self.batches.pop().expect("two batches");
-            let prev = self.batches.pop().expect("two batches");
-            let merged = self.merge(prev, last);
-            if !merged.is_empty() {
-                self.batches.push(merged);
-            }
+        if self.spine.logical_compaction() != frontier {
+            let _ = self.spine.set_logical_compaction(frontier);
         }
     }
 
-    fn merge(&self, mut a: Updates, b: Updates) -> Updates {
-        a.extend(&b);
-        if !self.compaction.is_empty() {
-            let f = self.compaction.elements();
-            for t in a.times.iter_mut() {
-                *t = t.advance_by(f);
-            }
-        }
-        // Diffs were consolidated before, so sums cannot exceed what was accepted; an overflow
-        // here would need 2^63 copies of one record and is reported as a panic (caught at the
-        // Python boundary) rather than wrapped.
-        consolidate(&mut a).expect("diff overflow while merging trace batches");
-        a
+    /// Inserts a batch sorted by (row, time) and consolidated, whose times are not in the
+    /// future of `upper`.
+    pub fn insert(&mut self, batch: Updates, upper: &Antichain<Time>) {
+        let lower = self.spine.upper().clone();
+        let desc = Description::new(lower, upper.clone(), self.spine.logical_compaction().clone());
+        let b = Batch::from_sorted(&batch, self.key_width, desc).expect("engine batches are sorted and consolidated");
+        self.spine.insert(Arc::new(b));
     }
 
-    /// Appends every update of `key` (from all batches) to `out`, as full rows.
-    pub fn key_history(&self, key: &[u64], out: &mut Updates) {
-        let kw = self.key_width;
-        let w = self.width;
-        for b in &self.batches {
-            let n = b.len();
-            let mut lo = 0;
-            let mut hi = n;
-            while lo < hi {
-                let mid = (lo + hi) / 2;
-                if &b.rows[mid * w..mid * w + kw] < key {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            let mut i = lo;
-            while i < n && &b.rows[i * w..i * w + kw] == key {
-                out.push(&b.rows[i * w..(i + 1) * w], b.times[i], b.diffs[i]);
-                i += 1;
-            }
+    /// A reader over the current batches.
+    pub fn reader(&self) -> Reader {
+        Reader {
+            cursor: self.spine.cursor(),
+            key_width: self.key_width,
+            vals: Updates::new(self.width - self.key_width),
         }
     }
 
-    /// Reads the whole trace back as one consolidated batch.
+    /// Reads the whole trace back as one consolidated batch of full rows.
     pub fn to_updates(&self) -> Updates {
-        let mut all = Updates::new(self.width);
-        for b in &self.batches {
-            all.extend(b);
-        }
-        consolidate(&mut all).expect("diff overflow while reading a trace");
-        all
+        self.spine.to_updates().0
     }
 }

@@ -1,73 +1,24 @@
 //! Small helpers shared by the engine's operators: sorting and consolidating updates,
 //! hashing keys to workers.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::updates::Updates;
 
-/// Sorts updates by (row, time), sums diffs of equal (row, time) and drops zeros.
+thread_local! {
+    /// One radix sorter per thread, so its buffers are reused across calls.
+    static SORTER: std::cell::RefCell<crate::sort::RadixSorter> = std::cell::RefCell::new(crate::sort::RadixSorter::new());
+}
+
+/// Sorts updates by (row, time), sums diffs of equal (row, time) and drops zeros (radix
+/// sort with reused buffers; an `i64` overflow of a sum is an error).
 pub fn consolidate(upd: &mut Updates) -> Result<()> {
-    let n = upd.len();
-    if n == 0 {
+    if upd.len() <= 1 {
+        if upd.diffs.first() == Some(&0) {
+            upd.clear();
+        }
         return Ok(());
     }
-    let w = upd.width;
-    let sorted = (1..n).all(|i| {
-        let a = &upd.rows[(i - 1) * w..i * w];
-        let b = &upd.rows[i * w..(i + 1) * w];
-        (a, upd.times[i - 1]) < (b, upd.times[i])
-    });
-    if !sorted {
-        let mut perm: Vec<u32> = (0..n as u32).collect();
-        {
-            let rows = &upd.rows;
-            let times = &upd.times;
-            perm.sort_unstable_by(|&x, &y| {
-                let (x, y) = (x as usize, y as usize);
-                rows[x * w..(x + 1) * w]
-                    .cmp(&rows[y * w..(y + 1) * w])
-                    .then(times[x].cmp(&times[y]))
-            });
-        }
-        let mut out = Updates::with_capacity(w, n);
-        for &p in &perm {
-            let p = p as usize;
-            out.push(&upd.rows[p * w..(p + 1) * w], upd.times[p], upd.diffs[p]);
-        }
-        *upd = out;
-    }
-    // Sum runs of equal (row, time), in place.
-    let mut write = 0usize;
-    let mut i = 0usize;
-    while i < n {
-        let mut sum: i64 = upd.diffs[i];
-        let mut j = i + 1;
-        while j < n
-            && upd.times[j] == upd.times[i]
-            && upd.rows[j * w..(j + 1) * w] == upd.rows[i * w..(i + 1) * w]
-        {
-            sum = sum.checked_add(upd.diffs[j]).ok_or_else(|| {
-                Error::Overflow(format!(
-                    "diff overflow summing updates of row {:?} at time {:?}",
-                    &upd.rows[i * w..(i + 1) * w],
-                    upd.times[i]
-                ))
-            })?;
-            j += 1;
-        }
-        if sum != 0 {
-            if write != i {
-                upd.rows.copy_within(i * w..(i + 1) * w, write * w);
-                upd.times[write] = upd.times[i];
-            }
-            upd.diffs[write] = sum;
-            write += 1;
-        }
-        i = j;
-    }
-    upd.rows.truncate(write * w);
-    upd.times.truncate(write);
-    upd.diffs.truncate(write);
-    Ok(())
+    SORTER.with(|s| s.borrow_mut().consolidate_updates(upd))
 }
 
 /// The worker that owns a key.

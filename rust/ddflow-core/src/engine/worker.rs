@@ -540,7 +540,7 @@ impl Worker {
                 consolidate(&mut batch)?;
                 let msg = Msg { schema, upd: batch };
                 if let Some(t) = self.traces[node].as_mut() {
-                    t.insert(msg.upd.clone());
+                    t.insert(msg.upd.clone(), frontier);
                 }
                 self.fresh[node] = Some(msg);
                 (Vec::new(), true)

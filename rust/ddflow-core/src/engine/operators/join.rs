@@ -91,9 +91,10 @@ pub fn join_delta(
     let (aw, bw) = (da.width, db.width);
     // dA x B
     let mut hist = Updates::new(tb.width);
+    let mut reader_b = tb.reader();
     for &(s, e) in &runs_a {
         hist.clear();
-        tb.key_history(&da.rows[s * aw..s * aw + kw], &mut hist);
+        reader_b.key_history(&da.rows[s * aw..s * aw + kw], &mut hist);
         let n = hist.len();
         product(
             da,
@@ -109,9 +110,10 @@ pub fn join_delta(
     }
     // A x dB
     let mut lhist = Updates::new(ta.width);
+    let mut reader_a = ta.reader();
     for &(s, e) in &runs_b {
         lhist.clear();
-        ta.key_history(&db.rows[s * bw..s * bw + kw], &mut lhist);
+        reader_a.key_history(&db.rows[s * bw..s * bw + kw], &mut lhist);
         let n = lhist.len();
         product(
             &lhist,

@@ -250,12 +250,14 @@ impl ReduceState {
         let mut vals = Vec::new();
         let mut counts = Vec::new();
         let mut index = Indexed::default();
+        let mut reader_in = inp.trace.reader();
+        let mut reader_out = self.out.reader();
         let builtin = !matches!(inp.agg, Agg::Python { .. } | Agg::ThresholdPy(_));
         for (ki, (key, new_times)) in work.iter().enumerate() {
             in_hist.clear();
-            inp.trace.key_history(key, &mut in_hist);
+            reader_in.key_history(key, &mut in_hist);
             let mut out_hist = Updates::new(self.out.width);
-            self.out.key_history(key, &mut out_hist);
+            reader_out.key_history(key, &mut out_hist);
             edits.clear();
             edits.extend_from_slice(&in_hist.times);
             edits.extend_from_slice(&out_hist.times);
@@ -380,7 +382,7 @@ impl ReduceState {
         }
         let mut sorted = output.clone();
         crate::engine::util::consolidate(&mut sorted)?;
-        self.out.insert(sorted);
+        self.out.insert(sorted, inp.frontier);
         Ok(output)
     }
 
