@@ -20,6 +20,11 @@ use crate::lattice::Time;
 use std::ops::Range;
 
 /// Accumulates sorted updates into a [`Batch`].
+///
+/// Layers that a compact batch omits are only materialized when needed: times while all
+/// pushed times are equal, diffs while all are 1, and val offsets while every val has one
+/// update. Merging or building data at a single time with unit diffs (static data, or data
+/// compacted to one frontier time) thus never writes per-update times or diffs.
 #[derive(Clone, Debug)]
 pub struct Builder {
     key_width: usize,
@@ -27,9 +32,19 @@ pub struct Builder {
     keys: Words,
     key_offs: Vec<usize>,
     vals: Words,
-    val_offs: Vec<usize>,
-    times: Vec<Time>,
-    diffs: Vec<i64>,
+    /// Sealed vals.
+    n_vals: usize,
+    /// `n_vals + 1` offsets, or `None` while every sealed val has exactly one update.
+    val_offs: Option<Vec<usize>>,
+    /// Updates pushed.
+    n: usize,
+    /// The time of every update while `times` is not materialized.
+    time0: Time,
+    times: Option<Vec<Time>>,
+    /// `None` while every diff is 1.
+    diffs: Option<Vec<i64>>,
+    /// Capacity hint for materialized update layers.
+    cap: usize,
 }
 
 impl Builder {
@@ -62,17 +77,19 @@ impl Builder {
     ) -> Self {
         let mut key_offs = Vec::with_capacity(keys + 1);
         key_offs.push(0);
-        let mut val_offs = Vec::with_capacity(vals + 1);
-        val_offs.push(0);
         Builder {
             key_width,
             val_width,
             keys: Words::with_capacity(narrow_keys, keys * key_width),
             key_offs,
             vals: Words::with_capacity(narrow_vals, vals * val_width),
-            val_offs,
-            times: Vec::with_capacity(updates),
-            diffs: Vec::with_capacity(updates),
+            n_vals: 0,
+            val_offs: None,
+            n: 0,
+            time0: Time::minimum(),
+            times: None,
+            diffs: None,
+            cap: updates,
         }
     }
 
@@ -102,56 +119,119 @@ impl Builder {
         self.vals.push_row(val);
     }
 
+    #[cold]
+    fn materialize_times(&mut self) {
+        let mut t = Vec::with_capacity(self.cap.max(self.n + 1));
+        t.resize(self.n, self.time0);
+        self.times = Some(t);
+    }
+
+    #[cold]
+    fn materialize_diffs(&mut self) {
+        let mut d = Vec::with_capacity(self.cap.max(self.n + 1));
+        d.resize(self.n, 1);
+        self.diffs = Some(d);
+    }
+
+    #[cold]
+    fn materialize_val_offs(&mut self) {
+        let mut o = Vec::with_capacity(self.cap.max(self.n_vals + 2));
+        o.extend(0..=self.n_vals);
+        self.val_offs = Some(o);
+    }
+
     /// Adds an update to the open val (times increasing).
     #[inline]
     pub fn push_update(&mut self, time: Time, diff: i64) {
-        self.times.push(time);
-        self.diffs.push(diff);
+        if self.times.is_none() {
+            if self.n == 0 {
+                self.time0 = time;
+            } else if time != self.time0 {
+                self.materialize_times();
+            }
+        }
+        if let Some(t) = &mut self.times {
+            t.push(time);
+        }
+        if diff != 1 && self.diffs.is_none() {
+            self.materialize_diffs();
+        }
+        if let Some(d) = &mut self.diffs {
+            d.push(diff);
+        }
+        self.n += 1;
     }
 
     /// Adds `diff` to the last pushed update (same row and time).
     #[inline]
     pub(crate) fn add_to_last(&mut self, diff: i64) -> Result<()> {
-        let last = self.diffs.last_mut().expect("no update to add to");
+        if self.diffs.is_none() {
+            self.materialize_diffs();
+        }
+        let d = self.diffs.as_mut().expect("materialized");
+        let last = d.last_mut().expect("no update to add to");
         *last = last.checked_add(diff).ok_or_else(|| {
             Error::Overflow(format!("summing diffs {last} and {diff} overflows i64"))
         })?;
         Ok(())
     }
 
+    /// First update of the open val.
+    #[inline]
+    fn val_start(&self) -> usize {
+        match &self.val_offs {
+            Some(o) => o[o.len() - 1],
+            None => self.n_vals,
+        }
+    }
+
+    /// Closes the open val whose updates start at `start`.
+    #[inline]
+    fn close_val(&mut self, start: usize) {
+        let count = self.n - start;
+        if count == 0 {
+            self.vals.truncate(self.n_vals * self.val_width);
+            return;
+        }
+        if count > 1 && self.val_offs.is_none() {
+            self.materialize_val_offs();
+        }
+        if let Some(o) = &mut self.val_offs {
+            o.push(self.n);
+        }
+        self.n_vals += 1;
+    }
+
     /// Closes the open val: drops its zero-diff updates, and the val if none remain.
     #[inline]
     pub fn seal_val(&mut self) {
-        let start = self.val_offs[self.val_offs.len() - 1];
-        let mut w = start;
-        for r in start..self.diffs.len() {
-            if self.diffs[r] != 0 {
-                self.diffs[w] = self.diffs[r];
-                self.times[w] = self.times[r];
-                w += 1;
+        let start = self.val_start();
+        if let Some(d) = &mut self.diffs {
+            let mut w = start;
+            for r in start..self.n {
+                if d[r] != 0 {
+                    d[w] = d[r];
+                    if let Some(t) = &mut self.times {
+                        t[w] = t[r];
+                    }
+                    w += 1;
+                }
             }
+            d.truncate(w);
+            if let Some(t) = &mut self.times {
+                t.truncate(w);
+            }
+            self.n = w;
         }
-        self.diffs.truncate(w);
-        self.times.truncate(w);
-        if w == start {
-            let n_vals = self.val_offs.len() - 1;
-            self.vals.truncate(n_vals * self.val_width);
-        } else {
-            self.val_offs.push(w);
-        }
+        self.close_val(start);
     }
 
     /// Closes the open val, whose updates are known to be non-zero: drops it only if it
     /// has no updates.
     #[inline]
     pub fn seal_val_nonzero(&mut self) {
-        let start = self.val_offs[self.val_offs.len() - 1];
-        if self.diffs.len() == start {
-            let n_vals = self.val_offs.len() - 1;
-            self.vals.truncate(n_vals * self.val_width);
-        } else {
-            self.val_offs.push(self.diffs.len());
-        }
+        let start = self.val_start();
+        self.close_val(start);
     }
 
     /// Appends keys `keys` of `batch` whole (no key may be open), advancing times by
@@ -171,74 +251,109 @@ impl Builder {
         self.keys
             .extend_range_from(&batch.keys, keys.start * kw..keys.end * kw);
         let (v0, v1) = (batch.key_offs[keys.start], batch.key_offs[keys.end]);
-        let vbase = self.val_offs.len() - 1;
+        let vbase = self.n_vals;
         self.key_offs.extend(
             batch.key_offs[keys.start + 1..=keys.end]
                 .iter()
                 .map(|&o| vbase + o - v0),
         );
         self.vals.extend_range_from(&batch.vals, v0 * vw..v1 * vw);
-        let ubase = self.times.len();
+        let ubase = self.n;
         let (u0, u1) = match &batch.val_offs {
             None => {
-                self.val_offs.extend((v0 + 1..=v1).map(|v| ubase + v - v0));
+                if let Some(o) = &mut self.val_offs {
+                    o.extend((1..=v1 - v0).map(|i| ubase + i));
+                }
                 (v0, v1)
             }
-            Some(o) => {
-                let u0 = o[v0];
-                self.val_offs
-                    .extend(o[v0 + 1..=v1].iter().map(|&x| ubase + x - u0));
-                (u0, o[v1])
+            Some(bo) => {
+                if self.val_offs.is_none() {
+                    self.materialize_val_offs();
+                }
+                let u0 = bo[v0];
+                let o = self.val_offs.as_mut().expect("materialized");
+                o.extend(bo[v0 + 1..=v1].iter().map(|&x| ubase + x - u0));
+                (u0, bo[v1])
             }
         };
-        match (&batch.times, frontier) {
-            (Times::Single(t), _) => {
+        self.n_vals += v1 - v0;
+        let count = u1 - u0;
+        match &batch.times {
+            Times::Single(t) => {
                 let t = single.unwrap_or(*t);
-                self.times.extend(std::iter::repeat_n(t, u1 - u0));
+                if self.times.is_none() {
+                    if self.n == 0 {
+                        self.time0 = t;
+                    } else if t != self.time0 {
+                        self.materialize_times();
+                    }
+                }
+                if let Some(ts) = &mut self.times {
+                    ts.extend(std::iter::repeat_n(t, count));
+                }
             }
-            (Times::Each(ts), None) => self.times.extend_from_slice(&ts[u0..u1]),
-            (Times::Each(ts), Some(f)) => {
-                self.times.extend(ts[u0..u1].iter().map(|&t| advance(t, f)))
+            Times::Each(ts) => {
+                if self.times.is_none() {
+                    self.materialize_times();
+                }
+                let out = self.times.as_mut().expect("materialized");
+                match frontier {
+                    None => out.extend_from_slice(&ts[u0..u1]),
+                    Some(f) => out.extend(ts[u0..u1].iter().map(|&t| advance(t, f))),
+                }
             }
         }
         match &batch.diffs {
-            Diffs::Ones => self.diffs.extend(std::iter::repeat_n(1, u1 - u0)),
-            Diffs::Dense(d) => self.diffs.extend_from_slice(&d[u0..u1]),
-            Diffs::Sparse { .. } => batch.for_each_update(u0..u1, |_, d| self.diffs.push(d)),
+            Diffs::Ones => {
+                if let Some(d) = &mut self.diffs {
+                    d.extend(std::iter::repeat_n(1, count));
+                }
+            }
+            diffs => {
+                if self.diffs.is_none() {
+                    self.materialize_diffs();
+                }
+                let out = self.diffs.as_mut().expect("materialized");
+                match diffs {
+                    Diffs::Dense(d) => out.extend_from_slice(&d[u0..u1]),
+                    _ => batch.for_each_update(u0..u1, |_, d| out.push(d)),
+                }
+            }
         }
+        self.n += count;
     }
 
     /// Closes the open key: drops it if it has no vals.
     #[inline]
     pub fn seal_key(&mut self) {
-        let n_vals = self.val_offs.len() - 1;
-        if n_vals == self.key_offs[self.key_offs.len() - 1] {
+        if self.n_vals == self.key_offs[self.key_offs.len() - 1] {
             let n_keys = self.key_offs.len() - 1;
             self.keys.truncate(n_keys * self.key_width);
         } else {
-            self.key_offs.push(n_vals);
+            self.key_offs.push(self.n_vals);
         }
     }
 
     /// Number of updates pushed so far.
     #[inline]
     pub fn len(&self) -> usize {
-        self.times.len()
+        self.n
     }
 
     /// Whether no update was pushed.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.times.is_empty()
+        self.n == 0
     }
 
-    /// Heap bytes held.
+    /// Heap bytes held (capacities of the layers allocated so far).
     pub fn heap_bytes(&self) -> usize {
         self.keys.heap_bytes()
             + self.vals.heap_bytes()
-            + self.diffs.capacity() * 8
-            + (self.key_offs.capacity() + self.val_offs.capacity()) * std::mem::size_of::<usize>()
-            + self.times.capacity() * std::mem::size_of::<Time>()
+            + self.key_offs.capacity() * std::mem::size_of::<usize>()
+            + self.val_offs.as_ref().map_or(0, |o| o.capacity()) * std::mem::size_of::<usize>()
+            + self.times.as_ref().map_or(0, |t| t.capacity()) * std::mem::size_of::<Time>()
+            + self.diffs.as_ref().map_or(0, |d| d.capacity()) * 8
     }
 
     /// Finishes the batch (all keys and vals must be sealed), choosing compact layers.
@@ -249,30 +364,41 @@ impl Builder {
             keys,
             mut key_offs,
             vals,
+            n_vals,
             val_offs,
+            n,
+            time0,
             times,
             diffs,
+            cap: _,
         } = self;
         debug_assert_eq!(keys.len(), (key_offs.len() - 1) * key_width);
-        debug_assert_eq!(vals.len(), (val_offs.len() - 1) * val_width);
-        let n_vals = val_offs.len() - 1;
-        let n = times.len();
+        debug_assert_eq!(vals.len(), n_vals * val_width);
+        debug_assert_eq!(key_offs[key_offs.len() - 1], n_vals);
         key_offs.shrink_to_fit();
-        let val_offs = if n == n_vals {
-            None
-        } else {
-            let mut v = val_offs;
-            v.shrink_to_fit();
-            Some(v)
-        };
-        let times = match times.first() {
-            None => Times::Single(Time::minimum()),
-            Some(t0) if times.iter().all(|t| t == t0) => Times::Single(*t0),
-            Some(_) => {
-                let mut t = times;
-                t.shrink_to_fit();
-                Times::Each(t)
+        let val_offs = match val_offs {
+            Some(mut o) if n != n_vals => {
+                o.shrink_to_fit();
+                Some(o)
             }
+            _ => None,
+        };
+        let times = match times {
+            None => Times::Single(time0),
+            Some(t) => match t.first() {
+                None => Times::Single(Time::minimum()),
+                Some(t0) if t.iter().all(|x| x == t0) => Times::Single(*t0),
+                Some(_) => {
+                    let mut t = t;
+                    t.shrink_to_fit();
+                    Times::Each(t)
+                }
+            },
+        };
+        let times = if n == 0 {
+            Times::Single(Time::minimum())
+        } else {
+            times
         };
         Batch {
             desc,
@@ -283,7 +409,7 @@ impl Builder {
             vals: narrow(vals),
             val_offs,
             times,
-            diffs: compact_diffs(diffs),
+            diffs: diffs.map_or(Diffs::Ones, compact_diffs),
         }
     }
 }
