@@ -43,12 +43,23 @@ fn bfs_plan() -> String {
 }
 
 fn int_col(v: Vec<i64>) -> Column {
-    Column { dtype: DType::Int64, words: v.into_iter().map(|x| x as u64).collect() }
+    Column {
+        dtype: DType::Int64,
+        words: v.into_iter().map(|x| x as u64).collect(),
+    }
 }
 
 fn main() {
-    let args: Vec<u64> = std::env::args().skip(1).map(|a| a.parse().expect("integer argument")).collect();
-    let (nodes, edges, batch, rounds) = (args[0], args[1] as usize, args[2] as usize, args[3] as usize);
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse().expect("integer argument"))
+        .collect();
+    let (nodes, edges, batch, rounds) = (
+        args[0],
+        args[1] as usize,
+        args[2] as usize,
+        args[3] as usize,
+    );
     let workers = args.get(4).copied().unwrap_or(1) as usize;
     let mut rng = rand::rngs::StdRng::seed_from_u64(0);
     let total = edges + rounds;
@@ -58,10 +69,14 @@ fn main() {
     let mut e = Engine::new(plan, workers, Arc::new(NoCallbacks)).expect("engine");
     e.set_logging(std::env::var_os("DDFLOW_PROFILE").is_some());
     let t0 = Instant::now();
-    e.push(1, vec![int_col(vec![0])], vec![Time::scalar(0)], vec![1]).unwrap();
+    e.push(1, vec![int_col(vec![0])], vec![Time::scalar(0)], vec![1])
+        .unwrap();
     e.push(
         0,
-        vec![int_col(src[..edges].to_vec()), int_col(dst[..edges].to_vec())],
+        vec![
+            int_col(src[..edges].to_vec()),
+            int_col(dst[..edges].to_vec()),
+        ],
         vec![Time::scalar(0); edges],
         vec![1; edges],
     )
@@ -102,7 +117,8 @@ fn main() {
         }
     }
     let el = t1.elapsed();
-    let mut per_node: std::collections::BTreeMap<usize, (u64, usize, usize, usize)> = Default::default();
+    let mut per_node: std::collections::BTreeMap<usize, (u64, usize, usize, usize)> =
+        Default::default();
     for l in e.log() {
         let x = per_node.entry(l.node).or_default();
         x.0 += l.nanos;

@@ -26,7 +26,13 @@ pub struct Arrangement {
 
 impl std::fmt::Debug for Arrangement {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Arrangement(key_width={}, width={}, len={})", self.key_width, self.width, self.len())
+        write!(
+            f,
+            "Arrangement(key_width={}, width={}, len={})",
+            self.key_width,
+            self.width,
+            self.len()
+        )
     }
 }
 
@@ -58,7 +64,11 @@ impl Reader {
 impl Arrangement {
     /// An empty arrangement of rows of `width` words keyed by the first `key_width`.
     pub fn new(key_width: usize, width: usize) -> Self {
-        Arrangement { key_width, width, spine: Spine::new(key_width, width - key_width) }
+        Arrangement {
+            key_width,
+            width,
+            spine: Spine::new(key_width, width - key_width),
+        }
     }
 
     /// Stored updates.
@@ -88,8 +98,13 @@ impl Arrangement {
     /// future of `upper`.
     pub fn insert(&mut self, batch: Updates, upper: &Antichain<Time>) {
         let lower = self.spine.upper().clone();
-        let desc = Description::new(lower, upper.clone(), self.spine.logical_compaction().clone());
-        let b = Batch::from_sorted(&batch, self.key_width, desc).expect("engine batches are sorted and consolidated");
+        let desc = Description::new(
+            lower,
+            upper.clone(),
+            self.spine.logical_compaction().clone(),
+        );
+        let b = Batch::from_sorted(&batch, self.key_width, desc)
+            .expect("engine batches are sorted and consolidated");
         self.spine.insert(Arc::new(b));
     }
 

@@ -126,7 +126,9 @@ impl Indexed {
         for &(v, time, d) in &self.entries {
             if time.less_equal(t) {
                 let c = &mut self.counts[v as usize];
-                *c = c.checked_add(d).ok_or_else(|| Error::Overflow(format!("{label}: count overflow")))?;
+                *c = c
+                    .checked_add(d)
+                    .ok_or_else(|| Error::Overflow(format!("{label}: count overflow")))?;
             }
         }
         Ok(())
@@ -169,7 +171,10 @@ impl ReduceState {
         let kw = inp.key_width;
         let bw = inp.batch.width;
         for i in 0..inp.batch.len() {
-            restore.push((inp.batch.rows[i * bw..i * bw + kw].to_vec(), inp.batch.times[i]));
+            restore.push((
+                inp.batch.rows[i * bw..i * bw + kw].to_vec(),
+                inp.batch.times[i],
+            ));
         }
         let result = self.activate_inner(inp);
         if result.is_err() {
@@ -277,13 +282,27 @@ impl ReduceState {
                 index.nonzero(vw, &mut vals, &mut counts);
                 let start = desired_counts.len();
                 if builtin {
-                    aggregate::apply(inp.agg, inp.val_dtypes, vw, &vals, &counts, inp.label, &mut desired_rows, &mut desired_counts)?;
+                    aggregate::apply(
+                        inp.agg,
+                        inp.val_dtypes,
+                        vw,
+                        &vals,
+                        &counts,
+                        inp.label,
+                        &mut desired_rows,
+                        &mut desired_counts,
+                    )?;
                 } else {
                     py_vals.extend_from_slice(&vals);
                     py_counts.extend_from_slice(&counts);
                     py_offsets.push(py_counts.len() as i64);
                 }
-                groups.push(Group { key: ki, time: t, start, end: desired_counts.len() });
+                groups.push(Group {
+                    key: ki,
+                    time: t,
+                    start,
+                    end: desired_counts.len(),
+                });
             }
             out_hist_all.push(out_hist);
         }
