@@ -139,49 +139,47 @@ fn spine_10m() {
     }
     let build = t.elapsed();
     let build_cpu = thread_cpu() - build_cpu0;
-    let mut spine = Spine::new(1, 1);
-    let mut max_insert = Duration::ZERO;
-    let mut max_len = 0;
-    let t = Instant::now();
-    let cpu0 = thread_cpu();
-    for b in batches {
-        let upper = b.upper().clone();
-        let ti = Instant::now();
-        spine.insert(b);
-        max_insert = max_insert.max(ti.elapsed());
-        spine.set_logical_compaction(&upper).unwrap();
-        max_len = max_len.max(spine.len());
-    }
-    let total = t.elapsed();
-    let cpu = thread_cpu() - cpu0;
     let live = present.iter().filter(|&&p| p).count();
     println!("\n### spine_10m: 10M updates, 100 batches of 100k, compaction following\n");
-    println!("| metric | value |\n|---|---|");
     println!(
-        "| build 100 batches (consolidate + layers; wall / thread CPU) | {:.3} s / {build_cpu:.2} s |",
+        "Building the 100 batches (consolidate + layers): {:.3} s wall, {build_cpu:.2} s thread CPU. \
+         Live records at the end: {live}.\n",
         build.as_secs_f64()
     );
-    println!(
-        "| insert 10M updates (total, wall / thread CPU) | {:.3} s / {cpu:.2} s |",
-        total.as_secs_f64()
-    );
-    println!(
-        "| insert throughput | {:.1} M updates/s |",
-        10.0 / total.as_secs_f64()
-    );
-    println!(
-        "| max single insert | {:.1} ms |",
-        max_insert.as_secs_f64() * 1e3
-    );
-    println!(
-        "| max spine len / final len / live records | {max_len} / {} / {live} |",
-        spine.len()
-    );
-    println!(
-        "| batches at end / forced merges | {} / {} |",
-        spine.n_batches(),
-        spine.forced_merges()
-    );
+    println!("| effort | insert total (wall) | thread CPU | updates/s (CPU) | max single insert (wall) | max len | final len | batches | forced merges |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for effort in [1, 2, 4] {
+        let mut spine = Spine::new(1, 1);
+        spine.set_effort(effort);
+        let mut max_insert = Duration::ZERO;
+        let mut max_len = 0;
+        let t = Instant::now();
+        let cpu0 = thread_cpu();
+        for b in batches.iter() {
+            let upper = b.upper().clone();
+            let ti = Instant::now();
+            spine.insert(b.clone());
+            max_insert = max_insert.max(ti.elapsed());
+            spine.set_logical_compaction(&upper).unwrap();
+            max_len = max_len.max(spine.len());
+        }
+        let total = t.elapsed();
+        let cpu = thread_cpu() - cpu0;
+        println!(
+            "| {effort}{} | {:.3} s | {cpu:.2} s | {:.1} M | {:.1} ms | {max_len} | {} | {} | {} |",
+            if effort == ddflow_core::trace::DEFAULT_EFFORT {
+                " (default)"
+            } else {
+                ""
+            },
+            total.as_secs_f64(),
+            10.0 / cpu.max(0.01),
+            max_insert.as_secs_f64() * 1e3,
+            spine.len(),
+            spine.n_batches(),
+            spine.forced_merges()
+        );
+    }
 }
 
 /// Arranging a static graph: 10M random edges over 1M nodes at the least time.
