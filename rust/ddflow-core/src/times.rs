@@ -9,7 +9,6 @@
 //! output-sensitive sweep over coordinates, described on the function.
 
 use crate::lattice::{Lattice, PartialOrder, Time, MAX_DIMS};
-use std::collections::BTreeSet;
 
 /// Reference implementation: the joins of a subset of `edits` with a non-empty subset of
 /// `new_times`, sorted (lexicographically) and deduplicated.
@@ -72,8 +71,10 @@ pub fn interesting_times_reference(edits: &[Time], new_times: &[Time]) -> Vec<Ti
 /// `U_i`, below which some `U_i` has no element), so the output comes out in lexicographic
 /// order without sorting. In one dimension the answer is the distinct values of `A` at or
 /// above the largest `min U_i`. The last two coordinates are swept together: as `p` grows,
-/// the values of the last coordinate in `A_p` are kept in an ordered set and each `U_i`'s
-/// running minimum is advanced, so each `p` costs `O(k + log |A| + its outputs)`.
+/// the values of the last coordinate in `A_p` are kept in a bitset over their ranks and each
+/// `U_i`'s running minimum is advanced, so each `p` costs `O(k + |values| / 64 + its
+/// outputs)`. One-dimensional inputs (totally ordered times) take a direct path: the times
+/// at or after the least new time.
 ///
 /// Cost: one-dimensional `O(|A| log |A|)`; two-dimensional `O(|A| log |A| + |output|)`;
 /// each further dimension multiplies the sorting work by the number of distinct values of
@@ -83,15 +84,25 @@ pub fn interesting_times(edits: &[Time], new_times: &[Time], out: &mut Vec<Time>
     if new_times.is_empty() {
         return;
     }
-    let mut all: Vec<Time> = Vec::with_capacity(edits.len() + new_times.len());
-    all.extend_from_slice(edits);
-    all.extend_from_slice(new_times);
-    let dims = all
+    let used = |t: &Time| MAX_DIMS - t.0.iter().rev().take_while(|&&c| c == 0).count();
+    let dims = edits
         .iter()
-        .map(|t| MAX_DIMS - t.0.iter().rev().take_while(|&&c| c == 0).count())
+        .chain(new_times)
+        .map(used)
         .max()
         .unwrap_or(0)
         .max(1);
+    if dims == 1 {
+        // Totally ordered: every time at or after the first new time.
+        let lo = new_times.iter().map(|t| t.0[0]).min().unwrap_or(0);
+        out.extend(edits.iter().chain(new_times).filter(|t| t.0[0] >= lo));
+        out.sort_unstable();
+        out.dedup();
+        return;
+    }
+    let mut all: Vec<Time> = Vec::with_capacity(edits.len() + new_times.len());
+    all.extend_from_slice(edits);
+    all.extend_from_slice(new_times);
     let mut news = new_times.to_vec();
     news.sort_unstable();
     news.dedup();
@@ -155,16 +166,21 @@ impl Sweep<'_> {
         }
     }
 
-    /// Sweeps coordinate `c` with the ordered set of last-coordinate values of `A_p`.
+    /// Sweeps coordinate `c` with the set of last-coordinate values of `A_p` (a bitset over
+    /// the ranks of the distinct values, so emitting the values at or above a bound walks
+    /// only set bits and at most `|values| / 64` words).
     fn last_two(&mut self, c: usize, a: &mut [Time], mut ups: Vec<Vec<Time>>, prefix: Time) {
         let e = c + 1;
         a.sort_unstable_by_key(|t| (t.0[c], t.0[e]));
         for u in ups.iter_mut() {
             u.sort_unstable_by_key(|t| t.0[c]);
         }
+        let mut vals: Vec<u64> = a.iter().map(|t| t.0[e]).collect();
+        vals.sort_unstable();
+        vals.dedup();
+        let mut present = vec![0u64; vals.len().div_ceil(64)];
         // Per set: next unread element and running minimum of coordinate `e`.
         let mut cursors: Vec<(usize, u64)> = vec![(0, u64::MAX); ups.len()];
-        let mut present: BTreeSet<u64> = BTreeSet::new();
         let start = threshold(c, &ups);
         let mut i = 0;
         while i < a.len() {
@@ -172,7 +188,10 @@ impl Sweep<'_> {
             // `a` is sorted by (c, e): the group's first element has the least `e`.
             let group_min = a[i].0[e];
             let j = i + a[i..].partition_point(|t| t.0[c] == p);
-            present.extend(a[i..j].iter().map(|t| t.0[e]));
+            for t in &a[i..j] {
+                let r = vals.partition_point(|&v| v < t.0[e]);
+                present[r / 64] |= 1 << (r % 64);
+            }
             i = j;
             if p < start {
                 continue;
@@ -186,8 +205,18 @@ impl Sweep<'_> {
                 lo = lo.max(*min);
             }
             let row = prefix.with_coord(c, p);
-            self.out
-                .extend(present.range(lo..).map(|&v| row.with_coord(e, v)));
+            let r0 = vals.partition_point(|&v| v < lo);
+            for (w, &word) in present.iter().enumerate().skip(r0 / 64) {
+                let mut bits = word;
+                if w == r0 / 64 {
+                    bits &= u64::MAX << (r0 % 64);
+                }
+                while bits != 0 {
+                    let r = w * 64 + bits.trailing_zeros() as usize;
+                    self.out.push(row.with_coord(e, vals[r]));
+                    bits &= bits - 1;
+                }
+            }
         }
     }
 }

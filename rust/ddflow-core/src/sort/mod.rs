@@ -19,7 +19,8 @@
 //!   scratch buffer (the two `Vec`s are swapped at the end instead of copied back);
 //! * inputs larger than 256 KiB first get one stable pass on their top (up to 10) varying
 //!   bits, splitting them into cache-sized buckets that are then sorted on their own, so
-//!   the LSD passes run in L2 instead of DRAM;
+//!   the LSD passes run in L2 instead of DRAM (the read that finds the varying bits also
+//!   counts the split digit, guessed from a strided sample and re-counted if wrong);
 //! * when the varying bits far exceed `log2(n)` (e.g. keys spread over all of `u64`), only
 //!   the top `log2(n) + 6` varying bits get passes; the resulting groups of equal prefix
 //!   are nearly all singletons and are finished by insertion sort (or recursively when
@@ -49,16 +50,27 @@ use radix::{index_bits, span, KeyIdx, Lsd, RadixKey, SortKey};
 
 /// Below this many pairs [`RadixSorter::sort_pairs`] uses `sort_unstable`.
 ///
-/// Measured with `cargo bench -p ddflow-core --bench sort -- crossover` (AMD EPYC, 2 cores):
-/// see `benches/results/sort.md`.
-pub const SMALL_PAIRS: usize = 256;
+/// Measured with `cargo bench -p ddflow-core --bench sort -- crossover` (AMD EPYC, 2 shared
+/// cores, 256 distinct inputs per size): forced radix vs `sort_unstable` costs 1.2 vs 0.9 µs
+/// at 64 full-range pairs, 1.5 vs 3.2 µs at 128, 4.9 vs 7.7 µs at 256; node-id pairs cross
+/// between 32 and 64. Below ~100 elements the fixed costs of the radix passes (histograms,
+/// the varying-bits read) dominate. Full table: `benches/results/sort.md`.
+pub const SMALL_PAIRS: usize = 128;
 
 /// Below this many values [`RadixSorter::sort_u64`] uses `sort_unstable`.
+///
+/// Measured as for [`SMALL_PAIRS`] on full-range `u64`s: radix vs `sort_unstable` 2.6 vs
+/// 1.8 µs at 128, 4.1 vs 4.2 µs at 256, 4.5 vs 5.1 µs at 384 (8-byte elements make the
+/// comparison sort cheaper, so the crossover is later).
 pub const SMALL_U64: usize = 256;
 
 /// Below this many updates [`RadixSorter::sort_updates`] sorts the permutation with
-/// `sort_unstable_by`.
-pub const SMALL_UPDATES: usize = 256;
+/// `sort_unstable_by` (comparing row words and times).
+///
+/// Measured as for [`SMALL_PAIRS`] on width-1 rows with 2-D times: radix vs comparison
+/// 1.8 vs 1.3 µs at 32, 2.0 vs 3.8 µs at 64, 5.0 vs 8.6 µs at 128 (the comparison sort pays
+/// for slice comparisons through the permutation).
+pub const SMALL_UPDATES: usize = 48;
 
 /// A radix sorter with reusable scratch buffers.
 ///

@@ -15,6 +15,7 @@
 //! 11-bit digits, a TLB miss per scattered element; the split pays that once.
 
 use std::cmp::Ordering;
+use std::mem::size_of_val;
 
 /// Most words a [`RadixKey`] may expose.
 pub(crate) const MAX_WORDS: usize = 4;
@@ -46,6 +47,38 @@ pub(crate) fn span(mask: u64) -> u32 {
     } else {
         64 - mask.leading_zeros() - mask.trailing_zeros()
     }
+}
+
+/// The split digit for `n` elements of `bytes` bytes with varying bits `masks`: the top
+/// varying bits of the most significant varying key, enough of them (at most
+/// [`MSD_DIGIT_BITS`]) for the average bucket to fill half of [`CACHE_BYTES`]. Returns the
+/// key's index and the digit, or `None` when nothing varies.
+fn split_digit(
+    n: usize,
+    bytes: usize,
+    keys: &[SortKey],
+    masks: &[u64; MAX_WORDS],
+) -> Option<(usize, Digit)> {
+    let top = (0..keys.len()).rev().find(|&i| masks[i] != 0)?;
+    let m = masks[top];
+    let hi = 63 - m.leading_zeros();
+    let want = bytes.div_ceil(CACHE_BYTES / 2).min(n);
+    let bits = index_bits(want).clamp(1, MSD_DIGIT_BITS).min(span(m));
+    Some((
+        top,
+        Digit {
+            word: keys[top].word,
+            shift: hi + 1 - bits,
+            bits,
+        },
+    ))
+}
+
+/// Digit width for an in-cache LSD pass over `n` elements: [`MAX_DIGIT_BITS`], narrower
+/// for small inputs so that clearing and prefix-summing the histogram (`2^bits` entries)
+/// does not dominate the `n` scattered elements.
+fn digit_bits(n: usize) -> u32 {
+    index_bits(n).clamp(4, MAX_DIGIT_BITS)
 }
 
 /// Bits needed to represent every value below `n`.
@@ -159,15 +192,15 @@ pub(crate) fn varying_bits<T: RadixKey>(data: &[T], keys: &[SortKey]) -> [u64; M
 
 /// Appends digits covering the varying bits `mask` of word `word`, least significant first:
 /// the span from the lowest to the highest varying bit, cut into equal digits of at most
-/// [`MAX_DIGIT_BITS`] bits.
-fn plan_word(word: usize, mask: u64, digits: &mut Vec<Digit>) {
+/// `max_bits` bits.
+fn plan_word(word: usize, mask: u64, max_bits: u32, digits: &mut Vec<Digit>) {
     if mask == 0 {
         return;
     }
     let lo = mask.trailing_zeros();
     let hi = 63 - mask.leading_zeros();
     let span = hi - lo + 1;
-    let passes = span.div_ceil(MAX_DIGIT_BITS);
+    let passes = span.div_ceil(max_bits);
     let bits = span.div_ceil(passes);
     let mut shift = lo;
     while shift <= hi {
@@ -228,6 +261,9 @@ impl Lsd {
             insertion_sort(data, keys);
             return false;
         }
+        if size_of_val(data) > CACHE_BYTES {
+            return self.split_top(data, buf, keys);
+        }
         let masks = varying_bits(data, keys);
         self.sort_masked(data, buf, keys, &masks)
     }
@@ -247,16 +283,17 @@ impl Lsd {
             insertion_sort(data, keys);
             return false;
         }
-        if std::mem::size_of_val(data) > CACHE_BYTES {
+        if size_of_val(data) > CACHE_BYTES {
             return self.split(data, buf, keys, masks);
         }
         let total: u32 = masks.iter().map(|&m| span(m)).sum();
         let prefix_bits = index_bits(n) + PREFIX_MARGIN;
-        if total.div_ceil(MAX_DIGIT_BITS) <= prefix_bits.div_ceil(MAX_DIGIT_BITS) {
+        let max_bits = digit_bits(n);
+        if total.div_ceil(max_bits) <= prefix_bits.div_ceil(max_bits) {
             // Few varying bits: sort by all of them.
             self.digits.clear();
             for (k, &m) in keys.iter().zip(masks.iter()) {
-                plan_word(k.word, m, &mut self.digits);
+                plan_word(k.word, m, max_bits, &mut self.digits);
             }
             return self.lsd(data, buf);
         }
@@ -293,36 +330,124 @@ impl Lsd {
         }
         self.digits.clear();
         for (k, &m) in keys.iter().zip(prefix.iter()) {
-            plan_word(k.word, m, &mut self.digits);
+            plan_word(k.word, m, digit_bits(data.len()), &mut self.digits);
         }
         let in_buf = self.lsd(data, buf);
         let (sorted, other) = if in_buf { (buf, data) } else { (data, buf) };
-        let same = |a: &T, b: &T| {
-            keys.iter()
-                .zip(prefix.iter())
-                .all(|(k, &p)| (a.word(k.word) ^ b.word(k.word)) & p == 0)
-        };
-        let n = sorted.len();
-        let mut i = 0;
-        while i < n {
-            let mut j = i + 1;
-            while j < n && same(&sorted[i], &sorted[j]) {
-                j += 1;
+        match *keys {
+            [k0] => {
+                let p0 = prefix[0];
+                self.finish_groups(sorted, other, keys, |x: &T| x.word(k0.word) & p0);
             }
-            if j - i > INSERTION {
-                if self.sort(&mut sorted[i..j], &mut other[i..j], keys) {
-                    sorted[i..j].copy_from_slice(&other[i..j]);
-                }
-            } else if j - i > 1 {
-                insertion_sort(&mut sorted[i..j], keys);
+            [k0, k1] => {
+                let (p0, p1) = (prefix[0], prefix[1]);
+                self.finish_groups(sorted, other, keys, |x: &T| {
+                    (x.word(k0.word) & p0, x.word(k1.word) & p1)
+                });
             }
-            i = j;
+            _ => {
+                self.finish_groups(sorted, other, keys, |x: &T| {
+                    let mut sig = [0u64; MAX_WORDS];
+                    for ((s, k), p) in sig.iter_mut().zip(keys).zip(prefix) {
+                        *s = x.word(k.word) & p;
+                    }
+                    sig
+                });
+            }
         }
         in_buf
     }
 
+    /// Sorts each run of equal `sig` in `sorted` (by `keys`): insertion sort when tiny,
+    /// recursively (with `other` as scratch) otherwise.
+    fn finish_groups<T: RadixKey, S: PartialEq>(
+        &mut self,
+        sorted: &mut [T],
+        other: &mut [T],
+        keys: &[SortKey],
+        sig: impl Fn(&T) -> S,
+    ) {
+        let n = sorted.len();
+        let mut start = 0;
+        let mut cur = sig(&sorted[0]);
+        for j in 1..=n {
+            let next = (j < n).then(|| sig(&sorted[j]));
+            if next.as_ref() == Some(&cur) {
+                continue;
+            }
+            if j - start > INSERTION {
+                if self.sort(&mut sorted[start..j], &mut other[start..j], keys) {
+                    sorted[start..j].copy_from_slice(&other[start..j]);
+                }
+            } else if j - start > 1 {
+                insertion_sort(&mut sorted[start..j], keys);
+            }
+            start = j;
+            if let Some(s) = next {
+                cur = s;
+            }
+        }
+    }
+
+    /// The out-of-cache step for a large input whose varying bits are not known yet: one
+    /// read computes them together with the histogram of the split digit guessed from a
+    /// strided sample (re-counted in the rare case the guess was wrong), then as
+    /// [`split`](Self::split).
+    fn split_top<T: RadixKey>(&mut self, data: &mut [T], buf: &mut [T], keys: &[SortKey]) -> bool {
+        let n = data.len();
+        let first = data[0];
+        let mut sampled = [0u64; MAX_WORDS];
+        for x in data.iter().step_by((n / 4096).max(1)) {
+            for (m, k) in sampled.iter_mut().zip(keys) {
+                *m |= (x.word(k.word) ^ first.word(k.word)) & k.mask;
+            }
+        }
+        let Some(guess) = split_digit(n, size_of_val(data), keys, &sampled) else {
+            // The sample does not vary: it almost surely all is constant; check exactly.
+            let masks = varying_bits(data, keys);
+            return self.split(data, buf, keys, &masks);
+        };
+        let mut acc = [0u64; MAX_WORDS];
+        let mut counts = [0usize; 1 << MSD_DIGIT_BITS];
+        match keys {
+            [k0] => {
+                let f0 = first.word(k0.word);
+                for x in data.iter() {
+                    acc[0] |= x.word(k0.word) ^ f0;
+                    counts[guess.1.bucket(x)] += 1;
+                }
+            }
+            [k0, k1] => {
+                let (f0, f1) = (first.word(k0.word), first.word(k1.word));
+                for x in data.iter() {
+                    acc[0] |= x.word(k0.word) ^ f0;
+                    acc[1] |= x.word(k1.word) ^ f1;
+                    counts[guess.1.bucket(x)] += 1;
+                }
+            }
+            _ => {
+                for x in data.iter() {
+                    for (a, k) in acc.iter_mut().zip(keys) {
+                        *a |= x.word(k.word) ^ first.word(k.word);
+                    }
+                    counts[guess.1.bucket(x)] += 1;
+                }
+            }
+        }
+        let mut masks = [0u64; MAX_WORDS];
+        for ((m, a), k) in masks.iter_mut().zip(acc).zip(keys) {
+            *m = a & k.mask;
+        }
+        match split_digit(n, size_of_val(data), keys, &masks) {
+            Some((top, digit)) if (top, digit) == guess => {
+                self.split_with(data, buf, keys, &masks, top, digit, counts)
+            }
+            _ => self.split(data, buf, keys, &masks),
+        }
+    }
+
     /// The out-of-cache step: one stable pass over the most significant varying bits into
-    /// `buf`, then each bucket sorted on its own (recursively). Result in `buf`.
+    /// `buf`, then each bucket sorted on its own (recursively). Returns where the result is.
     fn split<T: RadixKey>(
         &mut self,
         data: &mut [T],
@@ -330,28 +455,31 @@ impl Lsd {
         keys: &[SortKey],
         masks: &[u64; MAX_WORDS],
     ) -> bool {
-        let n = data.len();
-        let Some(top) = (0..keys.len()).rev().find(|&i| masks[i] != 0) else {
+        let Some((top, digit)) = split_digit(data.len(), size_of_val(data), keys, masks) else {
             return false;
         };
-        let m = masks[top];
-        let hi = 63 - m.leading_zeros();
-        let span = hi + 1 - m.trailing_zeros();
-        // Enough buckets for the expected bucket to fit half the cache budget.
-        let want = (std::mem::size_of_val(data)).div_ceil(CACHE_BYTES / 2);
-        let bits = (usize::BITS - want.saturating_sub(1).leading_zeros())
-            .clamp(1, MSD_DIGIT_BITS)
-            .min(span);
-        let digit = Digit {
-            word: keys[top].word,
-            shift: hi + 1 - bits,
-            bits,
-        };
-        let nb = 1usize << bits;
-        let mut offsets = [0usize; 1 << MSD_DIGIT_BITS];
+        let mut counts = [0usize; 1 << MSD_DIGIT_BITS];
         for x in data.iter() {
-            offsets[digit.bucket(x)] += 1;
+            counts[digit.bucket(x)] += 1;
         }
+        self.split_with(data, buf, keys, masks, top, digit, counts)
+    }
+
+    /// The split pass by `digit` (of key `top`), given its bucket `counts`.
+    #[allow(clippy::too_many_arguments)]
+    fn split_with<T: RadixKey>(
+        &mut self,
+        data: &mut [T],
+        buf: &mut [T],
+        keys: &[SortKey],
+        masks: &[u64; MAX_WORDS],
+        top: usize,
+        digit: Digit,
+        counts: [usize; 1 << MSD_DIGIT_BITS],
+    ) -> bool {
+        let n = data.len();
+        let nb = 1usize << digit.bits;
+        let mut offsets = counts;
         let mut sum = 0;
         for o in offsets[..nb].iter_mut() {
             let c = *o;
@@ -360,6 +488,10 @@ impl Lsd {
         }
         let starts = offsets;
         scatter(data, buf, digit, &mut offsets[..nb]);
+        // Inside a bucket the split bits are constant; the other varying bits are a superset
+        // of the bucket's own (digits that turn out constant are skipped by the histograms).
+        let mut child = *masks;
+        child[top] &= !(((1u64 << digit.bits) - 1) << digit.shift);
         // After the scatter, `offsets[b]` is the end of bucket `b`.
         // Buckets end up in `buf` or `data` depending on their number of passes; the result
         // goes where most elements landed, and the other buckets are copied there.
@@ -367,7 +499,7 @@ impl Lsd {
         let mut elements_in_buf = 0;
         for b in 0..nb {
             let (s, e) = (starts[b], offsets[b]);
-            if e - s >= 2 && self.sort(&mut buf[s..e], &mut data[s..e], keys) {
+            if e - s >= 2 && self.sort_masked(&mut buf[s..e], &mut data[s..e], keys, &child) {
                 landed_in_buf[b] = false;
             } else {
                 elements_in_buf += e - s;
