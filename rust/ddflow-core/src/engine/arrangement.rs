@@ -39,24 +39,20 @@ impl std::fmt::Debug for Arrangement {
 /// Reads key histories from an arrangement, keys in increasing order.
 pub struct Reader {
     cursor: Cursor,
-    key_width: usize,
-    vals: Updates,
 }
 
 impl Reader {
-    /// Appends every update of `key` to `out` as full rows (`key ++ val`), consolidated.
-    /// Keys must be asked for in increasing order.
+    /// Appends every update of `key` to `out` as full rows (`key ++ val`), batch by batch
+    /// and not consolidated (readers sum diffs themselves). Keys must be asked for in
+    /// increasing order.
     pub fn key_history(&mut self, key: &[u64], out: &mut Updates) {
-        self.vals.clear();
-        if self.cursor.key_history(key, &mut self.vals) {
-            let vw = self.vals.width;
-            let mut row = Vec::with_capacity(self.key_width + vw);
-            for i in 0..self.vals.len() {
-                row.clear();
-                row.extend_from_slice(key);
-                row.extend_from_slice(&self.vals.rows[i * vw..(i + 1) * vw]);
-                out.push(&row, self.vals.times[i], self.vals.diffs[i]);
-            }
+        if self.cursor.seek_key(key) {
+            self.cursor.for_each_val_update(|val, t, d| {
+                out.rows.extend_from_slice(key);
+                out.rows.extend_from_slice(val);
+                out.times.push(t);
+                out.diffs.push(d);
+            });
         }
     }
 }
@@ -112,8 +108,6 @@ impl Arrangement {
     pub fn reader(&self) -> Reader {
         Reader {
             cursor: self.spine.cursor(),
-            key_width: self.key_width,
-            vals: Updates::new(self.width - self.key_width),
         }
     }
 

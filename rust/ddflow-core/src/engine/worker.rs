@@ -695,6 +695,20 @@ fn extract_complete(buffer: &mut Vec<Msg>, frontier: &Antichain<Time>) -> Vec<Ms
     let mut ready = Vec::new();
     let mut keep = Vec::new();
     for m in buffer.drain(..) {
+        let complete = m
+            .upd
+            .times
+            .iter()
+            .filter(|t| !frontier.less_equal(t))
+            .count();
+        if complete == m.upd.len() {
+            ready.push(m);
+            continue;
+        }
+        if complete == 0 {
+            keep.push(m);
+            continue;
+        }
         let mut r = Msg::empty(m.schema.clone());
         let mut k = Msg::empty(m.schema.clone());
         for i in 0..m.upd.len() {

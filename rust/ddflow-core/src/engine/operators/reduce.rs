@@ -47,6 +47,76 @@ pub struct ReduceInput<'a> {
     pub label: &'a str,
 }
 
+/// Reusable buffers for [`interesting_times_2d`].
+#[derive(Default)]
+pub struct TimesScratch {
+    all: Vec<(u64, u64)>,
+    news: Vec<(u64, u64)>,
+    ys: Vec<u64>,
+}
+
+/// Interesting times (as [`crate::times::interesting_times`]) for times whose coordinates
+/// beyond the first two are zero, the common case of an outer time and one iteration.
+///
+/// A time `(X, Y)` is a join of times of `A = edits ∪ new` lying above a new time iff some
+/// `a` in `A` has `a.x == X` and `a.y <= Y`, some `b` in `A` has `b.x <= X` and `b.y == Y`,
+/// and some new `n <= (X, Y)`. Sweeping `X` over the distinct first coordinates in order while
+/// keeping the sorted set of second coordinates seen so far, each `X` outputs the seen `Y`s at
+/// or above `max(min y of a with a.x == X, min y of new n with n.x <= X)`, already in
+/// lexicographic order. `O(|A| log |A| + |output|)` with no allocation once warm.
+pub fn interesting_times_2d(
+    edits: &[Time],
+    new_times: &[Time],
+    s: &mut TimesScratch,
+    out: &mut Vec<Time>,
+) {
+    out.clear();
+    s.all.clear();
+    s.news.clear();
+    s.ys.clear();
+    s.all.extend(
+        edits
+            .iter()
+            .chain(new_times.iter())
+            .map(|t| (t.0[0], t.0[1])),
+    );
+    s.all.sort_unstable();
+    s.all.dedup();
+    s.news.extend(new_times.iter().map(|t| (t.0[0], t.0[1])));
+    s.news.sort_unstable();
+    let mut ni = 0;
+    let mut min_new_y = u64::MAX;
+    let mut i = 0;
+    while i < s.all.len() {
+        let x = s.all[i].0;
+        let c = s.all[i].1; // least y among times with this x (sorted)
+        while i < s.all.len() && s.all[i].0 == x {
+            let y = s.all[i].1;
+            if let Err(pos) = s.ys.binary_search(&y) {
+                s.ys.insert(pos, y);
+            }
+            i += 1;
+        }
+        while ni < s.news.len() && s.news[ni].0 <= x {
+            min_new_y = min_new_y.min(s.news[ni].1);
+            ni += 1;
+        }
+        if min_new_y == u64::MAX {
+            continue;
+        }
+        let lower = c.max(min_new_y);
+        let start = s.ys.partition_point(|&y| y < lower);
+        for &y in &s.ys[start..] {
+            out.push(Time([x, y, 0, 0]));
+        }
+    }
+}
+
+/// Whether every time has zero coordinates beyond the first two.
+fn at_most_2d(times: &[Time]) -> bool {
+    times.iter().all(|t| t.0[2] == 0 && t.0[3] == 0)
+}
+
 struct Group {
     key: usize,
     time: Time,
@@ -65,16 +135,23 @@ struct Indexed {
     /// Per history entry: (val id, time, diff).
     entries: Vec<(u32, Time, i64)>,
     counts: Vec<i64>,
+    order: Vec<u32>,
 }
 
 impl Indexed {
     fn build(&mut self, hist: &Updates, kw: usize) {
+        self.build_range(hist, 0, hist.len(), kw)
+    }
+
+    fn build_range(&mut self, hist: &Updates, lo: usize, hi: usize, kw: usize) {
         let w = hist.width;
         let vw = w - kw;
         self.vals.clear();
         self.entries.clear();
-        let n = hist.len();
-        let mut order: Vec<u32> = (0..n as u32).collect();
+        let n = hi - lo;
+        self.order.clear();
+        self.order.extend(lo as u32..hi as u32);
+        let mut order = std::mem::take(&mut self.order);
         order.sort_unstable_by(|&a, &b| {
             let (a, b) = (a as usize, b as usize);
             hist.rows[a * w + kw..(a + 1) * w].cmp(&hist.rows[b * w + kw..(b + 1) * w])
@@ -88,8 +165,9 @@ impl Indexed {
                 self.vals.extend_from_slice(row);
                 nvals += 1;
             }
-            self.entries[o] = (nvals - 1, hist.times[o], hist.diffs[o]);
+            self.entries[o - lo] = (nvals - 1, hist.times[o], hist.diffs[o]);
         }
+        self.order = order;
         if vw == 0 && n > 0 {
             // Zero-width vals: one (empty) distinct val.
             nvals = 1;
@@ -167,20 +245,19 @@ impl ReduceState {
     /// On error (a failing Python reducer, an overflow) nothing is lost: the new batch's
     /// (key, time) pairs join the pending set, so a later activation redoes the work.
     pub fn activate(&mut self, inp: &ReduceInput<'_>) -> Result<Updates> {
-        let mut restore = self.pending.clone();
-        let kw = inp.key_width;
-        let bw = inp.batch.width;
-        for i in 0..inp.batch.len() {
-            restore.push((
-                inp.batch.rows[i * bw..i * bw + kw].to_vec(),
-                inp.batch.times[i],
-            ));
-        }
         let result = self.activate_inner(inp);
         if result.is_err() {
-            restore.sort();
-            restore.dedup();
-            self.pending = restore;
+            // `activate_inner` leaves `pending` as it was on error; add the new batch's work.
+            let kw = inp.key_width;
+            let bw = inp.batch.width;
+            for i in 0..inp.batch.len() {
+                self.pending.push((
+                    inp.batch.rows[i * bw..i * bw + kw].to_vec(),
+                    inp.batch.times[i],
+                ));
+            }
+            self.pending.sort();
+            self.pending.dedup();
         }
         result
     }
@@ -204,7 +281,7 @@ impl ReduceState {
             ts.dedup();
             work.push((key, ts));
         }
-        let mut pending = std::mem::take(&mut self.pending);
+        let mut pending = self.pending.clone();
         pending.sort();
         pending.dedup();
         let mut still_pending = Vec::new();
@@ -249,27 +326,36 @@ impl ReduceState {
         let mut py_counts: Vec<i64> = Vec::new();
         let mut py_offsets: Vec<i64> = vec![0];
         let mut in_hist = Updates::new(bw);
-        let mut out_hist_all: Vec<Updates> = Vec::with_capacity(work.len());
+        // Output histories of all keys, flat, with per-key offsets.
+        let mut out_hists = Updates::new(self.out.width);
+        let mut out_offs: Vec<usize> = Vec::with_capacity(work.len() + 1);
+        out_offs.push(0);
         let mut edits: Vec<Time> = Vec::new();
         let mut cands: Vec<Time> = Vec::new();
         let mut vals = Vec::new();
         let mut counts = Vec::new();
         let mut index = Indexed::default();
+        let mut times_scratch = TimesScratch::default();
         let mut reader_in = inp.trace.reader();
         let mut reader_out = self.out.reader();
         let builtin = !matches!(inp.agg, Agg::Python { .. } | Agg::ThresholdPy(_));
         for (ki, (key, new_times)) in work.iter().enumerate() {
             in_hist.clear();
             reader_in.key_history(key, &mut in_hist);
-            let mut out_hist = Updates::new(self.out.width);
-            reader_out.key_history(key, &mut out_hist);
+            let out_lo = out_hists.len();
+            reader_out.key_history(key, &mut out_hists);
+            out_offs.push(out_hists.len());
             edits.clear();
             edits.extend_from_slice(&in_hist.times);
-            edits.extend_from_slice(&out_hist.times);
+            edits.extend_from_slice(&out_hists.times[out_lo..]);
             edits.sort_unstable();
             edits.dedup();
             cands.clear();
-            crate::times::interesting_times(&edits, new_times, &mut cands);
+            if at_most_2d(&edits) && at_most_2d(new_times) {
+                interesting_times_2d(&edits, new_times, &mut times_scratch, &mut cands);
+            } else {
+                crate::times::interesting_times(&edits, new_times, &mut cands);
+            }
             cands.sort_unstable();
             cands.dedup();
             index.build(&in_hist, kw);
@@ -304,9 +390,7 @@ impl ReduceState {
                     end: desired_counts.len(),
                 });
             }
-            out_hist_all.push(out_hist);
         }
-        self.pending = still_pending;
 
         // Phase 2: Python aggregates, one callback for all groups.
         match inp.agg {
@@ -371,7 +455,7 @@ impl ReduceState {
             if gi >= groups.len() || groups[gi].key != ki {
                 continue;
             }
-            oindex.build(&out_hist_all[ki], kw);
+            oindex.build_range(&out_hists, out_offs[ki], out_offs[ki + 1], kw);
             while gi < groups.len() && groups[gi].key == ki {
                 let g = &groups[gi];
                 // Map desired rows to ids first (this may add new distinct rows).
@@ -402,6 +486,7 @@ impl ReduceState {
         let mut sorted = output.clone();
         crate::engine::util::consolidate(&mut sorted)?;
         self.out.insert(sorted, inp.frontier);
+        self.pending = still_pending;
         Ok(output)
     }
 
@@ -513,5 +598,33 @@ impl ReduceState {
             g.end = desired_counts.len();
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{interesting_times_2d, TimesScratch};
+    use crate::lattice::Time;
+    use proptest::prelude::*;
+
+    fn times(dims: usize, max: u64) -> impl Strategy<Value = Vec<Time>> {
+        proptest::collection::vec(proptest::collection::vec(0..max, dims), 0..10)
+            .prop_map(|v| v.iter().map(|c| Time::from_coords(c)).collect())
+    }
+
+    proptest! {
+        #[test]
+        fn interesting_times_2d_matches_reference(edits in times(2, 6), new in times(2, 6)) {
+            let mut out = Vec::new();
+            interesting_times_2d(&edits, &new, &mut TimesScratch::default(), &mut out);
+            prop_assert_eq!(out, crate::times::interesting_times_reference(&edits, &new));
+        }
+
+        #[test]
+        fn interesting_times_2d_on_1d_matches_reference(edits in times(1, 20), new in times(1, 20)) {
+            let mut out = Vec::new();
+            interesting_times_2d(&edits, &new, &mut TimesScratch::default(), &mut out);
+            prop_assert_eq!(out, crate::times::interesting_times_reference(&edits, &new));
+        }
     }
 }
