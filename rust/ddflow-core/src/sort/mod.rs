@@ -51,26 +51,28 @@ use radix::{index_bits, span, KeyIdx, Lsd, RadixKey, SortKey};
 /// Below this many pairs [`RadixSorter::sort_pairs`] uses `sort_unstable`.
 ///
 /// Measured with `cargo bench -p ddflow-core --bench sort -- crossover` (AMD EPYC, 2 shared
-/// cores, 256 distinct inputs per size): forced radix vs `sort_unstable` costs 1.2 vs 0.9 µs
-/// at 64 full-range pairs, 1.5 vs 3.2 µs at 128, 4.9 vs 7.7 µs at 256; node-id pairs cross
-/// between 32 and 64. Below ~100 elements the fixed costs of the radix passes (histograms,
-/// the varying-bits read) dominate. Full table: `benches/results/sort.md`.
+/// cores, 256 distinct inputs per size; full table in `benches/results/sort.md`): forced
+/// radix vs `sort_unstable` on full-range pairs 0.96 vs 0.53 µs at 32, 0.93 vs 0.98 µs at
+/// 64, 1.57 vs 2.48 µs at 128; on node-id pairs 0.95 vs 0.91 µs at 64, 2.09 vs 3.69 µs at
+/// 128. The crossover is between 64 and 128: below it the fixed costs of the radix passes
+/// (histograms, the varying-bits read) dominate.
 pub const SMALL_PAIRS: usize = 128;
 
 /// Below this many values [`RadixSorter::sort_u64`] uses `sort_unstable`.
 ///
-/// Measured as for [`SMALL_PAIRS`] on full-range `u64`s: radix vs `sort_unstable` 2.6 vs
-/// 1.8 µs at 128, 4.1 vs 4.2 µs at 256, 4.5 vs 5.1 µs at 384 (8-byte elements make the
-/// comparison sort cheaper, so the crossover is later).
+/// Measured as for [`SMALL_PAIRS`] on full-range `u64`s: radix vs `sort_unstable` 1.68 vs
+/// 1.11 µs at 128, 2.46 vs 2.64 µs at 192, 2.97 vs 3.19 µs at 256, 4.08 vs 5.16 µs at 384
+/// (8-byte elements make the comparison sort cheaper, so the crossover, about 192, is later
+/// than for pairs; 256 leaves a margin).
 pub const SMALL_U64: usize = 256;
 
 /// Below this many updates [`RadixSorter::sort_updates`] sorts the permutation with
 /// `sort_unstable_by` (comparing row words and times).
 ///
 /// Measured as for [`SMALL_PAIRS`] on width-1 rows with 2-D times: radix vs comparison
-/// 1.8 vs 1.3 µs at 32, 2.0 vs 3.8 µs at 64, 5.0 vs 8.6 µs at 128 (the comparison sort pays
-/// for slice comparisons through the permutation).
-pub const SMALL_UPDATES: usize = 48;
+/// 1.90 vs 1.30 µs at 32, 3.23 vs 2.80 µs at 64, 4.96 vs 7.02 µs at 128, 9.4 vs 14.4 µs at
+/// 256 (the comparison sort pays for slice comparisons through the permutation).
+pub const SMALL_UPDATES: usize = 96;
 
 /// A radix sorter with reusable scratch buffers.
 ///
