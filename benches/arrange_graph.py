@@ -202,7 +202,22 @@ def run(args: argparse.Namespace) -> str:
             if label == "ddflow sort_pairs (ids < 1M)":
                 ratio += f" (packed np.sort: {base['numpy sort of packed u64'] / wall:.1f}x)"
         out.append(f"| {label} | {wall:.3f} | {cpu:.3f} | {ratio} |")
-    out.append("")
+    out += [
+        "",
+        "## Notes",
+        "",
+        "- The trace holds one batch: keys (src), key offsets (8 bytes per distinct key), vals",
+        "  (dst); the least time is stored once and unit diffs are implicit (a sparse list",
+        "  holds the counts of repeated edges). With 1M nodes that is 4 + 0.8 + 0.4 bytes per",
+        "  edge for 32-bit ids and 8 + 0.8 + 0.8 for 64-bit ids.",
+        "- `u64 pairs` has about 10M distinct keys, so it pays 8 bytes of key and 8 of key",
+        "  offset per edge on top of the value; it is not a 1M-node graph.",
+        "- Ids below 2^32 are packed into one word (`src << bits(dst) | dst`) and radix-sorted",
+        "  as single words; wider ids are sorted as (u64, u64) pairs.",
+        "- `numpy lexsort + gather` is numpy's general pair sort; sorting packed words with",
+        "  `np.sort` only works when both ids fit 32 bits.",
+        "",
+    ]
     return "\n".join(out)
 
 
