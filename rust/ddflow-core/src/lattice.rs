@@ -223,6 +223,17 @@ impl<T: PartialOrder + Clone> Antichain<T> {
         true
     }
 
+    /// Like [`Antichain::insert`], cloning `t` only when it is added (cheap rejection of
+    /// times already in the future of the antichain).
+    pub fn insert_ref(&mut self, t: &T) -> bool {
+        if self.elements.iter().any(|e| e.less_equal(t)) {
+            return false;
+        }
+        self.elements.retain(|e| !t.less_equal(e));
+        self.elements.push(t.clone());
+        true
+    }
+
     /// Whether `t` is in the future of this frontier (some element is `<= t`).
     pub fn less_equal(&self, t: &T) -> bool {
         self.elements.iter().any(|e| e.less_equal(t))

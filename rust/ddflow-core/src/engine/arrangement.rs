@@ -92,14 +92,14 @@ impl Arrangement {
 
     /// Inserts a batch sorted by (row, time) and consolidated, whose times are not in the
     /// future of `upper`.
-    pub fn insert(&mut self, batch: Updates, upper: &Antichain<Time>) {
+    pub fn insert(&mut self, batch: &Updates, upper: &Antichain<Time>) {
         let lower = self.spine.upper().clone();
         let desc = Description::new(
             lower,
             upper.clone(),
             self.spine.logical_compaction().clone(),
         );
-        let b = Batch::from_sorted(&batch, self.key_width, desc)
+        let b = Batch::from_sorted(batch, self.key_width, desc)
             .expect("engine batches are sorted and consolidated");
         self.spine.insert(Arc::new(b));
     }

@@ -272,31 +272,21 @@ impl Engine {
         let n = self.plan.nodes.len();
         let mut held: Vec<Antichain<Time>> = vec![Antichain::new(); n];
         let mut queued: Vec<Vec<(usize, Time)>> = vec![Vec::new(); n];
-        let mut tmp_held = Vec::new();
+        let mut per_port: Vec<Antichain<Time>> = Vec::new();
         for node in 0..n {
             if let Some(Some(st)) = self.inputs.get(node) {
                 for t in st.frontier.elements() {
                     held[node].insert(*t);
                 }
             }
+            per_port.clear();
             for w in &self.workers {
-                tmp_held.clear();
-                w.pointstamps(node, &mut queued[node], &mut tmp_held);
-                for t in tmp_held.drain(..) {
-                    held[node].insert(t);
-                }
-            }
-            // Queued times matter only up to their minimal elements.
-            let q = std::mem::take(&mut queued[node]);
-            let mut per_port: Vec<Antichain<Time>> =
-                vec![Antichain::new(); self.ports[node].len().max(1)];
-            for (p, t) in q {
-                per_port[p].insert(t);
+                w.pointstamps(node, &mut per_port, &mut held[node]);
             }
             queued[node] = per_port
-                .into_iter()
+                .iter()
                 .enumerate()
-                .flat_map(|(p, a)| a.elements().iter().map(|t| (p, *t)).collect::<Vec<_>>())
+                .flat_map(|(p, a)| a.elements().iter().map(move |t| (p, *t)))
                 .collect();
         }
         self.reach_out = progress::reach(&self.plan, &self.ports, &held, &queued);
@@ -308,20 +298,18 @@ impl Engine {
     /// Refreshes `reach_out[node]` from one worker's current state (single-worker passes).
     fn refresh(&mut self, node: usize, frontier_in: &Antichain<Time>) {
         let mut queued = Vec::new();
-        let mut held = Vec::new();
-        self.workers[0].pointstamps(node, &mut queued, &mut held);
         let mut r = Antichain::new();
+        self.workers[0].pointstamps(node, &mut queued, &mut r);
         if let Some(Some(st)) = self.inputs.get(node) {
             for t in st.frontier.elements() {
                 r.insert(*t);
             }
         }
-        for t in held {
-            r.insert(t);
-        }
-        for (p, t) in queued {
-            if let Some(s) = progress::summarize(&self.plan, node, p, &t) {
-                r.insert(s);
+        for (p, a) in queued.iter().enumerate() {
+            for t in a.elements() {
+                if let Some(s) = progress::summarize(&self.plan, node, p, t) {
+                    r.insert(s);
+                }
             }
         }
         for t in frontier_in.elements() {

@@ -58,7 +58,7 @@ pub struct Worker {
     /// Traces of `arrange` nodes (indexed by node id).
     pub traces: Vec<Option<Arrangement>>,
     /// New batches produced by each `arrange` node this pass, for its consumers.
-    pub fresh: Vec<Option<Msg>>,
+    pub fresh: Vec<Option<Arc<Msg>>>,
     /// Per-node frontier of the last activation (the `lower` of the next one).
     pub last_frontier: Vec<Antichain<Time>>,
     /// Messages for other workers: `(worker, node, port, msg)`.
@@ -79,12 +79,6 @@ pub struct PassCtx<'a> {
     pub frontier_in: &'a [Antichain<Time>],
     /// Frontier of each node's output at the start of the pass (global).
     pub reach_out: &'a [Antichain<Time>],
-}
-
-fn msg_times(m: &[Msg], out: &mut Vec<Time>) {
-    for msg in m {
-        out.extend_from_slice(&msg.upd.times);
-    }
 }
 
 impl Worker {
@@ -142,19 +136,36 @@ impl Worker {
     /// Pointstamps held by `node` on this worker (capabilities, buffered and queued data),
     /// split into those queued at input `port`s (before the node's summary) and those held
     /// at its output.
-    pub fn pointstamps(&self, node: usize, queued: &mut Vec<(usize, Time)>, held: &mut Vec<Time>) {
+    /// Both are folded into antichains (minimal elements) as they are read.
+    pub fn pointstamps(
+        &self,
+        node: usize,
+        queued: &mut Vec<Antichain<Time>>,
+        held: &mut Antichain<Time>,
+    ) {
+        if queued.len() < self.inbox[node].len() {
+            queued.resize(self.inbox[node].len(), Antichain::new());
+        }
         for (port, q) in self.inbox[node].iter().enumerate() {
             for m in q {
-                for &t in &m.upd.times {
-                    queued.push((port, t));
+                for t in &m.upd.times {
+                    queued[port].insert_ref(t);
                 }
             }
         }
         match &self.nodes[node] {
             NodeState::Arrange { buffer, .. } | NodeState::Consolidate { buffer } => {
-                msg_times(buffer, held)
+                for m in buffer {
+                    for t in &m.upd.times {
+                        held.insert_ref(t);
+                    }
+                }
             }
-            NodeState::Reduce(r) => held.extend(r.pending.iter().map(|p| p.1)),
+            NodeState::Reduce(r) => {
+                for p in &r.pending {
+                    held.insert_ref(&p.1);
+                }
+            }
             _ => {}
         }
     }
@@ -233,18 +244,25 @@ impl Worker {
         if msg.upd.is_empty() {
             return;
         }
-        let consumers = &ctx.consumers[node];
-        for (i, &(c, port)) in consumers.iter().enumerate() {
-            if ctx.plan.nodes[c].is_arrangement()
-                && !matches!(ctx.plan.nodes[c].op, Op::Arrange { .. })
-            {
-                continue;
-            }
-            if matches!(ctx.plan.nodes[c].op, Op::Join { .. } | Op::Reduce { .. }) {
-                continue; // arrangements feed these through `fresh`
-            }
-            let _ = i;
-            self.deliver(ctx.plan, c, port, msg.clone());
+        // Arrangements feed join, reduce and enter_arrangement through `fresh`, not here.
+        let targets: Vec<(usize, usize)> = ctx.consumers[node]
+            .iter()
+            .copied()
+            .filter(|&(c, _)| {
+                !matches!(
+                    ctx.plan.nodes[c].op,
+                    Op::Join { .. } | Op::Reduce { .. } | Op::EnterArrangement
+                )
+            })
+            .collect();
+        let mut msg = Some(msg);
+        for (i, &(c, port)) in targets.iter().enumerate() {
+            let m = if i + 1 == targets.len() {
+                msg.take().expect("message")
+            } else {
+                msg.clone().expect("message")
+            };
+            self.deliver(ctx.plan, c, port, m);
         }
     }
 
@@ -257,10 +275,10 @@ impl Worker {
     ) -> Result<bool> {
         let spec = &ctx.plan.nodes[node];
         let started = std::time::Instant::now();
-        let inputs: Vec<Vec<Msg>> = self.inbox[node].iter_mut().map(std::mem::take).collect();
+        let mut inputs: Vec<Vec<Msg>> = self.inbox[node].iter_mut().map(std::mem::take).collect();
         let n_in: usize = inputs.iter().flatten().map(|m| m.upd.len()).sum();
         let mut python = false;
-        let result = self.run_op(ctx, node, &inputs, frontier, &mut python);
+        let result = self.run_op(ctx, node, &mut inputs, frontier, &mut python);
         let out = match result {
             Ok(out) => out,
             Err(e) => {
@@ -309,21 +327,25 @@ impl Worker {
         &mut self,
         ctx: &PassCtx<'_>,
         node: usize,
-        inputs: &[Vec<Msg>],
+        inputs: &mut [Vec<Msg>],
         frontier: &Antichain<Time>,
         python: &mut bool,
     ) -> Result<Option<(Vec<Msg>, bool)>> {
         let plan = ctx.plan;
         let spec = &plan.nodes[node];
         let label = spec.label.as_str();
-        let all = || inputs.iter().flatten();
+        // Infallible operators take their input (`take_all`); fallible ones read it, so an
+        // error leaves it in place for a retry.
+        let take_all = |inputs: &mut [Vec<Msg>]| -> Vec<Msg> {
+            inputs.iter_mut().flat_map(std::mem::take).collect()
+        };
         Ok(Some(match &spec.op {
             Op::Input { .. } | Op::Probe => (Vec::new(), false),
-            Op::Concat | Op::Enter => (all().cloned().collect(), false),
+            Op::Concat | Op::Enter => (take_all(inputs), false),
             Op::Negate => (
-                all()
-                    .map(|m| {
-                        let mut m = m.clone();
+                take_all(inputs)
+                    .into_iter()
+                    .map(|mut m| {
                         m.upd.negate();
                         m
                     })
@@ -335,9 +357,9 @@ impl Worker {
                     .iter_coord(plan.nodes[spec.inputs[0]].scope)
                     .expect("leave from a scope");
                 (
-                    all()
-                        .map(|m| {
-                            let mut m = m.clone();
+                    take_all(inputs)
+                        .into_iter()
+                        .map(|mut m| {
                             for t in m.upd.times.iter_mut() {
                                 t.0[c] = 0;
                             }
@@ -367,18 +389,18 @@ impl Worker {
                     }
                     next
                 };
-                for m in &inputs[0] {
-                    out.push(m.clone());
-                    out.push(bump(m, true));
+                for m in std::mem::take(&mut inputs[0]) {
+                    out.push(bump(&m, true));
+                    out.push(m);
                 }
-                for m in &inputs[1] {
-                    out.push(bump(m, false));
+                for m in std::mem::take(&mut inputs[1]) {
+                    out.push(bump(&m, false));
                 }
                 (out, false)
             }
             Op::Select { exprs } => {
                 let mut out = Vec::new();
-                for m in all() {
+                for m in inputs.iter().flatten() {
                     let st = match &mut self.nodes[node] {
                         NodeState::Select(s) => s,
                         _ => unreachable!(),
@@ -420,7 +442,7 @@ impl Worker {
             }
             Op::Filter { predicate } => {
                 let mut out = Vec::new();
-                for m in all() {
+                for m in inputs.iter().flatten() {
                     let st = match &mut self.nodes[node] {
                         NodeState::Filter(s) => s,
                         _ => unreachable!(),
@@ -457,7 +479,7 @@ impl Worker {
                 };
                 let names = plan.nodes[spec.inputs[0]].columns.clone();
                 let mut out = Vec::new();
-                for m in all() {
+                for m in inputs.iter().flatten() {
                     let payload = Payload::Columns {
                         names: names.clone(),
                         columns: rows_to_columns(&m.schema, &m.upd),
@@ -470,7 +492,7 @@ impl Worker {
             Op::InspectPy { func, .. } => {
                 *python = true;
                 let names = plan.nodes[spec.inputs[0]].columns.clone();
-                for m in all() {
+                for m in inputs.iter().flatten() {
                     let payload = Payload::Inspect {
                         names: names.clone(),
                         columns: rows_to_columns(&m.schema, &m.upd),
@@ -480,11 +502,11 @@ impl Worker {
                     };
                     ctx.callbacks.call(*func, "inspect_py", label, payload)?;
                 }
-                (all().cloned().collect(), false)
+                (take_all(inputs), false)
             }
             Op::Capture => {
                 if let NodeState::Capture { data } = &mut self.nodes[node] {
-                    data.extend(all().cloned());
+                    data.extend(take_all(inputs));
                 }
                 (Vec::new(), false)
             }
@@ -492,7 +514,7 @@ impl Worker {
                 let NodeState::Consolidate { buffer } = &mut self.nodes[node] else {
                     unreachable!()
                 };
-                buffer.extend(all().cloned());
+                buffer.extend(take_all(inputs));
                 let ready = extract_complete(buffer, frontier);
                 let mut out = Vec::new();
                 for mut m in ready {
@@ -507,7 +529,7 @@ impl Worker {
                     unreachable!()
                 };
                 // Check every batch before accepting any, so an error leaves nothing half-done.
-                for m in all() {
+                for m in inputs.iter().flatten() {
                     let reordered = reorder_schema(&m.schema, key);
                     let expected = schema.get_or_insert_with(|| reordered.clone());
                     if &reordered != expected {
@@ -518,7 +540,7 @@ impl Worker {
                         )));
                     }
                 }
-                buffer.extend(all().cloned());
+                buffer.extend(take_all(inputs));
                 let ready = extract_complete(buffer, frontier);
                 if ready.is_empty() {
                     return Ok(Some((Vec::new(), false)));
@@ -540,9 +562,9 @@ impl Worker {
                 consolidate(&mut batch)?;
                 let msg = Msg { schema, upd: batch };
                 if let Some(t) = self.traces[node].as_mut() {
-                    t.insert(msg.upd.clone(), frontier);
+                    t.insert(&msg.upd, frontier);
                 }
-                self.fresh[node] = Some(msg);
+                self.fresh[node] = Some(Arc::new(msg));
                 (Vec::new(), true)
             }
             Op::EnterArrangement => (Vec::new(), false),

@@ -483,9 +483,8 @@ impl ReduceState {
                 gi += 1;
             }
         }
-        let mut sorted = output.clone();
-        crate::engine::util::consolidate(&mut sorted)?;
-        self.out.insert(sorted, inp.frontier);
+        crate::engine::util::consolidate(&mut output)?;
+        self.out.insert(&output, inp.frontier);
         self.pending = still_pending;
         Ok(output)
     }
