@@ -86,7 +86,11 @@ fn check(
         for i in 0..h.len() {
             got.push(&[key, h.row(i)[0]], h.times[i], h.diffs[i]);
         }
-        assert_eq!(found, !expect.is_empty());
+        // A key may be present in batches whose updates cancel out: `found` then holds
+        // while its consolidated history is empty.
+        if !expect.is_empty() {
+            assert!(found, "key {key} missing");
+        }
         assert_eq!(got, expect);
     }
 }
