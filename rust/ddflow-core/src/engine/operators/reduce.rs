@@ -152,10 +152,15 @@ impl Indexed {
         self.order.clear();
         self.order.extend(lo as u32..hi as u32);
         let mut order = std::mem::take(&mut self.order);
-        order.sort_unstable_by(|&a, &b| {
-            let (a, b) = (a as usize, b as usize);
-            hist.rows[a * w + kw..(a + 1) * w].cmp(&hist.rows[b * w + kw..(b + 1) * w])
-        });
+        if vw == 1 {
+            // One-word vals (the common case): compare words, not slices.
+            order.sort_unstable_by_key(|&a| hist.rows[a as usize * w + kw]);
+        } else {
+            order.sort_unstable_by(|&a, &b| {
+                let (a, b) = (a as usize, b as usize);
+                hist.rows[a * w + kw..(a + 1) * w].cmp(&hist.rows[b * w + kw..(b + 1) * w])
+            });
+        }
         self.entries.resize(n, (0, Time::minimum(), 0));
         let mut nvals = 0u32;
         for (i, &o) in order.iter().enumerate() {
@@ -245,24 +250,29 @@ impl ReduceState {
     /// On error (a failing Python reducer, an overflow) nothing is lost: the new batch's
     /// (key, time) pairs join the pending set, so a later activation redoes the work.
     pub fn activate(&mut self, inp: &ReduceInput<'_>) -> Result<Updates> {
-        let result = self.activate_inner(inp);
+        let mut work = Vec::new();
+        let mut still_pending = Vec::new();
+        let result = self.activate_inner(inp, &mut work, &mut still_pending);
         if result.is_err() {
-            // `activate_inner` leaves `pending` as it was on error; add the new batch's work.
-            let kw = inp.key_width;
-            let bw = inp.batch.width;
-            for i in 0..inp.batch.len() {
-                self.pending.push((
-                    inp.batch.rows[i * bw..i * bw + kw].to_vec(),
-                    inp.batch.times[i],
-                ));
+            // Everything that was pending or new is in `work` or `still_pending`: keep it all
+            // pending (re-examining a time whose output is already right emits nothing).
+            let mut restore = still_pending;
+            for (key, times) in work {
+                restore.extend(times.into_iter().map(|t| (key.clone(), t)));
             }
-            self.pending.sort();
-            self.pending.dedup();
+            restore.sort();
+            restore.dedup();
+            self.pending = restore;
         }
         result
     }
 
-    fn activate_inner(&mut self, inp: &ReduceInput<'_>) -> Result<Updates> {
+    fn activate_inner(
+        &mut self,
+        inp: &ReduceInput<'_>,
+        work: &mut Vec<(Vec<u64>, Vec<Time>)>,
+        still_pending: &mut Vec<(Vec<u64>, Time)>,
+    ) -> Result<Updates> {
         let kw = inp.key_width;
         let bw = inp.batch.width;
         let vw = bw - kw;
@@ -273,7 +283,6 @@ impl ReduceState {
             }
         }
         // Keys with work: new batch keys, and pending keys (whose times may now be complete).
-        let mut work: Vec<(Vec<u64>, Vec<Time>)> = Vec::new();
         for (s, e) in super::join::key_runs(inp.batch, kw) {
             let key = inp.batch.rows[s * bw..s * bw + kw].to_vec();
             let mut ts: Vec<Time> = inp.batch.times[s..e].to_vec();
@@ -281,10 +290,9 @@ impl ReduceState {
             ts.dedup();
             work.push((key, ts));
         }
-        let mut pending = self.pending.clone();
+        let mut pending = std::mem::take(&mut self.pending);
         pending.sort();
         pending.dedup();
-        let mut still_pending = Vec::new();
         {
             // Merge pending keys into `work`, only for keys with a complete pending time.
             let mut extra: Vec<(Vec<u64>, Vec<Time>)> = Vec::new();
@@ -485,7 +493,7 @@ impl ReduceState {
         }
         crate::engine::util::consolidate(&mut output)?;
         self.out.insert(&output, inp.frontier);
-        self.pending = still_pending;
+        self.pending = std::mem::take(still_pending);
         Ok(output)
     }
 
