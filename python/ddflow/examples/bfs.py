@@ -1,14 +1,15 @@
 """The main job: BFS distances on a random graph under a sliding window of edge updates.
 
 ``python -m ddflow.examples.bfs NODES EDGES BATCH ROUNDS [--workers W]
-[--resolution high|low] [--inspect] [--seed S]``
+[--resolution high|low] [--inspect] [--inspect-times] [--seed S]``
 
 A random G(n, m) graph (numpy's seeded generator) with node 0 as the root is loaded at time 0;
 then ROUNDS updates follow in batches of BATCH, update ``i`` adding ``edges[m + i]`` and
 removing ``edges[i]`` (one update = one addition and one removal). ``high`` resolution gives
 every update its own time, ``low`` one time per batch; each batch runs to completion. Prints
 a progress bar on stderr for long runs, the per-round changes of the distance counts with
-``--inspect``, and a summary line: load time, update time, updates/s and peak memory.
+``--inspect`` (every single change at its own time with ``--inspect-times``), and a summary
+line: load time, update time, updates/s and peak memory.
 """
 
 from __future__ import annotations
@@ -89,7 +90,14 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="high: each update at its own time; low: one time per batch",
     )
     parser.add_argument(
-        "--inspect", action="store_true", help="print the changes of the distance counts"
+        "--inspect",
+        action="store_true",
+        help="print each round's changes of the distance counts (net over the round)",
+    )
+    parser.add_argument(
+        "--inspect-times",
+        action="store_true",
+        help="print every change of the distance counts at its own time",
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
@@ -100,6 +108,32 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.rounds < 0 or args.workers < 1:
         parser.error("ROUNDS must be >= 0 and --workers >= 1")
     return args
+
+
+class RoundPrinter:
+    """Prints one line per completed round: the net change of each distance's count over the
+    round, and at how many distinct times the counts changed."""
+
+    def __init__(self) -> None:
+        """A printer starting at round 0 (the load)."""
+        self.round = 0
+
+    def __call__(self, table: pa.Table) -> None:
+        """Called with the consolidated changes of a newly completed interval."""
+        times = table["time"].to_numpy()
+        dists = table["dist"].to_numpy()
+        diffs = table["diff"].to_numpy()
+        net: dict[int, int] = {}
+        for d, c in zip(dists.tolist(), diffs.tolist(), strict=True):
+            net[d] = net.get(d, 0) + c
+        parts = [f"dist {d} {c:+d}" for d, c in sorted(net.items()) if c != 0]
+        span = f"times {int(times.min())}..{int(times.max())}" if len(times) else "no changes"
+        distinct = len(np.unique(times))
+        print(
+            f"round {self.round:>5}  {span:<22} changes at {distinct:>5} times  net: "
+            + (", ".join(parts) if parts else "none")
+        )
+        self.round += 1
 
 
 def _print_changes(table: pa.Table) -> None:
@@ -124,9 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     roots_in, roots = flow.new_input({"node": "int64"}, name="roots")
     dists = dd.algorithms.bfs(edges, roots)
     probe = dists.probe()
-    if args.inspect:
+    if args.inspect or args.inspect_times:
         changes = dists.select("dist").consolidate().capture()
-        changes.subscribe(_print_changes)
+        changes.subscribe(_print_changes if args.inspect_times else RoundPrinter())
 
     start = time.perf_counter()
     edges_in.update_batch({"src": src[:m], "dst": dst[:m]}, times=0)
