@@ -731,8 +731,15 @@ fn extract_complete(buffer: &mut Vec<Msg>, frontier: &Antichain<Time>) -> Vec<Ms
             keep.push(m);
             continue;
         }
-        let mut r = Msg::empty(m.schema.clone());
-        let mut k = Msg::empty(m.schema.clone());
+        let w = m.upd.width;
+        let mut r = Msg {
+            schema: m.schema.clone(),
+            upd: Updates::with_capacity(w, complete),
+        };
+        let mut k = Msg {
+            schema: m.schema.clone(),
+            upd: Updates::with_capacity(w, m.upd.len() - complete),
+        };
         for i in 0..m.upd.len() {
             if frontier.less_equal(&m.upd.times[i]) {
                 k.upd.push(m.upd.row(i), m.upd.times[i], m.upd.diffs[i]);
