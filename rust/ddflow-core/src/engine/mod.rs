@@ -32,6 +32,10 @@ use rayon::prelude::*;
 use std::sync::Arc;
 use worker::{LogEntry, Worker};
 
+/// Below this many input updates (summed over workers) a node runs on the workers one after
+/// the other: a fork-join across threads costs more than it saves.
+const PARALLEL_MIN_UPDATES: usize = 4096;
+
 /// State of one input of the dataflow.
 #[derive(Clone, Debug)]
 struct InputState {
@@ -295,11 +299,13 @@ impl Engine {
             .collect();
     }
 
-    /// Refreshes `reach_out[node]` from one worker's current state (single-worker passes).
+    /// Refreshes `reach_out[node]` from the workers' current state, after the node ran.
     fn refresh(&mut self, node: usize, frontier_in: &Antichain<Time>) {
         let mut queued = Vec::new();
         let mut r = Antichain::new();
-        self.workers[0].pointstamps(node, &mut queued, &mut r);
+        for w in &self.workers {
+            w.pointstamps(node, &mut queued, &mut r);
+        }
         if let Some(Some(st)) = self.inputs.get(node) {
             for t in st.frontier.elements() {
                 r.insert(*t);
@@ -331,71 +337,61 @@ impl Engine {
             }
         }
         let n = self.plan.nodes.len();
-        if self.workers.len() == 1 {
-            for node in 0..n {
-                let f_in = progress::frontier_in(&self.plan, &self.ports, &self.reach_out, node);
-                if self.should_run(0, node, &f_in) {
-                    let ctx = worker::PassCtx {
-                        plan: &self.plan,
-                        callbacks: &*self.callbacks,
-                        consumers: &self.consumers,
-                        trace_of: &self.trace_of,
-                        frontier_in: &self.frontier_in,
-                        reach_out: &self.reach_out,
-                    };
-                    progressed |= self.workers[0].activate(&ctx, node, &f_in)?;
-                    self.compact(0, node, &f_in);
-                }
-                self.refresh(node, &f_in);
-                self.frontier_in[node] = f_in;
-            }
-        } else {
-            let frontier_in = self.frontier_in.clone();
+        // Nodes run in plan order; each runs on every worker (in parallel threads when there
+        // is enough input to pay for it) before the next, and data for other workers is
+        // delivered right away, so frontiers can be refreshed node by node as with one worker.
+        for node in 0..n {
+            let f_in = progress::frontier_in(&self.plan, &self.ports, &self.reach_out, node);
+            let Engine {
+                plan,
+                callbacks,
+                consumers,
+                trace_of,
+                frontier_in,
+                reach_out,
+                workers,
+                ..
+            } = self;
             let ctx = worker::PassCtx {
-                plan: &self.plan,
-                callbacks: &*self.callbacks,
-                consumers: &self.consumers,
-                trace_of: &self.trace_of,
-                frontier_in: &frontier_in,
-                reach_out: &self.reach_out,
+                plan,
+                callbacks: &**callbacks,
+                consumers,
+                trace_of,
+                frontier_in,
+                reach_out,
             };
-            let trace_of = &self.trace_of;
-            let results: Vec<Result<(bool, Vec<bool>)>> = self
-                .workers
-                .par_iter_mut()
-                .map(|w| {
-                    let mut any = false;
-                    let mut ran = vec![false; n];
-                    for node in 0..n {
-                        if w.should_run(ctx.plan, trace_of, node, &frontier_in[node]) {
-                            ran[node] = true;
-                            any |= w.activate(&ctx, node, &frontier_in[node])?;
-                        }
-                    }
-                    Ok((any, ran))
-                })
-                .collect();
-            let mut run = Vec::new();
-            for r in results {
-                let (any, ran) = r?;
-                progressed |= any;
-                run.push(ran);
-            }
-            for w in 0..self.workers.len() {
-                for node in 0..n {
-                    if run[w][node] {
-                        self.compact(w, node, &frontier_in[node]);
-                    }
+            let load: usize = workers
+                .iter()
+                .map(|w| w.input_len(plan, trace_of, node))
+                .sum();
+            let run_one = |w: &mut Worker| -> Result<(bool, bool)> {
+                if w.should_run(plan, trace_of, node, &f_in) {
+                    Ok((true, w.activate(&ctx, node, &f_in)?))
+                } else {
+                    Ok((false, false))
+                }
+            };
+            let results: Vec<Result<(bool, bool)>> =
+                if workers.len() > 1 && load >= PARALLEL_MIN_UPDATES {
+                    workers.par_iter_mut().map(run_one).collect()
+                } else {
+                    workers.iter_mut().map(run_one).collect()
+                };
+            for (w, r) in results.into_iter().enumerate() {
+                let (ran, did) = r?;
+                progressed |= did;
+                if ran {
+                    self.compact(w, node, &f_in);
                 }
             }
-            self.flush_outboxes();
+            if self.workers.len() > 1 {
+                self.flush_outboxes();
+            }
+            self.refresh(node, &f_in);
+            self.frontier_in[node] = f_in;
         }
         self.trim_logs();
         Ok(progressed)
-    }
-
-    fn should_run(&self, w: usize, node: usize, f_in: &Antichain<Time>) -> bool {
-        self.workers[w].should_run(&self.plan, &self.trace_of, node, f_in)
     }
 
     /// Lets the traces a node reads compact up to the frontier of its last activation.

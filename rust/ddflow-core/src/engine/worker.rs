@@ -191,6 +191,21 @@ impl Worker {
         }
     }
 
+    /// Number of updates waiting for `node`: queued input plus fresh arrangement batches.
+    pub fn input_len(&self, plan: &Plan, trace_of: &[Option<usize>], node: usize) -> usize {
+        let queued: usize = self.inbox[node].iter().flatten().map(|m| m.upd.len()).sum();
+        let fresh: usize = match plan.nodes[node].op {
+            Op::Join { .. } | Op::Reduce { .. } => plan.nodes[node]
+                .inputs
+                .iter()
+                .filter_map(|&i| trace_of[i].and_then(|t| self.fresh[t].as_ref()))
+                .map(|m| m.upd.len())
+                .sum(),
+            _ => 0,
+        };
+        queued + fresh
+    }
+
     /// Whether the node has queued input.
     pub fn has_input(&self, node: usize) -> bool {
         self.inbox[node].iter().any(|q| !q.is_empty())
