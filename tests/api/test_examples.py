@@ -32,4 +32,12 @@ def test_small_run_prints_a_summary(resolution: str, capsys: pytest.CaptureFixtu
     assert summary.startswith("bfs: 30 nodes, 40 edges, 10 updates in batches of 4")
     for part in ("load", "updates/s", "peak memory", f"({resolution} resolution)"):
         assert part in summary
+    rounds = [line for line in out[:-1] if line.startswith("round ")]
+    assert len(rounds) == 1 + 3  # the load, then 10 updates in batches of 4
+    assert all(" net: " in line for line in rounds)
+
+
+def test_inspect_times_prints_every_change(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bfs.main(["30", "40", "4", "10", "--inspect-times"]) == 0
+    out = capsys.readouterr().out.splitlines()
     assert any(line.startswith("time ") and " dist " in line for line in out[:-1])

@@ -406,7 +406,7 @@ impl ReduceState {
                 inp,
                 *func,
                 *columns,
-                &work,
+                work,
                 &mut groups,
                 (py_vals, py_counts, py_offsets),
                 (&mut desired_rows, &mut desired_counts),
