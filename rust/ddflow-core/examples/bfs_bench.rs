@@ -4,43 +4,12 @@
 use ddflow_core::encoding::DType;
 use ddflow_core::engine::column::{Column, NoCallbacks};
 use ddflow_core::engine::plan::Plan;
+use ddflow_core::engine::plans::bfs as bfs_plan;
 use ddflow_core::engine::Engine;
 use ddflow_core::Time;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use std::time::Instant;
-
-fn bfs_plan() -> String {
-    let col = |n: &str| format!(r#"{{"op":"col","name":"{n}"}}"#);
-    let nodes = [
-        r#"{"id":0,"op":"input","name":"edges","scope":0,"inputs":[],"columns":["src","dst"]}"#.to_string(),
-        r#"{"id":1,"op":"input","name":"roots","scope":0,"inputs":[],"columns":["node"]}"#.to_string(),
-        format!(
-            r#"{{"id":2,"op":"select","scope":0,"inputs":[1],"columns":["node","dist"],"exprs":[{},{{"op":"lit","value":0}}]}}"#,
-            col("node")
-        ),
-        r#"{"id":3,"op":"arrange","scope":0,"inputs":[0],"columns":["src","dst"],"key":[0]}"#.to_string(),
-        r#"{"id":4,"op":"enter","scope":1,"inputs":[2],"columns":["node","dist"]}"#.to_string(),
-        r#"{"id":5,"op":"variable","scope":1,"inputs":[4],"columns":["node","dist"],"result":12}"#.to_string(),
-        r#"{"id":6,"op":"arrange","scope":1,"inputs":[5],"columns":["node","dist"],"key":[0]}"#.to_string(),
-        r#"{"id":7,"op":"enter_arrangement","scope":1,"inputs":[3],"columns":["src","dst"]}"#.to_string(),
-        r#"{"id":8,"op":"join","scope":1,"inputs":[6,7],"columns":["node","dist","dst"],"kind":"join"}"#.to_string(),
-        format!(
-            r#"{{"id":9,"op":"select","scope":1,"inputs":[8],"columns":["node","dist"],"exprs":[{},{{"op":"add","args":[{},{{"op":"lit","value":1}}]}}]}}"#,
-            col("dst"),
-            col("dist")
-        ),
-        r#"{"id":10,"op":"concat","scope":1,"inputs":[9,4],"columns":["node","dist"]}"#.to_string(),
-        r#"{"id":11,"op":"arrange","scope":1,"inputs":[10],"columns":["node","dist"],"key":[0]}"#.to_string(),
-        r#"{"id":12,"op":"reduce","scope":1,"inputs":[11],"columns":["node","dist"],"agg":{"kind":"min","column":0}}"#.to_string(),
-        r#"{"id":13,"op":"leave","scope":0,"inputs":[12],"columns":["node","dist"]}"#.to_string(),
-        r#"{"id":14,"op":"capture","scope":0,"inputs":[13],"columns":["node","dist"]}"#.to_string(),
-    ];
-    format!(
-        r#"{{"version":1,"time_dims":1,"scopes":[{{"id":0,"parent":null}},{{"id":1,"parent":0}}],"nodes":[{}]}}"#,
-        nodes.join(",")
-    )
-}
 
 fn int_col(v: Vec<i64>) -> Column {
     Column {

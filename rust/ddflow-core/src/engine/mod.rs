@@ -18,6 +18,7 @@ pub mod arrangement;
 pub mod column;
 pub mod operators;
 pub mod plan;
+pub mod plans;
 pub mod progress;
 pub mod util;
 pub mod worker;
