@@ -136,6 +136,11 @@ struct Indexed {
     entries: Vec<(u32, Time, i64)>,
     counts: Vec<i64>,
     order: Vec<u32>,
+    /// 2-D sweep: distinct second coordinates (sorted), counts per (val, level) of the
+    /// entries consumed so far, and how many entries (sorted by time) are consumed.
+    levels: Vec<u64>,
+    grid: Vec<i64>,
+    pos: usize,
 }
 
 impl Indexed {
@@ -214,6 +219,71 @@ impl Indexed {
                     .ok_or_else(|| Error::Overflow(format!("{label}: count overflow")))?;
             }
         }
+        Ok(())
+    }
+
+    /// Starts a sweep over times in lexicographic order, for times with at most two non-zero
+    /// coordinates. `extra` are times whose second coordinates entries added later
+    /// ([`Indexed::sweep_push`]) may have.
+    ///
+    /// Accumulating at `(x, y)` then costs `O(new entries + vals x levels)` instead of a scan
+    /// of the whole history: entries with first coordinate `<= x` are folded into a grid of
+    /// counts per (val, level of second coordinate) as `x` grows, and the counts at `(x, y)`
+    /// are the sums over the levels `<= y`. This keeps a key with many distinct times per
+    /// batch linear instead of quadratic.
+    fn sweep_start(&mut self, extra: &[Time]) {
+        self.entries.sort_unstable_by_key(|e| e.1);
+        self.levels.clear();
+        self.levels.extend(self.entries.iter().map(|e| e.1 .0[1]));
+        self.levels.extend(extra.iter().map(|t| t.0[1]));
+        self.levels.sort_unstable();
+        self.levels.dedup();
+        self.grid.clear();
+        self.grid.resize(self.counts.len() * self.levels.len(), 0);
+        self.pos = 0;
+    }
+
+    /// Sets `counts` to the accumulation at `t`; `t` must not decrease in its first coordinate
+    /// between calls.
+    fn sweep_to(&mut self, t: &Time, label: &str) -> Result<()> {
+        let l = self.levels.len();
+        let nv = self.counts.len();
+        if self.grid.len() < nv * l {
+            self.grid.resize(nv * l, 0);
+        }
+        let overflow = || Error::Overflow(format!("{label}: count overflow"));
+        while self.pos < self.entries.len() && self.entries[self.pos].1 .0[0] <= t.0[0] {
+            let (v, time, d) = self.entries[self.pos];
+            let lv = self.levels.partition_point(|&y| y < time.0[1]);
+            let g = &mut self.grid[v as usize * l + lv];
+            *g = g.checked_add(d).ok_or_else(overflow)?;
+            self.pos += 1;
+        }
+        let ub = self.levels.partition_point(|&y| y <= t.0[1]);
+        for v in 0..nv {
+            let mut c: i64 = 0;
+            for &g in &self.grid[v * l..v * l + ub] {
+                c = c.checked_add(g).ok_or_else(overflow)?;
+            }
+            self.counts[v] = c;
+        }
+        Ok(())
+    }
+
+    /// Adds an entry at the current sweep time (its second coordinate must be among the
+    /// levels, see [`Indexed::sweep_start`]).
+    fn sweep_push(&mut self, v: u32, t: Time, d: i64, label: &str) -> Result<()> {
+        let l = self.levels.len();
+        let nv = self.counts.len();
+        if self.grid.len() < nv * l {
+            self.grid.resize(nv * l, 0);
+        }
+        let lv = self.levels.partition_point(|&y| y < t.0[1]);
+        debug_assert!(self.levels.get(lv) == Some(&t.0[1]), "sweep level missing");
+        let g = &mut self.grid[v as usize * l + lv];
+        *g = g
+            .checked_add(d)
+            .ok_or_else(|| Error::Overflow(format!("{label}: count overflow")))?;
         Ok(())
     }
 
@@ -344,6 +414,7 @@ impl ReduceState {
         let mut counts = Vec::new();
         let mut index = Indexed::default();
         let mut times_scratch = TimesScratch::default();
+        let mut key_two_d: Vec<bool> = Vec::with_capacity(work.len());
         let mut reader_in = inp.trace.reader();
         let mut reader_out = self.out.reader();
         let builtin = !matches!(inp.agg, Agg::Python { .. } | Agg::ThresholdPy(_));
@@ -360,6 +431,7 @@ impl ReduceState {
             edits.dedup();
             cands.clear();
             if at_most_2d(&edits) && at_most_2d(new_times) {
+                // (the same test decides the accumulation path below)
                 interesting_times_2d(&edits, new_times, &mut times_scratch, &mut cands);
             } else {
                 crate::times::interesting_times(&edits, new_times, &mut cands);
@@ -367,12 +439,21 @@ impl ReduceState {
             cands.sort_unstable();
             cands.dedup();
             index.build(&in_hist, kw);
+            let two_d = at_most_2d(&edits) && at_most_2d(new_times);
+            key_two_d.push(two_d);
+            if two_d {
+                index.sweep_start(&[]);
+            }
             for &t in cands.iter() {
                 if inp.frontier.less_equal(&t) {
                     still_pending.push((key.clone(), t));
                     continue;
                 }
-                index.accumulate(&t, inp.label)?;
+                if two_d {
+                    index.sweep_to(&t, inp.label)?;
+                } else {
+                    index.accumulate(&t, inp.label)?;
+                }
                 index.nonzero(vw, &mut vals, &mut counts);
                 let start = desired_counts.len();
                 if builtin {
@@ -459,11 +540,23 @@ impl ReduceState {
         let mut row = Vec::with_capacity(out_width);
         let mut oindex = Indexed::default();
         let mut want: Vec<i64> = Vec::new();
+        let mut group_times: Vec<Time> = Vec::new();
         for (ki, (key, _)) in work.iter().enumerate() {
             if gi >= groups.len() || groups[gi].key != ki {
                 continue;
             }
             oindex.build_range(&out_hists, out_offs[ki], out_offs[ki + 1], kw);
+            let two_d = key_two_d[ki];
+            if two_d {
+                group_times.clear();
+                group_times.extend(
+                    groups[gi..]
+                        .iter()
+                        .take_while(|g| g.key == ki)
+                        .map(|g| g.time),
+                );
+                oindex.sweep_start(&group_times);
+            }
             while gi < groups.len() && groups[gi].key == ki {
                 let g = &groups[gi];
                 // Map desired rows to ids first (this may add new distinct rows).
@@ -475,7 +568,11 @@ impl ReduceState {
                     }
                     want[id] += desired_counts[r];
                 }
-                oindex.accumulate(&g.time, inp.label)?;
+                if two_d {
+                    oindex.sweep_to(&g.time, inp.label)?;
+                } else {
+                    oindex.accumulate(&g.time, inp.label)?;
+                }
                 want.resize(oindex.num_vals(), 0);
                 for id in 0..oindex.num_vals() {
                     let diff = want[id] - oindex.counts[id];
@@ -485,7 +582,11 @@ impl ReduceState {
                         row.extend_from_slice(key);
                         row.extend_from_slice(&oindex.vals[id * ovw..(id + 1) * ovw]);
                         output.push(&row, g.time, diff);
-                        oindex.entries.push((id as u32, g.time, diff));
+                        if two_d {
+                            oindex.sweep_push(id as u32, g.time, diff, inp.label)?;
+                        } else {
+                            oindex.entries.push((id as u32, g.time, diff));
+                        }
                     }
                 }
                 gi += 1;
