@@ -117,6 +117,9 @@ fn at_most_2d(times: &[Time]) -> bool {
     times.iter().all(|t| t.0[2] == 0 && t.0[3] == 0)
 }
 
+/// Below this many (history entry x time) pairs a key accumulates by scanning its history.
+const SWEEP_MIN_WORK: usize = 512;
+
 struct Group {
     key: usize,
     time: Time,
@@ -439,8 +442,11 @@ impl ReduceState {
             cands.sort_unstable();
             cands.dedup();
             index.build(&in_hist, kw);
+            // The sweep pays off once scanning the history per time would cost more than
+            // sorting it once (measured: below ~512 entry-times the plain scan is cheaper).
             let two_d = at_most_2d(&edits) && at_most_2d(new_times);
             key_two_d.push(two_d);
+            let two_d = two_d && in_hist.len() * cands.len() > SWEEP_MIN_WORK;
             if two_d {
                 index.sweep_start(&[]);
             }
@@ -546,7 +552,9 @@ impl ReduceState {
                 continue;
             }
             oindex.build_range(&out_hists, out_offs[ki], out_offs[ki + 1], kw);
-            let two_d = key_two_d[ki];
+            let n_groups = groups[gi..].iter().take_while(|g| g.key == ki).count();
+            let two_d = key_two_d[ki]
+                && (out_offs[ki + 1] - out_offs[ki] + n_groups) * n_groups > SWEEP_MIN_WORK;
             if two_d {
                 group_times.clear();
                 group_times.extend(
@@ -711,7 +719,7 @@ impl ReduceState {
 
 #[cfg(test)]
 mod tests {
-    use super::{interesting_times_2d, TimesScratch};
+    use super::{interesting_times_2d, Indexed, TimesScratch};
     use crate::lattice::Time;
     use proptest::prelude::*;
 
@@ -726,6 +734,36 @@ mod tests {
             let mut out = Vec::new();
             interesting_times_2d(&edits, &new, &mut TimesScratch::default(), &mut out);
             prop_assert_eq!(out, crate::times::interesting_times_reference(&edits, &new));
+        }
+
+        /// The 2-D sweep accumulates exactly like the plain scan, also with entries pushed
+        /// at the current time between steps (as phase 3 does with emitted output).
+        #[test]
+        fn sweep_matches_scan(
+            hist in proptest::collection::vec((0u64..4, 0u64..6, 0u64..6, -3i64..4), 0..40),
+            probes in proptest::collection::vec((0u64..7, 0u64..7, 0u64..4, -2i64..3), 1..20),
+        ) {
+            let mut upd = crate::updates::Updates::new(2);
+            for &(v, a, b, d) in &hist {
+                upd.push(&[9, v], Time::from_coords(&[a, b]), d);
+            }
+            let mut times: Vec<Time> = probes.iter().map(|p| Time::from_coords(&[p.0, p.1])).collect();
+            times.sort();
+            let mut sweep = Indexed::default();
+            sweep.build(&upd, 1);
+            let mut scan = Indexed::default();
+            scan.build(&upd, 1);
+            sweep.sweep_start(&times);
+            for (t, p) in times.iter().zip(&probes) {
+                sweep.sweep_to(t, "test").unwrap();
+                scan.accumulate(t, "test").unwrap();
+                prop_assert_eq!(&sweep.counts, &scan.counts);
+                // Push an entry at this time for an existing or new val.
+                let v = sweep.id_of(&[p.2], 1);
+                prop_assert_eq!(scan.id_of(&[p.2], 1), v);
+                sweep.sweep_push(v, *t, p.3, "test").unwrap();
+                scan.entries.push((v, *t, p.3));
+            }
         }
 
         #[test]
