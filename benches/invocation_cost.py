@@ -11,8 +11,8 @@ a step (the Python API, the input, the probe); ``time per step / invocations per
 longest chain is printed too, as is the mean of the engine's own per-invocation ``nanos`` from
 the log (the operator's work, without scheduling).
 
-Empty pass: ``flow.step()`` on the longest chain with nothing to do (``engine.step()`` alone
-and through ``Dataflow.step``), and ``run_until`` to a time already complete.
+Empty pass: for each chain length, ``engine.step()`` with nothing to do (alone and through
+``Dataflow.step``), and ``run_until`` to a time already complete; per plan node too.
 
 Usage::
 
@@ -146,11 +146,15 @@ def main(argv: list[str] | None = None) -> int:
         f"**{slope:,.0f} ns per invocation**; intercept {intercept:,.0f} ns (fixed cost of a "
         "step: update_at + advance_to + run_until through the Python API)"
     )
-    empty = empty_pass(chains[-1], args.reps)
-    print(f"\nempty pass with nothing to do (chain N = {chains[-1]}):\n")
-    print("| call | ns |\n| --- | --- |")
-    for label, ns in empty.items():
-        print(f"| {label} | {ns:,.0f} |")
+    print("\nempty pass with nothing to do, by chain length (ns per call):\n")
+    labels = ("engine.step()", "flow.step()", "flow.run_until(done)")
+    print("| chain N | plan nodes | " + " | ".join(labels) + " | engine.step() / node |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for n in chains:
+        empty = empty_pass(n, args.reps)
+        nodes = len(build(n)[0].plan()["nodes"])
+        cells = " | ".join(f"{empty[k]:,.0f}" for k in labels)
+        print(f"| {n} | {nodes} | {cells} | {empty['engine.step()'] / nodes:,.0f} |")
     return 0
 
 

@@ -6,8 +6,9 @@ The main job's dataflow (``dd.algorithms.bfs`` from node 0 on a G(n, m) graph fr
 ``advance_to(2 + i)`` and ``flow.run_until(2 + i)``. Each update is timed from its first
 ``update_at`` call to the return of ``run_until`` (``time.perf_counter_ns``); after
 ``--warmup`` updates, ``--updates`` are measured. Reported: p50, p90, p99, p99.9 and max of
-the whole update, and the same for ``run_until`` alone (the engine's part; the rest is the
-Python API: two ``update_at`` and two ``advance_to``).
+the whole update, and the same for its parts: ``run_until`` (the engine), the two
+``update_at`` (buffered in Python) and the two ``advance_to`` (the first hands the buffered
+records to the engine); and the engine's scheduling passes per update.
 
 With the operator log on (``--log on``, the engine's default, as in the main job) the script
 also sums the log per operator kind over the measured updates: invocations per update and the
@@ -84,7 +85,9 @@ def measure(
 
     whole = np.empty(updates, dtype=np.int64)
     engine = np.empty(updates, dtype=np.int64)
+    push = np.empty(updates, dtype=np.int64)
     log_from = 0
+    passes_from = 0
     clock = time.perf_counter_ns
     if gc_off:
         gc.collect()
@@ -93,10 +96,12 @@ def measure(
         for i in range(total):
             if i == warmup:
                 log_from = len(flow.log()) if log else 0
+                passes_from = native.passes()
             t = 1 + i
             t0 = clock()
             edges_in.update_at((s_l[edges + i], d_l[edges + i]), time=t, diff=1)
             edges_in.update_at((s_l[i], d_l[i]), time=t, diff=-1)
+            tp = clock()
             edges_in.advance_to(t + 1)
             roots_in.advance_to(t + 1)
             t1 = clock()
@@ -105,6 +110,7 @@ def measure(
             if i >= warmup:
                 whole[i - warmup] = t2 - t0
                 engine[i - warmup] = t2 - t1
+                push[i - warmup] = tp - t0
     finally:
         if gc_off:
             gc.enable()
@@ -118,7 +124,15 @@ def measure(
             p[0] += 1
             p[1] += entry["updates_in"]
             p[2] += entry["nanos"]
-    return {"whole": whole, "engine": engine, "load": load, "profile": dict(profile)}
+    return {
+        "whole": whole,
+        "engine": engine,
+        "update_at": push,
+        "advance_to": whole - engine - push,
+        "passes": (native.passes() - passes_from) / updates,
+        "load": load,
+        "profile": dict(profile),
+    }
 
 
 def report(res: dict[str, Any], args: argparse.Namespace) -> str:
@@ -131,7 +145,13 @@ def report(res: dict[str, Any], args: argparse.Namespace) -> str:
         "| us | p50 | p90 | p99 | p99.9 | max | mean |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for label, key in (("update (API + engine)", "whole"), ("run_until only", "engine")):
+    parts = (
+        ("update (API + engine)", "whole"),
+        ("run_until only", "engine"),
+        ("2 x update_at", "update_at"),
+        ("2 x advance_to", "advance_to"),
+    )
+    for label, key in parts:
         p = percentiles(res[key])
         lines.append(
             f"| {label} | {p['p50']:.1f} | {p['p90']:.1f} | {p['p99']:.1f} | {p['p99.9']:.1f} "
@@ -143,6 +163,8 @@ def report(res: dict[str, Any], args: argparse.Namespace) -> str:
         "",
         f"ratio DD / ddflow: p50 x{DD_P50_US / p['p50']:.2f}, p99 x{DD_P99_US / p['p99']:.2f} "
         "(above 1: ddflow is faster)",
+        "",
+        f"scheduling passes per update: {res['passes']:.2f}",
     ]
     prof = res["profile"]
     if prof:
