@@ -54,6 +54,10 @@ class EngineLike(Protocol):
         """One dict per operator invocation."""
         ...
 
+    def set_logging(self, on: bool) -> None:
+        """Turns the operator log on or off."""
+        ...
+
 
 EngineFactory = Callable[[str, int, Callback], EngineLike]
 """Builds an engine from plan JSON text, a worker count and the callback dispatcher."""

@@ -41,3 +41,16 @@ def test_inspect_times_prints_every_change(capsys: pytest.CaptureFixture[str]) -
     assert bfs.main(["30", "40", "4", "10", "--inspect-times"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert any(line.startswith("time ") and " dist " in line for line in out[:-1])
+
+
+def test_log_can_be_turned_off() -> None:
+    import ddflow as dd
+
+    flow = dd.Dataflow(log=False)
+    inp, coll = flow.new_input(("x",))
+    cap = coll.select(y=dd.col("x") + 1).capture()
+    inp.update_at((1,), time=0)
+    inp.advance_to(1)
+    flow.run_until(1)
+    assert cap.at(0).column("y").to_pylist() == [2]
+    assert flow.log() == [] or len(flow.log()) == 0

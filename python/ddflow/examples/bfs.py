@@ -153,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     n, m, batch, rounds = args.nodes, args.edges, args.batch, args.rounds
     src, dst = random_graph(n, m + rounds, args.seed)
 
-    flow = dd.Dataflow(workers=args.workers)
+    flow = dd.Dataflow(workers=args.workers, log=False)
     edges_in, edges = flow.new_input({"src": "int64", "dst": "int64"}, name="edges")
     roots_in, roots = flow.new_input({"node": "int64"}, name="roots")
     dists = dd.algorithms.bfs(edges, roots)
