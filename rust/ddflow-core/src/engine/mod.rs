@@ -122,6 +122,7 @@ impl Engine {
             passes: 0,
         };
         e.compute_frontiers();
+        e.compute_frontiers_in();
         Ok(e)
     }
 
@@ -295,6 +296,12 @@ impl Engine {
                 .collect();
         }
         self.reach_out = progress::reach(&self.plan, &self.ports, &held, &queued);
+    }
+
+    /// Recomputes every node's input frontier from `reach_out` (a pass does this node by
+    /// node as it goes).
+    fn compute_frontiers_in(&mut self) {
+        let n = self.plan.nodes.len();
         self.frontier_in = (0..n)
             .map(|node| progress::frontier_in(&self.plan, &self.ports, &self.reach_out, node))
             .collect();

@@ -95,8 +95,8 @@ pub fn reach(
                     if u == node {
                         continue;
                     }
-                    let elems: Vec<Time> = reach[u].elements().to_vec();
-                    for t in elems {
+                    for k in 0..reach[u].elements().len() {
+                        let t = reach[u].elements()[k];
                         if let Some(s) = summarize(plan, node, port, &t) {
                             changed |= reach[node].insert(s);
                         }
