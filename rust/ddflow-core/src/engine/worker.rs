@@ -562,18 +562,35 @@ impl Worker {
                 }
                 let schema = schema.clone().expect("schema");
                 let width = schema.len();
-                let mut batch = Updates::new(width);
-                let mut row = Vec::with_capacity(width);
-                let rest: Vec<usize> = (0..width).filter(|c| !key.contains(c)).collect();
-                for m in &ready {
-                    for i in 0..m.upd.len() {
-                        let r = m.upd.row(i);
-                        row.clear();
-                        row.extend(key.iter().map(|&k| r[k]));
-                        row.extend(rest.iter().map(|&k| r[k]));
-                        batch.push(&row, m.upd.times[i], m.upd.diffs[i]);
+                let identity = key.iter().enumerate().all(|(i, &k)| i == k);
+                let mut ready = ready;
+                let mut batch = if identity && ready.len() == 1 {
+                    // Key columns already lead: take the batch as it is (no copy).
+                    ready.pop().expect("one message").upd
+                } else if identity {
+                    let total = ready.iter().map(|m| m.upd.len()).sum();
+                    let mut b = Updates::with_capacity(width, total);
+                    for m in &ready {
+                        b.extend(&m.upd);
                     }
-                }
+                    b
+                } else {
+                    let total = ready.iter().map(|m| m.upd.len()).sum();
+                    let mut b = Updates::with_capacity(width, total);
+                    let mut row = Vec::with_capacity(width);
+                    let rest: Vec<usize> = (0..width).filter(|c| !key.contains(c)).collect();
+                    for m in &ready {
+                        for i in 0..m.upd.len() {
+                            let r = m.upd.row(i);
+                            row.clear();
+                            row.extend(key.iter().map(|&k| r[k]));
+                            row.extend(rest.iter().map(|&k| r[k]));
+                            b.push(&row, m.upd.times[i], m.upd.diffs[i]);
+                        }
+                    }
+                    b
+                };
+                drop(ready);
                 consolidate(&mut batch)?;
                 let msg = Msg { schema, upd: batch };
                 if let Some(t) = self.traces[node].as_mut() {
