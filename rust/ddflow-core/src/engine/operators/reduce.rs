@@ -430,13 +430,13 @@ impl ReduceState {
             edits.clear();
             edits.extend_from_slice(&in_hist.times);
             edits.extend_from_slice(&out_hists.times[out_lo..]);
-            edits.sort_unstable();
-            edits.dedup();
             cands.clear();
             if at_most_2d(&edits) && at_most_2d(new_times) {
                 // (the same test decides the accumulation path below)
                 interesting_times_2d(&edits, new_times, &mut times_scratch, &mut cands);
             } else {
+                edits.sort_unstable();
+                edits.dedup();
                 crate::times::interesting_times(&edits, new_times, &mut cands);
             }
             cands.sort_unstable();
