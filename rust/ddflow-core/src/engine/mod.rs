@@ -66,6 +66,12 @@ pub struct Engine {
     push_count: usize,
     max_log: usize,
     passes: u64,
+    /// Buffers reused by `compute_frontiers`.
+    scratch_held: Vec<Antichain<Time>>,
+    scratch_queued: Vec<Vec<(usize, Time)>>,
+    scratch_ports: Vec<Antichain<Time>>,
+    /// The previous pass's `reach_out`, to tell whether frontiers moved.
+    scratch_before: Vec<Antichain<Time>>,
 }
 
 impl Engine {
@@ -120,6 +126,10 @@ impl Engine {
             push_count: 0,
             max_log: 1 << 20,
             passes: 0,
+            scratch_held: Vec::new(),
+            scratch_queued: Vec::new(),
+            scratch_ports: Vec::new(),
+            scratch_before: Vec::new(),
         };
         e.compute_frontiers();
         e.compute_frontiers_in();
@@ -276,26 +286,33 @@ impl Engine {
     /// Recomputes every node's frontier from the pointstamps of all workers.
     fn compute_frontiers(&mut self) {
         let n = self.plan.nodes.len();
-        let mut held: Vec<Antichain<Time>> = vec![Antichain::new(); n];
-        let mut queued: Vec<Vec<(usize, Time)>> = vec![Vec::new(); n];
-        let mut per_port: Vec<Antichain<Time>> = Vec::new();
+        let mut held = std::mem::take(&mut self.scratch_held);
+        let mut queued = std::mem::take(&mut self.scratch_queued);
+        let mut per_port = std::mem::take(&mut self.scratch_ports);
+        held.resize(n, Antichain::new());
+        queued.resize(n, Vec::new());
         for node in 0..n {
+            held[node].clear();
+            queued[node].clear();
             if let Some(Some(st)) = self.inputs.get(node) {
                 for t in st.frontier.elements() {
-                    held[node].insert(*t);
+                    held[node].insert_ref(t);
                 }
             }
-            per_port.clear();
+            for p in per_port.iter_mut() {
+                p.clear();
+            }
             for w in &self.workers {
                 w.pointstamps(node, &mut per_port, &mut held[node]);
             }
-            queued[node] = per_port
-                .iter()
-                .enumerate()
-                .flat_map(|(p, a)| a.elements().iter().map(move |t| (p, *t)))
-                .collect();
+            for (p, a) in per_port.iter().enumerate() {
+                queued[node].extend(a.elements().iter().map(|t| (p, *t)));
+            }
         }
-        self.reach_out = progress::reach(&self.plan, &self.ports, &held, &queued);
+        progress::reach_into(&self.plan, &self.ports, &held, &queued, &mut self.reach_out);
+        self.scratch_held = held;
+        self.scratch_queued = queued;
+        self.scratch_ports = per_port;
     }
 
     /// Recomputes every node's input frontier from `reach_out` (a pass does this node by
@@ -336,9 +353,17 @@ impl Engine {
     /// moved), i.e. whether another pass may make progress.
     pub fn step(&mut self) -> Result<bool> {
         self.passes += 1;
-        let before = self.reach_out.clone();
+        let mut before = std::mem::take(&mut self.scratch_before);
+        before.resize(self.reach_out.len(), Antichain::new());
+        for (b, r) in before.iter_mut().zip(&self.reach_out) {
+            b.clear();
+            for t in r.elements() {
+                b.insert_ref(t);
+            }
+        }
         self.compute_frontiers();
         let mut progressed = before != self.reach_out;
+        self.scratch_before = before;
         for w in self.workers.iter_mut() {
             for f in w.fresh.iter_mut() {
                 *f = None;

@@ -78,8 +78,27 @@ pub fn reach(
     held: &[Antichain<Time>],
     queued: &[Vec<(usize, Time)>],
 ) -> Vec<Antichain<Time>> {
+    let mut reach = Vec::new();
+    reach_into(plan, ports, held, queued, &mut reach);
+    reach
+}
+
+/// [`reach`] into `reach`, reusing its allocations.
+pub fn reach_into(
+    plan: &Plan,
+    ports: &[Vec<Vec<usize>>],
+    held: &[Antichain<Time>],
+    queued: &[Vec<(usize, Time)>],
+    reach: &mut Vec<Antichain<Time>>,
+) {
     let n = plan.nodes.len();
-    let mut reach: Vec<Antichain<Time>> = held.to_vec();
+    reach.resize(n, Antichain::new());
+    for (r, h) in reach.iter_mut().zip(held) {
+        r.clear();
+        for t in h.elements() {
+            r.insert_ref(t);
+        }
+    }
     for node in 0..n {
         for (port, t) in &queued[node] {
             if let Some(s) = summarize(plan, node, *port, t) {
@@ -105,7 +124,7 @@ pub fn reach(
             }
         }
         if !changed {
-            return reach;
+            return;
         }
     }
 }
