@@ -136,6 +136,9 @@ impl Callbacks for PyCallbacks {
     }
 }
 
+/// Passes run with the GIL released between checks for Ctrl-C.
+const PASSES_PER_SLICE: usize = 256;
+
 /// A running dataflow.
 #[pyclass(name = "Engine", module = "ddflow._core")]
 pub struct PyEngine {
@@ -232,15 +235,22 @@ impl PyEngine {
     }
 
     /// Runs until no capture/probe frontier holds a time strictly less than `time`.
+    /// Checks for Ctrl-C between slices of passes (the engine stays usable afterwards).
     fn run_until(&mut self, py: Python<'_>, time: Vec<i64>) -> PyResult<()> {
         let t = time_from_list(&time, self.time_dims, "run_until")?;
-        self.run(py, move |e| e.run_until(t))
+        while !self.run(py, move |e| e.run_until_bounded(t, PASSES_PER_SLICE))? {
+            py.check_signals()?;
+        }
+        Ok(())
     }
 
-    /// Runs until all inputs are closed and all work is done.
+    /// Runs until all inputs are closed and all work is done (checking for Ctrl-C).
     #[pyo3(name = "run")]
     fn run_py(&mut self, py: Python<'_>) -> PyResult<()> {
-        self.run(py, |e| e.run())
+        while !self.run(py, |e| e.run_bounded(PASSES_PER_SLICE))? {
+            py.check_signals()?;
+        }
+        Ok(())
     }
 
     /// The frontier at a node's inputs, as lists of outer time coordinates.

@@ -520,10 +520,17 @@ impl Engine {
     /// Runs passes until no capture or probe frontier holds a time strictly less than `t`.
     /// Fails with a `TimeError` if that cannot happen because inputs were not advanced.
     pub fn run_until(&mut self, t: Time) -> Result<()> {
-        loop {
+        while !self.run_until_bounded(t, usize::MAX)? {}
+        Ok(())
+    }
+
+    /// Like [`Engine::run_until`], but returns after at most `max_passes` passes; returns
+    /// whether `t` was reached (callers check for interrupts between calls).
+    pub fn run_until_bounded(&mut self, t: Time, max_passes: usize) -> Result<bool> {
+        for _ in 0..max_passes {
             let progressed = self.step()?;
             if self.reached(&t) {
-                return Ok(());
+                return Ok(true);
             }
             if !progressed {
                 let blocking: Vec<String> = self
@@ -540,19 +547,28 @@ impl Engine {
                 )));
             }
         }
+        Ok(false)
     }
 
     /// Runs until every input is closed and all work is done.
     pub fn run(&mut self) -> Result<()> {
-        loop {
+        while !self.run_bounded(usize::MAX)? {}
+        Ok(())
+    }
+
+    /// Like [`Engine::run`], but returns after at most `max_passes` passes; returns whether
+    /// everything is done.
+    pub fn run_bounded(&mut self, max_passes: usize) -> Result<bool> {
+        for _ in 0..max_passes {
             let progressed = self.step()?;
             let done = self.inputs.iter().flatten().all(|s| s.closed)
                 && self.frontier_in.iter().all(|f| f.is_empty())
                 && self.reach_out.iter().all(|f| f.is_empty());
             if done || !progressed {
-                return Ok(());
+                return Ok(true);
             }
         }
+        Ok(false)
     }
 
     /// Runs passes while work remains, at most `max_passes`; returns whether work remains.
