@@ -100,3 +100,65 @@ fn seed_bfs_example_exact() {
         }
     }
 }
+
+/// Consolidated `(node, dist, time) -> diff` of a BFS over a random graph with `updates`
+/// sliding-window edge changes, each at its own time, all in one batch.
+fn random_bfs(
+    workers: usize,
+    nodes: u64,
+    edges: usize,
+    updates: usize,
+) -> BTreeMap<(i64, i64, u64), i64> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let total = edges + updates;
+    let src: Vec<i64> = (0..total).map(|_| rng.gen_range(0..nodes) as i64).collect();
+    let dst: Vec<i64> = (0..total).map(|_| rng.gen_range(0..nodes) as i64).collect();
+    let plan = Plan::from_json(&bfs_plan()).expect("plan parses");
+    let mut e = Engine::new(plan, workers, Arc::new(NoCallbacks)).expect("engine");
+    e.push(1, vec![int_col(&[0])], vec![Time::scalar(0)], vec![1])
+        .unwrap();
+    e.push(
+        0,
+        vec![int_col(&src[..edges]), int_col(&dst[..edges])],
+        vec![Time::scalar(0); edges],
+        vec![1; edges],
+    )
+    .unwrap();
+    let (mut s, mut d, mut ts, mut diffs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for i in 0..updates {
+        let t = Time::scalar(1 + i as u64);
+        s.extend([src[edges + i], src[i]]);
+        d.extend([dst[edges + i], dst[i]]);
+        ts.extend([t, t]);
+        diffs.extend([1, -1]);
+    }
+    e.push(0, vec![int_col(&s), int_col(&d)], ts, diffs)
+        .unwrap();
+    let end = Time::scalar(1 + updates as u64);
+    e.advance_input(0, end).unwrap();
+    e.advance_input(1, end).unwrap();
+    e.run_until(end).unwrap();
+    let c = e.capture_take(14).unwrap();
+    let mut out = BTreeMap::new();
+    for i in 0..c.times.len() {
+        let k = (
+            c.columns[0].words[i] as i64,
+            c.columns[1].words[i] as i64,
+            c.times[i].0[0],
+        );
+        *out.entry(k).or_insert(0) += c.diffs[i];
+    }
+    out.retain(|_, v| *v != 0);
+    out
+}
+
+#[test]
+fn workers_agree_when_running_in_parallel() {
+    // Large enough that nodes get more than 512 input updates per pass, so the workers run
+    // them in parallel threads (smaller inputs run the workers one after the other).
+    let one = random_bfs(1, 300, 900, 400);
+    assert!(one.len() > 100, "the workload should produce many changes");
+    assert_eq!(random_bfs(2, 300, 900, 400), one);
+    assert_eq!(random_bfs(3, 300, 900, 400), one);
+}

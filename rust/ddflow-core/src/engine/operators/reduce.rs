@@ -431,20 +431,18 @@ impl ReduceState {
             edits.extend_from_slice(&in_hist.times);
             edits.extend_from_slice(&out_hists.times[out_lo..]);
             cands.clear();
-            if at_most_2d(&edits) && at_most_2d(new_times) {
-                // (the same test decides the accumulation path below)
+            // Both interesting-times functions return sorted, deduplicated times.
+            let two_d = at_most_2d(&edits) && at_most_2d(new_times);
+            if two_d {
                 interesting_times_2d(&edits, new_times, &mut times_scratch, &mut cands);
             } else {
                 edits.sort_unstable();
                 edits.dedup();
                 crate::times::interesting_times(&edits, new_times, &mut cands);
             }
-            cands.sort_unstable();
-            cands.dedup();
             index.build(&in_hist, kw);
             // The sweep pays off once scanning the history per time would cost more than
             // sorting it once (measured: below ~512 entry-times the plain scan is cheaper).
-            let two_d = at_most_2d(&edits) && at_most_2d(new_times);
             key_two_d.push(two_d);
             let two_d = two_d && in_hist.len() * cands.len() > SWEEP_MIN_WORK;
             if two_d {
