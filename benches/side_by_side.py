@@ -305,6 +305,7 @@ def machine() -> dict[str, str]:
         "cpu": f"{model}, {os.cpu_count()} cores",
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": _sh("git rev-parse --short HEAD").strip() + dirty,
+        "engine": _sh("git log -1 --format=%h -- rust python Cargo.toml pyproject.toml").strip(),
         "ddflow": f"{ddflow.__version__} from {Path(ddflow.__file__).parent}",
         "python": platform.python_version(),
         "rustc": _sh("rustc --version").strip(),
@@ -320,6 +321,10 @@ def _mb(run: Run | None) -> str:
     return f"{run.peak_mb:,.0f}" if run else "-"
 
 
+def _cpu(run: Run | None) -> str:
+    return f"{run.cpu_s:,.1f}" if run else "-"
+
+
 def _rates(runs: list[Run]) -> str:
     return ", ".join(f"{r.result['updates_per_s']:,.0f}" for r in runs if r.result) or "-"
 
@@ -329,8 +334,8 @@ def row_table(rows: list[Row], outcomes: list[Outcome]) -> list[str]:
     lines = [
         "| row | graph (nodes / edges) | batch | workers | updates | load s DD / ddflow "
         "| updates/s DD | updates/s ddflow | ddflow / DD update time | peak RSS MB DD / ddflow "
-        "| every run's updates/s DD; ddflow | check |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| CPU s DD / ddflow | every run's updates/s DD; ddflow | check |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row, out in zip(rows, outcomes, strict=True):
         a, b = out.best("dd"), out.best("ddflow")
@@ -344,7 +349,8 @@ def row_table(rows: list[Row], outcomes: list[Outcome]) -> list[str]:
         lines.append(
             f"| {row.name} | {row.nodes:,} / {row.edges:,} | {row.batch:,} | {row.workers} "
             f"| {row.updates:,} | {load} | {rates[0]} | {rates[1]} | {ratio} "
-            f"| {_mb(a)} / {_mb(b)} | {_rates(out.dd)}; {_rates(out.ddflow)} "
+            f"| {_mb(a)} / {_mb(b)} | {_cpu(a)} / {_cpu(b)} "
+            f"| {_rates(out.dd)}; {_rates(out.ddflow)} "
             f"| {'ok' if out.ok else 'FAILED'} |"
         )
     return lines
@@ -403,7 +409,8 @@ def write_results(
         "",
         f"* command: `{command}`",
         f"* machine: {info['cpu']}; python {info['python']}; {info['rustc']}",
-        f"* date: {info['date']}; commit {info['commit']}; ddflow {info['ddflow']}",
+        f"* date: {info['date']}; commit {info['commit']} (last change to rust/ or python/: "
+        f"{info['engine']}); ddflow {info['ddflow']}",
         f"* load averages (1 / 5 / 15 min): {loads[0]} at the start, {loads[1]} at the end "
         "(the machine is shared: timings are noisy)",
         f"* each figure: the fastest of {repeat} run(s) by update time (every run listed); "
@@ -479,6 +486,9 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             outcomes.append(run_row(row, args.repeat, args.timeout, row.graph == "1k", tmp))
+            partial = (start_load, loadavg() + " (partial: still running)")
+            done = rows[: len(outcomes)]
+            write_results(args.out, command, info, partial, done, outcomes, [], args.repeat)
         for t in micro_ts:
             print(f"count micro-case, T = {t:,}", flush=True)
             micro.append(run_micro(t, args.repeat, args.timeout, tmp))
@@ -492,10 +502,12 @@ def main(argv: list[str] | None = None) -> int:
                 "dd": [r.__dict__ for r in o.dd],
                 "ddflow": [r.__dict__ for r in o.ddflow],
                 "checks": o.checks,
+                "ok": o.ok,
             }
             for o in outcomes + micro
         }
-        args.json.write_text(json.dumps({"machine": info, "runs": raw}, indent=1))
+        meta = {"command": command, "loads": [start_load, end_load], "repeat": args.repeat}
+        args.json.write_text(json.dumps({"machine": info, "meta": meta, "runs": raw}, indent=1))
     print("\n".join(row_table(rows, outcomes) if rows else []))
     print("\n".join(micro_table(micro) if micro else []))
     print(f"wrote {args.out}")
