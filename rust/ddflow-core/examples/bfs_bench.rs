@@ -1,10 +1,12 @@
 //! BFS over a changing random graph driven from Rust: the engine without Python, for
-//! profiling. `cargo run --release --example bfs_bench -- NODES EDGES BATCH ROUNDS [WORKERS]`.
+//! profiling. `cargo run --release --example bfs_bench -- NODES EDGES BATCH ROUNDS [WORKERS]`;
+//! with `DDFLOW_COUNTS=1` it runs the seed's distance-counts job (BFS, then `count` by
+//! distance) instead of the plain BFS.
 
 use ddflow_core::encoding::DType;
 use ddflow_core::engine::column::{Column, NoCallbacks};
 use ddflow_core::engine::plan::Plan;
-use ddflow_core::engine::plans::bfs as bfs_plan;
+use ddflow_core::engine::plans::{bfs as bfs_plan, bfs_counts, BFS_COUNTS_CAPTURE};
 use ddflow_core::engine::Engine;
 use ddflow_core::Time;
 use rand::{Rng, SeedableRng};
@@ -34,7 +36,8 @@ fn main() {
     let total = edges + rounds;
     let src: Vec<i64> = (0..total).map(|_| rng.gen_range(0..nodes) as i64).collect();
     let dst: Vec<i64> = (0..total).map(|_| rng.gen_range(0..nodes) as i64).collect();
-    let plan = Plan::from_json(&bfs_plan()).expect("plan");
+    let counts = std::env::var_os("DDFLOW_COUNTS").is_some();
+    let plan = Plan::from_json(&if counts { bfs_counts() } else { bfs_plan() }).expect("plan");
     let mut e = Engine::new(plan, workers, Arc::new(NoCallbacks)).expect("engine");
     e.set_logging(std::env::var_os("DDFLOW_PROFILE").is_some());
     let t0 = Instant::now();
@@ -80,6 +83,9 @@ fn main() {
         e.advance_input(1, Time::scalar(time)).unwrap();
         e.run_until(Time::scalar(time)).unwrap();
         e.capture_take(14).unwrap();
+        if counts {
+            e.capture_take(BFS_COUNTS_CAPTURE).unwrap();
+        }
         done += n;
         if std::env::var_os("DDFLOW_SIZES").is_some() {
             eprintln!("after {done}: {:?}", e.sizes());

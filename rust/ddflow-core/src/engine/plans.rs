@@ -42,3 +42,22 @@ pub fn bfs() -> String {
         nodes.join(",")
     )
 }
+
+/// Capture node of [`bfs_counts`]'s output `(dist, count)`.
+pub const BFS_COUNTS_CAPTURE: usize = 18;
+
+/// The seed's distance-counts job: [`bfs`], then the number of nodes at each distance
+/// (`dd.algorithms.bfs(edges, roots).count(by="dist")`, which projects to `dist` first, as
+/// differential-dataflow's `bfs(..).map(|(_, d)| d).count()`). The BFS capture stays at
+/// [`BFS_CAPTURE`]; the counts are captured at [`BFS_COUNTS_CAPTURE`].
+pub fn bfs_counts() -> String {
+    let base = bfs();
+    let extra = [
+        r#"{"id":15,"op":"select","scope":0,"inputs":[13],"columns":["dist"],"exprs":[{"op":"col","name":"dist"}]}"#,
+        r#"{"id":16,"op":"arrange","scope":0,"inputs":[15],"columns":["dist"],"key":[0]}"#,
+        r#"{"id":17,"op":"reduce","scope":0,"inputs":[16],"columns":["dist","count"],"agg":{"kind":"count"}}"#,
+        r#"{"id":18,"op":"capture","scope":0,"inputs":[17],"columns":["dist","count"]}"#,
+    ];
+    let cut = base.rfind("]}").expect("plan ends with nodes");
+    format!("{},{}]}}", &base[..cut], extra.join(","))
+}

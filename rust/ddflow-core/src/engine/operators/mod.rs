@@ -3,9 +3,11 @@
 //! * [`join`]: `join`, `semijoin`, `antijoin` of two arrangements (delta rule).
 //! * [`reduce`]: `reduce` over an arrangement: interesting times, per-key accumulation,
 //!   output differences against the operator's own output trace.
+//! * [`reduce_chain`]: `reduce` for a key whose times are totally ordered, in one pass.
 //! * [`aggregate`]: the built-in aggregates (`min`, `max`, `sum`, `count`, `distinct`,
 //!   `top_k`) evaluated on one key's accumulated values.
 
 pub mod aggregate;
 pub mod join;
 pub mod reduce;
+pub mod reduce_chain;

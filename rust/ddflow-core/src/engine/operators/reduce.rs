@@ -13,6 +13,7 @@
 //! are formed afterwards.
 
 use super::aggregate;
+use super::reduce_chain::{self, ChainKey, ChainScratch};
 use crate::encoding::DType;
 use crate::engine::arrangement::Arrangement;
 use crate::engine::column::{Callbacks, Column, Payload, Reply};
@@ -421,6 +422,10 @@ impl ReduceState {
         let mut reader_in = inp.trace.reader();
         let mut reader_out = self.out.reader();
         let builtin = !matches!(inp.agg, Agg::Python { .. } | Agg::ThresholdPy(_));
+        let chain_ok = reduce_chain::supports(inp.agg);
+        let mut chain = ChainScratch::default();
+        let out_width = self.out.width;
+        let mut output = Updates::new(out_width);
         for (ki, (key, new_times)) in work.iter().enumerate() {
             in_hist.clear();
             reader_in.key_history(key, &mut in_hist);
@@ -430,6 +435,32 @@ impl ReduceState {
             edits.clear();
             edits.extend_from_slice(&in_hist.times);
             edits.extend_from_slice(&out_hists.times[out_lo..]);
+            if chain_ok {
+                // Totally ordered times: one pass with running accumulations.
+                chain.times.clear();
+                chain.times.extend_from_slice(&edits);
+                chain.times.extend_from_slice(new_times);
+                chain.times.sort_unstable();
+                chain.times.dedup();
+                if reduce_chain::is_chain(&chain.times) {
+                    key_two_d.push(false);
+                    let k = ChainKey {
+                        agg: inp.agg,
+                        val_dtypes: inp.val_dtypes,
+                        key,
+                        key_width: kw,
+                        input: &in_hist,
+                        out_hist: &out_hists,
+                        out_lo,
+                        out_hi: out_hists.len(),
+                        least_new: new_times[0],
+                        frontier: inp.frontier,
+                        label: inp.label,
+                    };
+                    reduce_chain::reduce_key(&k, &mut chain, &mut output, still_pending)?;
+                    continue;
+                }
+            }
             cands.clear();
             // Both interesting-times functions return sorted, deduplicated times.
             let two_d = at_most_2d(&edits) && at_most_2d(new_times);
@@ -537,9 +568,14 @@ impl ReduceState {
         }
 
         // Phase 3: differences against the accumulated output, per key in time order.
+        // (A Python reducer may have fixed the output width only now; the chain path, which
+        // wrote to `output` already, runs only for built-in aggregates.)
         let out_width = self.out.width;
+        if output.width != out_width {
+            debug_assert!(output.is_empty());
+            output = Updates::new(out_width);
+        }
         let ovw = out_width - kw;
-        let mut output = Updates::new(out_width);
         let mut gi = 0;
         let mut row = Vec::with_capacity(out_width);
         let mut oindex = Indexed::default();
