@@ -1,0 +1,186 @@
+"""Column expressions (``dd.col(..)`` JSON) compiled to Spark Column expressions.
+
+Only the part of the expression language whose Spark semantics equal the Rust evaluator's
+exactly is compiled; anything else raises :class:`NotCompilable` and the stage runs the Rust
+evaluator in ``mapInArrow`` instead (``executor.expr_batches``). Exactness notes:
+
+* int64 ``+ -`` and negation raise on overflow like the engine (Spark would wrap); ``*`` on
+  int64 is left to Rust.
+* float comparisons give ``False`` (``!=``: ``True``) when either side is NaN, as IEEE and the
+  engine do (Spark orders NaN above every number and calls it equal to itself).
+* ``/``, ``//``, ``%``, float ``min_of``/``max_of`` and casts from float are left to Rust
+  (Spark's division by zero gives null, its ``least``/``greatest`` order NaN differently).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+__all__ = ["NotCompilable", "compile_expr", "SPARK_TYPES", "dtype_of"]
+
+SPARK_TYPES: dict[str, T.DataType] = {
+    "int64": T.LongType(),
+    "float64": T.DoubleType(),
+    "bool": T.BooleanType(),
+    "str": T.StringType(),
+}
+
+_I64_MIN = -(2**63)
+
+Typed = tuple[Column, str]
+
+
+class NotCompilable(Exception):
+    """The expression has no exactly equivalent Spark Column expression."""
+
+
+def dtype_of(spark_type: T.DataType) -> str:
+    """The ddflow dtype of a Spark column type (one of the four the backend uses)."""
+    for name, typ in SPARK_TYPES.items():
+        if spark_type == typ:
+            return name
+    raise NotCompilable(f"type {spark_type}")
+
+
+def _overflow(label: str, what: str) -> Column:
+    return F.raise_error(F.lit(f"ddflow: {label}: int64 overflow in {what}"))
+
+
+def _arith(op: str, a: Typed, b: Typed, label: str) -> Typed:
+    (ca, ta), (cb, tb) = a, b
+    if ta not in ("int64", "float64") or tb not in ("int64", "float64"):
+        raise NotCompilable(f"{op} on {ta}, {tb}")
+    if ta == "float64" or tb == "float64":
+        x, y = ca.cast("double"), cb.cast("double")
+        r = {"add": x + y, "sub": x - y, "mul": x * y}[op]
+        return r, "float64"
+    if op == "mul":
+        raise NotCompilable("int64 multiplication")
+    r = ca + cb if op == "add" else ca - cb
+    # Two's complement overflow test on the wrapped result.
+    if op == "add":
+        bad = ca.bitwiseXOR(r).bitwiseAND(cb.bitwiseXOR(r)) < 0
+    else:
+        bad = ca.bitwiseXOR(cb).bitwiseAND(ca.bitwiseXOR(r)) < 0
+    return F.when(bad, _overflow(label, op)).otherwise(r), "int64"
+
+
+_CMP: dict[str, Callable[[Column, Column], Column]] = {
+    "eq": lambda x, y: x == y,
+    "ne": lambda x, y: x != y,
+    "lt": lambda x, y: x < y,
+    "le": lambda x, y: x <= y,
+    "gt": lambda x, y: x > y,
+    "ge": lambda x, y: x >= y,
+}
+
+
+def _compare(op: str, a: Typed, b: Typed) -> Typed:
+    (ca, ta), (cb, tb) = a, b
+    numeric = {"int64", "float64"}
+    if ta in numeric and tb in numeric:
+        if ta == "float64" or tb == "float64":
+            x, y = ca.cast("double"), cb.cast("double")
+            nan = F.isnan(x) | F.isnan(y)
+            return F.when(nan, F.lit(op == "ne")).otherwise(_CMP[op](x, y)), "bool"
+        return _CMP[op](ca, cb), "bool"
+    if ta != tb:
+        raise NotCompilable(f"{op} on {ta}, {tb}")
+    if ta == "str" and op not in ("eq", "ne"):
+        raise NotCompilable(f"{op} on str")
+    return _CMP[op](ca, cb), "bool"
+
+
+def compile_expr(expr: Mapping[str, Any], columns: Mapping[str, Typed], label: str) -> Typed:
+    """The Spark Column and ddflow dtype of expression JSON ``expr`` over ``columns``.
+
+    Raises :class:`NotCompilable` when no exactly equivalent Spark expression is known.
+    """
+    op = expr["op"]
+    if op == "col":
+        name = expr["name"]
+        if name not in columns:
+            raise NotCompilable(f"column {name!r}")
+        return columns[name]
+    if op == "lit":
+        value = expr["value"]
+        dtype = expr.get("dtype") or (
+            "bool"
+            if isinstance(value, bool)
+            else "int64"
+            if isinstance(value, int)
+            else "float64"
+            if isinstance(value, float)
+            else "str"
+        )
+        if dtype == "float64":
+            value = float(value)
+        if dtype not in SPARK_TYPES:
+            raise NotCompilable(f"literal of {dtype}")
+        return F.lit(value).cast(SPARK_TYPES[dtype]), dtype
+    if op == "alias":
+        return compile_expr(expr["arg"], columns, label)
+    if op in ("add", "sub", "mul"):
+        args = [compile_expr(a, columns, label) for a in expr["args"]]
+        acc = args[0]
+        for nxt in args[1:]:
+            acc = _arith(op, acc, nxt, label)
+        return acc
+    if op in _CMP:
+        args = [compile_expr(a, columns, label) for a in expr["args"]]
+        if len(args) != 2:
+            raise NotCompilable(f"{op} of {len(args)} arguments")
+        return _compare(op, args[0], args[1])
+    if op in ("and", "or"):
+        args = [compile_expr(a, columns, label) for a in expr["args"]]
+        if any(t != "bool" for _, t in args):
+            raise NotCompilable(f"{op} on non-bool")
+        acc_c = args[0][0]
+        for c, _ in args[1:]:
+            acc_c = (acc_c & c) if op == "and" else (acc_c | c)
+        return acc_c, "bool"
+    if op == "not":
+        c, t = compile_expr(expr["arg"], columns, label)
+        if t != "bool":
+            raise NotCompilable("not on non-bool")
+        return ~c, "bool"
+    if op == "neg":
+        c, t = compile_expr(expr["arg"], columns, label)
+        if t == "float64":
+            return -c, t
+        if t == "int64":
+            return F.when(c == F.lit(_I64_MIN), _overflow(label, "neg")).otherwise(-c), t
+        raise NotCompilable(f"neg on {t}")
+    if op in ("min_of", "max_of"):
+        args = [compile_expr(a, columns, label) for a in expr["args"]]
+        if any(t != "int64" for _, t in args):
+            raise NotCompilable(f"{op} on non-int64")
+        fn = F.least if op == "min_of" else F.greatest
+        return fn(*[c for c, _ in args]), "int64"
+    if op == "cast":
+        c, t = compile_expr(expr["arg"], columns, label)
+        to = expr["dtype"]
+        if to == t:
+            return c, t
+        if (t, to) in (("int64", "float64"), ("bool", "float64"), ("bool", "int64")):
+            return c.cast(SPARK_TYPES[to]), to
+        if (t, to) == ("int64", "bool"):
+            return c != F.lit(0), "bool"
+        raise NotCompilable(f"cast {t} -> {to}")
+    if op == "when":
+        cond, tc = compile_expr(expr["cond"], columns, label)
+        then, tt = compile_expr(expr["then"], columns, label)
+        other, to = compile_expr(expr["otherwise"], columns, label)
+        if tc != "bool":
+            raise NotCompilable("when condition not bool")
+        if tt == to:
+            return F.when(cond, then).otherwise(other), tt
+        if {tt, to} == {"int64", "float64"}:
+            return F.when(cond, then.cast("double")).otherwise(other.cast("double")), "float64"
+        raise NotCompilable(f"when branches {tt}, {to}")
+    raise NotCompilable(op)

@@ -1,0 +1,161 @@
+"""Fixtures for the Spark backend tests: one local Spark session per test run, and helpers
+that run the same dataflow on the embedded engine and on Spark and compare the outputs.
+
+The session is ``local[2]`` with 4 shuffle partitions and the UI off; executors' Python
+workers use this interpreter (``PYSPARK_PYTHON``), which has ddflow installed. pyspark is
+imported unconditionally: without it (or without Java) these tests fail rather than skip.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+import ddflow as dd
+from ddflow.spark import SparkResult, run_on_spark
+
+Build = Callable[[dd.Dataflow], tuple[dict[str, dd.InputSession], list[dd.Collection]]]
+"""Builds a dataflow: returns its inputs by name and its outputs."""
+
+Rows = list[tuple[Any, ...]]
+"""Updates as ``(record values..., time tuple, diff)``."""
+
+Data = Mapping[str, tuple[Sequence[str], Rows]]
+"""Per input name: column names and updates ``(values..., time, diff)`` (time int or tuple)."""
+
+
+SPARK_WARNINGS = ("ignore:unclosed <socket.socket:ResourceWarning",)
+"""pyspark 3.5 leaves the sockets it reads results from to the garbage collector."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Spark tests tolerate pyspark's own unclosed-socket ResourceWarnings."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for item in items:
+        if str(item.path).startswith(here):
+            for spec in SPARK_WARNINGS:
+                item.add_marker(pytest.mark.filterwarnings(spec))
+
+
+@pytest.fixture(autouse=True)
+def _collect_sockets() -> Iterator[None]:
+    """Collects pyspark's leftover sockets before the next test (outside the spark suite)."""
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """The one local Spark session of the test run."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        session = (
+            SparkSession.builder.master("local[2]")
+            .appName("ddflow-tests")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.shuffle.partitions", "4")
+            .config("spark.default.parallelism", "4")
+            .config("spark.driver.memory", "1g")
+            .config("spark.sql.adaptive.enabled", "false")
+            .getOrCreate()
+        )
+        session.sparkContext.setLogLevel("ERROR")
+    yield session
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        session.stop()
+
+
+def _time(t: Any) -> tuple[int, ...]:
+    return tuple(int(x) for x in t) if isinstance(t, list | tuple) else (int(t),)
+
+
+def embedded(build: Build, data: Data, workers: int = 1) -> Rows:
+    """Runs ``build`` on the embedded engine over ``data``; sorted consolidated output rows of
+    every output, each tagged with the output's index."""
+    flow = dd.Dataflow(workers=workers)
+    sessions, outputs = build(flow)
+    caps = [o.capture() for o in outputs]
+    for name, (cols, rows) in data.items():
+        sess = sessions[name]
+        if rows:
+            columns = {c: np.array([r[i] for r in rows]) for i, c in enumerate(cols)}
+            for c, arr in columns.items():
+                if arr.dtype.kind == "U":
+                    columns[c] = arr.astype(object)
+            times = np.array([list(_time(r[len(cols)])) for r in rows], dtype=np.int64)
+            if times.shape[1] == 1:
+                times = times[:, 0]
+            diffs = np.array([r[len(cols) + 1] for r in rows], dtype=np.int64)
+            sess.update_batch(columns, times=times, diffs=diffs)
+    for sess in sessions.values():
+        sess.close()
+    flow.run()
+    out: Rows = []
+    for k, cap in enumerate(caps):
+        for row in cap.updates().to_pylist():
+            t = _time(row.pop("time"))
+            d = row.pop("diff")
+            out.append((k, *row.values(), t, d))
+    return sorted(out, key=repr)
+
+
+def frames(spark: SparkSession, data: Data, dims: int) -> dict[str, DataFrame]:
+    """Spark DataFrames of updates for ``data`` (``time`` or ``time_0..``, ``diff``)."""
+    out = {}
+    for name, (cols, rows) in data.items():
+        tcols = ["time"] if dims == 1 else [f"time_{j}" for j in range(dims)]
+        body = [(*r[: len(cols)], *_time(r[len(cols)]), r[len(cols) + 1]) for r in rows]
+        types = {int: "long", float: "double", str: "string", bool: "boolean"}
+        sample = rows[0] if rows else None
+        fields = []
+        for i, c in enumerate(cols):
+            typ = "long" if sample is None else types[type(sample[i])]
+            fields.append(f"`{c}` {typ}")
+        fields += [f"{t} long" for t in tcols] + ["diff long"]
+        out[name] = spark.createDataFrame(body, ", ".join(fields))
+    return out
+
+
+def on_spark(
+    spark: SparkSession, build: Build, data: Data, dims: int = 1, **kwargs: Any
+) -> tuple[Rows, SparkResult]:
+    """Runs ``build`` with ``run_on_spark`` over ``data``: sorted output rows as ``embedded``
+    gives them, and the result object."""
+    flow = dd.Dataflow()
+    sessions, outputs = build(flow)
+    dfs = frames(spark, data, dims)
+    result = run_on_spark(
+        spark, flow, {sessions[n]: df for n, df in dfs.items()}, outputs, **kwargs
+    )
+    rows: Rows = []
+    for k, o in enumerate(outputs):
+        df = result[o]
+        tcols = ["time"] if dims == 1 else [f"time_{j}" for j in range(dims)]
+        ncols = len(o.columns)
+        for r in df.collect():
+            vals = tuple(r[:ncols])
+            t = tuple(int(r[c]) for c in tcols)
+            rows.append((k, *vals, t, int(r["diff"])))
+    return sorted(rows, key=repr), result
+
+
+def check_equal(spark: SparkSession, build: Build, data: Data, dims: int = 1) -> Rows:
+    """Asserts Spark's output equals the embedded engine's; returns it."""
+    want = embedded(build, data)
+    got, _ = on_spark(spark, build, data, dims)
+    assert got == want
+    return got

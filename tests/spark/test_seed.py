@@ -1,0 +1,28 @@
+"""The seed's BFS example on Spark equals the embedded engine's output."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import SparkSession
+
+import ddflow as dd
+
+from .conftest import check_equal
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def bfs_counts(flow: dd.Dataflow) -> tuple[dict[str, dd.InputSession], list[dd.Collection]]:
+    edges_in, edges = flow.new_input(("src", "dst"), name="edges")
+    roots_in, roots = flow.new_input(("node",), name="roots")
+    counts = dd.algorithms.bfs(edges, roots).count(by="dist")
+    return {"edges": edges_in, "roots": roots_in}, [counts]
+
+
+def test_seed_example(spark: SparkSession) -> None:
+    data = {
+        "edges": (("src", "dst"), [(0, 3, 0, 1), (0, 2, 5, 1), (2, 3, 10, 1), (0, 3, 11, -1)]),
+        "roots": (("node",), [(0, 0, 1)]),
+    }
+    got = check_equal(spark, bfs_counts, data)
+    assert (0, 2, 1, (11,), 1) in got  # dist 2 appears once (0,3) is removed
