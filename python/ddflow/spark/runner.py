@@ -645,7 +645,7 @@ class _Compiler:
         keys = [_c(i) for i in range(spec.n_keys)]
         schema = _spark_schema(spec.schema)
         fn = functools.partial(ex.reduce_partition, spec, self.fns, stateful)
-        return tagged.repartition(self.partitions, *keys).transform(lambda d: _map_in_arrow(d, fn, schema))
+        return _map_in_arrow(tagged.repartition(self.partitions, *keys), fn, schema)
 
     # -- top level ----------------------------------------------------------------------------
 
