@@ -369,7 +369,8 @@ class Collection:
         from ddflow.aggregates import count
         from ddflow.reducing import reduce_collection
 
-        return reduce_collection(self, self.columns if by is None else by, count(), None, "count")
+        keys = self.columns if by is None else by
+        return reduce_collection(self, keys, count(), None, "count", project=True)
 
     def distinct(self) -> Collection:
         """Each record with positive accumulated count, with count 1."""

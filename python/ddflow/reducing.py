@@ -15,7 +15,7 @@ from ddflow.aggregates import Aggregate, PythonReducer, reducer
 from ddflow.arrangement import Arrangement
 from ddflow.errors import PlanError
 from ddflow.plan import user_location
-from ddflow.wiring import arrange
+from ddflow.wiring import arrange, resolve_names
 
 if TYPE_CHECKING:
     from ddflow.collection import Collection
@@ -82,12 +82,23 @@ def reduce_collection(
     agg: Aggregate | Callable[[Any], Any],
     columns: Sequence[str] | None,
     opname: str,
+    *,
+    project: bool = False,
 ) -> Collection:
-    """Arranges ``coll`` by ``by`` (shared when possible) and reduces it with ``agg``."""
+    """Arranges ``coll`` by ``by`` (shared when possible) and reduces it with ``agg``.
+
+    With ``project``, the other columns are dropped first (for aggregates that never look at
+    them, such as ``count``): the arrangement then holds one ``(time, diff)`` history per key
+    instead of one per distinct record, as differential-dataflow's ``map(key).count()``.
+    """
     label = f"{opname}@{user_location()}"
     as_aggregate(agg, columns, label)  # fail before adding nodes
     mark = coll.flow._plan.mark()
     try:
+        if project:
+            names = resolve_names(by, coll.columns, label)
+            if len(names) < len(coll.columns):
+                coll = coll._select_columns(names, label)
         arr = arrange(coll, by, label)
         return reduce_arrangement(arr, agg, columns, opname, label)
     except BaseException:
