@@ -25,12 +25,14 @@ from ddflow.collection import Collection
 from ddflow.dataflow import Dataflow
 from ddflow.errors import (
     ColumnNotFoundError,
+    DataError,
     DdflowError,
     DivisionByZeroError,
     InternalError,
     InvalidValueError,
     OverflowError,
     PlanError,
+    ReentrancyError,
     SchemaTypeError,
     ShapeError,
     TimeError,
@@ -74,5 +76,7 @@ __all__ = [
     "DivisionByZeroError",
     "UserFunctionError",
     "InternalError",
+    "ReentrancyError",
+    "DataError",
     "__version__",
 ]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.dtypes import array_dtype, empty_column, to_column
-from ddflow.errors import DdflowError, UserFunctionError
+from ddflow.errors import DdflowError, OverflowError, UserFunctionError
 
 __all__ = ["Dispatcher", "Registered", "ReduceBatch", "ROW", "OFFSETS", "COUNT", "KINDS"]
 
@@ -301,12 +301,23 @@ def _threshold(entry: Registered, payload: np.ndarray) -> np.ndarray:
                     f"{entry.label}: threshold function returned {v!r} for count {c}; "
                     f"it must return an int"
                 )
+            if not -(2**63) <= int(arr) < 2**63:
+                raise OverflowError(
+                    f"{entry.label}: threshold function returned {int(arr)} for count {c}, "
+                    f"which does not fit in int64"
+                )
             values.append(int(arr))
         result = np.asarray(values, dtype=np.int64)[inverse.reshape(-1)]
     if result.dtype.kind not in "iu" or result.shape != counts.shape:
         raise UserFunctionError(
             f"{entry.label}: threshold function must return int counts of shape "
             f"{counts.shape}, got dtype {result.dtype} shape {result.shape}"
+        )
+    if result.dtype.kind == "u" and result.size and int(result.max()) > 2**63 - 1:
+        i = int(np.argmax(result))
+        raise OverflowError(
+            f"{entry.label}: threshold function returned {int(result[i])} (dtype "
+            f"{result.dtype}) for count {int(counts[i])}, which does not fit in int64"
         )
     return np.ascontiguousarray(result, dtype=np.int64)
 

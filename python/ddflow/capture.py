@@ -8,14 +8,14 @@ pyarrow group-by and sort, never a Python loop per row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ddflow.errors import TimeError
+from ddflow.errors import OverflowError, TimeError
 from ddflow.times import Time, frontier_mask, frontier_passed
 
 if TYPE_CHECKING:
@@ -32,14 +32,56 @@ def _tc(i: int) -> str:
     return f"t{i}"
 
 
-def consolidate_table(table: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """Sums ``diff`` per distinct ``keys`` and drops zero sums (order unspecified)."""
+_SAFE_SUM = float(2**62)
+"""Group sums whose float estimate stays below this are exact in int64 (the wrapped int64
+sum equals the true total whenever the total fits); larger ones are recomputed exactly."""
+
+
+def consolidate_table(
+    table: pa.Table,
+    keys: Sequence[str],
+    what: str = "capture",
+    names: Mapping[str, str] | None = None,
+) -> pa.Table:
+    """Sums ``diff`` per distinct ``keys`` and drops zero sums (order unspecified).
+
+    Sums are exact: a total outside int64 raises ``OverflowError`` naming ``what``, the
+    record (its keys renamed by ``names``) and the total (never a wrapped value).
+    """
     if table.num_rows == 0:
         return table.select([*keys, "diff"])
-    grouped = table.group_by(list(keys), use_threads=False).aggregate([("diff", "sum")])
+    est = pc.cast(table["diff"], pa.float64(), safe=False)
+    work = table.select([*keys, "diff"]).append_column("_est", est)
+    grouped = work.group_by(list(keys), use_threads=False).aggregate(
+        [("diff", "sum"), ("_est", "sum")]
+    )
+    big = pc.greater_equal(pc.abs(grouped["_est_sum"]), _SAFE_SUM)
+    if pc.any(big).as_py():
+        _check_exact_sums(table, keys, what, names or {})
     columns = [grouped[k] for k in keys] + [grouped["diff_sum"]]
     out = pa.table(columns, names=[*keys, "diff"])
     return out.filter(pc.not_equal(out["diff"], 0))
+
+
+def _check_exact_sums(
+    table: pa.Table, keys: Sequence[str], what: str, names: Mapping[str, str]
+) -> None:
+    """Recomputes the sums of ``diff`` per ``keys`` exactly; raises if one leaves int64."""
+    exact = table.select([*keys]).append_column(
+        "diff", pc.cast(table["diff"], pa.decimal128(38, 0))
+    )
+    grouped = exact.group_by(list(keys), use_threads=False).aggregate([("diff", "sum")])
+    sums = grouped["diff_sum"]
+    lo, hi = pa.scalar(-(2**63), pa.decimal128(38, 0)), pa.scalar(2**63 - 1, pa.decimal128(38, 0))
+    bad = pc.or_(pc.less(sums, lo), pc.greater(sums, hi))
+    if pc.any(bad).as_py():
+        row = grouped.filter(bad).slice(0, 1).to_pylist()[0]
+        total = row.pop("diff_sum")
+        row = {names.get(k, k): v for k, v in row.items()}
+        raise OverflowError(
+            f"{what}: the diffs of {row} sum to {total}, outside the 64-bit signed range "
+            f"of a diff"
+        )
 
 
 class _Frontiered:
@@ -97,6 +139,13 @@ class Capture(_Frontiered):
 
     # -- pulling from the engine --------------------------------------------------------------
 
+    def _names(self) -> dict[str, str]:
+        """Internal column names to the user's (for error messages)."""
+        names = {_rec(i): c for i, c in enumerate(self.columns)}
+        dims = self._dims or 1
+        names.update({_tc(j): "time" if dims == 1 else f"time[{j}]" for j in range(dims)})
+        return names
+
     def _internal(
         self, columns: list[np.ndarray], times: np.ndarray, diffs: np.ndarray
     ) -> pa.Table:
@@ -138,7 +187,7 @@ class Capture(_Frontiered):
         complete = pending.filter(pa.array(done))
         self._pending = [pending.filter(pa.array(~done))] if not done.all() else []
         keys = [_rec(i) for i in range(len(self.columns))] + tcols
-        fresh = consolidate_table(complete, keys)
+        fresh = consolidate_table(complete, keys, self.label, self._names())
         if fresh.num_rows:
             self._history = (
                 fresh if self._history is None else pa.concat_tables([self._history, fresh])
@@ -227,7 +276,9 @@ class Capture(_Frontiered):
                 mask &= history[k].to_numpy() <= coords[j]
             history = history.filter(pa.array(mask))
         recs = [_rec(i) for i in range(len(self.columns))]
-        acc = consolidate_table(history.select([*recs, "diff"]), recs)
+        acc = consolidate_table(
+            history.select([*recs, "diff"]), recs, f"{self.label}: at({time!r})", self._names()
+        )
         acc = acc.sort_by([(k, "ascending") for k in recs])
         return self._present(acc, with_time=False)
 

@@ -19,6 +19,7 @@ from ddflow.callbacks import ROW, Registered
 from ddflow.errors import ColumnNotFoundError, DdflowError, PlanError
 from ddflow.expr import Expr, col, lit
 from ddflow.plan import user_location
+from ddflow.times import MAX_TIME_DIMS, is_int
 from ddflow.wiring import arrange, common_scope, enter_collection, resolve_names, same_flow
 
 if TYPE_CHECKING:
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 __all__ = ["Collection"]
 
 Keys = str | Sequence[str]
+
+
+_INT64_MAX = 2**63 - 1
 
 
 def _expr_text(expr: Expr) -> str:
@@ -418,20 +422,35 @@ class Collection:
         """
         label = f"iterate@{user_location()}"
         if max_iterations is not None and (
-            not isinstance(max_iterations, int) or max_iterations < 1
+            not is_int(max_iterations) or not 1 <= max_iterations <= _INT64_MAX
         ):
-            raise PlanError(f"{label}: max_iterations must be a positive int or None")
+            raise PlanError(
+                f"{label}: max_iterations must be None or an int from 1 to 2**63-1, "
+                f"got {max_iterations!r}"
+            )
         plan = self.flow._plan
         plan.check_building(label)
         mark = plan.mark()
         n_fns = len(self.flow._dispatcher)
+        depth = plan.depth(self.scope) + 1
+        dims = self.flow._times.dims or 1
+        if dims + depth > MAX_TIME_DIMS:
+            raise PlanError(
+                f"{label}: iterate nested {depth} deep with {dims}-coordinate times needs "
+                f"{dims + depth} time coordinates; the engine supports {MAX_TIME_DIMS}"
+            )
         scope = plan.new_scope(self.scope, max_iterations, label)
+        self.flow._times.max_depth = max(self.flow._times.max_depth, depth)
         try:
             source = enter_collection(self, scope, label)
             var = source._add("variable", self.columns, f"{label} (variable)", result=None)
             result = body(var)
             if not isinstance(result, Collection):
                 raise PlanError(f"{label}: the body must return a Collection, got {result!r}")
+            if result.flow is not self.flow:
+                raise PlanError(
+                    f"{label}: the body returned a collection of another dataflow ({result!r})"
+                )
             if set(result.columns) != set(self.columns) or len(result.columns) != len(self.columns):
                 raise PlanError(
                     f"{label}: the body returns columns {list(result.columns)}, the iteration "

@@ -8,7 +8,8 @@ The outer time shape (``time_dims``) is fixed by the first time seen, or declare
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -17,12 +18,15 @@ from ddflow.callbacks import Dispatcher
 from ddflow.capture import Capture
 from ddflow.collection import Collection
 from ddflow.engine import EngineFactory, EngineLike, native_engine
-from ddflow.errors import PlanError
+from ddflow.errors import PlanError, ReentrancyError
 from ddflow.input import InputSession
 from ddflow.plan import Plan, PlanText, user_location
 from ddflow.times import Time, TimeShape, is_int
 
-__all__ = ["Dataflow"]
+__all__ = ["Dataflow", "MAX_WORKERS"]
+
+MAX_WORKERS = 256
+"""The largest ``workers`` a dataflow accepts (each worker is a thread-sized shard)."""
 
 
 class Dataflow:
@@ -40,8 +44,8 @@ class Dataflow:
 
     def __init__(self, workers: int = 1, time_dims: int | None = None, log: bool = True) -> None:
         """An empty dataflow."""
-        if not is_int(workers) or workers < 1:
-            raise PlanError(f"workers must be a positive int, got {workers!r}")
+        if not is_int(workers) or not 1 <= workers <= MAX_WORKERS:
+            raise PlanError(f"workers must be an int from 1 to {MAX_WORKERS}, got {workers!r}")
         self.workers = int(workers)
         self._plan = Plan()
         self._times = TimeShape(time_dims)
@@ -50,6 +54,8 @@ class Dataflow:
         self._captures: list[Capture] = []
         self._engine_obj: EngineLike | None = None
         self._log = bool(log)
+        self._running: str | None = None
+        """The engine call in progress (``run_until`` ...), while callbacks may run."""
 
     def __repr__(self) -> str:
         state = "running" if self._engine_obj is not None else "building"
@@ -97,12 +103,33 @@ class Dataflow:
         """Freezes the plan: the dataflow has received data or been run."""
         self._plan.frozen = True
 
+    def _check_idle(self) -> None:
+        """Raises ``ReentrancyError`` when called from a callback of a running engine call."""
+        if self._running is not None:
+            raise ReentrancyError(
+                f"this dataflow is running ({self._running}); a user function called by the "
+                f"engine cannot feed, drive or read the dataflow that is running it. "
+                f"Record what you need and act after {self._running} returns"
+            )
+
+    @contextmanager
+    def _run_guard(self, what: str) -> Iterator[None]:
+        """Marks the dataflow as running ``what`` (callbacks may be entered meanwhile)."""
+        self._check_idle()
+        self._running = what
+        try:
+            yield
+        finally:
+            self._running = None
+
     def _engine_started(self) -> EngineLike | None:
         """The engine if it exists."""
+        self._check_idle()
         return self._engine_obj
 
     def _engine(self) -> EngineLike:
         """The engine, created (and the plan frozen) on first use."""
+        self._check_idle()
         if self._engine_obj is None:
             self._start()
             self._plan.validate()
@@ -130,7 +157,9 @@ class Dataflow:
 
     def step(self) -> bool:
         """One scheduling pass of the engine; True while work remains."""
-        more = self._flush().step()
+        engine = self._flush()
+        with self._run_guard("step()"):
+            more = engine.step()
         self._deliver()
         return bool(more)
 
@@ -140,7 +169,8 @@ class Dataflow:
         engine = self._flush()
         while condition():
             steps += 1
-            more = engine.step()
+            with self._run_guard("step_while()"):
+                more = engine.step()
             self._deliver()
             if not more:
                 break
@@ -152,17 +182,20 @@ class Dataflow:
         Advance the inputs first (``advance_to``): outputs complete only up to their frontiers.
         """
         coords = self._times.normalize(time, "run_until")
-        self._flush().run_until(list(coords))
+        engine = self._flush()
+        with self._run_guard(f"run_until({time!r})"):
+            engine.run_until(list(coords))
         self._deliver()
 
     def run(self) -> None:
         """Runs until all work is done (all outputs complete once every input is closed)."""
         engine = self._flush()
-        if all(session.closed for session in self._inputs):
-            engine.run()
-        else:
-            while engine.step():
-                pass
+        with self._run_guard("run()"):
+            if all(session.closed for session in self._inputs):
+                engine.run()
+            else:
+                while engine.step():
+                    pass
         self._deliver()
 
     # -- introspection ------------------------------------------------------------------------

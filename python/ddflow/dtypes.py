@@ -9,6 +9,7 @@ that canonical form (rejecting nulls and unsupported types with a message naming
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -90,6 +91,25 @@ def check_int64(value: int, what: str) -> None:
         raise OverflowError(f"{what}: {value!r} does not fit in int64")
 
 
+def check_utf8(values: Sequence[str] | np.ndarray, what: str) -> None:
+    """Raises ``InvalidValueError`` naming the first value that is not valid Unicode text
+    (a lone surrogate such as ``"\\ud800"`` cannot be encoded as UTF-8, the engine's form).
+
+    One C-level encode of the joined values; the failing value is found only on error.
+    """
+    try:
+        "".join(values).encode("utf-8")
+    except UnicodeEncodeError:
+        for index, value in enumerate(values):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidValueError(
+                    f"{what}: value {value!r} (row {index}) is not valid Unicode text: "
+                    f"{exc.reason}"
+                ) from None
+
+
 def array_dtype(arr: np.ndarray) -> str:
     """The ddflow dtype of a canonical column (as returned by :func:`to_column`)."""
     return {"i": "int64", "f": "float64", "b": "bool", "O": "str"}[arr.dtype.kind]
@@ -141,7 +161,9 @@ def to_column(values: object, what: str) -> np.ndarray:
     if kind == "b":
         return np.ascontiguousarray(arr, dtype=np.bool_)
     if kind in "UT":
-        return arr.astype(object)
+        out = arr.astype(object)
+        check_utf8(out, what)
+        return out
     if kind == "O":
         return _object_column(arr, what)
     raise SchemaTypeError(f"{what}: unsupported dtype {arr.dtype}; use one of {', '.join(DTYPES)}")
@@ -153,6 +175,7 @@ def _object_column(arr: np.ndarray, what: str) -> np.ndarray:
         return arr
     kinds = {scalar_dtype(v) for v in arr}
     if kinds == {"str"}:
+        check_utf8(arr, what)
         return arr
     if None in kinds:
         bad = next(v for v in arr if scalar_dtype(v) is None)

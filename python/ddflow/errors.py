@@ -21,9 +21,12 @@ __all__ = [
     "DivisionByZeroError",
     "UserFunctionError",
     "InternalError",
+    "ReentrancyError",
+    "DataError",
 ]
 
 import builtins
+from typing import Any
 
 
 class DdflowError(Exception):
@@ -75,3 +78,21 @@ class UserFunctionError(DdflowError, ValueError):
 
 class InternalError(DdflowError, RuntimeError):
     """A bug in ddflow (a Rust panic caught at the boundary)."""
+
+
+class ReentrancyError(DdflowError, RuntimeError):
+    """A callback (user function, subscriber) called back into the dataflow running it."""
+
+
+class DataError(DdflowError, ValueError):
+    """An output was read at a time where an error update is live.
+
+    Records that make an expression or a user function fail, and accumulations that
+    overflow, become error updates (operator, message, values) at the record's time with its
+    diff; they flow to every output downstream and retract like data. ``errors`` holds the
+    first live errors as dicts (``operator``, ``message``, ``values``, ``time``, ``diff``).
+    """
+
+    def __init__(self, message: str, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.errors: list[dict[str, Any]] = list(errors or [])

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ddflow.dtypes import check_int64, dtype_name, empty_column, scalar_dtype, to_column
+from ddflow.dtypes import check_int64, check_utf8, dtype_name, empty_column, scalar_dtype, to_column
 from ddflow.errors import (
     ColumnNotFoundError,
     DdflowError,
@@ -38,9 +38,28 @@ _FLUSH_AT = 1 << 16
 """Buffered single-record updates handed to the engine at once when this many accumulate."""
 
 
-def _int64_checker(columns: Sequence[int]) -> Callable[[tuple[Any, ...]], bool]:
-    """A fast test that a record's int columns (Python ints) fit in int64."""
+def _utf8_ok(value: str) -> bool:
+    """Whether a str is valid Unicode text (encodable as UTF-8: no lone surrogates)."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _int64_checker(
+    columns: Sequence[int], str_columns: Sequence[int] = ()
+) -> Callable[[tuple[Any, ...]], bool]:
+    """A fast test that a record's int columns (Python ints) fit in int64 and its str
+    columns are valid text (records failing it take the checked path, which names the
+    problem)."""
     lo, hi = _INT64_MIN, _INT64_MAX
+    if str_columns:
+        ints = _int64_checker(columns)
+        strs = tuple(str_columns)
+        return lambda record: ints(record) and all(_utf8_ok(record[k]) for k in strs)
     if not columns:
         return lambda record: True
     if len(columns) == 1:
@@ -223,6 +242,8 @@ class InputSession:
                 values[i] = float(v)
             elif kind == "bool":
                 values[i] = bool(v)
+            elif kind == "str":
+                check_utf8([v], f"{self._what()}, column {column!r}")
         return fixes
 
     def _commit_dtypes(self, fixes: Mapping[int, str]) -> None:
@@ -230,7 +251,8 @@ class InputSession:
             self._dtypes[i] = kind
         if self._fast is None and all(d is not None for d in self._dtypes):
             ints = [i for i, d in enumerate(self._dtypes) if d == "int64"]
-            self._ints_fit = _int64_checker(ints)
+            strs = [i for i, d in enumerate(self._dtypes) if d == "str"]
+            self._ints_fit = _int64_checker(ints, strs)
             self._sync_frontier()
 
     def _sync_frontier(self) -> None:
@@ -415,10 +437,11 @@ class InputSession:
             arrays.append(arr)
         times = np.asarray(self._buf_times, dtype=np.int64).reshape(len(self._buf_diffs), -1)
         diffs = np.asarray(self._buf_diffs, dtype=np.int64)
+        # Cleared only once the engine has accepted the batch: on error nothing is lost.
+        self.flow._engine().push(self.node, arrays, times, diffs)
         self._buf_cols = [[] for _ in self.columns]
         self._buf_times = []
         self._buf_diffs = []
-        self.flow._engine().push(self.node, arrays, times, diffs)
 
     @staticmethod
     def parse_columns(

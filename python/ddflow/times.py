@@ -34,6 +34,9 @@ Coords: TypeAlias = tuple[int, ...]
 
 _INT64_MAX = 2**63 - 1
 
+MAX_TIME_DIMS = 4
+"""Coordinates of a time in the engine: outer ``time_dims`` plus one per nested ``iterate``."""
+
 
 def is_int(value: object) -> bool:
     """Whether ``value`` is an integer (Python or numpy) and not a bool."""
@@ -91,9 +94,13 @@ class TimeShape:
 
     def __init__(self, dims: int | None = None) -> None:
         """Creates the shape, optionally declared with ``dims`` coordinates."""
-        if dims is not None and (not is_int(dims) or dims < 1):
-            raise InvalidValueError(f"time_dims must be a positive int, got {dims!r}")
+        if dims is not None and (not is_int(dims) or not 1 <= dims <= MAX_TIME_DIMS):
+            raise InvalidValueError(
+                f"time_dims must be an int from 1 to {MAX_TIME_DIMS}, got {dims!r}"
+            )
         self.dims: int | None = None if dims is None else int(dims)
+        self.max_depth = 0
+        """The deepest ``iterate`` nesting of the dataflow (each adds a coordinate)."""
 
     @property
     def fixed(self) -> bool:
@@ -107,6 +114,11 @@ class TimeShape:
 
     def check_dims(self, dims: int, what: str) -> None:
         """Raises if a time of ``dims`` coordinates does not fit the fixed shape."""
+        if self.dims is None and dims + self.max_depth > MAX_TIME_DIMS:
+            raise InvalidValueError(
+                f"{what}: {self._describe(dims)} plus {self.max_depth} nested iterate "
+                f"coordinates exceed the engine's {MAX_TIME_DIMS} time coordinates"
+            )
         if self.dims is not None and dims != self.dims:
             raise InvalidValueError(
                 f"{what}: this dataflow's times have {self._describe(self.dims)}, "

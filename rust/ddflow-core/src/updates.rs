@@ -107,10 +107,23 @@ impl Updates {
         self.diffs.clear();
     }
 
-    /// Negates every diff.
+    /// Negates every diff. A diff of `i64::MIN`, whose negation does not fit, becomes two
+    /// updates `i64::MAX` and `1` of the same row and time (they sum to the exact negation;
+    /// consumers sum diffs exactly).
     pub fn negate(&mut self) {
-        for d in self.diffs.iter_mut() {
-            *d = -*d;
+        let mut split = Vec::new();
+        for (i, d) in self.diffs.iter_mut().enumerate() {
+            match d.checked_neg() {
+                Some(n) => *d = n,
+                None => {
+                    *d = i64::MAX;
+                    split.push(i);
+                }
+            }
+        }
+        for i in split {
+            let row = self.rows[i * self.width..(i + 1) * self.width].to_vec();
+            self.push(&row, self.times[i], 1);
         }
     }
 

@@ -204,12 +204,24 @@ pub fn times_to_py<'py>(
 /// An int64 array of diffs or counts.
 pub fn i64s_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>> {
     let np = obj.py().import("numpy")?;
-    let arr = np.call_method1("asarray", (obj,))?;
+    let arr = np.call_method1("asarray", (obj,)).map_err(|e| {
+        err(Error::Overflow(format!(
+            "{what}: cannot be read as 64-bit integers ({e})"
+        )))
+    })?;
     let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
     if !matches!(kind.as_str(), "i" | "u" | "b") {
         return Err(err(Error::Type(format!(
             "{what}: expected integers, got dtype kind {kind:?}"
         ))));
+    }
+    if kind == "u" && arr.getattr("size")?.extract::<usize>()? > 0 {
+        let max: u64 = arr.call_method0("max")?.extract()?;
+        if max > i64::MAX as u64 {
+            return Err(err(Error::Overflow(format!(
+                "{what}: value {max} does not fit in int64"
+            ))));
+        }
     }
     let arr = np.call_method1("ascontiguousarray", (arr, "int64"))?;
     let a: PyReadonlyArray1<i64> = arr.extract()?;

@@ -39,6 +39,9 @@ use worker::{LogEntry, Worker};
 /// worker on the 1k/2k, 100k/1M and 1M/10M graphs; 4,096 gave none.
 const PARALLEL_MIN_UPDATES: usize = 512;
 
+/// The most workers an engine runs (`Dataflow(workers=...)` documents the same bound).
+pub const MAX_WORKERS: usize = 256;
+
 /// State of one input of the dataflow.
 #[derive(Clone, Debug)]
 struct InputState {
@@ -79,8 +82,10 @@ pub struct Engine {
 impl Engine {
     /// Instantiates `plan` on `workers` workers.
     pub fn new(plan: Plan, workers: usize, callbacks: Arc<dyn Callbacks>) -> Result<Engine> {
-        if workers == 0 {
-            return Err(Error::Value("workers must be at least 1".into()));
+        if workers == 0 || workers > MAX_WORKERS {
+            return Err(Error::Value(format!(
+                "workers must be from 1 to {MAX_WORKERS}, got {workers}"
+            )));
         }
         let n = plan.nodes.len();
         let ports = progress::input_ports(&plan);

@@ -201,7 +201,18 @@ impl Plan {
             let depth = parent
                 .map(|p: usize| scopes.get(p).map(|s: &Scope| s.depth + 1).unwrap_or(1))
                 .unwrap_or(0);
-            let max_iterations = s.get("max_iterations").and_then(Value::as_u64);
+            let max_iterations = match s.get("max_iterations") {
+                None | Some(Value::Null) => None,
+                Some(v) => match v.as_u64() {
+                    Some(m) if m >= 1 => Some(m),
+                    _ => {
+                        return Err(Error::Plan(format!(
+                            "scope {i}: max_iterations must be null or an integer from 1 to \
+                             2**64-1, got {v}"
+                        )))
+                    }
+                },
+            };
             scopes.push(Scope {
                 parent,
                 depth,

@@ -10,7 +10,9 @@ thread_local! {
 }
 
 /// Sorts updates by (row, time), sums diffs of equal (row, time) and drops zeros (radix
-/// sort with reused buffers; an `i64` overflow of a sum is an error).
+/// sort with reused buffers). Sums are exact: a total outside `i64` is kept as several
+/// updates of the same row and time that sum to it (never wrapped, never an error), so no
+/// update is ever dropped; whoever finally accumulates them checks the range.
 pub fn consolidate(upd: &mut Updates) -> Result<()> {
     if upd.len() <= 1 {
         if upd.diffs.first() == Some(&0) {
@@ -18,7 +20,11 @@ pub fn consolidate(upd: &mut Updates) -> Result<()> {
         }
         return Ok(());
     }
-    SORTER.with(|s| s.borrow_mut().consolidate_updates(upd))
+    match SORTER.with(|s| s.borrow_mut().consolidate_updates(upd)) {
+        // The data is left sorted and equivalent (see `sort::consolidate`).
+        Err(crate::error::Error::Overflow(_)) => Ok(()),
+        other => other,
+    }
 }
 
 /// The worker that owns a key.

@@ -619,6 +619,19 @@ impl Worker {
                     ),
                 };
                 let kw = self.traces[ta].as_ref().expect("trace").key_width;
+                if let (Some(ka), Some(kb)) = (sa.get(..kw), sb.get(..kw)) {
+                    if ka != kb {
+                        let names = &plan.nodes[ta].columns;
+                        let i = (0..kw).find(|&i| ka[i] != kb[i]).unwrap_or(0);
+                        return Err(Error::Type(format!(
+                            "join key column {:?} is {} on the left but {} on the \
+                             right; keys of different dtypes never match",
+                            names.get(i).cloned().unwrap_or_default(),
+                            ka[i].name(),
+                            kb[i].name()
+                        )));
+                    }
+                }
                 let mut out_schema: Vec<DType> = sa.to_vec();
                 if *kind == super::plan::JoinKind::Join {
                     out_schema.extend_from_slice(sb.get(kw..).unwrap_or(&[]));

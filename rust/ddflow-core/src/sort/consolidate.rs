@@ -15,7 +15,7 @@ use crate::updates::Updates;
 /// pieces of `i64::MAX` (or `i64::MIN`) and a remainder. A run of `k` updates never needs
 /// more than `k` pieces, so the pieces fit in the run's own slots when compacting in place.
 #[inline]
-fn pieces(mut total: i128, mut emit: impl FnMut(i64)) {
+pub(crate) fn pieces(mut total: i128, mut emit: impl FnMut(i64)) {
     while total != 0 {
         let piece = match i64::try_from(total) {
             Ok(v) => v,

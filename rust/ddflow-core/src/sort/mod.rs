@@ -37,7 +37,7 @@
 //! Inputs below a measured threshold use `sort_unstable` (see [`SMALL_PAIRS`],
 //! [`SMALL_U64`], [`SMALL_UPDATES`]).
 
-mod consolidate;
+pub(crate) mod consolidate;
 pub(crate) mod radix;
 
 pub use consolidate::{consolidate_sorted, consolidate_sorted_triples};

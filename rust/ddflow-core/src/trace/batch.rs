@@ -242,7 +242,7 @@ impl Batch {
     /// only be sorted, not consolidated.
     ///
     /// Errors: [`Error::Shape`] if `key_width > updates.width`, [`Error::Unsorted`] if the
-    /// updates are not sorted, [`Error::Overflow`] if summing equal updates overflows.
+    /// updates are not sorted. Sums outside `i64` stay exact as several updates.
     pub fn from_sorted(updates: &Updates, key_width: usize, desc: Description) -> Result<Batch> {
         let width = updates.width;
         if key_width > width {
@@ -293,7 +293,7 @@ impl Batch {
                 }
                 None => match t.cmp(&updates.times[i - 1]) {
                     Ordering::Less => return Err(unsorted(i)),
-                    Ordering::Equal => b.add_to_last(d)?,
+                    Ordering::Equal => b.add_to_last(t, d),
                     Ordering::Greater => b.push_update(t, d),
                 },
             }

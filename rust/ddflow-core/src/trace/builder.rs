@@ -15,7 +15,6 @@
 use super::batch::{Batch, Diffs, Times, Words};
 use super::description::Description;
 use super::merge::advance;
-use crate::error::{Error, Result};
 use crate::lattice::Time;
 use std::ops::Range;
 
@@ -162,18 +161,19 @@ impl Builder {
         self.n += 1;
     }
 
-    /// Adds `diff` to the last pushed update (same row and time).
+    /// Adds `diff` to the last pushed update (same row and time). A sum outside `i64` is
+    /// kept exact instead: `diff` becomes a further update at the same `time`.
     #[inline]
-    pub(crate) fn add_to_last(&mut self, diff: i64) -> Result<()> {
+    pub(crate) fn add_to_last(&mut self, time: Time, diff: i64) {
         if self.diffs.is_none() {
             self.materialize_diffs();
         }
         let d = self.diffs.as_mut().expect("materialized");
         let last = d.last_mut().expect("no update to add to");
-        *last = last.checked_add(diff).ok_or_else(|| {
-            Error::Overflow(format!("summing diffs {last} and {diff} overflows i64"))
-        })?;
-        Ok(())
+        match last.checked_add(diff) {
+            Some(v) => *last = v,
+            None => self.push_update(time, diff),
+        }
     }
 
     /// First update of the open val.

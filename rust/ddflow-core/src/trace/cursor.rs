@@ -197,19 +197,18 @@ impl Cursor {
         let mut j = 0;
         while j < self.perm.len() {
             let x = self.perm[j];
-            let mut d = s.diffs[x];
+            let mut d = s.diffs[x] as i128;
             let mut k = j + 1;
             while k < self.perm.len() {
                 let y = self.perm[k];
                 if s.times[y] != s.times[x] || s.row(y) != s.row(x) {
                     break;
                 }
-                d = d.wrapping_add(s.diffs[y]);
+                d += s.diffs[y] as i128;
                 k += 1;
             }
-            if d != 0 {
-                out.push(s.row(x), s.times[x], d);
-            }
+            // Exact: a total outside i64 stays as several updates that sum to it.
+            crate::sort::consolidate::pieces(d, |p| out.push(s.row(x), s.times[x], p));
             j = k;
         }
     }

@@ -18,8 +18,8 @@
 //! input's `since` already equals the frontier (advancing is idempotent).
 //!
 //! The result's description is `lower` of `a`, `upper` of `b`, and `since` = the frontier.
-//! Diffs are summed with wrapping arithmetic (consolidated inputs whose sums overflow
-//! `i64` are not expected).
+//! Diffs are summed exactly (in `i128`): a total outside `i64` is kept as several updates
+//! of the same time whose diffs sum to it, never wrapped.
 
 use super::batch::{gallop, Batch};
 use super::builder::Builder;
@@ -216,15 +216,36 @@ impl MergeState {
         if s.len() > 1 && !s.windows(2).all(|w| w[0].0 < w[1].0) {
             s.sort_unstable_by_key(|x| x.0);
             let mut w = 0;
+            let mut big: Vec<(Time, i64)> = Vec::new();
             for r in 1..s.len() {
                 if s[r].0 == s[w].0 {
-                    s[w].1 = s[w].1.wrapping_add(s[r].1);
+                    match s[w].1.checked_add(s[r].1) {
+                        Some(d) => s[w].1 = d,
+                        None => big.push(s[r]),
+                    }
                 } else {
                     w += 1;
                     s[w] = s[r];
                 }
             }
             s.truncate(w + 1);
+            if !big.is_empty() {
+                // Rare: totals outside i64. Re-sum those times exactly and split them.
+                s.append(&mut big);
+                s.sort_unstable_by_key(|x| x.0);
+                let mut exact: Vec<(Time, i64)> = Vec::with_capacity(s.len());
+                let mut i = 0;
+                while i < s.len() {
+                    let t = s[i].0;
+                    let mut total: i128 = 0;
+                    while i < s.len() && s[i].0 == t {
+                        total += s[i].1 as i128;
+                        i += 1;
+                    }
+                    crate::sort::consolidate::pieces(total, |d| exact.push((t, d)));
+                }
+                *s = exact;
+            }
         }
         for &(t, d) in s.iter() {
             if d != 0 {
