@@ -162,8 +162,8 @@ impl Worker {
                 }
             }
             NodeState::Reduce(r) => {
-                for p in &r.pending {
-                    held.insert_ref(&p.1);
+                for t in r.pending.times() {
+                    held.insert_ref(t);
                 }
             }
             _ => {}

@@ -27,10 +27,40 @@ use crate::updates::Updates;
 pub struct ReduceState {
     /// The operator's output trace (rows: key, output columns).
     pub out: Arrangement,
-    /// Pending `(key, time)` pairs, not yet complete.
-    pub pending: Vec<(Vec<u64>, Time)>,
+    /// Pending times per key, not yet complete.
+    pub pending: Pending,
     /// Output dtypes once known.
     pub out_dtypes: Option<Vec<DType>>,
+    /// Buffers reused across activations.
+    scratch: Scratch,
+}
+
+/// Per-activation buffers of a reduce, kept between activations so that they do not regrow.
+#[derive(Default)]
+struct Scratch {
+    groups: Vec<Group>,
+    desired_rows: Vec<u64>,
+    desired_counts: Vec<i64>,
+    in_hist: Updates,
+    out_hists: Updates,
+    out_offs: Vec<usize>,
+    edits: Vec<Time>,
+    cands: Vec<Time>,
+    vals: Vec<u64>,
+    counts: Vec<i64>,
+    index: Indexed,
+    oindex: Indexed,
+    times_scratch: TimesScratch,
+    key_two_d: Vec<bool>,
+    chain: ChainScratch,
+    want: Vec<i64>,
+    group_times: Vec<Time>,
+}
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Scratch")
+    }
 }
 
 /// Everything a reduce activation reads.
@@ -46,6 +76,61 @@ pub struct ReduceInput<'a> {
     pub frontier: &'a Antichain<Time>,
     pub callbacks: &'a dyn Callbacks,
     pub label: &'a str,
+}
+
+/// Pending times of a reduce: per key, times not yet complete, kept sorted by key so that an
+/// activation merges them with the new batch's keys without copying keys. Times are added key
+/// by key ([`Pending::push`] appends to the last key's list when the key repeats).
+#[derive(Debug, Default)]
+pub struct Pending(pub Vec<(Vec<u64>, Vec<Time>)>);
+
+impl Pending {
+    /// Adds a pending time of `key`.
+    pub fn push(&mut self, key: &[u64], t: Time) {
+        match self.0.last_mut() {
+            Some((k, ts)) if k.as_slice() == key => ts.push(t),
+            _ => self.0.push((key.to_vec(), vec![t])),
+        }
+    }
+
+    /// Adds a key with its pending times.
+    pub fn insert(&mut self, key: Vec<u64>, times: Vec<Time>) {
+        self.0.push((key, times));
+    }
+
+    /// Sorts by key, merges repeated keys, and sorts and deduplicates each key's times.
+    pub fn normalize(&mut self) {
+        if !self.0.windows(2).all(|w| w[0].0 < w[1].0) {
+            self.0.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut merged: Vec<(Vec<u64>, Vec<Time>)> = Vec::with_capacity(self.0.len());
+            for (k, ts) in self.0.drain(..) {
+                match merged.last_mut() {
+                    Some((mk, mts)) if *mk == k => mts.extend(ts),
+                    _ => merged.push((k, ts)),
+                }
+            }
+            self.0 = merged;
+        }
+        for (_, ts) in self.0.iter_mut() {
+            ts.sort_unstable();
+            ts.dedup();
+        }
+    }
+
+    /// Every pending time (of every key).
+    pub fn times(&self) -> impl Iterator<Item = &Time> {
+        self.0.iter().flat_map(|(_, ts)| ts.iter())
+    }
+
+    /// Number of pending (key, time) pairs.
+    pub fn len(&self) -> usize {
+        self.0.iter().map(|(_, ts)| ts.len()).sum()
+    }
+
+    /// Whether nothing is pending.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// Reusable buffers for [`interesting_times_2d`].
@@ -309,14 +394,15 @@ impl ReduceState {
     pub fn new(key_width: usize) -> Self {
         ReduceState {
             out: Arrangement::new(key_width, key_width),
-            pending: Vec::new(),
+            pending: Pending::default(),
             out_dtypes: None,
+            scratch: Scratch::default(),
         }
     }
 
     /// Whether some pending time is complete with respect to `frontier`.
     pub fn has_complete_pending(&self, frontier: &Antichain<Time>) -> bool {
-        self.pending.iter().any(|(_, t)| !frontier.less_equal(t))
+        self.pending.times().any(|t| !frontier.less_equal(t))
     }
 
     /// Runs one activation; returns the output updates (rows: key, output columns).
@@ -325,18 +411,18 @@ impl ReduceState {
     /// (key, time) pairs join the pending set, so a later activation redoes the work.
     pub fn activate(&mut self, inp: &ReduceInput<'_>) -> Result<Updates> {
         let mut work = Vec::new();
-        let mut still_pending = Vec::new();
+        let mut still_pending = Pending::default();
         let result = self.activate_inner(inp, &mut work, &mut still_pending);
         if result.is_err() {
             // Everything that was pending or new is in `work` or `still_pending`: keep it all
             // pending (re-examining a time whose output is already right emits nothing).
-            let mut restore = still_pending;
             for (key, times) in work {
-                restore.extend(times.into_iter().map(|t| (key.clone(), t)));
+                for t in times {
+                    still_pending.push(&key, t);
+                }
             }
-            restore.sort();
-            restore.dedup();
-            self.pending = restore;
+            still_pending.normalize();
+            self.pending = still_pending;
         }
         result
     }
@@ -345,7 +431,7 @@ impl ReduceState {
         &mut self,
         inp: &ReduceInput<'_>,
         work: &mut Vec<(Vec<u64>, Vec<Time>)>,
-        still_pending: &mut Vec<(Vec<u64>, Time)>,
+        still_pending: &mut Pending,
     ) -> Result<Updates> {
         let kw = inp.key_width;
         let bw = inp.batch.width;
@@ -356,74 +442,88 @@ impl ReduceState {
                 self.out = Arrangement::new(kw, kw + d.len());
             }
         }
-        // Keys with work: new batch keys, and pending keys (whose times may now be complete).
-        for (s, e) in super::join::key_runs(inp.batch, kw) {
-            let key = inp.batch.rows[s * bw..s * bw + kw].to_vec();
+        // Keys with work: new batch keys (in key order), merged with pending keys that have a
+        // complete pending time; the other pending keys stay pending untouched.
+        let mut batch_keys = super::join::key_runs(inp.batch, kw).into_iter().peekable();
+        let batch_key = |s: usize| &inp.batch.rows[s * bw..s * bw + kw];
+        let batch_work = |s: usize, e: usize| {
             let mut ts: Vec<Time> = inp.batch.times[s..e].to_vec();
-            ts.sort();
+            ts.sort_unstable();
             ts.dedup();
-            work.push((key, ts));
-        }
-        let mut pending = std::mem::take(&mut self.pending);
-        pending.sort();
-        pending.dedup();
-        {
-            // Merge pending keys into `work`, only for keys with a complete pending time.
-            let mut extra: Vec<(Vec<u64>, Vec<Time>)> = Vec::new();
-            let mut i = 0;
-            while i < pending.len() {
-                let mut j = i;
-                while j < pending.len() && pending[j].0 == pending[i].0 {
-                    j += 1;
+            (batch_key(s).to_vec(), ts)
+        };
+        for (key, mut times) in std::mem::take(&mut self.pending).0 {
+            while let Some(&(s, e)) = batch_keys.peek() {
+                if batch_key(s) >= key.as_slice() {
+                    break;
                 }
-                let key = &pending[i].0;
-                let times: Vec<Time> = pending[i..j].iter().map(|p| p.1).collect();
-                match work.binary_search_by(|w| w.0.as_slice().cmp(key)) {
-                    Ok(pos) => {
-                        work[pos].1.extend(times);
-                        work[pos].1.sort();
-                        work[pos].1.dedup();
-                    }
-                    Err(_) => {
-                        if times.iter().any(|t| !inp.frontier.less_equal(t)) {
-                            extra.push((key.clone(), times));
-                        } else {
-                            still_pending.extend(times.into_iter().map(|t| (key.clone(), t)));
-                        }
-                    }
-                }
-                i = j;
+                work.push(batch_work(s, e));
+                batch_keys.next();
             }
-            work.extend(extra);
-            work.sort_by(|a, b| a.0.cmp(&b.0));
+            match batch_keys.peek() {
+                Some(&(s, e)) if batch_key(s) == key.as_slice() => {
+                    let (k, mut ts) = batch_work(s, e);
+                    ts.extend_from_slice(&times);
+                    ts.sort_unstable();
+                    ts.dedup();
+                    work.push((k, ts));
+                    batch_keys.next();
+                }
+                _ if times.iter().any(|t| !inp.frontier.less_equal(t)) => {
+                    times.sort_unstable();
+                    work.push((key, times));
+                }
+                _ => still_pending.insert(key, times),
+            }
+        }
+        for (s, e) in batch_keys {
+            work.push(batch_work(s, e));
         }
 
         // Phase 1: per key, candidate times; complete ones become groups with their desired
         // output rows (computed now for built-in aggregates, by one callback afterwards for
         // Python ones).
-        let mut groups: Vec<Group> = Vec::new();
-        let mut desired_rows: Vec<u64> = Vec::new();
-        let mut desired_counts: Vec<i64> = Vec::new();
+        // Buffers reused across activations (no regrowth per activation).
+        let Scratch {
+            mut groups,
+            mut desired_rows,
+            mut desired_counts,
+            mut in_hist,
+            mut out_hists,
+            mut out_offs,
+            mut edits,
+            mut cands,
+            mut vals,
+            mut counts,
+            mut index,
+            mut oindex,
+            mut times_scratch,
+            mut key_two_d,
+            mut chain,
+            mut want,
+            mut group_times,
+        } = std::mem::take(&mut self.scratch);
+        groups.clear();
+        desired_rows.clear();
+        desired_counts.clear();
+        if in_hist.width != bw {
+            in_hist = Updates::new(bw);
+        }
+        // Output histories of all keys, flat, with per-key offsets.
+        if out_hists.width != self.out.width {
+            out_hists = Updates::new(self.out.width);
+        }
+        out_hists.clear();
+        out_offs.clear();
+        out_offs.push(0);
+        key_two_d.clear();
         let mut py_vals: Vec<u64> = Vec::new();
         let mut py_counts: Vec<i64> = Vec::new();
         let mut py_offsets: Vec<i64> = vec![0];
-        let mut in_hist = Updates::new(bw);
-        // Output histories of all keys, flat, with per-key offsets.
-        let mut out_hists = Updates::new(self.out.width);
-        let mut out_offs: Vec<usize> = Vec::with_capacity(work.len() + 1);
-        out_offs.push(0);
-        let mut edits: Vec<Time> = Vec::new();
-        let mut cands: Vec<Time> = Vec::new();
-        let mut vals = Vec::new();
-        let mut counts = Vec::new();
-        let mut index = Indexed::default();
-        let mut times_scratch = TimesScratch::default();
-        let mut key_two_d: Vec<bool> = Vec::with_capacity(work.len());
         let mut reader_in = inp.trace.reader();
         let mut reader_out = self.out.reader();
         let builtin = !matches!(inp.agg, Agg::Python { .. } | Agg::ThresholdPy(_));
         let chain_ok = reduce_chain::supports(inp.agg);
-        let mut chain = ChainScratch::default();
         let out_width = self.out.width;
         let mut output = Updates::new(out_width);
         for (ki, (key, new_times)) in work.iter().enumerate() {
@@ -481,7 +581,7 @@ impl ReduceState {
             }
             for &t in cands.iter() {
                 if inp.frontier.less_equal(&t) {
-                    still_pending.push((key.clone(), t));
+                    still_pending.push(key, t);
                     continue;
                 }
                 if two_d {
@@ -578,9 +678,6 @@ impl ReduceState {
         let ovw = out_width - kw;
         let mut gi = 0;
         let mut row = Vec::with_capacity(out_width);
-        let mut oindex = Indexed::default();
-        let mut want: Vec<i64> = Vec::new();
-        let mut group_times: Vec<Time> = Vec::new();
         for (ki, (key, _)) in work.iter().enumerate() {
             if gi >= groups.len() || groups[gi].key != ki {
                 continue;
@@ -636,7 +733,27 @@ impl ReduceState {
         }
         crate::engine::util::consolidate(&mut output)?;
         self.out.insert(&output, inp.frontier);
+        still_pending.normalize();
         self.pending = std::mem::take(still_pending);
+        self.scratch = Scratch {
+            groups,
+            desired_rows,
+            desired_counts,
+            in_hist,
+            out_hists,
+            out_offs,
+            edits,
+            cands,
+            vals,
+            counts,
+            index,
+            oindex,
+            times_scratch,
+            key_two_d,
+            chain,
+            want,
+            group_times,
+        };
         Ok(output)
     }
 

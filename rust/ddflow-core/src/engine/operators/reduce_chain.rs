@@ -20,6 +20,7 @@
 //! times per batch linear in `T`.
 
 use super::aggregate;
+use super::reduce::Pending;
 use crate::encoding::{decode_i64, encode_i64, DType};
 use crate::engine::plan::Agg;
 use crate::error::{Error, Result};
@@ -92,7 +93,7 @@ pub fn reduce_key(
     k: &ChainKey<'_>,
     s: &mut ChainScratch,
     output: &mut Updates,
-    pending: &mut Vec<(Vec<u64>, Time)>,
+    pending: &mut Pending,
 ) -> Result<()> {
     let kw = k.key_width;
     let w = k.input.width;
@@ -167,7 +168,9 @@ pub fn reduce_key(
             }
             if k.frontier.less_equal(&t) {
                 // Later times in the chain are in the future of `t`, so incomplete too.
-                pending.extend(times[ti..].iter().map(|&t| (k.key.to_vec(), t)));
+                for &t in &times[ti..] {
+                    pending.push(k.key, t);
+                }
                 break;
             }
             // Desired output at t.
