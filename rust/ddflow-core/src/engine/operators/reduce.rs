@@ -136,7 +136,7 @@ impl Pending {
 /// Reusable buffers for [`interesting_times_2d`].
 #[derive(Default)]
 pub struct TimesScratch {
-    all: Vec<(u64, u64)>,
+    all: Vec<u128>,
     news: Vec<(u64, u64)>,
     ys: Vec<u64>,
 }
@@ -158,26 +158,27 @@ pub fn interesting_times_2d(
 ) {
     out.clear();
     s.all.clear();
-    s.news.clear();
     s.ys.clear();
-    s.all.extend(
-        edits
-            .iter()
-            .chain(new_times.iter())
-            .map(|t| (t.0[0], t.0[1])),
-    );
+    // Times packed as `x << 64 | y`: one integer comparison orders them lexicographically.
+    let pack = |t: &Time| ((t.0[0] as u128) << 64) | t.0[1] as u128;
+    s.all.extend(edits.iter().chain(new_times.iter()).map(pack));
     s.all.sort_unstable();
     s.all.dedup();
+    // Least second coordinate among new times with first coordinate <= x, as x grows: the new
+    // times sorted by x (they usually arrive sorted).
+    s.news.clear();
     s.news.extend(new_times.iter().map(|t| (t.0[0], t.0[1])));
-    s.news.sort_unstable();
+    if !s.news.windows(2).all(|w| w[0] <= w[1]) {
+        s.news.sort_unstable();
+    }
     let mut ni = 0;
     let mut min_new_y = u64::MAX;
     let mut i = 0;
     while i < s.all.len() {
-        let x = s.all[i].0;
-        let c = s.all[i].1; // least y among times with this x (sorted)
-        while i < s.all.len() && s.all[i].0 == x {
-            let y = s.all[i].1;
+        let x = (s.all[i] >> 64) as u64;
+        let c = s.all[i] as u64; // least y among times with this x (sorted)
+        while i < s.all.len() && (s.all[i] >> 64) as u64 == x {
+            let y = s.all[i] as u64;
             if let Err(pos) = s.ys.binary_search(&y) {
                 s.ys.insert(pos, y);
             }
@@ -196,6 +197,13 @@ pub fn interesting_times_2d(
             out.push(Time([x, y, 0, 0]));
         }
     }
+}
+
+/// Whether every time has zero coordinates beyond the first.
+fn at_most_1d(times: &[Time]) -> bool {
+    times
+        .iter()
+        .all(|t| t.0[1] == 0 && t.0[2] == 0 && t.0[3] == 0)
 }
 
 /// Whether every time has zero coordinates beyond the first two.
@@ -243,30 +251,39 @@ impl Indexed {
         self.vals.clear();
         self.entries.clear();
         let n = hi - lo;
-        self.order.clear();
-        self.order.extend(lo as u32..hi as u32);
-        let mut order = std::mem::take(&mut self.order);
+        let mut nvals = 0u32;
         if vw == 1 {
-            // One-word vals (the common case): compare words, not slices.
-            order.sort_unstable_by_key(|&a| hist.rows[a as usize * w + kw]);
+            // One-word vals (the common case): sort the distinct words, then look each entry's
+            // id up (the history stays in its order; no indirect sort).
+            self.vals.extend((lo..hi).map(|o| hist.rows[o * w + kw]));
+            self.vals.sort_unstable();
+            self.vals.dedup();
+            let vals = &self.vals;
+            self.entries.extend((lo..hi).map(|o| {
+                let id = vals.partition_point(|&v| v < hist.rows[o * w + kw]);
+                (id as u32, hist.times[o], hist.diffs[o])
+            }));
+            nvals = vals.len() as u32;
         } else {
+            self.order.clear();
+            self.order.extend(lo as u32..hi as u32);
+            let mut order = std::mem::take(&mut self.order);
             order.sort_unstable_by(|&a, &b| {
                 let (a, b) = (a as usize, b as usize);
                 hist.rows[a * w + kw..(a + 1) * w].cmp(&hist.rows[b * w + kw..(b + 1) * w])
             });
-        }
-        self.entries.resize(n, (0, Time::minimum(), 0));
-        let mut nvals = 0u32;
-        for (i, &o) in order.iter().enumerate() {
-            let o = o as usize;
-            let row = &hist.rows[o * w + kw..(o + 1) * w];
-            if i == 0 || &self.vals[(nvals as usize - 1) * vw..nvals as usize * vw] != row {
-                self.vals.extend_from_slice(row);
-                nvals += 1;
+            self.entries.resize(n, (0, Time::minimum(), 0));
+            for (i, &o) in order.iter().enumerate() {
+                let o = o as usize;
+                let row = &hist.rows[o * w + kw..(o + 1) * w];
+                if i == 0 || &self.vals[(nvals as usize - 1) * vw..nvals as usize * vw] != row {
+                    self.vals.extend_from_slice(row);
+                    nvals += 1;
+                }
+                self.entries[o - lo] = (nvals - 1, hist.times[o], hist.diffs[o]);
             }
-            self.entries[o - lo] = (nvals - 1, hist.times[o], hist.diffs[o]);
+            self.order = order;
         }
-        self.order = order;
         if vw == 0 && n > 0 {
             // Zero-width vals: one (empty) distinct val.
             nvals = 1;
@@ -321,7 +338,9 @@ impl Indexed {
     /// are the sums over the levels `<= y`. This keeps a key with many distinct times per
     /// batch linear instead of quadratic.
     fn sweep_start(&mut self, extra: &[Time]) {
-        self.entries.sort_unstable_by_key(|e| e.1);
+        // Sweeps run on times with at most two non-zero coordinates: compare those only.
+        self.entries
+            .sort_unstable_by_key(|e| (e.1 .0[0], e.1 .0[1]));
         self.levels.clear();
         self.levels.extend(self.entries.iter().map(|e| e.1 .0[1]));
         self.levels.extend(extra.iter().map(|t| t.0[1]));
@@ -535,8 +554,10 @@ impl ReduceState {
             edits.clear();
             edits.extend_from_slice(&in_hist.times);
             edits.extend_from_slice(&out_hists.times[out_lo..]);
-            if chain_ok {
-                // Totally ordered times: one pass with running accumulations.
+            // One-dimensional times are totally ordered: one pass with running accumulations.
+            // (Multi-dimensional times that happen to form a chain take the general path;
+            // sorting them only to find out costs more than it saves on the BFS workloads.)
+            if chain_ok && at_most_1d(&edits) && at_most_1d(new_times) {
                 chain.times.clear();
                 chain.times.extend_from_slice(&edits);
                 chain.times.extend_from_slice(new_times);
