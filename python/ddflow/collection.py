@@ -309,6 +309,45 @@ class Collection:
         """The same collection with updates summed per (record, time) once times complete."""
         return self._add("consolidate", self.columns, f"consolidate@{user_location()}")
 
+    # -- programming with time --------------------------------------------------------------
+
+    def advance_iteration(self, value: Expr | str) -> Collection:
+        """Inside ``iterate``: each update's iteration coordinate becomes
+        ``max(current, value)``, for ``value`` an int64 expression on its record
+        (``advance_iteration(dd.col("dist"))``; a str is a column name).
+
+        Every update of a record moves by the same rule, so at iteration ``i`` the
+        collection holds the records whose value is at most ``i``: work on records with
+        large values waits for later iterations (prioritized SSSP, label propagation). The
+        ``iterate`` reaches the same fixed point when its body re-derives the result from
+        its sources in every round and the records held back only delay it (as SSSP's
+        ``min`` over proposals and roots does). A negative value, or one
+        at or past the iterate's ``max_iterations``, raises ``DdflowError`` naming this
+        operator and the value. Follow it with ``delay()`` when values spread over many
+        iterations.
+        """
+        label = f"advance_iteration@{user_location()}"
+        if self.scope == 0:
+            raise PlanError(
+                f"{label}: advance_iteration moves the iteration coordinate, so it only "
+                f"applies to collections of an iterate body (outer collections enter the "
+                f"body when combined with its collections)"
+            )
+        expr = _as_expr(value, label)
+        _check_columns(expr, self.columns, label)
+        return self._add(
+            "advance_iteration", self.columns, label, [_expr_text(expr)], expr=expr.to_json()
+        )
+
+    def delay(self) -> Collection:
+        """The same updates, held and bundled by time until their time is complete.
+
+        Downstream operators then see each distinct time once, whatever the number of
+        updates spread over future times (priority-queue behaviour after
+        ``advance_iteration``). The collection's contents at every time are unchanged.
+        """
+        return self._add("delay", self.columns, f"delay@{user_location()}")
+
     # -- joins ------------------------------------------------------------------------------
 
     def join(

@@ -3,6 +3,6 @@ only, so they never enter Python while running)."""
 
 from __future__ import annotations
 
-from ddflow.algorithms.graph import bfs, connected_components, degrees, reachability
+from ddflow.algorithms.graph import bfs, connected_components, degrees, reachability, sssp
 
-__all__ = ["bfs", "reachability", "degrees", "connected_components"]
+__all__ = ["bfs", "sssp", "reachability", "degrees", "connected_components"]

@@ -1,9 +1,9 @@
-"""Graph algorithms on edge collections ``(src, dst)``: BFS distances, reachability, degrees,
-connected components.
+"""Graph algorithms on edge collections ``(src, dst)``: BFS distances, weighted shortest
+paths, reachability, degrees, connected components.
 
 Each is written with column expressions and built-in operators only (join, reduce, distinct,
-count, iterate), so the engine runs it without entering Python. Edges are directed; repeated
-edges are allowed.
+count, iterate, advance_iteration, delay), so the engine runs it without entering Python.
+Edges are directed; repeated edges are allowed.
 """
 
 from __future__ import annotations
@@ -13,9 +13,15 @@ from collections.abc import Sequence
 from ddflow.aggregates import min as agg_min
 from ddflow.collection import Collection
 from ddflow.errors import ColumnNotFoundError, PlanError
-from ddflow.expr import col, lit
+from ddflow.expr import Expr, col, lit
+from ddflow.wiring import enter_collection
 
-__all__ = ["bfs", "reachability", "degrees", "connected_components"]
+__all__ = ["bfs", "sssp", "reachability", "degrees", "connected_components"]
+
+LABEL_PRIORITY_SPREAD = 256
+"""Iterations between label size classes in prioritized label propagation (as in
+differential-dataflow's ``propagate_at``): labels of bit length ``b`` start at iteration
+``256 * b``."""
 
 
 def _require(coll: Collection, columns: Sequence[str], what: str) -> None:
@@ -49,6 +55,42 @@ def bfs(edges: Collection, roots: Collection, max_iterations: int | None = None)
     return nodes.iterate(step, max_iterations=max_iterations)
 
 
+def sssp(
+    edges: Collection,
+    roots: Collection,
+    weight: str = "w",
+    prioritized: bool = True,
+) -> Collection:
+    """Least total weight of a path from any root to every reachable node: columns
+    ``(node, dist)``.
+
+    ``edges`` has columns ``src``, ``dst`` and ``weight`` (int64, non-negative); ``roots``
+    has ``node`` (distance 0). Each iteration relaxes every edge from the current distances
+    and keeps the least proposal per node. ``prioritized`` moves each proposal to iteration
+    ``dist`` (``advance_iteration``) and bundles held proposals by iteration (``delay``), so
+    that, as in Dijkstra's algorithm, short distances settle before long ones are explored;
+    the result is the same either way. A negative distance raises ``DdflowError`` from the
+    ``advance_iteration`` operator when ``prioritized``; without it, a negative cycle never
+    converges.
+    """
+    _require(edges, ("src", "dst", weight), "sssp edges")
+    _require(roots, ("node",), "sssp roots")
+    nodes = roots.select("node", dist=lit(0))
+    weighted = edges.select("src", "dst", w=col(weight))
+
+    def step(dists: Collection) -> Collection:
+        proposals = (
+            dists.join(weighted, left_on="node", right_on="src")
+            .select(node=col("dst"), dist=col("dist") + col("w"))
+            .concat(nodes)
+        )
+        if prioritized:
+            proposals = proposals.advance_iteration(col("dist")).delay()
+        return proposals.reduce(by="node", agg=agg_min("dist"))
+
+    return nodes.iterate(step)
+
+
 def reachability(
     edges: Collection, roots: Collection, max_iterations: int | None = None
 ) -> Collection:
@@ -78,14 +120,50 @@ def degrees(edges: Collection, direction: str = "out") -> Collection:
     return edges.count(by=end).select(node=col(end), degree=col("count"))
 
 
-def connected_components(edges: Collection, max_iterations: int | None = None) -> Collection:
+def _bit_length(x: Expr) -> Expr:
+    """``x.bit_length()`` for int64 ``x >= 0`` (0 for negative ``x``), as a balanced sum of
+    comparisons."""
+    terms = [(x >= lit(1 << k)).cast("int64") for k in range(63)]
+    while len(terms) > 1:
+        terms = [a + b for a, b in zip(terms[::2], terms[1::2], strict=False)] + (
+            [terms[-1]] if len(terms) % 2 else []
+        )
+    return terms[0]
+
+
+def connected_components(
+    edges: Collection, max_iterations: int | None = None, prioritized: bool = False
+) -> Collection:
     """Each node with an edge, labelled by the least node id in its (undirected) component:
     columns ``(node, label)``. Label propagation: every node repeatedly takes the least label
-    among itself and its neighbours."""
+    among itself and its neighbours.
+
+    ``prioritized`` (int64 node ids) starts small labels first: a node's own label enters
+    at iteration ``256 * label.bit_length()`` (``advance_iteration``), so small labels
+    spread before large ones that they would overwrite anyway (differential-dataflow's
+    ``propagate_at``). The result is the same; ``max_iterations`` must then exceed
+    ``256 * 63`` or be None.
+    """
     _require(edges, ("src", "dst"), "connected_components edges")
     forward = edges.select("src", "dst")
     both = forward.concat(forward.select(src=col("dst"), dst=col("src")))
     labels = both.select(node=col("src"), label=col("src"))
+    if prioritized:
+        spread = lit(LABEL_PRIORITY_SPREAD)
+        ranked = labels.select("node", "label", prio=_bit_length(col("label")) * spread)
+
+        def prioritized_step(current: Collection) -> Collection:
+            inner = enter_collection(ranked, current.scope, "connected_components (seeds)")
+            seeds = inner.advance_iteration(col("prio")).delay().select("node", "label")
+            return (
+                current.join(both, left_on="node", right_on="src")
+                .select(node=col("dst"), label=col("label"))
+                .concat(seeds)
+                .reduce(by="node", agg=agg_min("label"))
+            )
+
+        start = labels.filter(lit(False))
+        return start.iterate(prioritized_step, max_iterations=max_iterations)
 
     def step(current: Collection) -> Collection:
         return (

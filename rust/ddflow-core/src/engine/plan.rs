@@ -43,23 +43,52 @@ pub enum Agg {
 /// The operator of a node, with its own arguments.
 #[derive(Clone, Debug)]
 pub enum Op {
-    Input { name: String },
-    Select { exprs: Vec<Expr> },
-    Filter { predicate: Expr },
-    MapPy { func: u64 },
-    FlatMapPy { func: u64 },
-    FilterPy { func: u64 },
+    Input {
+        name: String,
+    },
+    Select {
+        exprs: Vec<Expr>,
+    },
+    Filter {
+        predicate: Expr,
+    },
+    MapPy {
+        func: u64,
+    },
+    FlatMapPy {
+        func: u64,
+    },
+    FilterPy {
+        func: u64,
+    },
     Concat,
     Negate,
     Consolidate,
-    Arrange { key: Vec<usize> },
-    Join { kind: JoinKind },
-    Reduce { agg: Agg },
+    /// Moves the iteration coordinate to `max(current, expr(row))` (int64, inside `iterate`).
+    AdvanceIteration {
+        expr: Expr,
+    },
+    /// Holds updates by time until their time is complete.
+    Delay,
+    Arrange {
+        key: Vec<usize>,
+    },
+    Join {
+        kind: JoinKind,
+    },
+    Reduce {
+        agg: Agg,
+    },
     Enter,
     EnterArrangement,
-    Variable { result: usize },
+    Variable {
+        result: usize,
+    },
     Leave,
-    InspectPy { func: u64, batch: bool },
+    InspectPy {
+        func: u64,
+        batch: bool,
+    },
     Capture,
     Probe,
 }
@@ -96,6 +125,8 @@ impl Node {
             Op::Concat => "concat",
             Op::Negate => "negate",
             Op::Consolidate => "consolidate",
+            Op::AdvanceIteration { .. } => "advance_iteration",
+            Op::Delay => "delay",
             Op::Arrange { .. } => "arrange",
             Op::Join { .. } => "join",
             Op::Reduce { .. } => "reduce",
@@ -301,6 +332,10 @@ impl Plan {
                 "concat" => Op::Concat,
                 "negate" => Op::Negate,
                 "consolidate" => Op::Consolidate,
+                "advance_iteration" => Op::AdvanceIteration {
+                    expr: expr("expr")?,
+                },
+                "delay" => Op::Delay,
                 "arrange" => Op::Arrange {
                     key: as_usize_list(n, "key", &ctx)?,
                 },
@@ -407,6 +442,13 @@ impl Plan {
                         n.label, inp.label, inp.scope
                     )));
                 }
+            }
+            if matches!(n.op, Op::AdvanceIteration { .. }) && n.scope == 0 {
+                return Err(Error::Plan(format!(
+                    "{}: advance_iteration moves the iteration coordinate, so it must be inside \
+                     an iterate scope",
+                    n.label
+                )));
             }
             if let Op::Variable { result } = n.op {
                 if result >= self.nodes.len()

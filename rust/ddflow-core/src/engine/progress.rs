@@ -5,7 +5,9 @@
 //! the frontiers of open inputs. Each is moved along the dataflow's edges by the path
 //! summary of the node it passes: the identity, except `variable`'s feedback port (+1 on the
 //! scope's iteration coordinate, dropped past `max_iterations`) and `leave` (the iteration
-//! coordinate reset to zero). The result is, per node, `reach_out` (a lower bound on the
+//! coordinate reset to zero). `advance_iteration` and `delay` only move times forward, so
+//! the identity is a valid lower bound for them too; the future times they create are held
+//! as pointstamps by `delay` (or the `arrange` buffer downstream). The result is, per node, `reach_out` (a lower bound on the
 //! times it may still emit) and `frontier_in` (a lower bound on what may still arrive at its
 //! inputs). The computation is a fixed point over antichains; the +1 of every loop makes it
 //! terminate, since a time that comes around a loop is dominated by where it started.

@@ -3,6 +3,8 @@
 
 use super::arrangement::Arrangement;
 use super::column::{rows_to_columns, Callbacks, Msg, Payload, Reply, Schema};
+use super::operators::advance::advance;
+use super::operators::delay::DelayState;
 use super::operators::join::join_delta;
 use super::operators::reduce::{ReduceInput, ReduceState};
 use super::plan::{Op, Plan};
@@ -31,6 +33,10 @@ pub enum NodeState {
     Reduce(Box<ReduceState>),
     /// `consolidate`: updates not yet complete.
     Consolidate { buffer: Vec<Msg> },
+    /// `advance_iteration`: the value expression bound for an input schema.
+    Advance(Option<(Schema, BoundExpr)>),
+    /// `delay`: updates held by time until complete.
+    Delay(DelayState),
     /// `capture`: everything received, not yet taken.
     Capture { data: Vec<Msg> },
 }
@@ -108,6 +114,8 @@ impl Worker {
                     (NodeState::Reduce(Box::new(ReduceState::new(kw))), None, 1)
                 }
                 Op::Consolidate => (NodeState::Consolidate { buffer: Vec::new() }, None, 1),
+                Op::AdvanceIteration { .. } => (NodeState::Advance(None), None, 1),
+                Op::Delay => (NodeState::Delay(DelayState::new()), None, 1),
                 Op::Capture => (NodeState::Capture { data: Vec::new() }, None, 1),
                 Op::Variable { .. } => (NodeState::Stateless, None, 2),
                 Op::Join { .. } => (NodeState::Stateless, None, 2),
@@ -163,6 +171,11 @@ impl Worker {
             }
             NodeState::Reduce(r) => {
                 for t in r.pending.times() {
+                    held.insert_ref(t);
+                }
+            }
+            NodeState::Delay(d) => {
+                for t in d.times() {
                     held.insert_ref(t);
                 }
             }
@@ -524,6 +537,36 @@ impl Worker {
                     data.extend(take_all(inputs));
                 }
                 (Vec::new(), false)
+            }
+            Op::AdvanceIteration { expr } => {
+                let c = plan
+                    .iter_coord(spec.scope)
+                    .expect("advance_iteration in a scope");
+                let max = plan.scopes[spec.scope].max_iterations;
+                let mut out = Vec::new();
+                for m in inputs.iter().flatten() {
+                    let NodeState::Advance(st) = &mut self.nodes[node] else {
+                        unreachable!()
+                    };
+                    if st.as_ref().is_none_or(|(s, _)| s != &m.schema) {
+                        let schema = named(&plan.nodes[spec.inputs[0]].columns, &m.schema, label)?;
+                        *st = Some((m.schema.clone(), expr.bind(&schema)?));
+                    }
+                    let (_, bound) = st.as_ref().expect("bound");
+                    out.push(advance(m, bound, c, max)?);
+                }
+                (out, false)
+            }
+            Op::Delay => {
+                let NodeState::Delay(state) = &mut self.nodes[node] else {
+                    unreachable!()
+                };
+                for m in take_all(inputs) {
+                    state.insert(m);
+                }
+                let out = state.release(frontier);
+                let did = !out.is_empty();
+                (out, did)
             }
             Op::Consolidate => {
                 let NodeState::Consolidate { buffer } = &mut self.nodes[node] else {
