@@ -4,14 +4,13 @@ Nothing here is session state: every helper is a plain function that tests impor
 points where the tests assume details of the public API that issue 9 leaves open are
 gathered at the bottom (``API assumptions``) so that they can be adjusted in one place.
 
-The engine tests are skipped while ``ddflow.Dataflow`` does not exist yet (the engine is
-being written); set ``DDFLOW_REQUIRE_ENGINE=1`` to make them fail instead.
+The engine suites import ``ddflow`` at collection: a missing or broken native module fails
+them loudly (it never turns into skipped tests).
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import ModuleType
@@ -22,22 +21,19 @@ import pytest
 from . import model as m
 
 
-def _load_ddflow() -> ModuleType | None:
-    try:
-        dd = importlib.import_module("ddflow")
-    except ImportError:
-        return None
-    return dd if hasattr(dd, "Dataflow") else None
+def _load_ddflow() -> ModuleType:
+    dd = importlib.import_module("ddflow")
+    if not hasattr(dd, "Dataflow"):
+        raise ImportError(f"ddflow at {dd.__file__} has no Dataflow: a stale or broken build")
+    return dd
 
 
-DD: ModuleType | None = _load_ddflow()
-"""The ``ddflow`` module when its engine API exists, else ``None``."""
+DD: ModuleType = _load_ddflow()
+"""The ``ddflow`` module (its import failing fails every engine suite)."""
 
-requires_engine = pytest.mark.skipif(
-    DD is None and not os.environ.get("DDFLOW_REQUIRE_ENGINE"),
-    reason="ddflow.Dataflow is not available yet (engine not built)",
-)
-"""Mark for tests that run the engine (``pytestmark = requires_engine``)."""
+requires_engine = pytest.mark.engine
+"""Mark of the suites that run the engine (``pytestmark = requires_engine``; select them
+with ``pytest -m engine``). It never skips."""
 
 
 def ddflow() -> ModuleType:

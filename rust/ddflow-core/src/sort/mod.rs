@@ -403,13 +403,34 @@ impl RadixSorter {
                 }
             }
         }
-        self.times_buf
-            .extend(perm.iter().map(|&p| updates.times[p as usize]));
-        self.diffs_buf
-            .extend(perm.iter().map(|&p| updates.diffs[p as usize]));
         std::mem::swap(&mut self.rows_buf, &mut updates.rows);
-        std::mem::swap(&mut self.times_buf, &mut updates.times);
-        std::mem::swap(&mut self.diffs_buf, &mut updates.diffs);
+        // A column whose values are all equal (one time for a whole load, diffs all 1) is
+        // already in order: skip its gather (for 10M updates, 320 MB of times not rewritten).
+        if let Some(t0) = updates.times.first() {
+            if !updates.times.iter().all(|t| t == t0) {
+                self.times_buf
+                    .extend(perm.iter().map(|&p| updates.times[p as usize]));
+                std::mem::swap(&mut self.times_buf, &mut updates.times);
+            }
+        }
+        if let Some(d0) = updates.diffs.first() {
+            if !updates.diffs.iter().all(|d| d == d0) {
+                self.diffs_buf
+                    .extend(perm.iter().map(|&p| updates.diffs[p as usize]));
+                std::mem::swap(&mut self.diffs_buf, &mut updates.diffs);
+            }
+        }
+        // Buffers are reused across calls, but a sorter (one per thread) does not keep the
+        // largest batch it ever sorted: above this size they are freed.
+        const KEEP_BYTES: usize = 64 << 20;
+        let held = self.rows_buf.capacity() * 8
+            + self.times_buf.capacity() * std::mem::size_of::<Time>()
+            + self.diffs_buf.capacity() * 8;
+        if held > KEEP_BYTES {
+            self.rows_buf = Vec::new();
+            self.times_buf = Vec::new();
+            self.diffs_buf = Vec::new();
+        }
     }
 
     /// Sorts updates (as [`sort_updates`](Self::sort_updates)), then sums the diffs of
