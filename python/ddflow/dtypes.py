@@ -16,7 +16,17 @@ import numpy as np
 
 from ddflow.errors import InvalidValueError, OverflowError, SchemaTypeError
 
-__all__ = ["DTYPES", "dtype_name", "scalar_dtype", "to_column", "empty_column", "array_dtype"]
+__all__ = [
+    "DTYPES",
+    "dtype_name",
+    "scalar_dtype",
+    "to_column",
+    "empty_column",
+    "array_dtype",
+    "Utf8Column",
+    "arrow_utf8_column",
+    "arrow_columns",
+]
 
 DTYPES = ("int64", "float64", "bool", "str")
 """The dtypes a ddflow column can have."""
@@ -113,6 +123,105 @@ def check_utf8(values: Sequence[str] | np.ndarray, what: str) -> None:
 def array_dtype(arr: np.ndarray) -> str:
     """The ddflow dtype of a canonical column (as returned by :func:`to_column`)."""
     return {"i": "int64", "f": "float64", "b": "bool", "O": "str"}[arr.dtype.kind]
+
+
+class Utf8Column:
+    """A ``str`` column kept in Arrow's layout: int64 ``offsets`` (``n + 1``) into UTF-8
+    ``data``. The native module validates and interns it with the GIL released, so a column of
+    a million strings costs no Python object per value. Quacks like a 1-D object array where
+    the input code looks (``len``, ``dtype``, ``ndim``, indexing for error messages)."""
+
+    dtype = np.dtype(object)
+    ndim = 1
+
+    def __init__(self, offsets: np.ndarray, data: np.ndarray) -> None:
+        """Wraps the two buffers (not copied)."""
+        self._ddflow_utf8 = (offsets, data)
+
+    def __len__(self) -> int:
+        """Number of strings."""
+        return max(len(self._ddflow_utf8[0]) - 1, 0)
+
+    def __getitem__(self, i: int) -> str:
+        """String ``i`` (decoded; for messages, never on a hot path)."""
+        offsets, data = self._ddflow_utf8
+        return bytes(data[offsets[i] : offsets[i + 1]]).decode("utf-8", errors="replace")
+
+
+def _arrow_object(values: object) -> Any | None:
+    """``values`` as a pyarrow Array / ChunkedArray when it is one, or speaks the Arrow
+    PyCapsule protocol (polars Series, pandas arrow-backed, nanoarrow...), else None."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.Array | pa.ChunkedArray):
+        return values
+    if hasattr(values, "__arrow_c_stream__"):
+        return pa.chunked_array(values)
+    if hasattr(values, "__arrow_c_array__"):
+        return pa.array(values)
+    return None
+
+
+def arrow_utf8_column(values: object, what: str) -> Utf8Column | None:
+    """A :class:`Utf8Column` for an Arrow string column (any Arrow string type, chunked or
+    not, through the PyCapsule protocol too), or None for anything else. Nulls are rejected
+    naming ``what``. Only buffer views are made here: no per-value Python work."""
+    import pyarrow as pa
+
+    arr = _arrow_object(values)
+    if arr is None:
+        if not _looks_like_strings(values):
+            return None
+        try:
+            # One C-level pass builds the Arrow buffers (no Python bytecode per value).
+            arr = pa.array(values, type=pa.large_string(), from_pandas=False)
+        except (pa.ArrowException, UnicodeError, TypeError, ValueError):
+            return None  # not all str, nulls, lone surrogates: the exact checks say which
+
+    if not (
+        pa.types.is_string(arr.type)
+        or pa.types.is_large_string(arr.type)
+        or pa.types.is_string_view(arr.type)
+    ):
+        return None
+    if arr.null_count:
+        raise InvalidValueError(f"{what}: {arr.null_count} null values (nulls are not supported)")
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if not pa.types.is_large_string(arr.type):
+        arr = arr.cast(pa.large_string())
+    n = len(arr)
+    _, offsets_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + n + 1]
+    data = (
+        np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    )
+    return Utf8Column(offsets, data)
+
+
+def _looks_like_strings(values: object) -> bool:
+    """A numpy str / object array, or a list or tuple starting with a str."""
+    if isinstance(values, np.ndarray):
+        return values.ndim == 1 and values.dtype.kind in "UO" and values.size > 0
+    if isinstance(values, list | tuple):
+        return bool(values) and isinstance(values[0], str)
+    return False
+
+
+def arrow_columns(table: object) -> dict[str, Any] | None:
+    """The columns by name of a table-like object: a pyarrow Table / RecordBatch, or anything
+    that speaks the Arrow PyCapsule stream protocol (polars and pandas DataFrames, DuckDB
+    results...); None for other objects."""
+    import pyarrow as pa
+
+    if not isinstance(table, pa.Table | pa.RecordBatch):
+        if not hasattr(table, "__arrow_c_stream__") or hasattr(table, "__arrow_c_array__"):
+            return None
+        try:
+            table = pa.table(table)
+        except (TypeError, pa.ArrowInvalid):
+            return None
+    return {name: table.column(name) for name in table.column_names}
 
 
 def empty_column(dtype: str) -> np.ndarray:

@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ddflow.dtypes import check_int64, check_utf8, dtype_name, empty_column, scalar_dtype, to_column
+from ddflow.dtypes import (
+    arrow_columns,
+    arrow_utf8_column,
+    check_int64,
+    check_utf8,
+    dtype_name,
+    empty_column,
+    scalar_dtype,
+    to_column,
+)
 from ddflow.errors import (
     ColumnNotFoundError,
     DdflowError,
@@ -307,9 +316,13 @@ class InputSession:
         self.flush()
         self.flow._engine().push(self.node, arrays, time_arr, diff_arr)
 
-    def _batch_columns(self, columns: Any) -> list[np.ndarray]:
-        if hasattr(columns, "column_names") and hasattr(columns, "column"):
-            columns = {name: columns.column(name) for name in columns.column_names}
+    def _batch_columns(self, columns: Any) -> list[Any]:
+        table = arrow_columns(columns)
+        if table is not None:
+            columns = table
+        elif hasattr(columns, "columns") and hasattr(columns, "to_numpy"):
+            # A pandas DataFrame without the Arrow stream protocol: its columns by name.
+            columns = {str(name): columns[name] for name in columns.columns}
         if isinstance(columns, Mapping):
             unknown = [k for k in columns if k not in self.columns]
             missing = [c for c in self.columns if c not in columns]
@@ -332,10 +345,13 @@ class InputSession:
             raise SchemaTypeError(
                 f"{self._what()}: columns must be a dict by name, a list, or a pyarrow Table"
             )
-        return [
-            to_column(v, f"{self._what()}, column {c!r}")
-            for c, v in zip(self.columns, items, strict=True)
-        ]
+        out: list[Any] = []
+        for c, v in zip(self.columns, items, strict=True):
+            what = f"{self._what()}, column {c!r}"
+            # Arrow strings cross as their buffers; everything else as numpy arrays.
+            utf8 = arrow_utf8_column(v, what)
+            out.append(utf8 if utf8 is not None else to_column(_numpy_or_arrow(v), what))
+        return out
 
     def _check_batch_dtypes(self, arrays: list[np.ndarray]) -> dict[int, str]:
         fixes: dict[int, str] = {}
@@ -464,3 +480,19 @@ class InputSession:
         if len(set(names)) != len(names):
             raise InvalidValueError(f"column names repeat: {list(names)}")
         return names, dtypes
+
+
+def _numpy_or_arrow(values: Any) -> Any:
+    """A column as numpy or pyarrow: objects that only speak the Arrow PyCapsule protocol
+    (a polars Series, say) become pyarrow arrays; pandas Series become numpy arrays."""
+    import pyarrow as pa
+
+    if isinstance(values, np.ndarray | pa.Array | pa.ChunkedArray):
+        return values
+    if hasattr(values, "__arrow_c_stream__"):
+        return pa.chunked_array(values)
+    if hasattr(values, "__arrow_c_array__"):
+        return pa.array(values)
+    if hasattr(values, "to_numpy") and hasattr(values, "dtype"):
+        return values.to_numpy()
+    return values

@@ -2,8 +2,10 @@
 //!
 //! int64 / float64 / bool numpy arrays convert without per-element Python calls; other
 //! integer widths are cast to int64 by numpy first. Strings (numpy `U` or `object` arrays
-//! of `str`) are interned once per value. Times are int64 arrays of shape `(n,)` or
-//! `(n, k)`; negative coordinates are rejected.
+//! of `str`) are interned once per value; Arrow string columns arrive as their two buffers
+//! (`ddflow.dtypes.Utf8Column`: int64 offsets and UTF-8 bytes) and are validated and interned
+//! here with the GIL released, without any per-value Python object. Times are int64 arrays of
+//! shape `(n,)` or `(n, k)`; negative coordinates are rejected.
 
 use ddflow_core::encoding::{decode_f64, encode_bool, encode_f64, DType, Interner};
 use ddflow_core::engine::column::Column;
@@ -20,6 +22,15 @@ fn err(e: Error) -> PyErr {
 /// Converts one numpy array (or sequence) to a column; `what` names it in errors.
 pub fn column_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
     let py = obj.py();
+    if let Ok(buffers) = obj.getattr("_ddflow_utf8") {
+        let (offsets, data): (PyReadonlyArray1<i64>, PyReadonlyArray1<u8>) = buffers.extract()?;
+        let (offsets, data) = (offsets.as_slice()?, data.as_slice()?);
+        let words = py.allow_threads(|| utf8_column(offsets, data, what));
+        return Ok(Column {
+            dtype: DType::Str,
+            words: words.map_err(err)?,
+        });
+    }
     let np = py.import("numpy")?;
     let arr = if obj.hasattr("dtype")? {
         obj.clone()
@@ -87,6 +98,49 @@ pub fn column_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
             "{what}: unsupported dtype kind {other:?} (expected int64, float64, bool or str)"
         )))),
     }
+}
+
+/// Interns the strings of an Arrow-layout column: value `i` is `data[offsets[i]..offsets[i +
+/// 1]]`. Offsets must be non-decreasing and within `data`; the bytes must be UTF-8, each
+/// value starting and ending on a character boundary.
+pub fn utf8_column(offsets: &[i64], data: &[u8], what: &str) -> CoreResult<Vec<u64>> {
+    let n = offsets.len().saturating_sub(1);
+    let bad = |i: usize, why: &str| {
+        Error::Value(format!(
+            "{what}: string buffers are malformed at row {i} ({why})"
+        ))
+    };
+    let (lo, hi) = match (offsets.first(), offsets.last()) {
+        (Some(&lo), Some(&hi)) => (lo, hi),
+        _ => return Ok(Vec::new()),
+    };
+    if lo < 0 || hi < lo || hi as usize > data.len() {
+        return Err(bad(0, "offsets outside the data buffer"));
+    }
+    let text = std::str::from_utf8(&data[lo as usize..hi as usize]).map_err(|e| {
+        let at = lo as usize + e.valid_up_to();
+        let row = offsets
+            .partition_point(|&o| (o as usize) <= at)
+            .saturating_sub(1);
+        Error::Value(format!(
+            "{what}: value at row {row} is not valid UTF-8 text (byte {at})"
+        ))
+    })?;
+    let mut strings: Vec<&str> = Vec::with_capacity(n);
+    for i in 0..n {
+        let (a, b) = (offsets[i], offsets[i + 1]);
+        if b < a {
+            return Err(bad(i, "offsets decrease"));
+        }
+        let (a, b) = ((a - lo) as usize, (b - lo) as usize);
+        match text.get(a..b) {
+            Some(s) => strings.push(s),
+            None => return Err(bad(i, "a value splits a character")),
+        }
+    }
+    let mut words = Vec::with_capacity(n);
+    Interner::intern_all(strings, &mut words);
+    Ok(words)
 }
 
 /// Converts a column to a numpy array (str columns become object arrays of str).
