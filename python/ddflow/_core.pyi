@@ -324,6 +324,9 @@ class Engine:
     ) -> tuple[list[npt.NDArray[Any]], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Updates captured since the last take: (columns, times (n, time_dims), diffs)."""
 
+    def errors_take(self) -> list[tuple[int, str, str, str, list[int], int]]:
+        """Error updates since the last call: ``(node, label, message, values, time, diff)``."""
+
     def log(self) -> list[dict[str, Any]]:
         """The operator log: one dict per operator invocation."""
 

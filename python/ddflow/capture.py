@@ -15,7 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ddflow.errors import OverflowError, TimeError
+from ddflow.errorlog import describe
+from ddflow.errors import DataError, OverflowError, TimeError
 from ddflow.times import Time, frontier_mask, frontier_passed
 
 if TYPE_CHECKING:
@@ -123,9 +124,17 @@ class Probe(_Frontiered):
 class Capture(_Frontiered):
     """The output of a collection, kept for ``updates()``, ``at(t)`` and subscribers."""
 
-    def __init__(self, flow: Dataflow, node: int, columns: Sequence[str], label: str) -> None:
+    def __init__(
+        self,
+        flow: Dataflow,
+        node: int,
+        columns: Sequence[str],
+        label: str,
+        errors: str = "raise",
+    ) -> None:
         """Built by ``Collection.capture()``."""
         super().__init__(flow, node, label)
+        self.errors_mode = errors
         self.columns = tuple(columns)
         self._pending: list[pa.Table] = []
         self._history: pa.Table | None = None
@@ -169,6 +178,7 @@ class Capture(_Frontiered):
         engine = self.flow._engine_started()
         if engine is None:
             return None
+        self.flow._poll_errors()
         columns, times, diffs = engine.capture_take(self.node)
         if len(diffs):
             if self._dims is None:
@@ -253,6 +263,11 @@ class Capture(_Frontiered):
         Each call returns the whole history so far.
         """
         self._poll()
+        if self.errors_mode == "raise":
+            first = self.flow._error_log.first_live(self.flow._upstream(self.node), self._complete)
+            if first is not None:
+                time, live = first
+                self._raise_data_error(f"updates() (time {self._user(time)!r})", live)
         history = self._history if self._history is not None else self._empty()
         return self._present(self._sorted(history))
 
@@ -268,6 +283,10 @@ class Capture(_Frontiered):
                 f"{self.label}: time {time!r} is not complete yet (frontier "
                 f"{self.frontier()}); advance the inputs past it and run_until({time!r})"
             )
+        if self.errors_mode == "raise":
+            live = self.flow._error_log.live_at(coords, self.flow._upstream(self.node))
+            if live:
+                self._raise_data_error(f"at({time!r})", live)
         history = self._history if self._history is not None else self._empty()
         tkeys = self._time_keys()
         if history.num_rows:
@@ -281,6 +300,44 @@ class Capture(_Frontiered):
         )
         acc = acc.sort_by([(k, "ascending") for k in recs])
         return self._present(acc, with_time=False)
+
+    # -- errors -------------------------------------------------------------------------------
+
+    def _user(self, coords: Sequence[int]) -> Any:
+        return self.flow._times.to_user(coords)
+
+    def _complete(self, coords: Sequence[int]) -> bool:
+        return frontier_passed(self._raw_frontier(), tuple(coords))
+
+    def _raise_data_error(self, what: str, live: list[dict[str, Any]]) -> None:
+        for e in live:
+            e["since"] = self._user(e["since"])
+        raise DataError(
+            f"{self.label}: {what}: {len(live)} error(s) live upstream (records that made an "
+            f'operator fail; retract them, or capture(errors="collect") to read the data '
+            f"anyway):\n{describe(live, lambda t: t)}",
+            live,
+        )
+
+    def errors(self) -> pa.Table:
+        """The error updates upstream of this capture at completed times, consolidated:
+        ``operator``, ``message``, ``values``, ``time``, ``diff``."""
+        self._poll()
+        return self.flow._error_log.table(
+            self.flow._upstream(self.node), self._complete, self._user
+        )
+
+    def errors_at(self, time: Time) -> list[dict[str, Any]]:
+        """The errors upstream of this capture live at ``time`` (which must be complete):
+        dicts with ``operator``, ``message``, ``values``, ``count``, ``since``."""
+        coords = self.flow._times.normalize(time, f"{self.label}: errors_at()", fix=False)
+        self._poll()
+        if self.flow._engine_started() is None or not frontier_passed(self._raw_frontier(), coords):
+            raise TimeError(f"{self.label}: time {time!r} is not complete yet")
+        live = self.flow._error_log.live_at(coords, self.flow._upstream(self.node))
+        for e in live:
+            e["since"] = self._user(e["since"])
+        return live
 
     def subscribe(self, fn: Callable[[pa.Table], Any]) -> None:
         """Calls ``fn`` with the consolidated updates (as ``updates()``) of each newly completed

@@ -532,15 +532,22 @@ class Collection:
         fn_id = self._register(Registered("inspect_py", fn, label, batch=True))
         return self._add("inspect_py", self.columns, label, [_fn_name(fn)], fn=fn_id, batch=True)
 
-    def capture(self) -> Capture:
-        """Keeps this collection's output for ``updates()``, ``at(t)`` and ``subscribe(fn)``."""
+    def capture(self, errors: str = "raise") -> Capture:
+        """Keeps this collection's output for ``updates()``, ``at(t)`` and ``subscribe(fn)``.
+
+        ``errors``: ``"raise"`` (default) makes reading a time where an error update from
+        upstream is live raise ``DataError``; ``"collect"`` returns the data anyway, with the
+        errors beside it in ``errors()`` / ``errors_at(t)``.
+        """
         from ddflow.capture import Capture
 
         label = f"capture@{user_location()}"
+        if errors not in ("raise", "collect"):
+            raise PlanError(f'{label}: errors must be "raise" or "collect", got {errors!r}')
         self._check_top(label)
         self._check_reserved(label)
         node = self._add("capture", self.columns, label).node
-        cap = Capture(self.flow, node, self.columns, label)
+        cap = Capture(self.flow, node, self.columns, label, errors=errors)
         self.flow._captures.append(cap)
         return cap
 

@@ -18,6 +18,7 @@ from ddflow.callbacks import Dispatcher
 from ddflow.capture import Capture
 from ddflow.collection import Collection
 from ddflow.engine import EngineFactory, EngineLike, native_engine
+from ddflow.errorlog import ErrorLog
 from ddflow.errors import PlanError, ReentrancyError
 from ddflow.input import InputSession
 from ddflow.plan import Plan, PlanText, user_location
@@ -54,6 +55,8 @@ class Dataflow:
         self._captures: list[Capture] = []
         self._engine_obj: EngineLike | None = None
         self._log = bool(log)
+        self._error_log = ErrorLog()
+        self._upstream_cache: dict[int, frozenset[int]] = {}
         self._running: str | None = None
         """The engine call in progress (``run_until`` ...), while callbacks may run."""
 
@@ -197,6 +200,55 @@ class Dataflow:
                 while engine.step():
                     pass
         self._deliver()
+
+    # -- errors as data -----------------------------------------------------------------------
+
+    def _poll_errors(self) -> ErrorLog:
+        """Takes new error updates from the engine into the dataflow's error log."""
+        engine = self._engine_started()
+        if engine is not None:
+            self._error_log.dims = self._times.dims or 1
+            self._error_log.add(engine.errors_take())
+        return self._error_log
+
+    def _upstream(self, node: int) -> frozenset[int]:
+        """Every node whose output can reach ``node`` (itself included), following inputs
+        and the feedback edge of each ``iterate`` variable."""
+        cached = self._upstream_cache.get(node)
+        if cached is not None:
+            return cached
+        nodes = self._plan.nodes
+        seen = {node}
+        stack = [node]
+        while stack:
+            n = nodes[stack.pop()]
+            preds = list(n["inputs"])
+            if n["op"] == "variable" and n.get("result") is not None:
+                preds.append(n["result"])
+            for p in preds:
+                if p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+        result = frozenset(seen)
+        if self._plan.frozen:
+            self._upstream_cache[node] = result
+        return result
+
+    def errors(self) -> pa.Table:
+        """Every error update so far, consolidated: ``operator``, ``message``, ``values``
+        (the offending record), ``time``, ``diff``. An error is live at ``t`` while its diffs
+        at times ``<= t`` sum to non-zero; ``errors_at(t)`` lists those."""
+        log = self._poll_errors()
+        return log.table(None, lambda t: True, self._times.to_user)
+
+    def errors_at(self, time: Time) -> list[dict[str, Any]]:
+        """The errors live at ``time`` anywhere in the dataflow: dicts with ``operator``,
+        ``message``, ``values``, ``count`` and ``since`` (their first time)."""
+        coords = self._times.normalize(time, "errors_at", fix=False)
+        live = self._poll_errors().live_at(coords)
+        for e in live:
+            e["since"] = self._times.to_user(e["since"])
+        return live
 
     # -- introspection ------------------------------------------------------------------------
 

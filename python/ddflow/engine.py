@@ -50,6 +50,11 @@ class EngineLike(Protocol):
         """Updates captured since the last take: (columns, times (n, dims), diffs)."""
         ...
 
+    def errors_take(self) -> list[tuple[int, str, str, str, list[int], int]]:
+        """Error updates since the last take: ``(node, label, message, values, time, diff)``
+        with ``time`` the outer coordinates."""
+        ...
+
     def log(self) -> list[dict[str, Any]]:
         """One dict per operator invocation."""
         ...

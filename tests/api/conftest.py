@@ -64,6 +64,9 @@ class FakeEngine:
     def log(self) -> list[dict[str, Any]]:
         return [{"node": 0, "label": "x", "op": "input", "python": False}]
 
+    def errors_take(self) -> list[tuple[int, str, str, str, list[int], int]]:
+        return []
+
 
 @pytest.fixture
 def engines(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FakeEngine]]:

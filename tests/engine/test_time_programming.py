@@ -333,26 +333,29 @@ def test_advance_iteration_errors_name_operator_and_value() -> None:
         coll.advance_iteration(dd.col("v"))
     with pytest.raises(dd.errors.ColumnNotFoundError, match="advance_iteration@"):
         coll.iterate(lambda x: x.advance_iteration(dd.col("nope")))
-    coll.iterate(lambda x: x.advance_iteration(dd.col("v") - 10)).capture()
+    cap = coll.iterate(lambda x: x.advance_iteration(dd.col("v") - 10)).capture()
     inp.update_at((1, 3), time=0)
     inp.advance_to(1)
     with pytest.raises(
         dd.DdflowError, match=r"advance_iteration@.*col\(\"v\"\) - 10.* = -7 is negative"
     ):
-        flow.run_until(1)
+        flow.run_until(1)  # errors as data (issue 15): the run goes on,
+        cap.at(0)  # and reading the output raises DataError
 
     flow = dd.Dataflow(workers=1)
     inp, coll = flow.new_input(("k", "v"))
-    coll.iterate(lambda x: x.advance_iteration("v"), max_iterations=5).capture()
+    cap = coll.iterate(lambda x: x.advance_iteration("v"), max_iterations=5).capture()
     inp.update_at((1, 7), time=0)
     inp.advance_to(1)
     with pytest.raises(dd.DdflowError, match=r"advance_iteration@.* = 7 .*max_iterations=5"):
-        flow.run_until(1)
+        flow.run_until(1)  # errors as data (issue 15): the run goes on,
+        cap.at(0)  # and reading the output raises DataError
 
     flow = dd.Dataflow(workers=1)
     inp, coll = flow.new_input(("k", "v"))
-    coll.iterate(lambda x: x.advance_iteration(dd.col("v") * 0.5)).capture()
+    cap = coll.iterate(lambda x: x.advance_iteration(dd.col("v") * 0.5)).capture()
     inp.update_at((1, 7), time=0)
     inp.advance_to(1)
     with pytest.raises(dd.DdflowError, match=r"advance_iteration@.*int64.*float64"):
-        flow.run_until(1)
+        flow.run_until(1)  # errors as data (issue 15): the run goes on,
+        cap.at(0)  # and reading the output raises DataError

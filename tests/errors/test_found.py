@@ -64,33 +64,68 @@ def test_negate_of_min_diff_is_exact() -> None:
     assert str(2**63) in str(ei.value)
 
 
-@pytest.mark.xfail(strict=True, reason="distinct's count overflows: becomes an error update next")
 def test_arrangement_overflow_loses_nothing() -> None:
     """An int64 overflow inside an arrangement dropped its whole batch: unrelated records in
-    it were gone and later answers silently wrong."""
+    it were gone and later answers silently wrong. The issue's example: count(by="k") after
+    two diff=2**62 updates of one record plus (2, 2)."""
     f, i, c = _flow(("k", "v"))
-    out = c.distinct().capture()
+    counts = c.count(by="k").capture()
+    distinct = c.distinct().capture(errors="collect")
     i.update_at((1, 1), 0, BIG)
     i.update_at((1, 1), 0, BIG)
-    i.update_at((2, 2), 0, 1)
+    i.update_at((2, 2), 0, 2)
     i.advance_to(1)
     f.run_until(1)
-    assert _rows(out.at(0)) == [{"k": 1, "v": 1, "diff": 1}, {"k": 2, "v": 2, "diff": 1}]
+    with pytest.raises(dd.DataError) as ei:
+        counts.at(0)
+    msg = str(ei.value)
+    assert "count@" in msg and "overflow" in msg and "k=1" in msg, msg
+    assert [e["values"] for e in ei.value.errors] == ["k=1"]
+    # Nothing else in the batch was lost: key 2 is there (read beside the error).
+    assert _rows(distinct.at(0)) == [{"k": 2, "v": 2, "diff": 1}]
+    assert [e["values"] for e in distinct.errors_at(0)] == ["k=1, v=1"]
     i.update_at((1, 1), 1, -BIG)
     i.update_at((3, 3), 1, 1)
     i.advance_to(2)
     f.run_until(2)
-    assert _rows(out.at(1)) == [
+    assert _rows(counts.at(1)) == [
+        {"k": 1, "count": BIG, "diff": 1},
+        {"k": 2, "count": 2, "diff": 1},
+        {"k": 3, "count": 1, "diff": 1},
+    ]
+    assert _rows(distinct.at(1)) == [
         {"k": 1, "v": 1, "diff": 1},
         {"k": 2, "v": 2, "diff": 1},
         {"k": 3, "v": 3, "diff": 1},
+    ]
+    assert distinct.errors_at(1) == []
+
+
+def test_sum_overflow_across_times_is_an_error_then_recovers() -> None:
+    f, i, c = _flow(("k", "v"))
+    sums = c.reduce("k", dd.sum("v")).capture()
+    i.update_at((1, BIG), 0)
+    i.update_at((1, BIG + 1), 1)
+    i.update_at((2, 5), 1)
+    i.advance_to(2)
+    f.run_until(2)
+    assert _rows(sums.at(0)) == [{"k": 1, "v": BIG, "diff": 1}]
+    with pytest.raises(dd.DataError) as ei:
+        sums.at(1)
+    assert "k=1" in str(ei.value) and "sum" in str(ei.value)
+    i.update_at((1, BIG), 2, -1)
+    i.advance_to(3)
+    f.run_until(3)
+    assert _rows(sums.at(2)) == [
+        {"k": 1, "v": BIG + 1, "diff": 1},
+        {"k": 2, "v": 5, "diff": 1},
     ]
 
 
 @pytest.mark.parametrize("vectorized", [True, False])
 def test_threshold_result_outside_int64_is_a_clear_error(vectorized: bool) -> None:
     """threshold(..., vectorized=True) returning uint64 2**64-1 was read as -1; returning
-    2**63 gave a bare OverflowError."""
+    2**63 gave a bare OverflowError. Now an error update naming the operator and value."""
     f, i, c = _flow()
     if vectorized:
         out = c.threshold(
@@ -98,13 +133,15 @@ def test_threshold_result_outside_int64_is_a_clear_error(vectorized: bool) -> No
         ).capture()
     else:
         out = c.threshold(lambda count: 2**63).capture()
+    other = c.count().capture()
     i.update_at((1,), 0)
     i.advance_to(1)
-    with pytest.raises(dd.OverflowError) as ei:
-        f.run_until(1)
-        out.updates()
+    f.run_until(1)
+    with pytest.raises(dd.DataError) as ei:
+        out.at(0)
     msg = str(ei.value)
-    assert "threshold@" in msg and "does not fit in int64" in msg
+    assert "threshold@" in msg and "does not fit in int64" in msg and "k=1" in msg, msg
+    assert _rows(other.at(0)) == [{"k": 1, "count": 1, "diff": 1}]
 
 
 def test_join_of_int_and_str_keys_is_an_error() -> None:

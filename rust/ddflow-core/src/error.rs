@@ -39,6 +39,10 @@ pub enum Error {
     /// A failure inside a user-supplied function (raised on the Python side).
     #[error("user function error: {0}")]
     User(String),
+    /// A bug in ddflow (a panic caught at an operator) or a callback error that must stop
+    /// the run (the bindings re-raise the Python exception itself).
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 /// Result alias for the core crate.
@@ -58,6 +62,24 @@ impl Error {
             Error::Plan(_) => "PlanError",
             Error::DivisionByZero(_) => "DivisionByZeroError",
             Error::User(_) => "UserFunctionError",
+            Error::Internal(_) => "InternalError",
+        }
+    }
+
+    /// The message without the kind prefix.
+    pub fn message(&self) -> &str {
+        match self {
+            Error::Shape(m)
+            | Error::Type(m)
+            | Error::Value(m)
+            | Error::Unsorted(m)
+            | Error::Overflow(m)
+            | Error::Time(m)
+            | Error::ColumnNotFound(m)
+            | Error::Plan(m)
+            | Error::DivisionByZero(m)
+            | Error::User(m)
+            | Error::Internal(m) => m,
         }
     }
 
@@ -75,6 +97,7 @@ impl Error {
             Error::Plan(m) => Error::Plan(wrap(m)),
             Error::DivisionByZero(m) => Error::DivisionByZero(wrap(m)),
             Error::User(m) => Error::User(wrap(m)),
+            Error::Internal(m) => Error::Internal(wrap(m)),
         }
     }
 }

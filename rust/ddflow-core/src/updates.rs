@@ -100,6 +100,13 @@ impl Updates {
         self.diffs.extend_from_slice(&other.diffs);
     }
 
+    /// Keeps the first `n` updates.
+    pub fn truncate(&mut self, n: usize) {
+        self.rows.truncate(n * self.width);
+        self.times.truncate(n);
+        self.diffs.truncate(n);
+    }
+
     /// Removes all updates, keeping allocations.
     pub fn clear(&mut self) {
         self.rows.clear();

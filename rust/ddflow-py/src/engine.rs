@@ -129,8 +129,20 @@ impl Callbacks for PyCallbacks {
             })();
             result.map_err(|e| {
                 let msg = e.to_string();
-                *self.pending.lock().expect("callback error slot") = Some(e);
-                Error::User(format!("{label}: {msg}"))
+                // An ordinary exception is about the data: the engine makes the records that
+                // cause it error updates. Anything else (KeyboardInterrupt, a callback calling
+                // back into the running dataflow) stops the run and is re-raised as itself.
+                let data = e.is_instance_of::<pyo3::exceptions::PyException>(py)
+                    && !py
+                        .import("ddflow.errors")
+                        .and_then(|m| m.getattr("ReentrancyError"))
+                        .is_ok_and(|cls| e.value(py).is_instance(&cls).unwrap_or(false));
+                if data {
+                    Error::User(format!("{label}: {msg}"))
+                } else {
+                    *self.pending.lock().expect("callback error slot") = Some(e);
+                    Error::Internal(format!("{label}: {msg}"))
+                }
             })
         })
     }
@@ -156,6 +168,7 @@ impl PyEngine {
         f: impl FnOnce(&mut ddflow_core::engine::Engine) -> CoreResult<T> + Send,
     ) -> PyResult<T> {
         let engine = &mut self.engine;
+        self.callbacks.pending.lock().expect("slot").take();
         let r = crate::errors::without_gil(py, || f(engine));
         match r {
             Ok(v) => Ok(v),
@@ -282,6 +295,37 @@ impl PyEngine {
             times_to_py(py, &c.times, self.time_dims)?,
             numpy::PyArray1::from_vec(py, c.diffs).into_any(),
         ))
+    }
+
+    /// Takes the error updates produced since the last call: a list of
+    /// `(node, label, message, values, time, diff)` with `time` the outer coordinates
+    /// followed by one iteration coordinate per `iterate` around the node.
+    #[allow(clippy::type_complexity)]
+    fn errors_take(&mut self) -> Vec<(usize, String, String, String, Vec<i64>, i64)> {
+        let plan = self.engine.plan();
+        let dims: Vec<usize> = plan
+            .nodes
+            .iter()
+            .map(|n| plan.time_dims + plan.scopes[n.scope].depth)
+            .collect();
+        let plan_labels: Vec<String> = plan.nodes.iter().map(|n| n.label.clone()).collect();
+        self.engine
+            .errors_take()
+            .into_iter()
+            .map(|e| {
+                (
+                    e.node,
+                    plan_labels.get(e.node).cloned().unwrap_or_default(),
+                    e.message,
+                    e.values,
+                    e.time.0[..dims.get(e.node).copied().unwrap_or(self.time_dims)]
+                        .iter()
+                        .map(|&c| c as i64)
+                        .collect(),
+                    e.diff,
+                )
+            })
+            .collect()
     }
 
     /// The operator log: one dict per operator invocation.

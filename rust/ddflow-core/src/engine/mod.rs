@@ -16,6 +16,7 @@
 
 pub mod arrangement;
 pub mod column;
+pub mod errors;
 pub mod operators;
 pub mod plan;
 pub mod plans;
@@ -621,6 +622,15 @@ impl Engine {
             times: all.times,
             diffs: all.diffs,
         })
+    }
+
+    /// Takes the error updates produced since the last call (all workers).
+    pub fn errors_take(&mut self) -> Vec<errors::ErrorUpdate> {
+        let mut all = Vec::new();
+        for w in self.workers.iter_mut() {
+            all.append(&mut w.errors);
+        }
+        all
     }
 
     /// The operator log of all workers, in order of activation per worker.

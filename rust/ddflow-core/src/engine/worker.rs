@@ -3,6 +3,7 @@
 
 use super::arrangement::Arrangement;
 use super::column::{rows_to_columns, Callbacks, Msg, Payload, Reply, Schema};
+use super::errors::{record_message, render_row, ErrorUpdate};
 use super::operators::advance::advance;
 use super::operators::delay::DelayState;
 use super::operators::join::join_delta;
@@ -71,6 +72,8 @@ pub struct Worker {
     pub outbox: Vec<(usize, usize, usize, Msg)>,
     pub log: Vec<LogEntry>,
     pub logging: bool,
+    /// Error updates produced since the engine last took them (see `errors.rs`).
+    pub errors: Vec<ErrorUpdate>,
 }
 
 /// Read-only context of a pass.
@@ -138,6 +141,7 @@ impl Worker {
             outbox: Vec::new(),
             log: Vec::new(),
             logging: true,
+            errors: Vec::new(),
         }
     }
 
@@ -306,7 +310,19 @@ impl Worker {
         let mut inputs: Vec<Vec<Msg>> = self.inbox[node].iter_mut().map(std::mem::take).collect();
         let n_in: usize = inputs.iter().flatten().map(|m| m.upd.len()).sum();
         let mut python = false;
-        let result = self.run_op(ctx, node, &mut inputs, frontier, &mut python);
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.run_op(ctx, node, &mut inputs, frontier, &mut python)
+        }))
+        .unwrap_or_else(|payload| {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            Err(Error::Internal(format!(
+                "a bug in ddflow: the operator panicked ({msg})"
+            )))
+        });
         let out = match result {
             Ok(out) => out,
             Err(e) => {
@@ -407,12 +423,12 @@ impl Worker {
                     for i in 0..m.upd.len() {
                         let t = m.upd.times[i];
                         if t.0[c] + 1 < max {
-                            let d = if negate {
-                                -m.upd.diffs[i]
-                            } else {
-                                m.upd.diffs[i]
-                            };
-                            next.upd.push(m.upd.row(i), t.with_coord(c, t.0[c] + 1), d);
+                            let d = m.upd.diffs[i] as i128;
+                            let d = if negate { -d } else { d };
+                            let t1 = t.with_coord(c, t.0[c] + 1);
+                            crate::sort::consolidate::pieces(d, |p| {
+                                next.upd.push(m.upd.row(i), t1, p)
+                            });
                         }
                     }
                     next
@@ -428,73 +444,118 @@ impl Worker {
             }
             Op::Select { exprs } => {
                 let mut out = Vec::new();
+                let names = &plan.nodes[spec.inputs[0]].columns;
+                let mut failed = Vec::new();
                 for m in inputs.iter().flatten() {
                     let st = match &mut self.nodes[node] {
                         NodeState::Select(s) => s,
                         _ => unreachable!(),
                     };
                     if st.as_ref().is_none_or(|(s, _, _)| s != &m.schema) {
-                        let schema = named(&plan.nodes[spec.inputs[0]].columns, &m.schema, label)?;
-                        let bound: Vec<BoundExpr> = exprs
+                        let schema = named(names, &m.schema, label)?;
+                        let bound = exprs
                             .iter()
                             .map(|e| e.bind(&schema))
-                            .collect::<Result<_>>()?;
-                        let out_schema: Schema =
-                            Arc::new(bound.iter().map(|b| b.dtype()).collect());
-                        *st = Some((m.schema.clone(), bound, out_schema));
-                    }
-                    let (_, bound, out_schema) = st.as_ref().expect("bound");
-                    let cols: Vec<Vec<u64>> = bound
-                        .iter()
-                        .map(|b| b.eval(&m.upd))
-                        .collect::<Result<_>>()?;
-                    let n = m.upd.len();
-                    let w = cols.len();
-                    let mut rows = vec![0u64; n * w];
-                    for (c, col) in cols.iter().enumerate() {
-                        for (r, &v) in col.iter().enumerate() {
-                            rows[r * w + c] = v;
+                            .collect::<Result<Vec<BoundExpr>>>();
+                        match bound {
+                            Ok(bound) => {
+                                let out_schema: Schema =
+                                    Arc::new(bound.iter().map(|b| b.dtype()).collect());
+                                *st = Some((m.schema.clone(), bound, out_schema));
+                            }
+                            Err(e) => {
+                                // The batch's dtypes do not fit the expressions: every record
+                                // is an error (the rest of the dataflow goes on).
+                                failed
+                                    .push((m, (0..m.upd.len()).map(|i| (i, e.clone())).collect()));
+                                continue;
+                            }
                         }
                     }
-                    out.push(Msg {
-                        schema: out_schema.clone(),
-                        upd: Updates {
-                            width: w,
-                            rows,
-                            times: m.upd.times.clone(),
-                            diffs: m.upd.diffs.clone(),
-                        },
-                    });
+                    let (_, bound, out_schema) = st.as_ref().expect("bound");
+                    let mut eval = |sub: &Msg| -> Result<Msg> {
+                        let cols: Vec<Vec<u64>> = bound
+                            .iter()
+                            .map(|b| b.eval(&sub.upd))
+                            .collect::<Result<_>>()?;
+                        let n = sub.upd.len();
+                        let w = cols.len();
+                        let mut rows = vec![0u64; n * w];
+                        for (c, col) in cols.iter().enumerate() {
+                            for (r, &v) in col.iter().enumerate() {
+                                rows[r * w + c] = v;
+                            }
+                        }
+                        Ok(Msg {
+                            schema: out_schema.clone(),
+                            upd: Updates {
+                                width: w,
+                                rows,
+                                times: sub.upd.times.clone(),
+                                diffs: sub.upd.diffs.clone(),
+                            },
+                        })
+                    };
+                    let mut bad = Vec::new();
+                    isolate(m, &mut eval, &mut bad, &mut out)?;
+                    if !bad.is_empty() {
+                        failed.push((m, bad));
+                    }
+                }
+                for (m, bad) in failed {
+                    record_errors(&mut self.errors, node, label, names, m, bad);
                 }
                 (out, false)
             }
             Op::Filter { predicate } => {
                 let mut out = Vec::new();
+                let names = &plan.nodes[spec.inputs[0]].columns;
+                let mut failed = Vec::new();
                 for m in inputs.iter().flatten() {
                     let st = match &mut self.nodes[node] {
                         NodeState::Filter(s) => s,
                         _ => unreachable!(),
                     };
                     if st.as_ref().is_none_or(|(s, _)| s != &m.schema) {
-                        let schema = named(&plan.nodes[spec.inputs[0]].columns, &m.schema, label)?;
-                        let b = predicate.bind(&schema)?;
-                        if b.dtype() != DType::Bool {
-                            return Err(Error::Type(format!(
-                                "filter predicate {predicate} has dtype {}, expected bool",
-                                b.dtype().name()
-                            )));
+                        let schema = named(names, &m.schema, label)?;
+                        let bound = predicate.bind(&schema).and_then(|b| {
+                            if b.dtype() != DType::Bool {
+                                return Err(Error::Type(format!(
+                                    "filter predicate {predicate} has dtype {}, expected bool",
+                                    b.dtype().name()
+                                )));
+                            }
+                            Ok(b)
+                        });
+                        match bound {
+                            Ok(b) => *st = Some((m.schema.clone(), b)),
+                            Err(e) => {
+                                failed
+                                    .push((m, (0..m.upd.len()).map(|i| (i, e.clone())).collect()));
+                                continue;
+                            }
                         }
-                        *st = Some((m.schema.clone(), b));
                     }
                     let (_, b) = st.as_ref().expect("bound");
-                    let mask = b.eval_predicate(&m.upd)?;
-                    let mut o = Msg::empty(m.schema.clone());
-                    for (i, keep) in mask.iter().enumerate() {
-                        if *keep {
-                            o.upd.push(m.upd.row(i), m.upd.times[i], m.upd.diffs[i]);
+                    let mut eval = |sub: &Msg| -> Result<Msg> {
+                        let mask = b.eval_predicate(&sub.upd)?;
+                        let mut o = Msg::empty(sub.schema.clone());
+                        for (i, keep) in mask.iter().enumerate() {
+                            if *keep {
+                                o.upd
+                                    .push(sub.upd.row(i), sub.upd.times[i], sub.upd.diffs[i]);
+                            }
                         }
+                        Ok(o)
+                    };
+                    let mut bad = Vec::new();
+                    isolate(m, &mut eval, &mut bad, &mut out)?;
+                    if !bad.is_empty() {
+                        failed.push((m, bad));
                     }
-                    out.push(o);
+                }
+                for (m, bad) in failed {
+                    record_errors(&mut self.errors, node, label, names, m, bad);
                 }
                 (out, false)
             }
@@ -505,31 +566,55 @@ impl Worker {
                     Op::FlatMapPy { .. } => "flat_map_py",
                     _ => "filter_py",
                 };
-                let names = plan.nodes[spec.inputs[0]].columns.clone();
+                let names = &plan.nodes[spec.inputs[0]].columns;
                 let mut out = Vec::new();
+                let mut failed = Vec::new();
                 for m in inputs.iter().flatten() {
-                    let payload = Payload::Columns {
-                        names: names.clone(),
-                        columns: rows_to_columns(&m.schema, &m.upd),
+                    let mut call = |sub: &Msg| -> Result<Msg> {
+                        let payload = Payload::Columns {
+                            names: names.clone(),
+                            columns: rows_to_columns(&sub.schema, &sub.upd),
+                        };
+                        let reply = ctx.callbacks.call(*func, kind, label, payload)?;
+                        py_reply(kind, label, sub, reply, spec.columns.len())
                     };
-                    let reply = ctx.callbacks.call(*func, kind, label, payload)?;
-                    out.push(py_reply(kind, label, m, reply, spec.columns.len())?);
+                    let mut bad = Vec::new();
+                    isolate(m, &mut call, &mut bad, &mut out)?;
+                    if !bad.is_empty() {
+                        failed.push((m, bad));
+                    }
+                }
+                for (m, bad) in failed {
+                    record_errors(&mut self.errors, node, label, names, m, bad);
                 }
                 (out, false)
             }
             Op::InspectPy { func, .. } => {
                 *python = true;
-                let names = plan.nodes[spec.inputs[0]].columns.clone();
+                let names = &plan.nodes[spec.inputs[0]].columns;
+                let mut failed = Vec::new();
                 for m in inputs.iter().flatten() {
-                    let payload = Payload::Inspect {
-                        names: names.clone(),
-                        columns: rows_to_columns(&m.schema, &m.upd),
-                        times: m.upd.times.clone(),
-                        time_dims: plan.time_dims + plan.scopes[spec.scope].depth,
-                        diffs: m.upd.diffs.clone(),
+                    let mut call = |sub: &Msg| -> Result<()> {
+                        let payload = Payload::Inspect {
+                            names: names.clone(),
+                            columns: rows_to_columns(&sub.schema, &sub.upd),
+                            times: sub.upd.times.clone(),
+                            time_dims: plan.time_dims + plan.scopes[spec.scope].depth,
+                            diffs: sub.upd.diffs.clone(),
+                        };
+                        ctx.callbacks.call(*func, "inspect_py", label, payload)?;
+                        Ok(())
                     };
-                    ctx.callbacks.call(*func, "inspect_py", label, payload)?;
+                    let mut bad = Vec::new();
+                    isolate(m, &mut call, &mut bad, &mut Vec::new())?;
+                    if !bad.is_empty() {
+                        failed.push((m, bad));
+                    }
                 }
+                for (m, bad) in failed {
+                    record_errors(&mut self.errors, node, label, names, m, bad);
+                }
+                // The data passes through unchanged, whatever the function did.
                 (take_all(inputs), false)
             }
             Op::Capture => {
@@ -544,16 +629,37 @@ impl Worker {
                     .expect("advance_iteration in a scope");
                 let max = plan.scopes[spec.scope].max_iterations;
                 let mut out = Vec::new();
+                let names = &plan.nodes[spec.inputs[0]].columns;
+                let mut failed = Vec::new();
                 for m in inputs.iter().flatten() {
                     let NodeState::Advance(st) = &mut self.nodes[node] else {
                         unreachable!()
                     };
                     if st.as_ref().is_none_or(|(s, _)| s != &m.schema) {
-                        let schema = named(&plan.nodes[spec.inputs[0]].columns, &m.schema, label)?;
-                        *st = Some((m.schema.clone(), expr.bind(&schema)?));
+                        let schema = named(names, &m.schema, label)?;
+                        match expr.bind(&schema) {
+                            Ok(b) => *st = Some((m.schema.clone(), b)),
+                            Err(e) => {
+                                let all = (0..m.upd.len()).map(|i| (i, e.clone())).collect();
+                                failed.push((m, all));
+                                continue;
+                            }
+                        }
                     }
                     let (_, bound) = st.as_ref().expect("bound");
-                    out.push(advance(m, bound, c, max)?);
+                    let mut bad = Vec::new();
+                    isolate(
+                        m,
+                        &mut |sub| advance(sub, bound, c, max),
+                        &mut bad,
+                        &mut out,
+                    )?;
+                    if !bad.is_empty() {
+                        failed.push((m, bad));
+                    }
+                }
+                for (m, bad) in failed {
+                    record_errors(&mut self.errors, node, label, names, m, bad);
                 }
                 (out, false)
             }
@@ -748,6 +854,15 @@ impl Worker {
                     label,
                 });
                 self.traces[ta] = Some(trace);
+                for (key, time, message, diff) in state.errors.new.drain(..) {
+                    self.errors.push(ErrorUpdate {
+                        node,
+                        message: message.replace(&format!("{label}: "), ""),
+                        values: render_row(&arr_cols[..kw.min(arr_cols.len())], &schema, &key),
+                        time,
+                        diff,
+                    });
+                }
                 let upd = res?;
                 let mut out_schema: Vec<DType> = schema[..kw].to_vec();
                 out_schema.extend(state.out_dtypes.clone().unwrap_or_default());
@@ -926,5 +1041,90 @@ fn py_reply(kind: &str, label: &str, m: &Msg, reply: Reply, ncols: usize) -> Res
         (_, other) => Err(Error::User(format!(
             "{label}: unexpected reply {other:?} for {kind}"
         ))),
+    }
+}
+
+/// Whether an error is caused by the data (and so becomes an error update) rather than by
+/// the plan or a bug (and so stops the run).
+fn is_data_error(e: &Error) -> bool {
+    !matches!(e, Error::Internal(_) | Error::Plan(_))
+}
+
+/// The rows `lo..hi` of a message, copied.
+fn slice(m: &Msg, lo: usize, hi: usize) -> Msg {
+    let w = m.upd.width;
+    Msg {
+        schema: m.schema.clone(),
+        upd: Updates {
+            width: w,
+            rows: m.upd.rows[lo * w..hi * w].to_vec(),
+            times: m.upd.times[lo..hi].to_vec(),
+            diffs: m.upd.diffs[lo..hi].to_vec(),
+        },
+    }
+}
+
+/// Runs `f` on the whole message; if it fails because of the data, finds the failing
+/// records by bisection (halves that succeed keep their output) and lists each one, with the
+/// error it causes alone, in `failed`. Errors that are not about the data are returned.
+fn isolate<T>(
+    m: &Msg,
+    f: &mut dyn FnMut(&Msg) -> Result<T>,
+    failed: &mut Vec<(usize, Error)>,
+    out: &mut Vec<T>,
+) -> Result<()> {
+    match f(m) {
+        Ok(t) => {
+            out.push(t);
+            Ok(())
+        }
+        Err(e) if !is_data_error(&e) => Err(e),
+        Err(e) => bisect(m, 0, m.upd.len(), e, f, failed, out),
+    }
+}
+
+fn bisect<T>(
+    m: &Msg,
+    lo: usize,
+    hi: usize,
+    err: Error,
+    f: &mut dyn FnMut(&Msg) -> Result<T>,
+    failed: &mut Vec<(usize, Error)>,
+    out: &mut Vec<T>,
+) -> Result<()> {
+    if hi - lo <= 1 {
+        if hi > lo {
+            failed.push((lo, err));
+        }
+        return Ok(());
+    }
+    let mid = lo + (hi - lo) / 2;
+    for (a, b) in [(lo, mid), (mid, hi)] {
+        match f(&slice(m, a, b)) {
+            Ok(t) => out.push(t),
+            Err(e) if !is_data_error(&e) => return Err(e),
+            Err(e) => bisect(m, a, b, e, f, failed, out)?,
+        }
+    }
+    Ok(())
+}
+
+/// Appends an error update for each failing record `(row, error)` of `m`.
+fn record_errors(
+    errors: &mut Vec<ErrorUpdate>,
+    node: usize,
+    label: &str,
+    names: &[String],
+    m: &Msg,
+    failed: Vec<(usize, Error)>,
+) {
+    for (i, e) in failed {
+        errors.push(ErrorUpdate {
+            node,
+            message: record_message(&e, label),
+            values: render_row(names, &m.schema, m.upd.row(i)),
+            time: m.upd.times[i],
+            diff: m.upd.diffs[i],
+        });
     }
 }

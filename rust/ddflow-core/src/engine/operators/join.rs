@@ -3,13 +3,13 @@
 //! Both inputs are arrangements whose traces already contain this activation's new batches
 //! `dA` and `dB`. By bilinearity the output change is `dA x B + A x dB - dA x dB` (with `A`,
 //! `B` the traces after insertion), each product pairing updates of equal key with time
-//! `ta v tb` and diff `da * db` (checked: overflow is an error).
+//! `ta v tb` and diff `da * db` (exact: a product outside `i64` becomes several updates).
 //! Output rows are `key, left vals, right vals` (`join`) or `key, left vals` (`semijoin`);
 //! `antijoin` emits `dA` minus the semijoin output.
 
 use crate::engine::arrangement::Arrangement;
 use crate::engine::plan::JoinKind;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lattice::Lattice;
 use crate::updates::Updates;
 
@@ -48,21 +48,15 @@ fn product(
         let lrow = &l.rows[i * lw..(i + 1) * lw];
         for j in rrange.0..rrange.1 {
             let rrow = &r.rows[j * rw..(j + 1) * rw];
-            let d = l.diffs[i]
-                .checked_mul(r.diffs[j])
-                .and_then(|d| d.checked_mul(sign))
-                .ok_or_else(|| {
-                    Error::Overflow(format!(
-                        "join: diff overflow multiplying {} by {}",
-                        l.diffs[i], r.diffs[j]
-                    ))
-                })?;
+            // Exact: a product outside i64 is emitted as several updates summing to it.
+            let d = l.diffs[i] as i128 * r.diffs[j] as i128 * sign as i128;
             scratch.clear();
             scratch.extend_from_slice(lrow);
             if kind == JoinKind::Join {
                 scratch.extend_from_slice(&rrow[kw..]);
             }
-            out.push(scratch, l.times[i].join(&r.times[j]), d);
+            let t = l.times[i].join(&r.times[j]);
+            crate::sort::consolidate::pieces(d, |p| out.push(scratch, t, p));
         }
     }
     Ok(())

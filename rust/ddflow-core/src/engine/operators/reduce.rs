@@ -33,6 +33,8 @@ pub struct ReduceState {
     pub out_dtypes: Option<Vec<DType>>,
     /// Buffers reused across activations.
     scratch: Scratch,
+    /// Keys whose accumulation failed (errors as data, see `reduce_errors.rs`).
+    pub errors: super::reduce_errors::ReduceErrors,
 }
 
 /// Per-activation buffers of a reduce, kept between activations so that they do not regrow.
@@ -220,6 +222,8 @@ struct Group {
     /// Range of this group's desired output rows in the flat desired buffers.
     start: usize,
     end: usize,
+    /// Why the key failed at this time (its output is then empty).
+    err: Option<String>,
 }
 
 /// One key's history with its distinct val rows numbered in sorted order, so that
@@ -317,12 +321,27 @@ impl Indexed {
         for c in self.counts.iter_mut() {
             *c = 0;
         }
+        let mut wrapped = false;
         for &(v, time, d) in &self.entries {
             if time.less_equal(t) {
                 let c = &mut self.counts[v as usize];
-                *c = c
-                    .checked_add(d)
-                    .ok_or_else(|| Error::Overflow(format!("{label}: count overflow")))?;
+                let (sum, o) = c.overflowing_add(d);
+                *c = sum;
+                wrapped |= o;
+            }
+        }
+        if wrapped {
+            // Rare: a partial sum left i64. Only the totals must fit: recompute exactly.
+            let mut exact = vec![0i128; self.counts.len()];
+            for &(v, time, d) in &self.entries {
+                if time.less_equal(t) {
+                    exact[v as usize] += d as i128;
+                }
+            }
+            for (c, e) in self.counts.iter_mut().zip(exact) {
+                *c = i64::try_from(e).map_err(|_| {
+                    Error::Overflow(format!("{label}: count overflow (the counts sum to {e})"))
+                })?;
             }
         }
         Ok(())
@@ -416,6 +435,7 @@ impl ReduceState {
             pending: Pending::default(),
             out_dtypes: None,
             scratch: Scratch::default(),
+            errors: Default::default(),
         }
     }
 
@@ -554,6 +574,7 @@ impl ReduceState {
             edits.clear();
             edits.extend_from_slice(&in_hist.times);
             edits.extend_from_slice(&out_hists.times[out_lo..]);
+            self.errors.times_of(key, &mut edits);
             // One-dimensional times are totally ordered: one pass with running accumulations.
             // (Multi-dimensional times that happen to form a chain take the general path;
             // sorting them only to find out costs more than it saves on the BFS workloads.)
@@ -578,8 +599,23 @@ impl ReduceState {
                         frontier: inp.frontier,
                         label: inp.label,
                     };
-                    reduce_chain::reduce_key(&k, &mut chain, &mut output, still_pending)?;
-                    continue;
+                    let n_out = output.len();
+                    let mark = (
+                        still_pending.0.len(),
+                        still_pending.0.last().map(|e| e.1.len()),
+                    );
+                    if reduce_chain::reduce_key(&k, &mut chain, &mut output, still_pending).is_ok()
+                    {
+                        self.errors.set(key, new_times[0], None);
+                        continue;
+                    }
+                    // An overflow: undo and take the general path, which makes it an error.
+                    output.truncate(n_out);
+                    still_pending.0.truncate(mark.0);
+                    if let (Some(n), Some(last)) = (mark.1, still_pending.0.last_mut()) {
+                        last.1.truncate(n);
+                    }
+                    key_two_d.pop();
                 }
             }
             cands.clear();
@@ -605,15 +641,19 @@ impl ReduceState {
                     still_pending.push(key, t);
                     continue;
                 }
-                if two_d {
-                    index.sweep_to(&t, inp.label)?;
+                let acc = if two_d {
+                    // The sweep's partial sums may overflow where the total does not.
+                    index
+                        .sweep_to(&t, inp.label)
+                        .or_else(|_| index.accumulate(&t, inp.label))
                 } else {
-                    index.accumulate(&t, inp.label)?;
-                }
+                    index.accumulate(&t, inp.label)
+                };
                 index.nonzero(vw, &mut vals, &mut counts);
                 let start = desired_counts.len();
-                if builtin {
-                    aggregate::apply(
+                let mut err = acc.err().map(|e| e.to_string());
+                if builtin && err.is_none() {
+                    let res = aggregate::apply(
                         inp.agg,
                         inp.val_dtypes,
                         vw,
@@ -622,7 +662,22 @@ impl ReduceState {
                         inp.label,
                         &mut desired_rows,
                         &mut desired_counts,
-                    )?;
+                    );
+                    err = res.err().map(|e| e.to_string());
+                }
+                if err.is_some() {
+                    // Errors as data: no output for the key here, and an error update.
+                    desired_counts.truncate(start);
+                    desired_rows.truncate(start * (self.out.width - kw));
+                    groups.push(Group {
+                        key: ki,
+                        time: t,
+                        start,
+                        end: start,
+                        err,
+                    });
+                    continue;
+                } else if builtin {
                 } else {
                     py_vals.extend_from_slice(&vals);
                     py_counts.extend_from_slice(&counts);
@@ -633,21 +688,40 @@ impl ReduceState {
                     time: t,
                     start,
                     end: desired_counts.len(),
+                    err: None,
                 });
             }
         }
 
-        // Phase 2: Python aggregates, one callback for all groups.
+        // Phase 2: Python aggregates, one callback for all groups (groups that make the
+        // function fail are isolated by bisection and become errors, see reduce_errors.rs).
         match inp.agg {
-            Agg::Python { func, columns } => self.python_groups(
-                inp,
-                *func,
-                *columns,
-                work,
-                &mut groups,
-                (py_vals, py_counts, py_offsets),
-                (&mut desired_rows, &mut desired_counts),
-            )?,
+            Agg::Python { func, columns } => {
+                let vw = inp.val_dtypes.len();
+                let failed = super::reduce_errors::bisect_groups(groups.len(), &mut |lo, hi| {
+                    let (a, b) = (py_offsets[lo] as usize, py_offsets[hi] as usize);
+                    let offs = py_offsets[lo..=hi]
+                        .iter()
+                        .map(|o| o - py_offsets[lo])
+                        .collect();
+                    self.python_groups(
+                        inp,
+                        *func,
+                        *columns,
+                        work,
+                        &mut groups[lo..hi],
+                        (
+                            py_vals[a * vw..b * vw].to_vec(),
+                            py_counts[a..b].to_vec(),
+                            offs,
+                        ),
+                        (&mut desired_rows, &mut desired_counts),
+                    )
+                })?;
+                for (g, message) in failed {
+                    groups[g].err = Some(message);
+                }
+            }
             Agg::ThresholdPy(func) => {
                 // Rows are whole records (no val columns): one count per group.
                 let group_counts: Vec<i64> = (0..groups.len())
@@ -657,32 +731,42 @@ impl ReduceState {
                             .sum()
                     })
                     .collect();
-                let reply = inp.callbacks.call(
-                    *func,
-                    "threshold_py",
-                    inp.label,
-                    Payload::Counts(group_counts),
-                )?;
-                let Reply::Counts(new_counts) = reply else {
-                    return Err(Error::User(format!(
-                        "{}: threshold function must return int64 counts",
-                        inp.label
-                    )));
-                };
-                if new_counts.len() != groups.len() {
-                    return Err(Error::User(format!(
-                        "{}: threshold function returned {} counts for {} inputs",
+                let mut results: Vec<Option<i64>> = vec![None; groups.len()];
+                let failed = super::reduce_errors::bisect_groups(groups.len(), &mut |lo, hi| {
+                    let reply = inp.callbacks.call(
+                        *func,
+                        "threshold_py",
                         inp.label,
-                        new_counts.len(),
-                        groups.len()
-                    )));
-                }
-                for (g, c) in groups.iter_mut().zip(new_counts) {
+                        Payload::Counts(group_counts[lo..hi].to_vec()),
+                    )?;
+                    let Reply::Counts(new_counts) = reply else {
+                        return Err(Error::User(format!(
+                            "{}: threshold function must return int64 counts",
+                            inp.label
+                        )));
+                    };
+                    if new_counts.len() != hi - lo {
+                        return Err(Error::User(format!(
+                            "{}: threshold function returned {} counts for {} inputs",
+                            inp.label,
+                            new_counts.len(),
+                            hi - lo
+                        )));
+                    }
+                    for (r, c) in results[lo..hi].iter_mut().zip(new_counts) {
+                        *r = Some(c);
+                    }
+                    Ok(())
+                })?;
+                for (g, c) in groups.iter_mut().zip(results) {
                     g.start = desired_counts.len();
-                    if c != 0 {
+                    if let Some(c) = c.filter(|&c| c != 0) {
                         desired_counts.push(c);
                     }
                     g.end = desired_counts.len();
+                }
+                for (g, message) in failed {
+                    groups[g].err = Some(message);
                 }
             }
             _ => {}
@@ -719,6 +803,7 @@ impl ReduceState {
             }
             while gi < groups.len() && groups[gi].key == ki {
                 let g = &groups[gi];
+                self.errors.set(key, g.time, g.err.as_deref());
                 // Map desired rows to ids first (this may add new distinct rows).
                 want.clear();
                 for r in g.start..g.end {
