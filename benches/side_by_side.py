@@ -22,6 +22,7 @@ Rows are named ``GRAPH-bBATCH-wWORKERS[-uUPDATES]`` with GRAPH one of ``1k`` (1,
     python benches/side_by_side.py --rows 1k-b10-w1,1k-b1000-w2 --repeat 3
     python benches/side_by_side.py --rows 1m-b1000-w1-u20000 --micro 1000,4000
     python benches/side_by_side.py --quick                          # 10,000 updates, 1k only
+    python benches/side_by_side.py --rows seed --out benches/results/seed_table.md  # item 6
 
 ``--repeat K`` runs each row K times (peers alternating) and keeps each peer's fastest run by
 update time. The table goes to ``benches/results/side_by_side.md`` (``--out``) with the
@@ -59,6 +60,10 @@ DDFLOW_PEER = BENCHES / "peers" / "ddflow_peer.py"
 GRAPHS = {"1k": (1_000, 2_000), "100k": (100_000, 1_000_000), "1m": (1_000_000, 10_000_000)}
 DEFAULT_ROWS = "1k-b1000-w1,1k-b1000-w2,100k-b1000-w1,1m-b1000-w1"
 QUICK_ROWS = "1k-b1000-w1,1k-b1000-w2"
+SEED_ROWS = ",".join(
+    f"{g}-b{b}-w{w}" for g in ("1k", "1m") for b in (10, 100, 1000, 10000, 100000) for w in (1, 2)
+)
+"""``--rows seed``: the seed table of issue 12 item 6 (run it with ``--updates``)."""
 _ROW = re.compile(
     r"^(?P<graph>1k|100k|1m)-b(?P<batch>\d+)-w(?P<workers>\d+)(?:-u(?P<updates>\d+))?$"
 )
@@ -103,6 +108,14 @@ class Outcome:
     ddflow: list[Run] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
     ok: bool = True
+    timeouts: int = 0
+
+    @property
+    def status(self) -> str:
+        """``ok``, ``FAILED`` (a check or a run failed) or ``timed out``."""
+        if not self.ok:
+            return "FAILED"
+        return "timed out" if self.timeouts else "ok"
 
     def best(self, side: str) -> Run | None:
         runs = [r for r in getattr(self, side) if r.result is not None]
@@ -223,10 +236,14 @@ def _run_pair(outcome: Outcome, cmds: dict[str, list[str]], rep: int, timeout: f
     for side in order:
         run = run_child(cmds[side], timeout)
         getattr(outcome, side).append(run)
-        if run.result is None:
+        if run.result is None and (run.error or "").startswith("timed out"):
+            print(f"  {side:>6} run {rep + 1}: {run.error}", flush=True)
+            outcome.timeouts += 1
+            outcome.checks.append(f"{outcome.label}: {side} run {rep + 1} {run.error}")
+        elif run.result is None:
             print(f"  {side:>6} run {rep + 1}: FAILED {run.error}", flush=True)
             outcome.ok = False
-            outcome.checks.append(f"{side} run {rep + 1} failed: {run.error}")
+            outcome.checks.append(f"{outcome.label}: {side} run {rep + 1} failed: {run.error}")
         else:
             r = run.result
             per = f", {r['ns_per_update']:,.0f} ns/update" if "ns_per_update" in r else ""
@@ -351,7 +368,7 @@ def row_table(rows: list[Row], outcomes: list[Outcome]) -> list[str]:
             f"| {row.updates:,} | {load} | {rates[0]} | {rates[1]} | {ratio} "
             f"| {_mb(a)} / {_mb(b)} | {_cpu(a)} / {_cpu(b)} "
             f"| {_rates(out.dd)}; {_rates(out.ddflow)} "
-            f"| {'ok' if out.ok else 'FAILED'} |"
+            f"| {out.status} |"
         )
     return lines
 
@@ -377,8 +394,7 @@ def micro_table(outcomes: list[Outcome]) -> list[str]:
         else:
             cells = ("-",) * 5
         lines.append(
-            f"| {out.label} | {' | '.join(cells)} | {_mb(a)} / {_mb(b)} "
-            f"| {'ok' if out.ok else 'FAILED'} |"
+            f"| {out.label} | {' | '.join(cells)} | {_mb(a)} / {_mb(b)} " f"| {out.status} |"
         )
     return lines
 
@@ -444,7 +460,9 @@ def write_results(
 def main(argv: list[str] | None = None) -> int:
     """Runs the rows and micro cases; writes the results file; 1 if a check failed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", default=None, help=f"comma-separated (default {DEFAULT_ROWS})")
+    parser.add_argument(
+        "--rows", default=None, help=f"comma-separated, or seed (default {DEFAULT_ROWS})"
+    )
     parser.add_argument("--updates", type=int, default=100_000, help="updates per row")
     parser.add_argument("--repeat", type=int, default=1, help="runs per row; fastest kept")
     parser.add_argument(
@@ -466,6 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benches/side_by_side.py " + shlex.join(sys.argv[1:] if argv is None else argv)
     updates = 10_000 if args.quick and args.updates == 100_000 else args.updates
     specs = args.rows or (QUICK_ROWS if args.quick else DEFAULT_ROWS)
+    specs = SEED_ROWS if specs == "seed" else specs
     rows = [] if args.no_rows else [parse_row(s, updates) for s in specs.split(",") if s.strip()]
     micro_ts = [int(t) for t in args.micro.split(",")] if args.micro else []
 
