@@ -290,7 +290,11 @@ def _widen(table: pa.Table, schema: pa.Schema, tag: int) -> pa.Table:
 
 
 def reduce_partition(
-    spec: ReduceSpec, fns: FnTable, stateful: bool, batches: Iterator[pa.RecordBatch]
+    spec: ReduceSpec,
+    fns: FnTable,
+    stateful: bool,
+    counter: Any,
+    batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
     """One partition of a reduce superstep.
 
@@ -299,6 +303,7 @@ def reduce_partition(
     current iteration (so only outer time coordinates remain). Output: the new accumulated
     input (1) and output (2) when ``stateful``, and the output updates of this iteration (3):
     ``reduce(accumulated input) - accumulated output``, computed only for keys with new input.
+    ``counter`` (a Spark accumulator, or None) receives the number of output updates.
     """
     table = _table(batches, spec.schema)
     keys = [f"_c{i}" for i in range(spec.n_keys)]
@@ -332,6 +337,8 @@ def reduce_partition(
         pa.concat_tables([out_acc, out_delta.select(out_acc.column_names)]),
         [*keys, *outs, *tnames],
     )
+    if counter is not None:
+        counter.add(out_delta.num_rows)
     yield from _widen(new_in, spec.schema, TAG_IN_ACC).to_batches()
     yield from _widen(new_out, spec.schema, TAG_OUT_ACC).to_batches()
     yield from _widen(out_delta, spec.schema, TAG_DELTA_OUT).to_batches()

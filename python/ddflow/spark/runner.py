@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from pyspark import Accumulator
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -212,6 +213,9 @@ class _Compiler:
         self.memo: dict[int, DataFrame] = {}
         self.scope_out: dict[int, dict[int, DataFrame]] = {}
         self.invariant_arr: dict[int, DataFrame] = {}
+        self.reduce_counts: dict[int, Accumulator[int]] = {}
+        self.fixed: set[int] = set()
+        """ids of the loop-invariant arrangements, partitioned and sorted by key once."""
         self.out_nodes = [self._output_node(o) for o in outputs]
         self.needed = self._needed(self.out_nodes)
         self._check_ops()
@@ -507,7 +511,11 @@ class _Compiler:
 
     # -- join ---------------------------------------------------------------------------------
 
-    def _join(self, n: int, left: DataFrame, right: DataFrame) -> DataFrame:
+    def _join(self, n: int, left: DataFrame, right: DataFrame, merge: bool = False) -> DataFrame:
+        """The join node ``n`` of two update DataFrames. ``merge``: one side is a
+        loop-invariant arrangement, hash-partitioned and sorted by key once; a sort-merge join
+        then shuffles and sorts only the other side (a broadcast would resend it every
+        superstep)."""
         node = self.nodes[n]
         kind = node["kind"]
         la, ra = node["inputs"]
@@ -519,6 +527,8 @@ class _Compiler:
             *[F.col(t).alias(f"_r{t}") for t in tn],
             F.col(DIFF).alias("_rd"),
         )
+        if merge:
+            r = r.hint("merge")
         cond = [F.col(_c(i)) == F.col(f"_r{i}") for i in range(k)]
         joined = left.join(r, on=functools.reduce(lambda a, b: a & b, cond), how="inner")
         times = [F.greatest(F.col(t), F.col(f"_r{t}")).alias(t) for t in tn]
@@ -641,10 +651,16 @@ class _Compiler:
             DIFF,
         )
 
-    def _reduce_run(self, spec: ex.ReduceSpec, tagged: DataFrame, stateful: bool) -> DataFrame:
+    def _reduce_run(
+        self,
+        spec: ex.ReduceSpec,
+        tagged: DataFrame,
+        stateful: bool,
+        counter: Accumulator[int] | None = None,
+    ) -> DataFrame:
         keys = [_c(i) for i in range(spec.n_keys)]
         schema = _spark_schema(spec.schema)
-        fn = functools.partial(ex.reduce_partition, spec, self.fns, stateful)
+        fn = functools.partial(ex.reduce_partition, spec, self.fns, stateful, counter)
         return _map_in_arrow(tagged.repartition(self.partitions, *keys), fn, schema)
 
     # -- top level ----------------------------------------------------------------------------
@@ -683,6 +699,7 @@ class _Compiler:
             keys = [_c(i) for i in range(k)]
             df = self.top(n).repartition(self.partitions, *keys).sortWithinPartitions(*keys)
             self.invariant_arr[n] = self._cp(df)
+            self.fixed.add(id(self.invariant_arr[n]))
             self._note(
                 n,
                 f"loop-invariant: hash-partitioned by key into {self.partitions}, "
@@ -787,9 +804,11 @@ class _Compiler:
                         if d is not None:
                             k = self._key_len(n)
                             keys = [_c(x) for x in range(k)]
-                            delta[n] = self._cp(
+                            cut = self._cp(
                                 d.repartition(self.partitions, *keys).sortWithinPartitions(*keys)
                             )
+                            self.fixed.add(id(cut))
+                            delta[n] = cut
                 # State for the next superstep, compacted to this iteration.
                 for n in join_inputs:
                     d = delta.get(n)
@@ -802,9 +821,13 @@ class _Compiler:
                         merged = d if prev is None else self._consolidate(prev.unionByName(d))
                         acc[n] = self._cp(merged)
                 res = delta[result]
-                if res is not None and self.nodes[result]["op"] != "reduce":
-                    res = self._consolidate(res)
-                res = None if res is None else self._cp(res)
+                counted: int | None = None
+                if res is not None and self.nodes[result]["op"] == "reduce":
+                    # Consolidated per key partition and cut already; its size was counted
+                    # by the reduce's tasks (no extra job).
+                    counted = int(self.reduce_counts[result].value)
+                elif res is not None:
+                    res = self._cp(self._consolidate(res))
                 if res is not None:
                     parts.append(res)
                 if max_it is not None and i + 1 >= max_it:
@@ -821,7 +844,7 @@ class _Compiler:
                 if nxt is None:
                     holder["next"] = None
                     return 0
-                count = nxt.count()
+                count = counted if (i > 0 and counted is not None) else nxt.count()
                 holder["next"] = nxt if count else None
                 return count
 
@@ -857,13 +880,14 @@ class _Compiler:
         da, db = delta.get(a), delta.get(b)
         pa_, pb = acc.get(a), acc.get(b)
         terms: list[DataFrame] = []
+        fixed = self.fixed
         if da is not None:
             rhs = [x for x in (pb, db) if x is not None]
             if rhs:
                 right = rhs[0] if len(rhs) == 1 else rhs[0].unionByName(rhs[1])
-                terms.append(self._join(n, da, right))
+                terms.append(self._join(n, da, right, merge=id(right) in fixed))
         if db is not None and pa_ is not None:
-            terms.append(self._join(n, pa_, db))
+            terms.append(self._join(n, pa_, db, merge=id(pa_) in fixed))
         if not terms:
             return None
         return functools.reduce(lambda x, y: x.unionByName(y), terms)
@@ -884,7 +908,9 @@ class _Compiler:
         tagged = self._reduce_input(d, spec)
         if n in state:
             tagged = tagged.unionByName(state[n])
-        raw = self._cp(self._reduce_run(spec, tagged, stateful=True))
+        counter = self.spark.sparkContext.accumulator(0)
+        self.reduce_counts[n] = counter
+        raw = self._cp(self._reduce_run(spec, tagged, stateful=True, counter=counter))
         state[n] = raw.where(F.col(TAG).isin(ex.TAG_IN_ACC, ex.TAG_OUT_ACC))
         return self._reduce_output(raw, spec)
 
