@@ -126,3 +126,17 @@ def test_a_million_strings_load_from_arrow() -> None:
     flow.run_until(1)
     t = out.at(0)
     assert t.num_rows == 1000 and set(t["count"].to_pylist()) == {1000}
+
+
+def test_uint64_beyond_int64_is_rejected_not_wrapped() -> None:
+    big = np.array([1, 2**63 + 5], dtype=np.uint64)
+    flow = dd.Dataflow()
+    inp, coll = flow.new_input(("k",), name="keys")
+    coll.capture()
+    with pytest.raises(dd.OverflowError, match="does not fit in int64"):
+        inp.update_batch({"k": pa.array(big)}, times=0)
+    # The native boundary checks too (nothing is cast modulo 2^64 below Python's check).
+    engine = flow._engine()
+    times = np.zeros((2, 1), dtype=np.int64)
+    with pytest.raises(dd.OverflowError, match=r"value 9223372036854775813 at row 1"):
+        engine.push(inp.node, [big], times, np.ones(2, dtype=np.int64))

@@ -45,7 +45,23 @@ pub fn column_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
         ))));
     }
     match kind.as_str() {
-        "i" | "u" => {
+        "u" => {
+            // Unsigned columns become int64 when every value fits; never wrapped.
+            let a = np.call_method1("ascontiguousarray", (arr, "uint64"))?;
+            let a: PyReadonlyArray1<u64> = a.extract()?;
+            let words = a.as_slice()?;
+            if let Some(i) = words.iter().position(|&v| v > i64::MAX as u64) {
+                return Err(err(Error::Overflow(format!(
+                    "{what}: value {} at row {i} does not fit in int64",
+                    words[i]
+                ))));
+            }
+            Ok(Column {
+                dtype: DType::Int64,
+                words: words.to_vec(),
+            })
+        }
+        "i" => {
             let a = np.call_method1("ascontiguousarray", (arr, "int64"))?;
             let a: PyReadonlyArray1<i64> = a.extract()?;
             Ok(Column {
