@@ -139,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         f"* command: `{command}`",
         f"* machine: {info['cpu']}; python {info['python']}; {info['rustc']}",
         f"* date: {info['date']}; commit {info['commit']} (last change to rust/ or python/: "
-        f"{info['engine']}); ddflow {info['ddflow']}",
+        f"{info['engine']}); ddflow {info['ddflow']} (the installed build: reinstall it "
+        "from this checkout first, or the engine measured is older than the commit)",
         f"* load averages (1 / 5 / 15 min): {start_load} at the start, {end_load} at the end",
         "",
         "| prior updates | system | p50 us | p90 us | p99 us | p99.9 us | max us |",

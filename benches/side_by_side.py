@@ -426,7 +426,8 @@ def write_results(
         f"* command: `{command}`",
         f"* machine: {info['cpu']}; python {info['python']}; {info['rustc']}",
         f"* date: {info['date']}; commit {info['commit']} (last change to rust/ or python/: "
-        f"{info['engine']}); ddflow {info['ddflow']}",
+        f"{info['engine']}); ddflow {info['ddflow']} (the installed build: reinstall it "
+        "from this checkout first, or the engine measured is older than the commit)",
         f"* load averages (1 / 5 / 15 min): {loads[0]} at the start, {loads[1]} at the end "
         "(the machine is shared: timings are noisy)",
         f"* each figure: the fastest of {repeat} run(s) by update time (every run listed); "
