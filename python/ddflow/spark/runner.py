@@ -46,7 +46,6 @@ from ddflow.errors import (
     DdflowError,
     PlanError,
     SchemaTypeError,
-    TimeError,
 )
 from ddflow.input import InputSession
 from ddflow.spark import executor as ex
@@ -1084,5 +1083,4 @@ def explain_spark(
             "leave": "sum of the result's deltas over all supersteps",
         }[op]
         lines.append(f"{indent}#{n} {op}: {how}  [{node['label']}]")
-    _ = TimeError  # kept for the docs: null / negative times fail inside the first job
     return "\n".join(lines)
