@@ -128,15 +128,18 @@ class ErrorLog:
         to_user: Callable[[Sequence[int]], Any],
     ) -> pa.Table:
         """The consolidated error updates (``operator``, ``message``, ``values``, ``time``,
-        ``diff``) of ``nodes`` at complete times, sorted by time then error."""
+        ``iteration`` (the iteration coordinates inside ``iterate``, else empty), ``diff``) of
+        ``nodes`` at complete times, sorted by time then error."""
+        d = self.dims
         rows = sorted((time, key, diff) for key, time, diff in self._select(nodes, complete))
         return pa.table(
             {
                 "operator": pa.array([k.operator for _, k, _ in rows], pa.string()),
                 "message": pa.array([k.message for _, k, _ in rows], pa.string()),
                 "values": pa.array([k.values for _, k, _ in rows], pa.string()),
-                "time": pa.array([to_user(t) for t, _, _ in rows]),
-                "diff": pa.array([d for _, _, d in rows], pa.int64()),
+                "time": pa.array([to_user(t[:d]) for t, _, _ in rows]),
+                "iteration": pa.array([list(t[d:]) for t, _, _ in rows], pa.list_(pa.int64())),
+                "diff": pa.array([diff for _, _, diff in rows], pa.int64()),
             }
         )
 

@@ -168,7 +168,7 @@ def test_error_inside_iterate_does_not_cancel_across_iterations() -> None:
     at the outer time (never cancelled by the loop), and retract with the record."""
     f = dd.Dataflow()
     i, c = f.new_input(("k",))
-    cap = c.iterate(lambda x: x.filter(dd.lit(10) // dd.col("k") > 0)).capture()
+    cap = c.iterate(lambda x: x.filter(dd.lit(10) // dd.col("k") > 0).distinct()).capture()
     i.update_batch({"k": [0, 3]}, times=0)
     i.advance_to(1)
     f.run_until(1)
