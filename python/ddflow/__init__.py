@@ -41,6 +41,7 @@ from ddflow.errors import (
 )
 from ddflow.expr import col, lit, max_of, min_of, when
 from ddflow.input import InputSession
+from ddflow.traces import TraceHandle
 
 __version__ = _core.__version__
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "InputSession",
     "Probe",
     "Capture",
+    "TraceHandle",
     "col",
     "lit",
     "when",

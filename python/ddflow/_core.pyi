@@ -338,3 +338,19 @@ class Engine:
 
     def set_logging(self, on: bool) -> None:
         """Enables or disables the operator log (on by default)."""
+
+    def attach(self, plan_json: str) -> int:
+        """Attaches another dataflow's plan (its ``import_trace`` nodes name this engine's
+        top-level arrangements); returns the offset of its node ids in this engine."""
+
+    def trace_handle(self, node: int) -> int:
+        """A handle holding back compaction of a top-level arrangement's trace (its id)."""
+
+    def set_handle_frontier(self, handle: int, time: list[int]) -> None:
+        """Moves a trace handle's frontier forward (never back)."""
+
+    def close_handle(self, handle: int) -> None:
+        """Releases a trace handle."""
+
+    def trace_len(self, node: int) -> int:
+        """Updates stored in an arrangement's trace, summed over workers."""

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ddflow.aggregates import Aggregate
     from ddflow.collection import Collection
     from ddflow.dataflow import Dataflow
+    from ddflow.traces import TraceHandle
 
 __all__ = ["Arrangement"]
 
@@ -31,7 +32,7 @@ class Arrangement:
         key: tuple[str, ...],
         columns: tuple[str, ...],
         scope: int,
-        source: Collection,
+        source: Collection | None,
     ) -> None:
         """Wraps plan node ``node``; built by ``Collection.arrange_by_key``."""
         self.flow = flow
@@ -42,7 +43,8 @@ class Arrangement:
         """Key columns, then value columns."""
         self.scope = scope
         self.source = source
-        """The collection that was arranged (in its own scope)."""
+        """The collection that was arranged (in its own scope); None for an arrangement
+        imported from another dataflow (``Dataflow.import_trace``)."""
 
     @property
     def vals(self) -> tuple[str, ...]:
@@ -57,9 +59,29 @@ class Arrangement:
 
     def as_collection(self) -> Collection:
         """The arranged collection itself, in this arrangement's scope."""
+        from ddflow.errors import PlanError
         from ddflow.wiring import enter_collection
 
+        if self.source is None:
+            raise PlanError(
+                f"{self!r} was imported from another dataflow; join or reduce it instead"
+            )
         return enter_collection(self.source, self.scope, self.flow._plan.nodes[self.node]["label"])
+
+    def trace(self) -> TraceHandle:
+        """A handle on this (top-level) arrangement's trace that other dataflows can import
+        (``Dataflow.import_trace``). Until ``close()`` (or until it is dropped) the trace is
+        not compacted past the handle's frontier (``set_frontier``)."""
+        from ddflow.errors import PlanError
+        from ddflow.traces import TraceHandle
+
+        op = self.flow._plan.nodes[self.node]["op"]
+        if self.scope != 0 or op != "arrange":
+            raise PlanError(
+                f"{self!r}: only top-level arrangements built in this dataflow have trace "
+                f"handles (this one is {op!r} in scope {self.scope})"
+            )
+        return TraceHandle(self)
 
     def join(
         self,

@@ -8,9 +8,11 @@ The outer time shape (``time_dims``) is fixed by the first time seen, or declare
 
 from __future__ import annotations
 
+import json
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 
@@ -23,6 +25,10 @@ from ddflow.errors import PlanError, ReentrancyError
 from ddflow.input import InputSession
 from ddflow.plan import Plan, PlanText, user_location
 from ddflow.times import Time, TimeShape, is_int
+
+if TYPE_CHECKING:
+    from ddflow.arrangement import Arrangement
+    from ddflow.traces import TraceHandle
 
 __all__ = ["Dataflow", "MAX_WORKERS"]
 
@@ -59,6 +65,14 @@ class Dataflow:
         self._upstream_cache: dict[int, frozenset[int]] = {}
         self._running: str | None = None
         """The engine call in progress (``run_until`` ...), while callbacks may run."""
+        self._trace_handles: list[weakref.ref[TraceHandle]] = []
+        """Handles on this dataflow's arrangements (registered when the engine starts)."""
+        self._released_handles: list[int] = []
+        """Engine handle ids of dropped handles, released at the next engine call."""
+        self._imports: list[tuple[int, TraceHandle]] = []
+        """``import_trace`` nodes and the handles they import."""
+        self._host: Dataflow | None = None
+        """The dataflow whose engine this one attaches to (set by ``import_trace``)."""
 
     def __repr__(self) -> str:
         state = "running" if self._engine_obj is not None else "building"
@@ -90,6 +104,54 @@ class Dataflow:
         session = InputSession(self, node, name, names, dtypes)
         self._inputs.append(session)
         return session, Collection(self, node, names, 0)
+
+    def import_trace(self, trace: TraceHandle) -> Arrangement:
+        """Another dataflow's arrangement, through a trace handle, as an arrangement here.
+
+        This dataflow then runs in the engine of ``trace``'s dataflow: when it starts, its
+        nodes are attached to that engine, joins and reduces on the import read the shared
+        trace without a copy (first its current contents, then each new batch), and
+        ``step``/``run_until``/``run`` on either dataflow drive both. Both need the same
+        ``workers`` and time shape; only arrangements of one engine can be imported.
+        """
+        from ddflow.arrangement import Arrangement
+        from ddflow.traces import TraceHandle
+
+        label = f"import_trace@{user_location()}"
+        if not isinstance(trace, TraceHandle):
+            raise PlanError(f"{label}: expected a TraceHandle (arrangement.trace()), got {trace!r}")
+        trace._check_open(label)
+        if trace.flow is self:
+            raise PlanError(f"{label}: the trace is this dataflow's own; use the arrangement")
+        root = trace.flow._root()
+        if self._host is not None and self._host._root() is not root:
+            raise PlanError(f"{label}: a dataflow can import traces of one engine only")
+        if root is self or self._engine_obj is not None:
+            raise PlanError(f"{label}: this dataflow has already started")
+        if trace.flow.workers != self.workers:
+            raise PlanError(
+                f"{label}: the trace's dataflow has workers={trace.flow.workers}, this one "
+                f"workers={self.workers}; they must run in one engine"
+            )
+        node = self._plan.add(
+            "import_trace",
+            0,
+            [],
+            trace.columns,
+            label,
+            [f"from {trace.label}", f"key=({', '.join(trace.key)})"],
+            source=0,
+        )
+        self._host = trace.flow
+        self._imports.append((node, trace))
+        return Arrangement(self, node, trace.key, trace.columns, 0, None)
+
+    def _root(self) -> Dataflow:
+        """The dataflow that created the engine this one runs in (itself if not attached)."""
+        flow = self
+        while flow._host is not None:
+            flow = flow._host
+        return flow
 
     def plan(self) -> dict[str, Any]:
         """The plan as a JSON-able dict (the engine's input; see PLAN.md)."""
@@ -137,11 +199,51 @@ class Dataflow:
             self._start()
             self._plan.validate()
             dims = self._times.dims or len(self._times.zero())
-            plan_json = self._plan.dumps(dims)
-            self._engine_obj = type(self).engine_factory(plan_json, self.workers, self._dispatcher)
-            if not self._log:
-                self._engine_obj.set_logging(False)
+            if self._host is not None:
+                self._engine_obj = self._attach()
+            else:
+                plan_json = self._plan.dumps(dims)
+                self._engine_obj = type(self).engine_factory(
+                    plan_json, self.workers, self._dispatcher
+                )
+                if not self._log:
+                    self._engine_obj.set_logging(False)
+            for ref in self._trace_handles:
+                handle = ref()
+                if handle is not None:
+                    handle._register(self._engine_obj)
+        if self._released_handles:
+            for hid in self._released_handles:
+                self._engine_obj.close_handle(hid)  # type: ignore[attr-defined]
+            self._released_handles.clear()
         return self._engine_obj
+
+    def _attach(self) -> EngineLike:
+        """Attaches this dataflow's plan to its host's engine (``import_trace``)."""
+        from ddflow.traces import AttachedEngine, remap_functions
+
+        assert self._host is not None
+        host_engine: Any = self._host._engine()
+        raw = host_engine.engine if isinstance(host_engine, AttachedEngine) else host_engine
+        root = self._root()
+        dims = root._times.dims or len(root._times.zero())
+        if self._times.dims is None:
+            self._times.fix(dims)
+        elif self._times.dims != dims:
+            raise PlanError(
+                f"import_trace: this dataflow's times have {self._times.dims} coordinates, the "
+                f"engine it attaches to {dims}"
+            )
+        plan = self._plan.to_json(dims)
+        for node, trace in self._imports:
+            trace._check_open(f"import_trace (node {node})")
+            source_engine: Any = trace.flow._engine()
+            offset = source_engine.offset if isinstance(source_engine, AttachedEngine) else 0
+            plan["nodes"][node]["source"] = offset + trace.node
+        ids = [root._dispatcher.register(self._dispatcher[i]) for i in range(len(self._dispatcher))]
+        plan = remap_functions(plan, ids.__getitem__)
+        offset = raw.attach(json.dumps(plan, separators=(",", ":")))
+        return AttachedEngine(raw, offset, len(self._plan.nodes))  # type: ignore[return-value]
 
     def _flush(self) -> EngineLike:
         """Hands every input's buffered updates to the engine."""

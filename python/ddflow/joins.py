@@ -97,6 +97,11 @@ def _arranged(
     if isinstance(side, Arrangement):
         if list(side.key) == keys:
             arr = side
+        elif side.source is None:
+            raise PlanError(
+                f"{label}: the imported arrangement is keyed by {list(side.key)}; join it on "
+                f"that key (it cannot be re-arranged by {keys})"
+            )
         else:
             arr = arrange(side.source, keys, label)
     else:

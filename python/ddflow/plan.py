@@ -23,7 +23,7 @@ __all__ = ["Plan", "Scope", "PlanText", "user_location", "ARRANGEMENT_OPS", "PLA
 PLAN_VERSION = 1
 """The plan format version written into every plan."""
 
-ARRANGEMENT_OPS = frozenset({"arrange", "enter_arrangement"})
+ARRANGEMENT_OPS = frozenset({"arrange", "enter_arrangement", "import_trace"})
 """Operators whose output is an arrangement (valid inputs of join / reduce only)."""
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -378,6 +378,34 @@ impl PyEngine {
     fn set_logging(&mut self, on: bool) {
         self.engine.set_logging(on)
     }
+
+    /// Attaches another dataflow's plan (with `import_trace` nodes naming this engine's
+    /// arrangements); returns the offset of its node ids in this engine.
+    fn attach(&mut self, plan_json: &str) -> PyResult<usize> {
+        let plan = Plan::from_json(plan_json).py()?;
+        self.engine.attach(plan).py()
+    }
+
+    /// A handle holding back compaction of a top-level arrangement's trace; returns its id.
+    fn trace_handle(&mut self, node: usize) -> PyResult<usize> {
+        self.engine.trace_handle(node).py()
+    }
+
+    /// Moves a trace handle's frontier forward.
+    fn set_handle_frontier(&mut self, handle: usize, time: Vec<i64>) -> PyResult<()> {
+        let t = time_from_list(&time, self.time_dims, "trace handle set_frontier")?;
+        self.engine.set_handle_frontier(handle, t).py()
+    }
+
+    /// Releases a trace handle.
+    fn close_handle(&mut self, handle: usize) -> PyResult<()> {
+        self.engine.close_handle(handle).py()
+    }
+
+    /// Updates stored in an arrangement's trace (all workers).
+    fn trace_len(&self, node: usize) -> PyResult<usize> {
+        self.engine.trace_len(node).py()
+    }
 }
 
 /// Registers the engine class.

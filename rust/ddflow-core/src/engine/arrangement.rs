@@ -111,6 +111,12 @@ impl Arrangement {
         }
     }
 
+    /// Spends up to `fuel` units of idle merge work (merging batches and advancing their
+    /// times to the compaction frontier); returns whether idle work remains.
+    pub fn exert(&mut self, fuel: usize) -> bool {
+        self.spine.exert(fuel)
+    }
+
     /// Reads the whole trace back as one consolidated batch of full rows.
     pub fn to_updates(&self) -> Updates {
         self.spine.to_updates().0

@@ -40,6 +40,10 @@ use worker::{LogEntry, Worker};
 /// worker on the 1k/2k, 100k/1M and 1M/10M graphs; 4,096 gave none.
 const PARALLEL_MIN_UPDATES: usize = 512;
 
+/// Idle merge work an arrangement spends per activation after a trace handle is released
+/// (so that the history it held back is compacted without waiting for new batches).
+const IDLE_MERGE_FUEL: usize = 1 << 20;
+
 /// The most workers an engine runs (`Dataflow(workers=...)` documents the same bound).
 pub const MAX_WORKERS: usize = 256;
 
@@ -78,6 +82,12 @@ pub struct Engine {
     scratch_ports: Vec<Antichain<Time>>,
     /// The previous pass's `reach_out`, to tell whether frontiers moved.
     scratch_before: Vec<Antichain<Time>>,
+    /// Trace handles: the arrange node each holds and the frontier it holds compaction at
+    /// (`None` once released).
+    handles: Vec<Option<(usize, Antichain<Time>)>>,
+    /// `(worker, arrange node)` whose trace does idle merge work at its next activations
+    /// (after a handle on it was released), until none remains.
+    idle_merges: std::collections::BTreeSet<(usize, usize)>,
 }
 
 impl Engine {
@@ -98,6 +108,17 @@ impl Engine {
                 }
             }
         }
+        if let Some(imp) = plan
+            .nodes
+            .iter()
+            .find(|n| matches!(n.op, Op::ImportTrace { .. }))
+        {
+            return Err(Error::Plan(format!(
+                "{}: import_trace only runs in a dataflow attached to the engine that holds \
+                 the trace",
+                imp.label
+            )));
+        }
         let mut trace_of = vec![None; n];
         for node in &plan.nodes {
             trace_of[node.id] = match node.op {
@@ -106,6 +127,7 @@ impl Engine {
                 _ => None,
             };
         }
+
         let inputs = plan
             .nodes
             .iter()
@@ -138,6 +160,8 @@ impl Engine {
             scratch_queued: Vec::new(),
             scratch_ports: Vec::new(),
             scratch_before: Vec::new(),
+            handles: Vec::new(),
+            idle_merges: Default::default(),
         };
         e.compute_frontiers();
         e.compute_frontiers_in();
@@ -376,6 +400,10 @@ impl Engine {
             for f in w.fresh.iter_mut() {
                 *f = None;
             }
+            if !w.pending_snapshots.is_empty() {
+                w.take_snapshots(&self.trace_of);
+                progressed = true;
+            }
         }
         let n = self.plan.nodes.len();
         // Nodes run in plan order; each runs on every worker (in parallel threads when there
@@ -438,6 +466,10 @@ impl Engine {
     /// Lets the traces a node reads compact up to the frontier of its last activation.
     fn compact(&mut self, w: usize, node: usize, _f_in: &Antichain<Time>) {
         let spec = &self.plan.nodes[node];
+        if matches!(spec.op, Op::ImportTrace { .. }) {
+            self.compact_reduce_outputs(w, node);
+            return;
+        }
         if !matches!(spec.op, Op::Arrange { .. }) {
             return;
         }
@@ -449,7 +481,10 @@ impl Engine {
         let mut stack: Vec<usize> = self.consumers[node].iter().map(|c| c.0).collect();
         let wk = &self.workers[w];
         while let Some(c) = stack.pop() {
-            if matches!(self.plan.nodes[c].op, Op::EnterArrangement) {
+            if matches!(
+                self.plan.nodes[c].op,
+                Op::EnterArrangement | Op::ImportTrace { .. }
+            ) {
                 stack.extend(self.consumers[c].iter().map(|x| x.0));
                 continue;
             }
@@ -461,14 +496,27 @@ impl Engine {
                 f.insert(t);
             }
         }
-        // Never compact past what this node itself may still add.
+        // Never compact past what this node itself may still add, nor past a trace handle.
         for t in wk.last_frontier[node].elements() {
             f.insert(*t);
         }
+        for (_, hf) in self.handles.iter().flatten().filter(|(n, _)| *n == node) {
+            for t in hf.elements() {
+                f.insert(*t);
+            }
+        }
         if let Some(tr) = self.workers[w].traces[node].as_mut() {
             tr.set_compaction(&f);
+            if self.idle_merges.contains(&(w, node)) && !tr.exert(IDLE_MERGE_FUEL) {
+                self.idle_merges.remove(&(w, node));
+            }
         }
-        // Reduce output traces compact to the reduce's own last frontier.
+        self.compact_reduce_outputs(w, node);
+    }
+
+    /// Reduce output traces of `node`'s reduce consumers compact to the reduce's own last
+    /// frontier.
+    fn compact_reduce_outputs(&mut self, w: usize, node: usize) {
         let reduce_consumers: Vec<usize> = self.consumers[node]
             .iter()
             .map(|c| c.0)
@@ -480,6 +528,166 @@ impl Engine {
                 st.out.set_compaction(&lf);
             }
         }
+    }
+
+    /// Attaches another dataflow's plan to this running engine: its nodes get ids from the
+    /// returned offset on, its iterate scopes follow this plan's, and its `import_trace`
+    /// nodes read the named top-level arrangements of this engine (their consumers first see
+    /// the trace's current contents, then each new batch). Both run in every pass.
+    pub fn attach(&mut self, other: Plan) -> Result<usize> {
+        if other.time_dims != self.plan.time_dims {
+            return Err(Error::Plan(format!(
+                "the attached dataflow has {} time coordinates, the running one {}",
+                other.time_dims, self.plan.time_dims
+            )));
+        }
+        let offset = self.plan.nodes.len();
+        let scope_base = self.plan.scopes.len() - 1;
+        let map_scope = |s: usize| if s == 0 { 0 } else { s + scope_base };
+        let mut nodes = Vec::with_capacity(other.nodes.len());
+        for mut n in other.nodes {
+            n.id += offset;
+            n.scope = map_scope(n.scope);
+            for i in n.inputs.iter_mut() {
+                *i += offset;
+            }
+            match &mut n.op {
+                Op::Variable { result } => *result += offset,
+                Op::ImportTrace { source } => {
+                    let ok = self.plan.nodes.get(*source).is_some_and(|s| {
+                        s.scope == 0 && matches!(s.op, Op::Arrange { .. } | Op::ImportTrace { .. })
+                    });
+                    if !ok {
+                        return Err(Error::Plan(format!(
+                            "{}: source node {source} is not a top-level arrangement of the \
+                             running dataflow",
+                            n.label
+                        )));
+                    }
+                    let width = self.trace_of[*source]
+                        .map(|t| self.plan.nodes[t].columns.len())
+                        .unwrap_or(0);
+                    if width != n.columns.len() {
+                        return Err(Error::Plan(format!(
+                            "{}: {} columns, the imported arrangement has {width}",
+                            n.label,
+                            n.columns.len()
+                        )));
+                    }
+                    n.inputs = vec![*source];
+                }
+                _ => {}
+            }
+            nodes.push(n);
+        }
+        for sc in other.scopes.into_iter().skip(1) {
+            self.plan.scopes.push(plan::Scope {
+                parent: sc.parent.map(map_scope),
+                depth: sc.depth,
+                max_iterations: sc.max_iterations,
+            });
+        }
+        self.plan.nodes.extend(nodes);
+        let n = self.plan.nodes.len();
+        self.ports = progress::input_ports(&self.plan);
+        self.consumers = vec![Vec::new(); n];
+        for (node, ps) in self.ports.iter().enumerate() {
+            for (port, ups) in ps.iter().enumerate() {
+                for &u in ups {
+                    self.consumers[u].push((node, port));
+                }
+            }
+        }
+        for node in offset..n {
+            let spec = &self.plan.nodes[node];
+            let t = match spec.op {
+                Op::Arrange { .. } => Some(node),
+                Op::EnterArrangement | Op::ImportTrace { .. } => self.trace_of[spec.inputs[0]],
+                _ => None,
+            };
+            self.trace_of.push(t);
+            self.inputs.push(match spec.op {
+                Op::Input { .. } => Some(InputState {
+                    frontier: Antichain::from_elem(Time::minimum()),
+                    closed: false,
+                    schema: None,
+                }),
+                _ => None,
+            });
+        }
+        for w in self.workers.iter_mut() {
+            w.extend(&self.plan);
+        }
+        self.compute_frontiers();
+        self.compute_frontiers_in();
+        Ok(offset)
+    }
+
+    /// A handle on the trace of top-level arrangement `node`: compaction stops at its
+    /// frontier (initially the least time) until it moves or is released.
+    pub fn trace_handle(&mut self, node: usize) -> Result<usize> {
+        let ok = self
+            .plan
+            .nodes
+            .get(node)
+            .is_some_and(|s| s.scope == 0 && matches!(s.op, Op::Arrange { .. }));
+        if !ok {
+            return Err(Error::Value(format!(
+                "node {node} is not a top-level arrange node; only those have trace handles"
+            )));
+        }
+        self.handles
+            .push(Some((node, Antichain::from_elem(Time::minimum()))));
+        Ok(self.handles.len() - 1)
+    }
+
+    fn handle_mut(&mut self, handle: usize) -> Result<&mut (usize, Antichain<Time>)> {
+        self.handles
+            .get_mut(handle)
+            .and_then(|h| h.as_mut())
+            .ok_or_else(|| Error::Value(format!("trace handle {handle} is closed or unknown")))
+    }
+
+    /// Moves a trace handle's frontier forward to `time` (it may not go back).
+    pub fn set_handle_frontier(&mut self, handle: usize, time: Time) -> Result<()> {
+        let h = self.handle_mut(handle)?;
+        if !h.1.less_equal(&time) {
+            return Err(Error::Time(format!(
+                "trace handle {handle}: cannot move its frontier back from {:?} to {time:?}",
+                h.1
+            )));
+        }
+        h.1 = Antichain::from_elem(time);
+        let node = h.0;
+        for w in 0..self.workers.len() {
+            self.idle_merges.insert((w, node));
+        }
+        Ok(())
+    }
+
+    /// Releases a trace handle (compaction of its trace no longer waits for it).
+    pub fn close_handle(&mut self, handle: usize) -> Result<()> {
+        let node = self.handle_mut(handle)?.0;
+        self.handles[handle] = None;
+        for w in 0..self.workers.len() {
+            self.idle_merges.insert((w, node));
+        }
+        Ok(())
+    }
+
+    /// Updates stored in the trace of arrange node `node`, summed over workers.
+    pub fn trace_len(&self, node: usize) -> Result<usize> {
+        let t = self
+            .trace_of
+            .get(node)
+            .copied()
+            .flatten()
+            .ok_or_else(|| Error::Value(format!("node {node} is not an arrangement")))?;
+        Ok(self
+            .workers
+            .iter()
+            .map(|w| w.traces[t].as_ref().map_or(0, |t| t.len()))
+            .sum())
     }
 
     fn trim_logs(&mut self) {

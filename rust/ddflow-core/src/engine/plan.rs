@@ -81,6 +81,11 @@ pub enum Op {
     },
     Enter,
     EnterArrangement,
+    /// Another dataflow's top-level arrangement `source` (a node id of the engine this plan
+    /// is attached to), read without a copy.
+    ImportTrace {
+        source: usize,
+    },
     Variable {
         result: usize,
     },
@@ -132,6 +137,7 @@ impl Node {
             Op::Reduce { .. } => "reduce",
             Op::Enter => "enter",
             Op::EnterArrangement => "enter_arrangement",
+            Op::ImportTrace { .. } => "import_trace",
             Op::Variable { .. } => "variable",
             Op::Leave => "leave",
             Op::InspectPy { .. } => "inspect_py",
@@ -142,7 +148,10 @@ impl Node {
 
     /// Whether the node's output is an arrangement.
     pub fn is_arrangement(&self) -> bool {
-        matches!(self.op, Op::Arrange { .. } | Op::EnterArrangement)
+        matches!(
+            self.op,
+            Op::Arrange { .. } | Op::EnterArrangement | Op::ImportTrace { .. }
+        )
     }
 }
 
@@ -354,6 +363,9 @@ impl Plan {
                 },
                 "enter" => Op::Enter,
                 "enter_arrangement" => Op::EnterArrangement,
+                "import_trace" => Op::ImportTrace {
+                    source: as_u64(n, "source", &ctx)? as usize,
+                },
                 "variable" => Op::Variable {
                     result: as_u64(n, "result", &ctx)? as usize,
                 },
@@ -392,7 +404,7 @@ impl Plan {
     fn validate(&self) -> Result<()> {
         for n in &self.nodes {
             let want = match &n.op {
-                Op::Input { .. } => Some(0),
+                Op::Input { .. } | Op::ImportTrace { .. } => Some(0),
                 Op::Join { .. } => Some(2),
                 Op::Concat => None,
                 _ => Some(1),

@@ -74,6 +74,11 @@ pub struct Worker {
     pub logging: bool,
     /// Error updates produced since the engine last took them (see `errors.rs`).
     pub errors: Vec<ErrorUpdate>,
+    /// For each node, the `import_trace` node it reads through (itself or via
+    /// `enter_arrangement`), whose first-pass snapshot its consumers see in `fresh`.
+    pub import_of: Vec<Option<usize>>,
+    /// `import_trace` nodes whose consumers have not yet been shown the trace's contents.
+    pub pending_snapshots: Vec<usize>,
 }
 
 /// Read-only context of a pass.
@@ -93,11 +98,29 @@ pub struct PassCtx<'a> {
 impl Worker {
     /// A worker for `plan`.
     pub fn new(plan: &Plan, index: usize, peers: usize) -> Self {
-        let n = plan.nodes.len();
-        let mut nodes = Vec::with_capacity(n);
-        let mut traces = Vec::with_capacity(n);
-        let mut ports = Vec::with_capacity(n);
-        for node in &plan.nodes {
+        let mut w = Worker {
+            index,
+            peers,
+            nodes: Vec::new(),
+            inbox: Vec::new(),
+            traces: Vec::new(),
+            fresh: Vec::new(),
+            last_frontier: Vec::new(),
+            outbox: Vec::new(),
+            log: Vec::new(),
+            logging: true,
+            errors: Vec::new(),
+            import_of: Vec::new(),
+            pending_snapshots: Vec::new(),
+        };
+        w.extend(plan);
+        w
+    }
+
+    /// Adds state for the nodes of `plan` beyond those this worker has (a dataflow attached
+    /// to a running engine); `import_trace` nodes get their snapshot at the next pass.
+    pub fn extend(&mut self, plan: &Plan) {
+        for node in &plan.nodes[self.nodes.len()..] {
             let (state, trace, nports) = match &node.op {
                 Op::Select { .. } => (NodeState::Select(None), None, 1),
                 Op::Filter { .. } => (NodeState::Filter(None), None, 1),
@@ -112,6 +135,10 @@ impl Worker {
                 Op::Reduce { .. } => {
                     let kw = match &plan.nodes[node.inputs[0]].op {
                         Op::Arrange { key } => key.len(),
+                        Op::ImportTrace { source } => match &plan.nodes[*source].op {
+                            Op::Arrange { key } => key.len(),
+                            _ => 0,
+                        },
                         _ => 0,
                     };
                     (NodeState::Reduce(Box::new(ReduceState::new(kw))), None, 1)
@@ -124,24 +151,62 @@ impl Worker {
                 Op::Join { .. } => (NodeState::Stateless, None, 2),
                 _ => (NodeState::Stateless, None, node.inputs.len().max(1)),
             };
-            nodes.push(state);
-            traces.push(trace);
-            ports.push((0..nports).map(|_| Vec::new()).collect());
+            self.nodes.push(state);
+            self.traces.push(trace);
+            self.inbox.push((0..nports).map(|_| Vec::new()).collect());
+            self.fresh.push(None);
+            self.last_frontier
+                .push(Antichain::from_elem(Time::minimum()));
+            let import = match &node.op {
+                Op::ImportTrace { .. } => {
+                    self.pending_snapshots.push(node.id);
+                    Some(node.id)
+                }
+                Op::EnterArrangement => self.import_of[node.inputs[0]],
+                _ => None,
+            };
+            self.import_of.push(import);
         }
-        Worker {
-            index,
-            peers,
-            nodes,
-            inbox: ports,
-            traces,
-            fresh: (0..n).map(|_| None).collect(),
-            last_frontier: (0..n)
-                .map(|_| Antichain::from_elem(Time::minimum()))
-                .collect(),
-            outbox: Vec::new(),
-            log: Vec::new(),
-            logging: true,
-            errors: Vec::new(),
+    }
+
+    /// Shows each pending `import_trace`'s consumers the imported trace's current contents
+    /// (as this pass's fresh batch of the import node). Call after `fresh` is cleared.
+    pub fn take_snapshots(&mut self, trace_of: &[Option<usize>]) {
+        for import in std::mem::take(&mut self.pending_snapshots) {
+            let Some(src) = trace_of[import] else {
+                continue;
+            };
+            let (Some(schema), Some(trace)) = (self.schema_of(src), self.traces[src].as_ref())
+            else {
+                continue;
+            };
+            if trace.is_empty() {
+                continue;
+            }
+            self.fresh[import] = Some(Arc::new(Msg {
+                schema,
+                upd: trace.to_updates(),
+            }));
+        }
+    }
+
+    /// The new batch a consumer of arrangement `input` sees this pass: the arrange node's
+    /// fresh batch, plus an import's snapshot in the pass after it was attached.
+    fn fresh_for(&self, trace_of: &[Option<usize>], input: usize) -> Option<Arc<Msg>> {
+        let base = trace_of[input].and_then(|t| self.fresh[t].clone());
+        let snap = self.import_of[input].and_then(|i| self.fresh[i].clone());
+        match (snap, base) {
+            (None, b) => b,
+            (Some(s), None) => Some(s),
+            (Some(s), Some(b)) => {
+                let mut upd = s.upd.clone();
+                upd.extend(&b.upd);
+                consolidate(&mut upd).ok()?;
+                Some(Arc::new(Msg {
+                    schema: s.schema.clone(),
+                    upd,
+                }))
+            }
         }
     }
 
@@ -200,10 +265,10 @@ impl Worker {
         }
         let spec = &plan.nodes[node];
         match spec.op {
-            Op::Join { .. } | Op::Reduce { .. } => spec
-                .inputs
-                .iter()
-                .any(|&i| trace_of[i].is_some_and(|t| self.fresh[t].is_some())),
+            Op::Join { .. } | Op::Reduce { .. } => spec.inputs.iter().any(|&i| {
+                trace_of[i].is_some_and(|t| self.fresh[t].is_some())
+                    || self.import_of[i].is_some_and(|t| self.fresh[t].is_some())
+            }),
             _ => false,
         }
     }
@@ -748,15 +813,15 @@ impl Worker {
                 self.fresh[node] = Some(Arc::new(msg));
                 (Vec::new(), true)
             }
-            Op::EnterArrangement => (Vec::new(), false),
+            Op::EnterArrangement | Op::ImportTrace { .. } => (Vec::new(), false),
             Op::Join { kind } => {
                 let (a, b) = (spec.inputs[0], spec.inputs[1]);
                 let (ta, tb) = (
                     ctx.trace_of[a].expect("trace"),
                     ctx.trace_of[b].expect("trace"),
                 );
-                let da = self.fresh[ta].clone();
-                let db = self.fresh[tb].clone();
+                let da = self.fresh_for(ctx.trace_of, a);
+                let db = self.fresh_for(ctx.trace_of, b);
                 if da.is_none() && db.is_none() {
                     return Ok(Some((Vec::new(), false)));
                 }
@@ -814,7 +879,7 @@ impl Worker {
             Op::Reduce { agg } => {
                 let a = spec.inputs[0];
                 let ta = ctx.trace_of[a].expect("trace");
-                let fresh = self.fresh[ta].clone();
+                let fresh = self.fresh_for(ctx.trace_of, a);
                 let has_pending = match &self.nodes[node] {
                     NodeState::Reduce(r) => r.has_complete_pending(frontier),
                     _ => false,
