@@ -220,12 +220,17 @@ class Dataflow:
 
     def _attach(self) -> EngineLike:
         """Attaches this dataflow's plan to its host's engine (``import_trace``)."""
-        from ddflow.traces import AttachedEngine, remap_functions
+        from ddflow.traces import AttachedEngine, SharedState, remap_functions
 
         assert self._host is not None
-        host_engine: Any = self._host._engine()
-        raw = host_engine.engine if isinstance(host_engine, AttachedEngine) else host_engine
         root = self._root()
+        root_engine: Any = root._engine()
+        if not isinstance(root_engine, AttachedEngine):
+            # From now on the dataflows sharing the engine all see it through wrappers.
+            root_engine = AttachedEngine(root_engine, 0, len(root._plan.nodes), SharedState())
+            root._engine_obj = root_engine
+        raw = root_engine.engine
+        self._host._engine()
         dims = root._times.dims or len(root._times.zero())
         if self._times.dims is None:
             self._times.fix(dims)
@@ -243,7 +248,9 @@ class Dataflow:
         ids = [root._dispatcher.register(self._dispatcher[i]) for i in range(len(self._dispatcher))]
         plan = remap_functions(plan, ids.__getitem__)
         offset = raw.attach(json.dumps(plan, separators=(",", ":")))
-        return AttachedEngine(raw, offset, len(self._plan.nodes))  # type: ignore[return-value]
+        return AttachedEngine(  # type: ignore[return-value]
+            raw, offset, len(self._plan.nodes), root_engine.shared
+        )
 
     def _flush(self) -> EngineLike:
         """Hands every input's buffered updates to the engine."""

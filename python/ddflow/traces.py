@@ -119,14 +119,35 @@ class TraceHandle:
         return int(engine.trace_len(self.node))  # type: ignore[attr-defined]
 
 
-class AttachedEngine:
-    """The host dataflow's engine as seen by a dataflow attached to it (node ids shifted)."""
+class SharedState:
+    """What the dataflows sharing one engine share besides it: error updates taken from the
+    engine that belong to another of them (each takes its own)."""
 
-    def __init__(self, engine: Any, offset: int, nodes: int) -> None:
-        """Wraps ``engine``; the attached dataflow's node ``i`` is engine node ``offset + i``."""
+    def __init__(self) -> None:
+        """Nothing pending."""
+        self.errors: list[Any] = []
+
+
+class AttachedEngine:
+    """A shared engine as seen by one of the dataflows running in it (node ids shifted)."""
+
+    def __init__(self, engine: Any, offset: int, nodes: int, shared: SharedState) -> None:
+        """Wraps ``engine``; the dataflow's node ``i`` is engine node ``offset + i``."""
         self.engine = engine
         self.offset = offset
         self.nodes = nodes
+        self.shared = shared
+
+    def errors_take(self) -> list[Any]:
+        """This dataflow's error updates since the last take (node ids its own); those of
+        the other dataflows stay pending for them."""
+        pending = self.shared.errors
+        pending.extend(self.engine.errors_take())
+        mine = [e for e in pending if self.offset <= int(e[0]) < self.offset + self.nodes]
+        self.shared.errors = [
+            e for e in pending if not self.offset <= int(e[0]) < self.offset + self.nodes
+        ]
+        return [(int(e[0]) - self.offset, *e[1:]) for e in mine]
 
     def push(
         self, input_node: int, columns: list[np.ndarray], times: np.ndarray, diffs: np.ndarray
