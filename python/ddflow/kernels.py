@@ -54,6 +54,7 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from ddflow import _core
+from ddflow.dtypes import check_utf8
 from ddflow.errors import InvalidValueError, SchemaTypeError
 
 __all__ = [
@@ -141,7 +142,18 @@ def as_column(x: ArrayLike, name: str = "column") -> np.ndarray:
             x = x.astype(_WIDEN[kind])
     elif kind == "U":
         x = x.astype(object)
+    if x.dtype.kind == "O" and x.size and all(isinstance(v, str) for v in x[:1]):
+        check_utf8(x, name)
     return x
+
+
+def _count_arg(value: Any, name: str, minimum: int = 0) -> int:
+    """A non-negative (or ``>= minimum``) int argument that fits in int64, or an error naming it."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise SchemaTypeError(f"{name} must be an int, got {value!r}")
+    if not minimum <= int(value) <= 2**63 - 1:
+        raise InvalidValueError(f"{name} must be an int from {minimum} to 2**63-1, got {value!r}")
+    return int(value)
 
 
 def as_times(x: TimesLike | None, name: str = "times") -> np.ndarray | None:
@@ -419,6 +431,8 @@ class Trace(_Reader):
     def __init__(self, dtypes: Sequence[str], key_columns: int, time_dims: int = 1) -> None:
         """An empty trace of records with columns of ``dtypes`` (``"int64"``, ``"uint64"``,
         ``"float64"``, ``"bool"``, ``"str"``) and times of ``time_dims`` coordinates."""
+        key_columns = _count_arg(key_columns, "Trace: key_columns")
+        time_dims = _count_arg(time_dims, "Trace: time_dims", 1)
         self._raw = _core.Trace(list(dtypes), key_columns, time_dims)
 
     @classmethod
@@ -485,6 +499,8 @@ class Trace(_Reader):
     def exert(self, fuel: int | None = None) -> bool:
         """Does up to ``fuel`` units of merge work (all of it if ``None``): finishes merges,
         merges batches into one, compacts. Returns whether work remains."""
+        if fuel is not None:
+            fuel = _count_arg(fuel, "exert: fuel")
         return bool(self._raw.exert(fuel))
 
     def n_batches(self) -> int:

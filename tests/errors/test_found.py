@@ -340,3 +340,37 @@ def test_time_shape_checked_against_nesting() -> None:
     with pytest.raises(dd.InvalidValueError) as ei:
         i.update_at((1,), (0, 0))
     assert "nested iterate" in str(ei.value)
+
+
+def test_kernel_arguments_and_strings_name_the_argument() -> None:
+    """Surrogates in kernels.consolidate gave a bare UnicodeEncodeError; Trace(["int64"], -1)
+    and exert(-1) gave plain OverflowErrors naming no argument."""
+    from ddflow import kernels as K
+
+    with pytest.raises(dd.InvalidValueError) as ei:
+        K.consolidate([np.array(["ok", "\ud800"], dtype=object)], np.zeros(2, np.int64), [1, 1])
+    assert "row 1" in str(ei.value)
+    with pytest.raises(dd.InvalidValueError) as ei:
+        K.Trace(["int64"], -1)
+    assert "key_columns" in str(ei.value)
+    with pytest.raises(dd.InvalidValueError) as ei:
+        K.Trace(["int64"], 1).exert(-1)
+    assert "fuel" in str(ei.value)
+
+
+def test_join_diff_product_outside_int64_is_an_error_update() -> None:
+    """Join diffs multiply: 2**62 x 2**62 does not fit int64 (it used to be an error that
+    stopped the run); now an error update, retracted with the record."""
+    f, i, c = _flow()
+    out = c.join(c, on="k").capture()
+    i.update_at((1,), 0, BIG)
+    i.update_at((2,), 0, 3)
+    i.advance_to(1)
+    f.run_until(1)
+    with pytest.raises(dd.DataError) as ei:
+        out.at(0)
+    assert "join@" in str(ei.value) and "k=1" in str(ei.value)
+    i.update_at((1,), 1, -BIG)
+    i.advance_to(2)
+    f.run_until(2)
+    assert _rows(out.at(1)) == [{"k": 2, "diff": 9}]

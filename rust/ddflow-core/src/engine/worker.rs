@@ -859,6 +859,7 @@ impl Worker {
                     };
                 let empty_a = Updates::new(self.traces[ta].as_ref().expect("trace").width);
                 let empty_b = Updates::new(self.traces[tb].as_ref().expect("trace").width);
+                let mut overflow = Vec::new();
                 let upd = join_delta(
                     *kind,
                     kw,
@@ -867,7 +868,20 @@ impl Worker {
                     self.traces[ta].as_ref().expect("trace"),
                     self.traces[tb].as_ref().expect("trace"),
                     out_w,
+                    &mut overflow,
                 )?;
+                for (row, time, d) in overflow {
+                    // A diff product outside int64: an error update with the product's sign.
+                    self.errors.push(ErrorUpdate {
+                        node,
+                        message: "overflow: the product of the joined diffs is outside the \
+                                  64-bit signed range"
+                            .to_string(),
+                        values: render_row(&spec.columns, &out_schema, &row),
+                        time,
+                        diff: d.signum() as i64,
+                    });
+                }
                 (
                     vec![Msg {
                         schema: Arc::new(out_schema),

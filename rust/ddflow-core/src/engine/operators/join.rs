@@ -10,7 +10,7 @@
 use crate::engine::arrangement::Arrangement;
 use crate::engine::plan::JoinKind;
 use crate::error::Result;
-use crate::lattice::Lattice;
+use crate::lattice::{Lattice, Time};
 use crate::updates::Updates;
 
 /// The `[start, end)` index ranges of equal keys in a batch sorted by row.
@@ -42,6 +42,7 @@ fn product(
     sign: i64,
     out: &mut Updates,
     scratch: &mut Vec<u64>,
+    overflow: &mut Vec<(Vec<u64>, Time, i128)>,
 ) -> Result<()> {
     let (lw, rw) = (l.width, r.width);
     for i in lrange.0..lrange.1 {
@@ -56,13 +57,20 @@ fn product(
                 scratch.extend_from_slice(&rrow[kw..]);
             }
             let t = l.times[i].join(&r.times[j]);
-            crate::sort::consolidate::pieces(d, |p| out.push(scratch, t, p));
+            if i64::try_from(d).is_ok() {
+                out.push(scratch, t, d as i64);
+            } else {
+                // Not representable: the engine makes it an error update (errors as data).
+                overflow.push((scratch.clone(), t, d));
+            }
         }
     }
     Ok(())
 }
 
 /// Computes the join output for new batches `da` (left) and `db` (right), given the traces.
+/// Diff products outside `i64` go to `overflow` (the engine makes them error updates).
+#[allow(clippy::too_many_arguments)]
 pub fn join_delta(
     kind: JoinKind,
     kw: usize,
@@ -71,6 +79,7 @@ pub fn join_delta(
     ta: &Arrangement,
     tb: &Arrangement,
     out_width: usize,
+    overflow: &mut Vec<(Vec<u64>, Time, i128)>,
 ) -> Result<Updates> {
     let pkind = if kind == JoinKind::Antijoin {
         JoinKind::Semijoin
@@ -100,6 +109,7 @@ pub fn join_delta(
             sign,
             &mut out,
             &mut scratch,
+            overflow,
         )?;
     }
     // A x dB
@@ -119,6 +129,7 @@ pub fn join_delta(
             sign,
             &mut out,
             &mut scratch,
+            overflow,
         )?;
     }
     // - dA x dB: a merge join of the two sorted batches.
@@ -140,6 +151,7 @@ pub fn join_delta(
                     -sign,
                     &mut out,
                     &mut scratch,
+                    overflow,
                 )?;
                 i += 1;
                 j += 1;
