@@ -562,7 +562,6 @@ impl ReduceState {
         let mut reader_in = inp.trace.reader();
         let mut reader_out = self.out.reader();
         let builtin = !matches!(inp.agg, Agg::Python { .. } | Agg::ThresholdPy(_));
-        let chain_ok = reduce_chain::supports(inp.agg);
         let out_width = self.out.width;
         let mut output = Updates::new(out_width);
         for (ki, (key, new_times)) in work.iter().enumerate() {
@@ -578,7 +577,7 @@ impl ReduceState {
             // One-dimensional times are totally ordered: one pass with running accumulations.
             // (Multi-dimensional times that happen to form a chain take the general path;
             // sorting them only to find out costs more than it saves on the BFS workloads.)
-            if chain_ok && at_most_1d(&edits) && at_most_1d(new_times) {
+            if builtin && at_most_1d(&edits) && at_most_1d(new_times) {
                 chain.times.clear();
                 chain.times.extend_from_slice(&edits);
                 chain.times.extend_from_slice(new_times);

@@ -32,11 +32,6 @@ pub fn is_chain(sorted: &[Time]) -> bool {
     sorted.windows(2).all(|w| w[0].less_equal(&w[1]))
 }
 
-/// Whether the aggregate can run on the chain path (built-in aggregates only).
-pub fn supports(agg: &Agg) -> bool {
-    !matches!(agg, Agg::Python { .. } | Agg::ThresholdPy(_))
-}
-
 /// Reusable buffers of [`reduce_key`].
 #[derive(Default)]
 pub struct ChainScratch {
@@ -89,6 +84,7 @@ enum Acc {
 
 /// Runs the reduce for one key whose times (in `s.times`, sorted and deduplicated) form a
 /// chain: emits output differences into `output` and pushes incomplete times to `pending`.
+/// Built-in aggregates only (Python reducers are called once per activation elsewhere).
 pub fn reduce_key(
     k: &ChainKey<'_>,
     s: &mut ChainScratch,
@@ -210,12 +206,14 @@ pub fn reduce_key(
                         &mut s.desired_rows,
                         &mut s.desired_counts,
                     )?;
-                    consolidate_rows(
+                    // Built-in aggregates emit distinct rows; only their order may be off.
+                    checked_consolidate_rows(
                         &mut s.desired_rows,
                         &mut s.desired_counts,
                         ovw,
                         &mut s.merge,
-                    );
+                        k.label,
+                    )?;
                 }
             }
             emit_difference(k, s, t, ovw, output)?;
@@ -352,19 +350,8 @@ fn emit_difference(
     Ok(())
 }
 
-/// Sorts rows (`width` words each) with their counts and sums equal rows, dropping zeros.
-/// Counts of desired output are small; the sum cannot overflow in practice, but is checked.
-fn consolidate_rows(
-    rows: &mut Vec<u64>,
-    counts: &mut Vec<i64>,
-    width: usize,
-    order: &mut Vec<(usize, bool)>,
-) {
-    // Desired rows from built-in aggregates are distinct; only the order may be off.
-    let _ = checked_consolidate_rows(rows, counts, width, order, "");
-}
-
-/// [`consolidate_rows`] with overflow reported as an error naming `label`.
+/// Sorts rows (`width` words each) with their counts and sums equal rows, dropping zeros;
+/// a sum outside `i64` is an overflow error naming `label`.
 fn checked_consolidate_rows(
     rows: &mut Vec<u64>,
     counts: &mut Vec<i64>,
