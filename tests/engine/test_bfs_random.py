@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from . import histories as h
 from . import model as m
 from .conftest import captured_at, ddflow, feed, log_entries, requires_engine
 
@@ -26,28 +27,8 @@ def edge_changes(
     insertion or deletion at each time ``1..changes``; root 0 at time 0, and root
     ``nodes - 1`` added at a random time and removed later."""
     rng = random.Random(seed)
-    present: set[tuple[int, int]] = set()
-    ups: list[m.Update] = []
-    while len(present) < initial:
-        e = (rng.randrange(nodes), rng.randrange(nodes))
-        if e not in present:
-            present.add(e)
-            ups.append((e, (0,), 1))
-    for t in range(1, changes + 1):
-        if present and rng.random() < 0.45:
-            e = rng.choice(sorted(present))
-            present.remove(e)
-            ups.append((e, (t,), -1))
-        else:
-            e = (rng.randrange(nodes), rng.randrange(nodes))
-            while e in present:
-                e = (rng.randrange(nodes), rng.randrange(nodes))
-            present.add(e)
-            ups.append((e, (t,), 1))
-    start = rng.randrange(1, changes)
-    stop = rng.randrange(start + 1, changes + 1)
-    roots = [((0,), (0,), 1), ((nodes - 1,), (start,), 1), ((nodes - 1,), (stop,), -1)]
-    return ups, roots
+    edges = h.edge_history(rng, nodes, initial, changes)
+    return edges, h.interval_roots(rng, nodes, changes)
 
 
 def expected_dists(edges: list[m.Update], roots: list[m.Update], t: int) -> m.Counts:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from . import histories as h
 from . import model as m
 from .conftest import captured_at, captured_updates, ddflow, feed, log_entries, requires_engine
 
@@ -74,56 +75,13 @@ def weighted_changes(
     """``initial`` weighted edges at time 0, then one random insertion or deletion at each
     time ``1..changes``; root 0 from time 0, root ``nodes - 1`` for an interval."""
     rng = random.Random(seed)
-    present: set[tuple[int, int, int]] = set()
-    ups: list[m.Update] = []
-
-    def fresh() -> tuple[int, int, int]:
-        while True:
-            e = (rng.randrange(nodes), rng.randrange(nodes), rng.randint(1, max_w))
-            if e not in present:
-                return e
-
-    for _ in range(initial):
-        e = fresh()
-        present.add(e)
-        ups.append((e, (0,), 1))
-    for t in range(1, changes + 1):
-        if present and rng.random() < 0.45:
-            e = rng.choice(sorted(present))
-            present.remove(e)
-            ups.append((e, (t,), -1))
-        else:
-            e = fresh()
-            present.add(e)
-            ups.append((e, (t,), 1))
-    start = rng.randrange(1, changes)
-    stop = rng.randrange(start + 1, changes + 1)
-    roots = [((0,), (0,), 1), ((nodes - 1,), (start,), 1), ((nodes - 1,), (stop,), -1)]
-    return ups, roots
+    edges = h.edge_history(rng, nodes, initial, changes, max_weight=max_w)
+    return edges, h.interval_roots(rng, nodes, changes)
 
 
 def edge_changes(seed: int, nodes: int, initial: int, changes: int) -> list[m.Update]:
     """Undirected-style random edges ``(src, dst)`` with one change per time."""
-    rng = random.Random(seed)
-    present: set[tuple[int, int]] = set()
-    ups: list[m.Update] = []
-    while len(present) < initial:
-        e = (rng.randrange(nodes), rng.randrange(nodes))
-        if e not in present:
-            present.add(e)
-            ups.append((e, (0,), 1))
-    for t in range(1, changes + 1):
-        if present and rng.random() < 0.5:
-            e = rng.choice(sorted(present))
-            present.remove(e)
-            ups.append((e, (t,), -1))
-        else:
-            e = (rng.randrange(nodes), rng.randrange(nodes))
-            while e in present:
-                e = (rng.randrange(nodes), rng.randrange(nodes))
-            present.add(e)
-            ups.append((e, (t,), 1))
-    return ups
+    return h.edge_history(random.Random(seed), nodes, initial, changes, delete_p=0.5)
 
 
 def drive(

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from . import histories as h
 from . import model as m
 from .conftest import captured_at, ddflow, feed, requires_engine
 
@@ -21,26 +22,7 @@ pytestmark = requires_engine
 
 def edge_history(seed: int, nodes: int, initial: int, changes: int) -> list[m.Update]:
     """``initial`` random edges at time 0, then one insertion or deletion per time."""
-    rng = random.Random(seed)
-    present: set[tuple[int, int]] = set()
-    ups: list[m.Update] = []
-    while len(present) < initial:
-        e = (rng.randrange(nodes), rng.randrange(nodes))
-        if e not in present:
-            present.add(e)
-            ups.append((e, (0,), 1))
-    for t in range(1, changes + 1):
-        if present and rng.random() < 0.45:
-            e = rng.choice(sorted(present))
-            present.remove(e)
-            ups.append((e, (t,), -1))
-        else:
-            e = (rng.randrange(nodes), rng.randrange(nodes))
-            while e in present:
-                e = (rng.randrange(nodes), rng.randrange(nodes))
-            present.add(e)
-            ups.append((e, (t,), 1))
-    return ups
+    return h.edge_history(random.Random(seed), nodes, initial, changes)
 
 
 def bfs_on(edges: Any, roots: Any) -> Any:
