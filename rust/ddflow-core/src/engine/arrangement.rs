@@ -7,6 +7,7 @@
 //! advance times by the compaction frontier (the meet of the readers' frontiers, set by the
 //! engine), so a key's history stays bounded as frontiers advance.
 
+use super::column::Schema;
 use crate::lattice::{Antichain, Time};
 use crate::trace::batch::Batch;
 use crate::trace::cursor::Cursor;
@@ -21,6 +22,8 @@ pub struct Arrangement {
     pub key_width: usize,
     /// Words per row (key + val).
     pub width: usize,
+    /// Dtypes of the rows (key columns first), fixed by the first batch.
+    pub schema: Option<Schema>,
     spine: Spine,
 }
 
@@ -63,6 +66,7 @@ impl Arrangement {
         Arrangement {
             key_width,
             width,
+            schema: None,
             spine: Spine::new(key_width, width - key_width),
         }
     }

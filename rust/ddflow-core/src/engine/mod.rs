@@ -17,6 +17,7 @@
 pub mod arrangement;
 pub mod column;
 pub mod errors;
+pub mod exchange;
 pub mod operators;
 pub mod plan;
 pub mod plans;
@@ -274,7 +275,7 @@ impl Engine {
         self.push_count += 1;
         let ctx_consumers = self.consumers[node].clone();
         for (c, port) in ctx_consumers {
-            self.workers[w].deliver_external(&self.plan, c, port, msg.clone());
+            self.workers[w].deliver(c, port, msg.clone());
         }
         self.flush_outboxes();
         Ok(())
@@ -306,13 +307,7 @@ impl Engine {
     }
 
     fn flush_outboxes(&mut self) {
-        let mut moving = Vec::new();
-        for w in self.workers.iter_mut() {
-            moving.append(&mut w.outbox);
-        }
-        for (target, node, port, msg) in moving {
-            self.workers[target].inbox[node][port].push(msg);
-        }
+        exchange::flush(&mut self.workers);
     }
 
     /// Recomputes every node's frontier from the pointstamps of all workers.
@@ -524,9 +519,7 @@ impl Engine {
             .collect();
         for r in reduce_consumers {
             let lf = self.workers[w].last_frontier[r].clone();
-            if let worker::NodeState::Reduce(st) = &mut self.workers[w].nodes[r] {
-                st.out.set_compaction(&lf);
-            }
+            self.workers[w].ops[r].compact_output(&lf);
         }
     }
 
@@ -858,10 +851,7 @@ impl Engine {
         (0..self.plan.nodes.len())
             .map(|n| {
                 let t = w.traces[n].as_ref().map(|t| t.len()).unwrap_or(0);
-                let (o, p) = match &w.nodes[n] {
-                    worker::NodeState::Reduce(r) => (r.out.len(), r.pending.len()),
-                    _ => (0, 0),
-                };
+                let (o, p) = w.ops[n].sizes();
                 (n, t, o, p)
             })
             .filter(|x| x.1 + x.2 + x.3 > 0)
@@ -878,13 +868,7 @@ impl Engine {
                     .flatten()
                     .map(|t| t.heap_bytes())
                     .sum::<usize>()
-                    + w.nodes
-                        .iter()
-                        .map(|n| match n {
-                            worker::NodeState::Reduce(r) => r.out.heap_bytes(),
-                            _ => 0,
-                        })
-                        .sum::<usize>()
+                    + w.ops.iter().map(|op| op.heap_bytes()).sum::<usize>()
             })
             .sum()
     }

@@ -1,5 +1,9 @@
 //! The dataflow plan: parsed from the JSON that the Python package builds (see `PLAN.md`).
 
+use super::operators::{
+    advance, arrange, capture, consolidate, delay, filter, inert, inspect, join, leave, negate,
+    passthrough, python, reduce, select, variable, Operator,
+};
 use crate::error::{Error, Result};
 use crate::expr::Expr;
 use serde_json::Value;
@@ -143,6 +147,64 @@ impl Node {
             Op::InspectPy { .. } => "inspect_py",
             Op::Capture => "capture",
             Op::Probe => "probe",
+        }
+    }
+
+    /// The upstream nodes feeding each of the node's input ports (`variable`: the source,
+    /// then its result; `join`: left, right; `concat`: one port per input).
+    pub fn ports(&self) -> Vec<Vec<usize>> {
+        match &self.op {
+            Op::Variable { result } => vec![vec![self.inputs[0]], vec![*result]],
+            Op::Concat => self.inputs.iter().map(|&i| vec![i]).collect(),
+            Op::Join { .. } => vec![vec![self.inputs[0]], vec![self.inputs[1]]],
+            Op::Input { .. } => vec![vec![]],
+            _ => vec![self.inputs.clone()],
+        }
+    }
+
+    /// A fresh instance of the node's operator (one per worker).
+    pub fn operator(&self, plan: &Plan) -> Box<dyn Operator> {
+        let coord = || {
+            plan.iter_coord(self.scope)
+                .expect("an operator inside a scope")
+        };
+        let max_iterations = plan.scopes[self.scope].max_iterations;
+        match &self.op {
+            Op::Input { .. } | Op::Probe | Op::EnterArrangement | Op::ImportTrace { .. } => {
+                Box::new(inert::Inert)
+            }
+            Op::Concat | Op::Enter => Box::new(passthrough::PassThrough),
+            Op::Negate => Box::new(negate::Negate),
+            Op::Leave => Box::new(leave::Leave::new(
+                plan.iter_coord(plan.nodes[self.inputs[0]].scope)
+                    .expect("leave from a scope"),
+            )),
+            Op::Variable { .. } => Box::new(variable::Variable::new(coord(), max_iterations)),
+            Op::Select { exprs } => Box::new(select::Select::new(exprs)),
+            Op::Filter { predicate } => Box::new(filter::Filter::new(predicate)),
+            Op::AdvanceIteration { expr } => Box::new(advance::AdvanceIteration::new(
+                expr,
+                coord(),
+                max_iterations,
+            )),
+            Op::MapPy { func } => Box::new(python::PyStage::new(python::PyKind::Map, *func)),
+            Op::FlatMapPy { func } => {
+                Box::new(python::PyStage::new(python::PyKind::FlatMap, *func))
+            }
+            Op::FilterPy { func } => Box::new(python::PyStage::new(python::PyKind::Filter, *func)),
+            Op::InspectPy { func, .. } => Box::new(inspect::Inspect::new(
+                *func,
+                plan.time_dims + plan.scopes[self.scope].depth,
+            )),
+            Op::Delay => Box::new(delay::DelayState::new()),
+            Op::Consolidate => Box::new(consolidate::Consolidate::default()),
+            Op::Arrange { key } => Box::new(arrange::Arrange::new(key, self.columns.len())),
+            Op::Join { kind } => Box::new(join::Join::new(*kind)),
+            Op::Reduce { agg } => Box::new(reduce::Reduce::new(
+                agg,
+                plan.arrange_key(self.inputs[0]).map_or(0, |k| k.len()),
+            )),
+            Op::Capture => Box::new(capture::Capture::default()),
         }
     }
 
@@ -481,6 +543,19 @@ impl Plan {
             }
         }
         Ok(())
+    }
+
+    /// The key columns of the arrangement that node `node` (an `arrange`, or an
+    /// `import_trace` of one) outputs.
+    pub fn arrange_key(&self, node: usize) -> Option<&[usize]> {
+        match &self.nodes[node].op {
+            Op::Arrange { key } => Some(key),
+            Op::ImportTrace { source } => match &self.nodes.get(*source)?.op {
+                Op::Arrange { key } => Some(key),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 
     /// The index of the iteration coordinate of a scope (None for the top level).

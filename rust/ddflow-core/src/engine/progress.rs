@@ -17,16 +17,7 @@ use crate::lattice::{Antichain, Time};
 
 /// The upstream node feeding each input port of each node: `ports[node][port]`.
 pub fn input_ports(plan: &Plan) -> Vec<Vec<Vec<usize>>> {
-    plan.nodes
-        .iter()
-        .map(|n| match &n.op {
-            Op::Variable { result } => vec![vec![n.inputs[0]], vec![*result]],
-            Op::Concat => n.inputs.iter().map(|&i| vec![i]).collect(),
-            Op::Join { .. } => vec![vec![n.inputs[0]], vec![n.inputs[1]]],
-            Op::Input { .. } => vec![vec![]],
-            _ => vec![n.inputs.clone()],
-        })
-        .collect()
+    plan.nodes.iter().map(|n| n.ports()).collect()
 }
 
 /// The time `t` after passing input `port` of `node`; `None` if it cannot pass.

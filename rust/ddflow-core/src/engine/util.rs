@@ -1,5 +1,5 @@
-//! Small helpers shared by the engine's operators: sorting and consolidating updates,
-//! hashing keys to workers.
+//! Consolidating updates with one radix sorter per thread (shared by the engine's
+//! operators).
 
 use crate::error::Result;
 use crate::updates::Updates;
@@ -25,15 +25,4 @@ pub fn consolidate(upd: &mut Updates) -> Result<()> {
         Err(crate::error::Error::Overflow(_)) => Ok(()),
         other => other,
     }
-}
-
-/// The worker that owns a key.
-#[inline]
-pub fn worker_of(key: &[u64], workers: usize) -> usize {
-    let mut h: u64 = 0x9E37_79B9_7F4A_7C15;
-    for &k in key {
-        h = (h ^ k).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        h ^= h >> 31;
-    }
-    (h % workers as u64) as usize
 }

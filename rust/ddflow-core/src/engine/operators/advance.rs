@@ -9,11 +9,60 @@
 //! Because all updates of one record move by the same rule, the accumulated collection at
 //! iteration `i` is the input restricted to records whose value is at most `i`.
 
+use super::records::{Bound, Failures};
+use super::{Operator, Output, RunCtx};
 use crate::encoding::{decode_i64, DType};
 use crate::engine::column::Msg;
 use crate::error::{Error, Result};
-use crate::expr::BoundExpr;
+use crate::expr::{BoundExpr, Expr};
+use crate::lattice::{Antichain, Time};
 use crate::updates::Updates;
+
+/// An `advance_iteration` node: the value expression (bound for the last input schema), the
+/// iteration coordinate it moves and the scope's `max_iterations`.
+pub struct AdvanceIteration {
+    expr: Expr,
+    coord: usize,
+    max_iterations: Option<u64>,
+    bound: Bound<BoundExpr>,
+}
+
+impl AdvanceIteration {
+    /// Moves coordinate `coord` to `expr`'s value, below `max_iterations` when set.
+    pub fn new(expr: &Expr, coord: usize, max_iterations: Option<u64>) -> Self {
+        AdvanceIteration {
+            expr: expr.clone(),
+            coord,
+            max_iterations,
+            bound: Bound::default(),
+        }
+    }
+}
+
+impl Operator for AdvanceIteration {
+    fn run(
+        &mut self,
+        cx: &mut RunCtx<'_>,
+        inputs: &mut [Vec<Msg>],
+        _frontier: &Antichain<Time>,
+    ) -> Result<Output> {
+        let plan = cx.plan;
+        let spec = &plan.nodes[cx.node];
+        let names = &plan.nodes[spec.inputs[0]].columns;
+        let (coord, max) = (self.coord, self.max_iterations);
+        let mut out = Vec::new();
+        let mut failures = Failures::default();
+        for m in inputs.iter().flatten() {
+            let expr = &self.expr;
+            match self.bound.get(m, names, &spec.label, |s| expr.bind(s))? {
+                Ok(b) => failures.isolated(m, &mut |sub| advance(sub, b, coord, max), &mut out)?,
+                Err(e) => failures.fail_all(m, &e),
+            }
+        }
+        failures.record(cx, names);
+        Ok(Output::pass(out))
+    }
+}
 
 /// Applies `value` (bound, int64) to every update of `m`: the iteration coordinate `coord`
 /// becomes `max(t[coord], value(row))`. Values below zero, or at or beyond `max_iterations`
@@ -73,8 +122,7 @@ pub fn advance(
 mod tests {
     use super::*;
     use crate::encoding::encode_i64;
-    use crate::expr::{col, Expr};
-    use crate::lattice::Time;
+    use crate::expr::col;
     use std::sync::Arc;
 
     fn msg(vals: &[(i64, u64)]) -> Msg {

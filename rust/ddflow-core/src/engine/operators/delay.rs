@@ -11,7 +11,9 @@
 //! passed it (no more input can arrive at it), which is also when downstream operators
 //! would first act on it.
 
+use super::{take_all, Operator, Output, RunCtx};
 use crate::engine::column::Msg;
+use crate::error::Result;
 use crate::lattice::{Antichain, Time};
 use std::collections::BTreeMap;
 
@@ -79,6 +81,28 @@ impl DelayState {
             out.extend(self.held.remove(&t).unwrap_or_default());
         }
         out
+    }
+}
+
+impl Operator for DelayState {
+    fn run(
+        &mut self,
+        _cx: &mut RunCtx<'_>,
+        inputs: &mut [Vec<Msg>],
+        frontier: &Antichain<Time>,
+    ) -> Result<Output> {
+        for m in take_all(inputs) {
+            self.insert(m);
+        }
+        let msgs = self.release(frontier);
+        let did = !msgs.is_empty();
+        Ok(Output { msgs, did })
+    }
+
+    fn held(&self, held: &mut Antichain<Time>) {
+        for t in self.times() {
+            held.insert_ref(t);
+        }
     }
 }
 

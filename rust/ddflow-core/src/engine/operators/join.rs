@@ -7,11 +7,114 @@
 //! Output rows are `key, left vals, right vals` (`join`) or `key, left vals` (`semijoin`);
 //! `antijoin` emits `dA` minus the semijoin output.
 
+use super::{Operator, Output, RunCtx};
+use crate::encoding::DType;
 use crate::engine::arrangement::Arrangement;
+use crate::engine::column::Msg;
+use crate::engine::errors::{render_row, ErrorUpdate};
 use crate::engine::plan::JoinKind;
-use crate::error::Result;
-use crate::lattice::{Lattice, Time};
+use crate::error::{Error, Result};
+use crate::lattice::{Antichain, Lattice, Time};
 use crate::updates::Updates;
+use std::sync::Arc;
+
+/// A join node: its flavour. It reads the traces and fresh batches of its two input
+/// arrangements.
+pub struct Join {
+    kind: JoinKind,
+}
+
+impl Join {
+    /// A join of flavour `kind`.
+    pub fn new(kind: JoinKind) -> Self {
+        Join { kind }
+    }
+}
+
+impl Operator for Join {
+    fn run(
+        &mut self,
+        cx: &mut RunCtx<'_>,
+        _inputs: &mut [Vec<Msg>],
+        _frontier: &Antichain<Time>,
+    ) -> Result<Output> {
+        let plan = cx.plan;
+        let spec = &plan.nodes[cx.node];
+        let kind = self.kind;
+        let (a, b) = (spec.inputs[0], spec.inputs[1]);
+        let da = cx.fresh_for(a);
+        let db = cx.fresh_for(b);
+        if da.is_none() && db.is_none() {
+            return Ok(Output::none());
+        }
+        let (sa, sb) = match (&da, &db) {
+            (Some(x), Some(y)) => (x.schema.clone(), y.schema.clone()),
+            _ => (
+                cx.schema_of(a).unwrap_or_else(|| Arc::new(Vec::new())),
+                cx.schema_of(b).unwrap_or_else(|| Arc::new(Vec::new())),
+            ),
+        };
+        let (ta, tb) = (cx.trace(a), cx.trace(b));
+        let kw = ta.key_width;
+        if let (Some(ka), Some(kb)) = (sa.get(..kw), sb.get(..kw)) {
+            if ka != kb {
+                let names = &plan.nodes[cx.trace_of[a].expect("trace")].columns;
+                let i = (0..kw).find(|&i| ka[i] != kb[i]).unwrap_or(0);
+                return Err(Error::Type(format!(
+                    "join key column {:?} is {} on the left but {} on the right; keys of \
+                     different dtypes never match",
+                    names.get(i).cloned().unwrap_or_default(),
+                    ka[i].name(),
+                    kb[i].name()
+                )));
+            }
+        }
+        if sa.is_empty() || (sb.is_empty() && kind == JoinKind::Join) {
+            // One side has never seen data: its schema is unknown, and it is empty.
+            return Ok(Output::none());
+        }
+        let mut out_schema: Vec<DType> = sa.to_vec();
+        if kind == JoinKind::Join {
+            out_schema.extend_from_slice(sb.get(kw..).unwrap_or(&[]));
+        }
+        let empty_a = Updates::new(ta.width);
+        let empty_b = Updates::new(tb.width);
+        let mut overflow = Vec::new();
+        let upd = join_delta(
+            kind,
+            kw,
+            da.as_ref().map(|m| &m.upd).unwrap_or(&empty_a),
+            db.as_ref().map(|m| &m.upd).unwrap_or(&empty_b),
+            ta,
+            tb,
+            out_schema.len(),
+            &mut overflow,
+        )?;
+        for (row, time, d) in overflow {
+            // A diff product outside int64: an error update with the product's sign.
+            cx.errors.push(ErrorUpdate {
+                node: cx.node,
+                message: "overflow: the product of the joined diffs is outside the 64-bit \
+                          signed range"
+                    .to_string(),
+                values: render_row(&spec.columns, &out_schema, &row),
+                time,
+                diff: d.signum() as i64,
+            });
+        }
+        Ok(Output {
+            msgs: vec![Msg {
+                schema: Arc::new(out_schema),
+                upd,
+            }],
+            did: true,
+        })
+    }
+
+    fn reads_arrangements(&self) -> bool {
+        true
+    }
+}
 
 /// The `[start, end)` index ranges of equal keys in a batch sorted by row.
 pub fn key_runs(b: &Updates, kw: usize) -> Vec<(usize, usize)> {

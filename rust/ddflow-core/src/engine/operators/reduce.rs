@@ -14,13 +14,121 @@
 
 use super::aggregate;
 use super::reduce_chain::{self, ChainKey, ChainScratch};
+use super::{Operator, Output, RunCtx};
 use crate::encoding::DType;
 use crate::engine::arrangement::Arrangement;
-use crate::engine::column::{Callbacks, Column, Payload, Reply};
+use crate::engine::column::{Callbacks, Column, Msg, Payload, Reply};
+use crate::engine::errors::{render_row, ErrorUpdate};
 use crate::engine::plan::Agg;
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, PartialOrder, Time};
 use crate::updates::Updates;
+use std::sync::Arc;
+
+/// A `reduce` node: its aggregate and its state on one worker. It reads the trace and fresh
+/// batches of its input arrangement.
+pub struct Reduce {
+    agg: Agg,
+    state: ReduceState,
+}
+
+impl Reduce {
+    /// A reduce by `agg` of an arrangement keyed by `key_width` columns.
+    pub fn new(agg: &Agg, key_width: usize) -> Self {
+        Reduce {
+            agg: agg.clone(),
+            state: ReduceState::new(key_width),
+        }
+    }
+}
+
+impl Operator for Reduce {
+    fn run(
+        &mut self,
+        cx: &mut RunCtx<'_>,
+        _inputs: &mut [Vec<Msg>],
+        frontier: &Antichain<Time>,
+    ) -> Result<Output> {
+        let plan = cx.plan;
+        let spec = &plan.nodes[cx.node];
+        let label = spec.label.as_str();
+        let a = spec.inputs[0];
+        let fresh = cx.fresh_for(a);
+        if fresh.is_none() && !self.state.has_complete_pending(frontier) {
+            return Ok(Output::none());
+        }
+        let Some(schema) = fresh
+            .as_ref()
+            .map(|m| m.schema.clone())
+            .or_else(|| cx.schema_of(a))
+        else {
+            return Ok(Output::none());
+        };
+        let trace = cx.trace(a);
+        let kw = trace.key_width;
+        let arr_cols = &plan.nodes[cx.trace_of[a].expect("trace")].columns;
+        let key_names = &arr_cols[..kw.min(arr_cols.len())];
+        let empty = Updates::new(schema.len());
+        let res = self.state.activate(&ReduceInput {
+            agg: &self.agg,
+            key_width: kw,
+            key_dtypes: &schema[..kw],
+            val_dtypes: &schema[kw..],
+            key_names,
+            val_names: &arr_cols[kw.min(arr_cols.len())..],
+            trace,
+            batch: fresh.as_ref().map(|m| &m.upd).unwrap_or(&empty),
+            frontier,
+            callbacks: cx.callbacks,
+            label,
+        });
+        for (key, time, message, diff) in self.state.errors.new.drain(..) {
+            cx.errors.push(ErrorUpdate {
+                node: cx.node,
+                message: message.replace(&format!("{label}: "), ""),
+                values: render_row(key_names, &schema, &key),
+                time,
+                diff,
+            });
+        }
+        let upd = res?;
+        let mut out_schema: Vec<DType> = schema[..kw].to_vec();
+        out_schema.extend(self.state.out_dtypes.clone().unwrap_or_default());
+        Ok(Output {
+            msgs: vec![Msg {
+                schema: Arc::new(out_schema),
+                upd,
+            }],
+            did: true,
+        })
+    }
+
+    fn held(&self, held: &mut Antichain<Time>) {
+        for t in self.state.pending.times() {
+            held.insert_ref(t);
+        }
+    }
+
+    fn reads_arrangements(&self) -> bool {
+        true
+    }
+
+    fn calls_python(&self) -> bool {
+        matches!(self.agg, Agg::Python { .. } | Agg::ThresholdPy(_))
+    }
+
+    fn compact_output(&mut self, frontier: &Antichain<Time>) {
+        self.state.out.set_compaction(frontier);
+    }
+
+    fn sizes(&self) -> (usize, usize) {
+        (self.state.out.len(), self.state.pending.len())
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.state.out.heap_bytes()
+    }
+}
 
 /// State of one reduce operator (per worker).
 #[derive(Debug)]

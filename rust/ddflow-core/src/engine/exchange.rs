@@ -1,0 +1,89 @@
+//! Exchange: routing updates between workers.
+//!
+//! Each worker owns the keys that hash to it ([`worker_of`]). Updates arriving at an
+//! operator that keys its state (`arrange`, [`super::operators::Operator::exchange_key`])
+//! are split by the owner of their key; the parts for other workers go to the sending
+//! worker's outbox, and the engine moves outboxes into the owners' input queues
+//! ([`flush`]) right after each node ran on every worker, so a pass sees every worker's
+//! data at the next node.
+
+use super::column::Msg;
+use super::worker::Worker;
+use crate::updates::Updates;
+
+/// The worker that owns a key.
+#[inline]
+pub fn worker_of(key: &[u64], workers: usize) -> usize {
+    let mut h: u64 = 0x9E37_79B9_7F4A_7C15;
+    for &k in key {
+        h = (h ^ k).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        h ^= h >> 31;
+    }
+    (h % workers as u64) as usize
+}
+
+/// Splits `msg` by the owner of each update's key (the columns `key` of its rows): one
+/// message per worker that receives updates, `(worker, message)`.
+pub fn partition(msg: &Msg, key: &[usize], peers: usize) -> Vec<(usize, Msg)> {
+    let w = msg.upd.width;
+    let mut parts: Vec<Updates> = (0..peers).map(|_| Updates::new(w)).collect();
+    let mut kbuf = Vec::with_capacity(key.len());
+    for i in 0..msg.upd.len() {
+        let row = msg.upd.row(i);
+        kbuf.clear();
+        kbuf.extend(key.iter().map(|&k| row[k]));
+        let target = worker_of(&kbuf, peers);
+        parts[target].push(row, msg.upd.times[i], msg.upd.diffs[i]);
+    }
+    parts
+        .into_iter()
+        .enumerate()
+        .filter(|(_, upd)| !upd.is_empty())
+        .map(|(target, upd)| {
+            (
+                target,
+                Msg {
+                    schema: msg.schema.clone(),
+                    upd,
+                },
+            )
+        })
+        .collect()
+}
+
+/// Moves every worker's outbox into the input queues of the receiving workers.
+pub fn flush(workers: &mut [Worker]) {
+    let mut moving = Vec::new();
+    for w in workers.iter_mut() {
+        moving.append(&mut w.outbox);
+    }
+    for (target, node, port, msg) in moving {
+        workers[target].inbox[node][port].push(msg);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoding::DType;
+    use std::sync::Arc;
+
+    #[test]
+    fn partition_keeps_every_update_once_with_its_key_owner() {
+        let mut upd = Updates::new(2);
+        for i in 0..100u64 {
+            upd.push(&[i % 7, i], crate::lattice::Time::minimum(), 1);
+        }
+        let msg = Msg {
+            schema: Arc::new(vec![DType::Int64, DType::Int64]),
+            upd,
+        };
+        let parts = partition(&msg, &[0], 3);
+        assert_eq!(parts.iter().map(|(_, m)| m.upd.len()).sum::<usize>(), 100);
+        for (w, m) in &parts {
+            for i in 0..m.upd.len() {
+                assert_eq!(worker_of(&[m.upd.row(i)[0]], 3), *w);
+            }
+        }
+    }
+}

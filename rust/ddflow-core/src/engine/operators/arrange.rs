@@ -1,0 +1,129 @@
+//! `arrange`: holds updates until their time is complete, then adds them to the node's
+//! trace as one batch (key columns first, sorted and consolidated) and hands that batch to
+//! the arrangement's readers as this pass's fresh batch.
+//!
+//! With several workers, input updates are routed to the worker that owns their key
+//! ([`Operator::exchange_key`], see `engine/exchange.rs`).
+
+use super::buffer::Buffer;
+use super::{take_all, Operator, Output, RunCtx};
+use crate::encoding::DType;
+use crate::engine::arrangement::Arrangement;
+use crate::engine::column::{Msg, Schema};
+use crate::engine::util::consolidate;
+use crate::error::{Error, Result};
+use crate::lattice::{Antichain, Time};
+use crate::updates::Updates;
+use std::sync::Arc;
+
+/// An `arrange` node: its key columns and the updates not yet complete. The trace lives
+/// with the worker (its readers share it).
+pub struct Arrange {
+    key: Vec<usize>,
+    width: usize,
+    buffer: Buffer,
+}
+
+impl Arrange {
+    /// An arrangement of rows of `width` columns by the columns `key`.
+    pub fn new(key: &[usize], width: usize) -> Self {
+        Arrange {
+            key: key.to_vec(),
+            width,
+            buffer: Buffer::default(),
+        }
+    }
+
+    /// The complete updates `ready` as one batch with the key columns first.
+    fn rows(&self, mut ready: Vec<Msg>, width: usize) -> Updates {
+        let key = &self.key;
+        let identity = key.iter().enumerate().all(|(i, &k)| i == k);
+        let total = ready.iter().map(|m| m.upd.len()).sum();
+        if identity && ready.len() == 1 {
+            // Key columns already lead: take the batch as it is (no copy).
+            ready.pop().expect("one message").upd
+        } else if identity {
+            let mut b = Updates::with_capacity(width, total);
+            for m in &ready {
+                b.extend(&m.upd);
+            }
+            b
+        } else {
+            let mut b = Updates::with_capacity(width, total);
+            let mut row = Vec::with_capacity(width);
+            let rest: Vec<usize> = (0..width).filter(|c| !key.contains(c)).collect();
+            for m in &ready {
+                for i in 0..m.upd.len() {
+                    let r = m.upd.row(i);
+                    row.clear();
+                    row.extend(key.iter().map(|&k| r[k]));
+                    row.extend(rest.iter().map(|&k| r[k]));
+                    b.push(&row, m.upd.times[i], m.upd.diffs[i]);
+                }
+            }
+            b
+        }
+    }
+}
+
+/// `schema` with the columns of `key` first.
+fn reorder_schema(schema: &Schema, key: &[usize]) -> Schema {
+    let mut s: Vec<DType> = key.iter().map(|&k| schema[k]).collect();
+    s.extend(
+        (0..schema.len())
+            .filter(|c| !key.contains(c))
+            .map(|c| schema[c]),
+    );
+    Arc::new(s)
+}
+
+impl Operator for Arrange {
+    fn run(
+        &mut self,
+        cx: &mut RunCtx<'_>,
+        inputs: &mut [Vec<Msg>],
+        frontier: &Antichain<Time>,
+    ) -> Result<Output> {
+        let node = cx.node;
+        let label = &cx.plan.nodes[node].label;
+        let trace = cx.traces[node].as_mut().expect("an arrange node's trace");
+        // Check every batch before accepting any, so an error leaves nothing half-done.
+        for m in inputs.iter().flatten() {
+            let reordered = reorder_schema(&m.schema, &self.key);
+            let expected = trace.schema.get_or_insert_with(|| reordered.clone());
+            if &reordered != expected {
+                return Err(Error::Type(format!(
+                    "{label}: batch dtypes {:?} differ from earlier batches {:?}",
+                    reordered.iter().map(|d| d.name()).collect::<Vec<_>>(),
+                    expected.iter().map(|d| d.name()).collect::<Vec<_>>()
+                )));
+            }
+        }
+        self.buffer.extend(take_all(inputs));
+        let ready = self.buffer.extract_complete(frontier);
+        if ready.is_empty() {
+            return Ok(Output::none());
+        }
+        let schema = trace.schema.clone().expect("schema");
+        let mut batch = self.rows(ready, schema.len());
+        consolidate(&mut batch)?;
+        trace.insert(&batch, frontier);
+        cx.fresh[node] = Some(Arc::new(Msg { schema, upd: batch }));
+        Ok(Output {
+            msgs: Vec::new(),
+            did: true,
+        })
+    }
+
+    fn held(&self, held: &mut Antichain<Time>) {
+        self.buffer.held(held);
+    }
+
+    fn exchange_key(&self) -> Option<&[usize]> {
+        Some(&self.key)
+    }
+
+    fn new_trace(&self) -> Option<Arrangement> {
+        Some(Arrangement::new(self.key.len(), self.width))
+    }
+}

@@ -1,0 +1,71 @@
+//! `filter`: keeps the records on which a bool expression is true.
+
+use super::records::{Bound, Failures};
+use super::{Operator, Output, RunCtx};
+use crate::encoding::DType;
+use crate::engine::column::Msg;
+use crate::error::{Error, Result};
+use crate::expr::{BoundExpr, Expr};
+use crate::lattice::{Antichain, Time};
+
+/// A `filter` node: its predicate, bound for the last input schema.
+pub struct Filter {
+    predicate: Expr,
+    bound: Bound<BoundExpr>,
+}
+
+impl Filter {
+    /// A `filter` by `predicate`.
+    pub fn new(predicate: &Expr) -> Self {
+        Filter {
+            predicate: predicate.clone(),
+            bound: Bound::default(),
+        }
+    }
+}
+
+/// The records of `m` on which `predicate` is true.
+fn keep(predicate: &BoundExpr, m: &Msg) -> Result<Msg> {
+    let mask = predicate.eval_predicate(&m.upd)?;
+    let mut o = Msg::empty(m.schema.clone());
+    for (i, keep) in mask.iter().enumerate() {
+        if *keep {
+            o.upd.push(m.upd.row(i), m.upd.times[i], m.upd.diffs[i]);
+        }
+    }
+    Ok(o)
+}
+
+impl Operator for Filter {
+    fn run(
+        &mut self,
+        cx: &mut RunCtx<'_>,
+        inputs: &mut [Vec<Msg>],
+        _frontier: &Antichain<Time>,
+    ) -> Result<Output> {
+        let plan = cx.plan;
+        let spec = &plan.nodes[cx.node];
+        let names = &plan.nodes[spec.inputs[0]].columns;
+        let mut out = Vec::new();
+        let mut failures = Failures::default();
+        for m in inputs.iter().flatten() {
+            let predicate = &self.predicate;
+            let bound = self.bound.get(m, names, &spec.label, |schema| {
+                let b = predicate.bind(schema)?;
+                if b.dtype() != DType::Bool {
+                    return Err(Error::Type(format!(
+                        "filter predicate {predicate} has dtype {}, expected bool",
+                        b.dtype().name()
+                    )));
+                }
+                Ok(b)
+            })?;
+            match bound {
+                Ok(b) => failures.isolated(m, &mut |sub| keep(b, sub), &mut out)?,
+                Err(e) => failures.fail_all(m, &e),
+            }
+        }
+        failures.record(cx, names);
+        Ok(Output::pass(out))
+    }
+}
