@@ -298,16 +298,25 @@ def main(argv: list[str] | None = None) -> int:
             if "error" in r:
                 checks.append(f"{graph} {name}: {r['error']}")
                 ok = False
-            print(f"{graph} {name}: " + (r.get("error") or (
-                f"arrange {r['arrange_s']:.2f} s, bfs {r['bfs_s']:.2f} s, wall "
-                f"{r['wall_s']:.1f} s, peak {r['rss_mib']:.0f} MiB")), flush=True)
+            print(
+                f"{graph} {name}: "
+                + (
+                    r.get("error")
+                    or (
+                        f"arrange {r['arrange_s']:.2f} s, bfs {r['bfs_s']:.2f} s, wall "
+                        f"{r['wall_s']:.1f} s, peak {r['rss_mib']:.0f} MiB"
+                    )
+                ),
+                flush=True,
+            )
         hists = {json.dumps(r["histogram"]) for r in res.values() if "error" not in r}
         same = len(hists) == 1
         ok &= same
         checks.append(
             f"{graph}: distance histograms of {len(res)} runs: {'same' if same else 'DIFFERENT'}"
         )
-        a, b, c, d = res["DD scratch"], res["ddflow scratch"], res["DD attach"], res["ddflow attach"]
+        a, b = res["DD scratch"], res["ddflow scratch"]
+        c, d = res["DD attach"], res["ddflow attach"]
         reached = next((f"{r['reached']:,}" for r in res.values() if "error" not in r), "-")
         table.append(
             f"| {graph} ({nodes:,} / {m:,}) | {_f(c, 'arrange_s')} / {_f(d, 'arrange_s')} "

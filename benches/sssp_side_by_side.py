@@ -259,9 +259,7 @@ def main(argv: list[str] | None = None) -> int:
                 if "error" not in dd_res and "error" not in df_res
                 else "-"
             )
-            reached = next(
-                (f"{r['reached']:,}" for r in (dd_res, df_res) if "error" not in r), "-"
-            )
+            reached = next((f"{r['reached']:,}" for r in (dd_res, df_res) if "error" not in r), "-")
             table.append(
                 f"| {graph} ({nodes:,} / {m:,}) | 1..{max_w} | {v} "
                 f"| {_cell(dd_res, 'compute_s')} / {_cell(df_res, 'compute_s')} "
