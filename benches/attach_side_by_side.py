@@ -49,7 +49,14 @@ BENCHES = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHES))
 
 from gen_graph import ensure_graph  # noqa: E402
-from sssp_side_by_side import GRAPHS, build_peer, loadavg, machine_lines, timed  # noqa: E402
+from sssp_side_by_side import (  # noqa: E402
+    GRAPHS,
+    build_peer,
+    loadavg,
+    machine_lines,
+    slim,
+    timed,
+)
 
 DD_ATTACH = BENCHES / "peers" / "dd_attach"
 SMALL = (1_000, 2_000)
@@ -365,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{'same' if len(hists) == 1 else 'DIFFERENT'}"
         )
     flush(loadavg())
-    args.out.with_suffix(".json").write_text(json.dumps(raw, indent=1))
+    args.out.with_suffix(".json").write_text(json.dumps(slim(raw), indent=1))
     print("\n".join(table + [""] + lat_table))
     print(f"wrote {args.out}")
     return 0 if ok else 1

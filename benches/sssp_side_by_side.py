@@ -34,6 +34,7 @@ commit, load averages (before and after every row) and the command.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -63,7 +64,7 @@ VARIANTS = ("plain", "advanced", "delayed")
 DD_SSSP = BENCHES / "peers" / "dd_sssp"
 TIME = "/usr/bin/time"
 
-__all__ = ["GRAPHS", "build_peer", "timed", "machine_lines", "ensure_weights", "main"]
+__all__ = ["GRAPHS", "build_peer", "timed", "slim", "machine_lines", "ensure_weights", "main"]
 
 
 def build_peer(crate: Path) -> Path:
@@ -86,6 +87,18 @@ def ensure_weights(edges: int, max_w: int, seed: int = 1) -> Path:
     w.astype("<u4").tofile(tmp)
     tmp.replace(path)
     return path
+
+
+def slim(raw: Any) -> Any:
+    """``raw`` with each histogram replaced by its length and a digest (for the .json file)."""
+    if isinstance(raw, dict):
+        out = {k: slim(v) for k, v in raw.items() if k != "histogram"}
+        if "histogram" in raw:
+            text = json.dumps(raw["histogram"])
+            out["histogram_len"] = len(raw["histogram"])
+            out["histogram_sha1"] = hashlib.sha1(text.encode()).hexdigest()
+        return out
+    return raw
 
 
 def _time_field(text: str, name: str) -> str | None:
@@ -278,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         _write(args.out, head, start_load, loadavg() + " (partial)", args.updates, table, checks)
     _write(args.out, head, start_load, loadavg(), args.updates, table, checks)
-    args.out.with_suffix(".json").write_text(json.dumps(raw, indent=1))
+    args.out.with_suffix(".json").write_text(json.dumps(slim(raw), indent=1))
     print("\n".join(table))
     print(f"wrote {args.out}")
     return 0 if ok else 1
