@@ -13,6 +13,7 @@
 //! terminate, since a time that comes around a loop is dominated by where it started.
 
 use super::plan::{Op, Plan};
+use super::Engine;
 use crate::lattice::{Antichain, Time};
 
 /// The upstream node feeding each input port of each node: `ports[node][port]`.
@@ -119,5 +120,73 @@ pub fn reach_into(
         if !changed {
             return;
         }
+    }
+}
+
+impl Engine {
+    /// Recomputes every node's frontier from the pointstamps of all workers.
+    pub(super) fn compute_frontiers(&mut self) {
+        let n = self.plan.nodes.len();
+        let mut held = std::mem::take(&mut self.scratch_held);
+        let mut queued = std::mem::take(&mut self.scratch_queued);
+        let mut per_port = std::mem::take(&mut self.scratch_ports);
+        held.resize(n, Antichain::new());
+        queued.resize(n, Vec::new());
+        for node in 0..n {
+            held[node].clear();
+            queued[node].clear();
+            if let Some(Some(st)) = self.inputs.get(node) {
+                for t in st.frontier.elements() {
+                    held[node].insert_ref(t);
+                }
+            }
+            for p in per_port.iter_mut() {
+                p.clear();
+            }
+            for w in &self.workers {
+                w.pointstamps(node, &mut per_port, &mut held[node]);
+            }
+            for (p, a) in per_port.iter().enumerate() {
+                queued[node].extend(a.elements().iter().map(|t| (p, *t)));
+            }
+        }
+        reach_into(&self.plan, &self.ports, &held, &queued, &mut self.reach_out);
+        self.scratch_held = held;
+        self.scratch_queued = queued;
+        self.scratch_ports = per_port;
+    }
+
+    /// Recomputes every node's input frontier from `reach_out` (a pass does this node by
+    /// node as it goes).
+    pub(super) fn compute_frontiers_in(&mut self) {
+        let n = self.plan.nodes.len();
+        self.frontier_in = (0..n)
+            .map(|node| frontier_in(&self.plan, &self.ports, &self.reach_out, node))
+            .collect();
+    }
+
+    /// Refreshes `reach_out[node]` from the workers' current state, after the node ran.
+    pub(super) fn refresh(&mut self, node: usize, frontier_in: &Antichain<Time>) {
+        let mut queued = Vec::new();
+        let mut r = Antichain::new();
+        for w in &self.workers {
+            w.pointstamps(node, &mut queued, &mut r);
+        }
+        if let Some(Some(st)) = self.inputs.get(node) {
+            for t in st.frontier.elements() {
+                r.insert(*t);
+            }
+        }
+        for (p, a) in queued.iter().enumerate() {
+            for t in a.elements() {
+                if let Some(s) = summarize(&self.plan, node, p, t) {
+                    r.insert(s);
+                }
+            }
+        }
+        for t in frontier_in.elements() {
+            r.insert(*t);
+        }
+        self.reach_out[node] = r;
     }
 }

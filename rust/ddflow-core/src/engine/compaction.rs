@@ -1,0 +1,132 @@
+//! Compaction: after an activation, each trace may forget history its readers will never
+//! ask about (the meet of their last frontiers and of open trace handles), and trace
+//! handles hold that back for readers outside the engine (see "Arrangements" and "Trace
+//! handles" in `ENGINE.md`).
+
+use super::plan::Op;
+use super::Engine;
+use crate::error::{Error, Result};
+use crate::lattice::{Antichain, Time};
+
+/// Idle merge work an arrangement spends per activation after a trace handle is released
+/// (so that the history it held back is compacted without waiting for new batches).
+const IDLE_MERGE_FUEL: usize = 1 << 20;
+
+impl Engine {
+    /// Lets the traces a node reads compact up to the frontier of its last activation.
+    pub(super) fn compact(&mut self, w: usize, node: usize, _f_in: &Antichain<Time>) {
+        let spec = &self.plan.nodes[node];
+        if matches!(spec.op, Op::ImportTrace { .. }) {
+            self.compact_reduce_outputs(w, node);
+            return;
+        }
+        if !matches!(spec.op, Op::Arrange { .. }) {
+            return;
+        }
+        // The trace of an arrange node is read by its consumers (directly or entered into
+        // scopes); compact it to the meet of their last activation frontiers, projected to
+        // the arrange node's scope (iteration coordinates zeroed).
+        let depth_coord = self.plan.time_dims + self.plan.scopes[spec.scope].depth;
+        let mut f = Antichain::new();
+        let mut stack: Vec<usize> = self.consumers[node].iter().map(|c| c.0).collect();
+        let wk = &self.workers[w];
+        while let Some(c) = stack.pop() {
+            if matches!(
+                self.plan.nodes[c].op,
+                Op::EnterArrangement | Op::ImportTrace { .. }
+            ) {
+                stack.extend(self.consumers[c].iter().map(|x| x.0));
+                continue;
+            }
+            for t in wk.last_frontier[c].elements() {
+                let mut t = *t;
+                for k in depth_coord..crate::lattice::MAX_DIMS {
+                    t.0[k] = 0;
+                }
+                f.insert(t);
+            }
+        }
+        // Never compact past what this node itself may still add, nor past a trace handle.
+        for t in wk.last_frontier[node].elements() {
+            f.insert(*t);
+        }
+        for (_, hf) in self.handles.iter().flatten().filter(|(n, _)| *n == node) {
+            for t in hf.elements() {
+                f.insert(*t);
+            }
+        }
+        if let Some(tr) = self.workers[w].traces[node].as_mut() {
+            tr.set_compaction(&f);
+            if self.idle_merges.contains(&(w, node)) && !tr.exert(IDLE_MERGE_FUEL) {
+                self.idle_merges.remove(&(w, node));
+            }
+        }
+        self.compact_reduce_outputs(w, node);
+    }
+
+    /// Reduce output traces of `node`'s reduce consumers compact to the reduce's own last
+    /// frontier.
+    pub(super) fn compact_reduce_outputs(&mut self, w: usize, node: usize) {
+        let reduce_consumers: Vec<usize> = self.consumers[node]
+            .iter()
+            .map(|c| c.0)
+            .filter(|&c| matches!(self.plan.nodes[c].op, Op::Reduce { .. }))
+            .collect();
+        for r in reduce_consumers {
+            let lf = self.workers[w].last_frontier[r].clone();
+            self.workers[w].ops[r].compact_output(&lf);
+        }
+    }
+
+    /// A handle on the trace of top-level arrangement `node`: compaction stops at its
+    /// frontier (initially the least time) until it moves or is released.
+    pub fn trace_handle(&mut self, node: usize) -> Result<usize> {
+        let ok = self
+            .plan
+            .nodes
+            .get(node)
+            .is_some_and(|s| s.scope == 0 && matches!(s.op, Op::Arrange { .. }));
+        if !ok {
+            return Err(Error::Value(format!(
+                "node {node} is not a top-level arrange node; only those have trace handles"
+            )));
+        }
+        self.handles
+            .push(Some((node, Antichain::from_elem(Time::minimum()))));
+        Ok(self.handles.len() - 1)
+    }
+
+    pub(super) fn handle_mut(&mut self, handle: usize) -> Result<&mut (usize, Antichain<Time>)> {
+        self.handles
+            .get_mut(handle)
+            .and_then(|h| h.as_mut())
+            .ok_or_else(|| Error::Value(format!("trace handle {handle} is closed or unknown")))
+    }
+
+    /// Moves a trace handle's frontier forward to `time` (it may not go back).
+    pub fn set_handle_frontier(&mut self, handle: usize, time: Time) -> Result<()> {
+        let h = self.handle_mut(handle)?;
+        if !h.1.less_equal(&time) {
+            return Err(Error::Time(format!(
+                "trace handle {handle}: cannot move its frontier back from {:?} to {time:?}",
+                h.1
+            )));
+        }
+        h.1 = Antichain::from_elem(time);
+        let node = h.0;
+        for w in 0..self.workers.len() {
+            self.idle_merges.insert((w, node));
+        }
+        Ok(())
+    }
+
+    /// Releases a trace handle (compaction of its trace no longer waits for it).
+    pub fn close_handle(&mut self, handle: usize) -> Result<()> {
+        let node = self.handle_mut(handle)?.0;
+        self.handles[handle] = None;
+        for w in 0..self.workers.len() {
+            self.idle_merges.insert((w, node));
+        }
+        Ok(())
+    }
+}

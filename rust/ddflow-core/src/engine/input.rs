@@ -1,0 +1,160 @@
+//! Inputs: updates pushed into the dataflow, checked against each input's frontier and
+//! dtypes, and the frontiers the caller advances.
+
+use super::column::{self, Column, Msg, Schema};
+use super::exchange;
+use super::plan::Op;
+use super::Engine;
+use crate::encoding::DType;
+use crate::error::{Error, Result};
+use crate::lattice::{Antichain, Time};
+use crate::updates::Updates;
+use std::sync::Arc;
+
+/// State of one input of the dataflow.
+#[derive(Clone, Debug)]
+pub(super) struct InputState {
+    pub(super) frontier: Antichain<Time>,
+    pub(super) closed: bool,
+    pub(super) schema: Option<Schema>,
+}
+
+impl InputState {
+    /// The state of node `op` if it is an input: open, at the least time.
+    pub(super) fn of(op: &Op) -> Option<InputState> {
+        matches!(op, Op::Input { .. }).then(|| InputState {
+            frontier: Antichain::from_elem(Time::minimum()),
+            closed: false,
+            schema: None,
+        })
+    }
+}
+
+impl Engine {
+    pub(super) fn input_state(&mut self, node: usize) -> Result<&mut InputState> {
+        let label = self
+            .plan
+            .nodes
+            .get(node)
+            .map(|n| n.label.clone())
+            .unwrap_or_default();
+        self.inputs
+            .get_mut(node)
+            .and_then(|s| s.as_mut())
+            .ok_or_else(|| Error::Value(format!("node {node} ({label}) is not an input")))
+    }
+
+    pub(super) fn input_name(&self, node: usize) -> String {
+        match &self.plan.nodes[node].op {
+            Op::Input { name } if !name.is_empty() => format!("input {name:?}"),
+            _ => format!("input {}", self.plan.nodes[node].label),
+        }
+    }
+
+    /// Adds updates to an input. Every time must be in the future of the input's frontier;
+    /// on any error nothing of the call is accepted.
+    pub fn push(
+        &mut self,
+        node: usize,
+        columns: Vec<Column>,
+        times: Vec<Time>,
+        diffs: Vec<i64>,
+    ) -> Result<()> {
+        let name = self.input_name(node);
+        let ncols = self.plan.nodes[node].columns.len();
+        let state = self.input_state(node)?.clone();
+        if state.closed {
+            return Err(Error::Time(format!("{name} is closed")));
+        }
+        if columns.len() != ncols {
+            return Err(Error::Shape(format!(
+                "{name}: {} columns given, the input has {ncols}",
+                columns.len()
+            )));
+        }
+        let n = times.len();
+        if diffs.len() != n {
+            return Err(Error::Shape(format!(
+                "{name}: {n} times but {} diffs",
+                diffs.len()
+            )));
+        }
+        let schema: Vec<DType> = columns.iter().map(|c| c.dtype).collect();
+        if let Some(s) = &state.schema {
+            if **s != schema {
+                let cols = &self.plan.nodes[node].columns;
+                let (i, _) = s
+                    .iter()
+                    .zip(&schema)
+                    .enumerate()
+                    .find(|(_, (a, b))| a != b)
+                    .unwrap_or((0, (&s[0], &s[0])));
+                return Err(Error::Type(format!(
+                    "{name}: column {:?} has dtype {}, but earlier updates fixed it to {}",
+                    cols.get(i).cloned().unwrap_or_default(),
+                    schema[i].name(),
+                    s[i].name()
+                )));
+            }
+        }
+        for t in &times {
+            if !state.frontier.less_equal(t) {
+                return Err(Error::Time(format!(
+                    "{name}: update at time {t:?} is not in the future of the input frontier {:?} (already advanced past it)",
+                    state.frontier
+                )));
+            }
+        }
+        let rows = column::columns_to_rows(&columns, n, &name)?;
+        let schema: Schema = match &state.schema {
+            Some(s) => s.clone(),
+            None => Arc::new(schema),
+        };
+        self.input_state(node)?.schema = Some(schema.clone());
+        if n == 0 {
+            return Ok(());
+        }
+        let msg = Msg {
+            schema,
+            upd: Updates {
+                width: ncols,
+                rows,
+                times,
+                diffs,
+            },
+        };
+        let w = self.push_count % self.workers.len();
+        self.push_count += 1;
+        let ctx_consumers = self.consumers[node].clone();
+        for (c, port) in ctx_consumers {
+            self.workers[w].deliver(c, port, msg.clone());
+        }
+        exchange::flush(&mut self.workers);
+        Ok(())
+    }
+
+    /// Advances an input's frontier to `time` (it may not go backwards).
+    pub fn advance_input(&mut self, node: usize, time: Time) -> Result<()> {
+        let name = self.input_name(node);
+        let st = self.input_state(node)?;
+        if st.closed {
+            return Err(Error::Time(format!("{name} is closed")));
+        }
+        if !st.frontier.less_equal(&time) {
+            return Err(Error::Time(format!(
+                "{name}: cannot advance to {time:?}, which is not in the future of the current frontier {:?}",
+                st.frontier
+            )));
+        }
+        st.frontier = Antichain::from_elem(time);
+        Ok(())
+    }
+
+    /// Closes an input: no more updates will arrive.
+    pub fn close_input(&mut self, node: usize) -> Result<()> {
+        let st = self.input_state(node)?;
+        st.closed = true;
+        st.frontier = Antichain::new();
+        Ok(())
+    }
+}

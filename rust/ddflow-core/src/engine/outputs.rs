@@ -1,0 +1,143 @@
+//! What the engine hands back: captured updates, error updates, frontiers, the operator
+//! log and diagnostics.
+
+use super::column::{self, Column, Schema};
+use super::errors::ErrorUpdate;
+use super::plan::Op;
+use super::worker::LogEntry;
+use super::Engine;
+use crate::error::{Error, Result};
+use crate::lattice::{Antichain, Time};
+use crate::updates::Updates;
+
+/// Captured output handed back to the caller: columns, times, diffs.
+pub struct Captured {
+    pub columns: Vec<Column>,
+    pub times: Vec<Time>,
+    pub diffs: Vec<i64>,
+}
+
+impl Engine {
+    /// Takes the updates captured by a capture node since the last call.
+    pub fn capture_take(&mut self, node: usize) -> Result<Captured> {
+        if !matches!(self.plan.nodes.get(node).map(|n| &n.op), Some(Op::Capture)) {
+            return Err(Error::Value(format!("node {node} is not a capture")));
+        }
+        let mut msgs = Vec::new();
+        for w in self.workers.iter_mut() {
+            msgs.extend(w.take_capture(node));
+        }
+        let ncols = self.plan.nodes[node].columns.len();
+        let schema: Option<Schema> = msgs
+            .iter()
+            .find(|m| !m.upd.is_empty())
+            .map(|m| m.schema.clone());
+        let mut all = Updates::new(schema.as_ref().map(|s| s.len()).unwrap_or(ncols));
+        for m in &msgs {
+            if Some(&m.schema) != schema.as_ref() && !m.upd.is_empty() {
+                return Err(Error::Type(format!(
+                    "capture {}: batches with different dtypes reached the capture",
+                    self.plan.nodes[node].label
+                )));
+            }
+            all.extend(&m.upd);
+        }
+        let columns = match &schema {
+            Some(s) => column::rows_to_columns(s, &all),
+            None => Vec::new(),
+        };
+        Ok(Captured {
+            columns,
+            times: all.times,
+            diffs: all.diffs,
+        })
+    }
+
+    /// Takes the error updates produced since the last call (all workers).
+    pub fn errors_take(&mut self) -> Vec<ErrorUpdate> {
+        let mut all = Vec::new();
+        for w in self.workers.iter_mut() {
+            all.append(&mut w.errors);
+        }
+        all
+    }
+
+    /// The operator log of all workers, in order of activation per worker.
+    pub fn log(&self) -> Vec<LogEntry> {
+        let mut all: Vec<LogEntry> = self
+            .workers
+            .iter()
+            .flat_map(|w| w.log.iter().cloned())
+            .collect();
+        all.sort_by_key(|e| e.worker);
+        all
+    }
+
+    /// Per-node sizes (trace updates, reduce output updates, reduce pending) for diagnostics.
+    pub fn sizes(&self) -> Vec<(usize, usize, usize, usize)> {
+        let w = &self.workers[0];
+        (0..self.plan.nodes.len())
+            .map(|n| {
+                let t = w.traces[n].as_ref().map(|t| t.len()).unwrap_or(0);
+                let (o, p) = w.ops[n].sizes();
+                (n, t, o, p)
+            })
+            .filter(|x| x.1 + x.2 + x.3 > 0)
+            .collect()
+    }
+
+    /// Heap bytes held by all traces (arrangements and reduce outputs).
+    pub fn heap_bytes(&self) -> usize {
+        self.workers
+            .iter()
+            .map(|w| {
+                w.traces
+                    .iter()
+                    .flatten()
+                    .map(|t| t.heap_bytes())
+                    .sum::<usize>()
+                    + w.ops.iter().map(|op| op.heap_bytes()).sum::<usize>()
+            })
+            .sum()
+    }
+
+    /// Updates stored in the trace of arrange node `node`, summed over workers.
+    pub fn trace_len(&self, node: usize) -> Result<usize> {
+        let t = self
+            .trace_of
+            .get(node)
+            .copied()
+            .flatten()
+            .ok_or_else(|| Error::Value(format!("node {node} is not an arrangement")))?;
+        Ok(self
+            .workers
+            .iter()
+            .map(|w| w.traces[t].as_ref().map_or(0, |t| t.len()))
+            .sum())
+    }
+
+    /// The frontier at a node's inputs (for `capture` and `probe`: what is complete).
+    pub fn frontier(&self, node: usize) -> Result<Antichain<Time>> {
+        self.frontier_in
+            .get(node)
+            .cloned()
+            .ok_or_else(|| Error::Value(format!("no node {node}")))
+    }
+
+    /// Enables or disables the operator log.
+    pub fn set_logging(&mut self, on: bool) {
+        for w in self.workers.iter_mut() {
+            w.logging = on;
+        }
+    }
+
+    pub(super) fn trim_logs(&mut self) {
+        let max = self.max_log;
+        for w in self.workers.iter_mut() {
+            if w.log.len() > max {
+                let drop = w.log.len() - max / 2;
+                w.log.drain(..drop);
+            }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! Scheduling: a pass activates every node once in plan order, on every worker, and the
+//! `run*` loops repeat passes until a time is reached, the inputs are exhausted, or nothing
+//! moves (see "Scheduling: passes" in `ENGINE.md`).
+
+use super::plan::Op;
+use super::worker::{PassCtx, Worker};
+use super::{exchange, progress, Engine};
+use crate::error::{Error, Result};
+use crate::lattice::{Antichain, PartialOrder, Time};
+use rayon::prelude::*;
+
+/// Below this many input updates (summed over workers) a node runs on the workers one after
+/// the other: a fork-join across threads costs more than it saves. Measured with
+/// `bfs_bench ... 1000 ... 2` (2 workers, batches of 1,000): 512 gave 1.2-1.5x over one
+/// worker on the 1k/2k, 100k/1M and 1M/10M graphs; 4,096 gave none.
+const PARALLEL_MIN_UPDATES: usize = 512;
+
+impl Engine {
+    /// Runs one scheduling pass. Returns whether anything happened (work done or frontiers
+    /// moved), i.e. whether another pass may make progress.
+    pub fn step(&mut self) -> Result<bool> {
+        self.passes += 1;
+        let mut before = std::mem::take(&mut self.scratch_before);
+        before.resize(self.reach_out.len(), Antichain::new());
+        for (b, r) in before.iter_mut().zip(&self.reach_out) {
+            b.clear();
+            for t in r.elements() {
+                b.insert_ref(t);
+            }
+        }
+        self.compute_frontiers();
+        let mut progressed = before != self.reach_out;
+        self.scratch_before = before;
+        for w in self.workers.iter_mut() {
+            for f in w.fresh.iter_mut() {
+                *f = None;
+            }
+            if !w.pending_snapshots.is_empty() {
+                w.take_snapshots(&self.trace_of);
+                progressed = true;
+            }
+        }
+        let n = self.plan.nodes.len();
+        // Nodes run in plan order; each runs on every worker (in parallel threads when there
+        // is enough input to pay for it) before the next, and data for other workers is
+        // delivered right away, so frontiers can be refreshed node by node as with one worker.
+        for node in 0..n {
+            let f_in = progress::frontier_in(&self.plan, &self.ports, &self.reach_out, node);
+            let Engine {
+                plan,
+                callbacks,
+                consumers,
+                trace_of,
+                frontier_in,
+                reach_out,
+                workers,
+                ..
+            } = self;
+            let ctx = PassCtx {
+                plan,
+                callbacks: &**callbacks,
+                consumers,
+                trace_of,
+                frontier_in,
+                reach_out,
+            };
+            let load: usize = workers
+                .iter()
+                .map(|w| w.input_len(plan, trace_of, node))
+                .sum();
+            let run_one = |w: &mut Worker| -> Result<(bool, bool)> {
+                if w.should_run(plan, trace_of, node, &f_in) {
+                    Ok((true, w.activate(&ctx, node, &f_in)?))
+                } else {
+                    Ok((false, false))
+                }
+            };
+            let results: Vec<Result<(bool, bool)>> =
+                if workers.len() > 1 && load >= PARALLEL_MIN_UPDATES {
+                    workers.par_iter_mut().map(run_one).collect()
+                } else {
+                    workers.iter_mut().map(run_one).collect()
+                };
+            for (w, r) in results.into_iter().enumerate() {
+                let (ran, did) = r?;
+                progressed |= did;
+                if ran {
+                    self.compact(w, node, &f_in);
+                }
+            }
+            if self.workers.len() > 1 {
+                exchange::flush(&mut self.workers);
+            }
+            self.refresh(node, &f_in);
+            self.frontier_in[node] = f_in;
+        }
+        self.trim_logs();
+        Ok(progressed)
+    }
+
+    pub(super) fn sinks(&self) -> Vec<usize> {
+        self.plan
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.op, Op::Capture | Op::Probe))
+            .map(|n| n.id)
+            .collect()
+    }
+
+    pub(super) fn reached(&self, t: &Time) -> bool {
+        self.sinks().iter().all(|&s| {
+            !self.frontier_in[s]
+                .elements()
+                .iter()
+                .any(|f| f.less_than(t))
+        })
+    }
+
+    /// Runs passes until no capture or probe frontier holds a time strictly less than `t`.
+    /// Fails with a `TimeError` if that cannot happen because inputs were not advanced.
+    pub fn run_until(&mut self, t: Time) -> Result<()> {
+        while !self.run_until_bounded(t, usize::MAX)? {}
+        Ok(())
+    }
+
+    /// Like [`Engine::run_until`], but returns after at most `max_passes` passes; returns
+    /// whether `t` was reached (callers check for interrupts between calls).
+    pub fn run_until_bounded(&mut self, t: Time, max_passes: usize) -> Result<bool> {
+        for _ in 0..max_passes {
+            let progressed = self.step()?;
+            if self.reached(&t) {
+                return Ok(true);
+            }
+            if !progressed {
+                let blocking: Vec<String> = self
+                    .inputs
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, s)| s.as_ref().map(|s| (i, s)))
+                    .filter(|(_, s)| s.frontier.elements().iter().any(|f| f.less_than(&t)))
+                    .map(|(i, s)| format!("{} at {:?}", self.input_name(i), s.frontier))
+                    .collect();
+                return Err(Error::Time(format!(
+                    "cannot complete times before {t:?}: advance or close the inputs first ({})",
+                    blocking.join(", ")
+                )));
+            }
+        }
+        Ok(false)
+    }
+
+    /// Runs until every input is closed and all work is done.
+    pub fn run(&mut self) -> Result<()> {
+        while !self.run_bounded(usize::MAX)? {}
+        Ok(())
+    }
+
+    /// Like [`Engine::run`], but returns after at most `max_passes` passes; returns whether
+    /// everything is done.
+    pub fn run_bounded(&mut self, max_passes: usize) -> Result<bool> {
+        for _ in 0..max_passes {
+            let progressed = self.step()?;
+            let done = self.inputs.iter().flatten().all(|s| s.closed)
+                && self.frontier_in.iter().all(|f| f.is_empty())
+                && self.reach_out.iter().all(|f| f.is_empty());
+            if done || !progressed {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Runs passes while work remains, at most `max_passes`; returns whether work remains.
+    pub fn run_quiescent(&mut self, max_passes: usize) -> Result<bool> {
+        for _ in 0..max_passes {
+            if !self.step()? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
