@@ -22,6 +22,7 @@ use crate::engine::errors::{render_row, ErrorUpdate};
 use crate::engine::plan::Agg;
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, PartialOrder, Time};
+use crate::times::{interesting_times_2d, TimesScratch};
 use crate::updates::Updates;
 use std::sync::Arc;
 
@@ -240,72 +241,6 @@ impl Pending {
     /// Whether nothing is pending.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
-    }
-}
-
-/// Reusable buffers for [`interesting_times_2d`].
-#[derive(Default)]
-pub struct TimesScratch {
-    all: Vec<u128>,
-    news: Vec<(u64, u64)>,
-    ys: Vec<u64>,
-}
-
-/// Interesting times (as [`crate::times::interesting_times`]) for times whose coordinates
-/// beyond the first two are zero, the common case of an outer time and one iteration.
-///
-/// A time `(X, Y)` is a join of times of `A = edits ∪ new` lying above a new time iff some
-/// `a` in `A` has `a.x == X` and `a.y <= Y`, some `b` in `A` has `b.x <= X` and `b.y == Y`,
-/// and some new `n <= (X, Y)`. Sweeping `X` over the distinct first coordinates in order while
-/// keeping the sorted set of second coordinates seen so far, each `X` outputs the seen `Y`s at
-/// or above `max(min y of a with a.x == X, min y of new n with n.x <= X)`, already in
-/// lexicographic order. `O(|A| log |A| + |output|)` with no allocation once warm.
-pub fn interesting_times_2d(
-    edits: &[Time],
-    new_times: &[Time],
-    s: &mut TimesScratch,
-    out: &mut Vec<Time>,
-) {
-    out.clear();
-    s.all.clear();
-    s.ys.clear();
-    // Times packed as `x << 64 | y`: one integer comparison orders them lexicographically.
-    let pack = |t: &Time| ((t.0[0] as u128) << 64) | t.0[1] as u128;
-    s.all.extend(edits.iter().chain(new_times.iter()).map(pack));
-    s.all.sort_unstable();
-    s.all.dedup();
-    // Least second coordinate among new times with first coordinate <= x, as x grows: the new
-    // times sorted by x (they usually arrive sorted).
-    s.news.clear();
-    s.news.extend(new_times.iter().map(|t| (t.0[0], t.0[1])));
-    if !s.news.windows(2).all(|w| w[0] <= w[1]) {
-        s.news.sort_unstable();
-    }
-    let mut ni = 0;
-    let mut min_new_y = u64::MAX;
-    let mut i = 0;
-    while i < s.all.len() {
-        let x = (s.all[i] >> 64) as u64;
-        let c = s.all[i] as u64; // least y among times with this x (sorted)
-        while i < s.all.len() && (s.all[i] >> 64) as u64 == x {
-            let y = s.all[i] as u64;
-            if let Err(pos) = s.ys.binary_search(&y) {
-                s.ys.insert(pos, y);
-            }
-            i += 1;
-        }
-        while ni < s.news.len() && s.news[ni].0 <= x {
-            min_new_y = min_new_y.min(s.news[ni].1);
-            ni += 1;
-        }
-        if min_new_y == u64::MAX {
-            continue;
-        }
-        let lower = c.max(min_new_y);
-        let start = s.ys.partition_point(|&y| y < lower);
-        for &y in &s.ys[start..] {
-            out.push(Time([x, y, 0, 0]));
-        }
     }
 }
 
@@ -1083,23 +1018,11 @@ impl ReduceState {
 
 #[cfg(test)]
 mod tests {
-    use super::{interesting_times_2d, Indexed, TimesScratch};
+    use super::Indexed;
     use crate::lattice::Time;
     use proptest::prelude::*;
 
-    fn times(dims: usize, max: u64) -> impl Strategy<Value = Vec<Time>> {
-        proptest::collection::vec(proptest::collection::vec(0..max, dims), 0..10)
-            .prop_map(|v| v.iter().map(|c| Time::from_coords(c)).collect())
-    }
-
     proptest! {
-        #[test]
-        fn interesting_times_2d_matches_reference(edits in times(2, 6), new in times(2, 6)) {
-            let mut out = Vec::new();
-            interesting_times_2d(&edits, &new, &mut TimesScratch::default(), &mut out);
-            prop_assert_eq!(out, crate::times::interesting_times_reference(&edits, &new));
-        }
-
         /// The 2-D sweep accumulates exactly like the plain scan, also with entries pushed
         /// at the current time between steps (as phase 3 does with emitted output).
         #[test]
@@ -1128,13 +1051,6 @@ mod tests {
                 sweep.sweep_push(v, *t, p.3, "test").unwrap();
                 scan.entries.push((v, *t, p.3));
             }
-        }
-
-        #[test]
-        fn interesting_times_2d_on_1d_matches_reference(edits in times(1, 20), new in times(1, 20)) {
-            let mut out = Vec::new();
-            interesting_times_2d(&edits, &new, &mut TimesScratch::default(), &mut out);
-            prop_assert_eq!(out, crate::times::interesting_times_reference(&edits, &new));
         }
     }
 }
