@@ -18,7 +18,26 @@ from ddflow.arrangement import Arrangement
 from ddflow.callbacks import ROW, Registered
 from ddflow.errors import ColumnNotFoundError, DdflowError, PlanError
 from ddflow.expr import Expr, col, lit
-from ddflow.plan import user_location
+from ddflow.plan import (
+    AdvanceIterationOp,
+    CaptureOp,
+    ConcatOp,
+    ConsolidateOp,
+    DelayOp,
+    FilterOp,
+    FilterPyOp,
+    FlatMapPyOp,
+    InspectPyOp,
+    LeaveOp,
+    MapPyOp,
+    NegateOp,
+    OpSpec,
+    ProbeOp,
+    SelectOp,
+    VariableOp,
+    python_op,
+    user_location,
+)
 from ddflow.times import MAX_TIME_DIMS, is_int
 from ddflow.wiring import arrange, common_scope, enter_collection, resolve_names, same_flow
 
@@ -94,25 +113,25 @@ class Collection:
 
     def _add(
         self,
-        op: str,
+        spec: OpSpec,
         columns: Sequence[str],
         label: str,
         notes: Sequence[str] = (),
         inputs: Sequence[int] | None = None,
         scope: int | None = None,
-        **fields: Any,
     ) -> Collection:
-        """Appends a node reading this collection (or ``inputs``) and returns its handle."""
+        """Appends a node running ``spec`` on this collection (or ``inputs``) and returns its
+        handle."""
         scope = self.scope if scope is None else scope
         node = self.flow._plan.add(
-            op, scope, [self.node] if inputs is None else inputs, columns, label, notes, **fields
+            spec, scope, [self.node] if inputs is None else inputs, columns, label, notes
         )
         return Collection(self.flow, node, columns, scope)
 
     def _select_columns(self, names: Sequence[str], label: str) -> Collection:
         """A ``select`` of column references (projection / reordering)."""
         exprs = [col(n).to_json() for n in names]
-        return self._add("select", names, label, [", ".join(names)], exprs=exprs)
+        return self._add(SelectOp(exprs), names, label, [", ".join(names)])
 
     def _register(self, entry: Registered) -> int:
         self.flow._plan.check_building(entry.label)
@@ -145,7 +164,7 @@ class Collection:
         for expr in items:
             _check_columns(expr, self.columns, label)
         notes = [f"{n} = {_expr_text(e)}" for n, e in zip(names, items, strict=True)]
-        return self._add("select", names, label, notes, exprs=[e.to_json() for e in items])
+        return self._add(SelectOp([e.to_json() for e in items]), names, label, notes)
 
     def with_columns(self, **named: Expr | str | int | float | bool) -> Collection:
         """All columns, with ``named`` ones replaced in place or appended at the end."""
@@ -177,15 +196,11 @@ class Collection:
         if isinstance(predicate, Expr):
             _check_columns(predicate, self.columns, label)
             return self._add(
-                "filter",
-                self.columns,
-                label,
-                [_expr_text(predicate)],
-                predicate=predicate.to_json(),
+                FilterOp(predicate.to_json()), self.columns, label, [_expr_text(predicate)]
             )
         if callable(predicate):
             fn_id = self._register(Registered("filter_py", predicate, label))
-            return self._add("filter_py", self.columns, label, [_fn_name(predicate)], fn=fn_id)
+            return self._add(FilterPyOp(fn_id), self.columns, label, [_fn_name(predicate)])
         raise PlanError(f"{label}: expected an expression or a function, got {predicate!r}")
 
     # -- Python functions -------------------------------------------------------------------
@@ -234,7 +249,7 @@ class Collection:
         else:
             names = _names(columns, label)
         fn_id = self._register(Registered(kind, fn, label, columns=names))
-        return self._add(kind, names, label, [_fn_name(fn)], fn=fn_id)
+        return self._add(python_op(kind, fn_id), names, label, [_fn_name(fn)])
 
     def map_rows(
         self, fn: Callable[[tuple[Any, ...]], Any], columns: Sequence[str] | None = None
@@ -248,14 +263,14 @@ class Collection:
         names = self.columns if columns is None else _names(columns, label)
         batch_fn = functions.rows_map(fn, self.columns, names, label)
         fn_id = self._register(Registered("map_py", batch_fn, label, columns=names))
-        return self._add("map_py", names, label, [f"rows: {_fn_name(fn)}"], fn=fn_id)
+        return self._add(MapPyOp(fn_id), names, label, [f"rows: {_fn_name(fn)}"])
 
     def filter_rows(self, fn: Callable[[tuple[Any, ...]], Any]) -> Collection:
         """Records (tuples) for which ``fn`` is truthy (a Python loop per batch)."""
         label = f"filter_rows@{user_location()}"
         batch_fn = functions.rows_filter(fn, self.columns)
         fn_id = self._register(Registered("filter_py", batch_fn, label))
-        return self._add("filter_py", self.columns, label, [f"rows: {_fn_name(fn)}"], fn=fn_id)
+        return self._add(FilterPyOp(fn_id), self.columns, label, [f"rows: {_fn_name(fn)}"])
 
     def flat_map_rows(
         self,
@@ -267,7 +282,7 @@ class Collection:
         names = self.columns if columns is None else _names(columns, label)
         batch_fn = functions.rows_flat_map(fn, self.columns, names, label)
         fn_id = self._register(Registered("flat_map_py", batch_fn, label, columns=names))
-        return self._add("flat_map_py", names, label, [f"rows: {_fn_name(fn)}"], fn=fn_id)
+        return self._add(FlatMapPyOp(fn_id), names, label, [f"rows: {_fn_name(fn)}"])
 
     # -- multiset operators -----------------------------------------------------------------
 
@@ -295,7 +310,7 @@ class Collection:
                     item = item._select_columns(self.columns, f"{label} (column order)")
                 aligned.append(item)
             return aligned[0]._add(
-                "concat", self.columns, label, inputs=[c.node for c in aligned], scope=scope
+                ConcatOp(), self.columns, label, inputs=[c.node for c in aligned], scope=scope
             )
         except BaseException:
             plan.rollback(mark)
@@ -303,11 +318,11 @@ class Collection:
 
     def negate(self) -> Collection:
         """Every count negated."""
-        return self._add("negate", self.columns, f"negate@{user_location()}")
+        return self._add(NegateOp(), self.columns, f"negate@{user_location()}")
 
     def consolidate(self) -> Collection:
         """The same collection with updates summed per (record, time) once times complete."""
-        return self._add("consolidate", self.columns, f"consolidate@{user_location()}")
+        return self._add(ConsolidateOp(), self.columns, f"consolidate@{user_location()}")
 
     # -- programming with time --------------------------------------------------------------
 
@@ -336,7 +351,7 @@ class Collection:
         expr = _as_expr(value, label)
         _check_columns(expr, self.columns, label)
         return self._add(
-            "advance_iteration", self.columns, label, [_expr_text(expr)], expr=expr.to_json()
+            AdvanceIterationOp(expr.to_json()), self.columns, label, [_expr_text(expr)]
         )
 
     def delay(self) -> Collection:
@@ -346,7 +361,7 @@ class Collection:
         updates spread over future times (priority-queue behaviour after
         ``advance_iteration``). The collection's contents at every time are unchanged.
         """
-        return self._add("delay", self.columns, f"delay@{user_location()}")
+        return self._add(DelayOp(), self.columns, f"delay@{user_location()}")
 
     # -- joins ------------------------------------------------------------------------------
 
@@ -482,7 +497,7 @@ class Collection:
         self.flow._times.max_depth = max(self.flow._times.max_depth, depth)
         try:
             source = enter_collection(self, scope, label)
-            var = source._add("variable", self.columns, f"{label} (variable)", result=None)
+            var = source._add(VariableOp(), self.columns, f"{label} (variable)")
             result = body(var)
             if not isinstance(result, Collection):
                 raise PlanError(f"{label}: the body must return a Collection, got {result!r}")
@@ -501,10 +516,10 @@ class Collection:
             if result.columns != self.columns:
                 result = result._select_columns(self.columns, f"{label} (column order)")
             if result.node == var.node:
-                result = var._add("concat", self.columns, f"{label} (result)")
+                result = var._add(ConcatOp(), self.columns, f"{label} (result)")
             plan.nodes[var.node]["result"] = result.node
             plan.close_scope(scope)
-            return result._add("leave", self.columns, f"{label} (leave)", scope=self.scope)
+            return result._add(LeaveOp(), self.columns, f"{label} (leave)", scope=self.scope)
         except BaseException:
             plan.rollback(mark)
             self.flow._dispatcher.truncate(n_fns)
@@ -522,7 +537,7 @@ class Collection:
             "inspect_py", fn, label, batch=False, to_user_time=self.flow._times.to_user
         )
         fn_id = self._register(entry)
-        return self._add("inspect_py", self.columns, label, [_fn_name(fn)], fn=fn_id, batch=False)
+        return self._add(InspectPyOp(fn_id, batch=False), self.columns, label, [_fn_name(fn)])
 
     def inspect_batch(self, fn: Callable[[dict[str, Any]], Any]) -> Collection:
         """Passes the collection through, calling ``fn`` with each batch of updates: a dict of
@@ -530,7 +545,7 @@ class Collection:
         label = f"inspect_batch@{user_location()}"
         self._check_reserved(label)
         fn_id = self._register(Registered("inspect_py", fn, label, batch=True))
-        return self._add("inspect_py", self.columns, label, [_fn_name(fn)], fn=fn_id, batch=True)
+        return self._add(InspectPyOp(fn_id, batch=True), self.columns, label, [_fn_name(fn)])
 
     def capture(self, errors: str = "raise") -> Capture:
         """Keeps this collection's output for ``updates()``, ``at(t)`` and ``subscribe(fn)``.
@@ -546,7 +561,7 @@ class Collection:
             raise PlanError(f'{label}: errors must be "raise" or "collect", got {errors!r}')
         self._check_top(label)
         self._check_reserved(label)
-        node = self._add("capture", self.columns, label).node
+        node = self._add(CaptureOp(), self.columns, label).node
         cap = Capture(self.flow, node, self.columns, label, errors=errors)
         self.flow._captures.append(cap)
         return cap
@@ -557,7 +572,7 @@ class Collection:
 
         label = f"probe@{user_location()}"
         self._check_top(label)
-        node = self._add("probe", self.columns, label).node
+        node = self._add(ProbeOp(), self.columns, label).node
         return Probe(self.flow, node, label)
 
     def _check_reserved(self, label: str) -> None:

@@ -23,7 +23,7 @@ from ddflow.engine import EngineFactory, EngineLike, native_engine
 from ddflow.errorlog import ErrorLog
 from ddflow.errors import PlanError, ReentrancyError
 from ddflow.input import InputSession
-from ddflow.plan import Plan, PlanText, user_location
+from ddflow.plan import ImportTraceOp, InputOp, Plan, PlanText, user_location
 from ddflow.times import Time, TimeShape, is_int
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ class Dataflow:
         names, dtypes = InputSession.parse_columns(columns)
         name = name or f"input{len(self._inputs)}"
         label = f"input {name!r}@{label_loc}"
-        node = self._plan.add("input", 0, [], names, label, name=name)
+        node = self._plan.add(InputOp(name), 0, [], names, label)
         session = InputSession(self, node, name, names, dtypes)
         self._inputs.append(session)
         return session, Collection(self, node, names, 0)
@@ -134,13 +134,12 @@ class Dataflow:
                 f"workers={self.workers}; they must run in one engine"
             )
         node = self._plan.add(
-            "import_trace",
+            ImportTraceOp(source=0),
             0,
             [],
             trace.columns,
             label,
             [f"from {trace.label}", f"key=({', '.join(trace.key)})"],
-            source=0,
         )
         self._host = trace.flow
         self._imports.append((node, trace))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ddflow.arrangement import Arrangement
 from ddflow.errors import PlanError
-from ddflow.plan import user_location
+from ddflow.plan import JoinKind, JoinOp, user_location
 from ddflow.wiring import arrange, common_scope, enter_arrangement, resolve_names, same_flow
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def _arranged(
 
 
 def join(
-    kind: str,
+    kind: JoinKind,
     left: Collection | Arrangement,
     right: Collection | Arrangement,
     on: Keys,
@@ -145,7 +145,7 @@ def join(
         la = _arranged(left, lkeys, scope, label, keys_only=False)
         ra = _arranged(right, rkeys, scope, label, keys_only=kind != "join")
         notes = [f"{', '.join(lkeys)} = {', '.join(rkeys)}"]
-        node = plan.add("join", scope, [la.node, ra.node], columns, label, notes=notes, kind=kind)
+        node = plan.add(JoinOp(kind), scope, [la.node, ra.node], columns, label, notes=notes)
         result = Collection(flow, node, tuple(columns), scope)
         if kind != "join" and isinstance(left, Collection) and tuple(columns) != left.columns:
             result = result._select_columns(left.columns, f"{label} (column order)")

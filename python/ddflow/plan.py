@@ -2,9 +2,11 @@
 
 The plan is the contract with the engine (``rust/ddflow-core/src/engine/PLAN.md``): a list of
 scopes and a list of operator nodes, each a JSON-able dict with ``id``, ``op``, ``scope``,
-``inputs``, ``columns``, ``label`` and its own fields. :class:`Plan` appends nodes, keeps the
-caches that let operators share arrangements and ``enter`` nodes, checks structure, and prints
-itself readably. It knows nothing about the engine.
+``inputs``, ``columns``, ``label`` and its own fields. Each operator kind's own fields are one
+frozen dataclass below (:class:`SelectOp`, :class:`JoinOp`, ...), mirroring the engine's
+``plan::Op``; :meth:`Plan.add` takes one of them. :class:`Plan` appends nodes, keeps the caches
+that let operators share arrangements and ``enter`` nodes, checks structure, and prints itself
+readably. It knows nothing about the engine.
 """
 
 from __future__ import annotations
@@ -14,11 +16,43 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from dataclasses import fields as dataclass_fields
+from typing import Any, ClassVar, Literal
 
 from ddflow.errors import PlanError
 
-__all__ = ["Plan", "Scope", "PlanText", "user_location", "ARRANGEMENT_OPS", "PLAN_VERSION"]
+__all__ = [
+    "Plan",
+    "Scope",
+    "PlanText",
+    "user_location",
+    "ARRANGEMENT_OPS",
+    "PLAN_VERSION",
+    "OpSpec",
+    "InputOp",
+    "SelectOp",
+    "FilterOp",
+    "MapPyOp",
+    "FlatMapPyOp",
+    "FilterPyOp",
+    "ConcatOp",
+    "NegateOp",
+    "ConsolidateOp",
+    "AdvanceIterationOp",
+    "DelayOp",
+    "ArrangeOp",
+    "JoinOp",
+    "ReduceOp",
+    "EnterOp",
+    "EnterArrangementOp",
+    "ImportTraceOp",
+    "VariableOp",
+    "LeaveOp",
+    "InspectPyOp",
+    "CaptureOp",
+    "ProbeOp",
+    "python_op",
+]
 
 PLAN_VERSION = 1
 """The plan format version written into every plan."""
@@ -46,6 +80,207 @@ def user_location() -> str:
             return f"{os.path.basename(path)}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
     return "<unknown>"
+
+
+# -- operator kinds: one class per ``op`` of PLAN.md, holding that operator's own fields --------
+
+ExprJson = dict[str, Any]
+"""An expression as plan JSON (``Expr.to_json()``)."""
+
+JoinKind = Literal["join", "semijoin", "antijoin"]
+"""The flavours of ``join``."""
+
+AggJson = dict[str, Any]
+"""A ``reduce`` aggregate as plan JSON (``{"kind": ..., ...}``, see PLAN.md)."""
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """An operator kind and its own fields; ``OP`` is its ``op`` in the plan JSON."""
+
+    OP: ClassVar[str]
+
+    def fields(self) -> dict[str, Any]:
+        """The operator's own fields as plan JSON."""
+        return {f.name: getattr(self, f.name) for f in dataclass_fields(self)}
+
+
+@dataclass(frozen=True)
+class InputOp(OpSpec):
+    """An input (``Dataflow.new_input``)."""
+
+    OP: ClassVar[str] = "input"
+    name: str
+
+
+@dataclass(frozen=True)
+class SelectOp(OpSpec):
+    """One expression per output column."""
+
+    OP: ClassVar[str] = "select"
+    exprs: list[ExprJson]
+
+
+@dataclass(frozen=True)
+class FilterOp(OpSpec):
+    """Rows where a bool expression holds."""
+
+    OP: ClassVar[str] = "filter"
+    predicate: ExprJson
+
+
+@dataclass(frozen=True)
+class MapPyOp(OpSpec):
+    """A Python function from columns to columns (callback id ``fn``)."""
+
+    OP: ClassVar[str] = "map_py"
+    fn: int
+
+
+@dataclass(frozen=True)
+class FlatMapPyOp(OpSpec):
+    """A Python function returning any number of rows per input row."""
+
+    OP: ClassVar[str] = "flat_map_py"
+    fn: int
+
+
+@dataclass(frozen=True)
+class FilterPyOp(OpSpec):
+    """A Python function returning a mask of rows to keep."""
+
+    OP: ClassVar[str] = "filter_py"
+    fn: int
+
+
+@dataclass(frozen=True)
+class ConcatOp(OpSpec):
+    """The union of the inputs."""
+
+    OP: ClassVar[str] = "concat"
+
+
+@dataclass(frozen=True)
+class NegateOp(OpSpec):
+    """Every diff negated."""
+
+    OP: ClassVar[str] = "negate"
+
+
+@dataclass(frozen=True)
+class ConsolidateOp(OpSpec):
+    """Updates summed per (row, time) once their times complete."""
+
+    OP: ClassVar[str] = "consolidate"
+
+
+@dataclass(frozen=True)
+class AdvanceIterationOp(OpSpec):
+    """The iteration coordinate moved to ``max(current, expr(row))``."""
+
+    OP: ClassVar[str] = "advance_iteration"
+    expr: ExprJson
+
+
+@dataclass(frozen=True)
+class DelayOp(OpSpec):
+    """Updates held per distinct time until complete."""
+
+    OP: ClassVar[str] = "delay"
+
+
+@dataclass(frozen=True)
+class ArrangeOp(OpSpec):
+    """An arrangement by the input columns ``key`` (indices)."""
+
+    OP: ClassVar[str] = "arrange"
+    key: list[int]
+
+
+@dataclass(frozen=True)
+class JoinOp(OpSpec):
+    """A join of two arrangements."""
+
+    OP: ClassVar[str] = "join"
+    kind: JoinKind = "join"
+
+
+@dataclass(frozen=True)
+class ReduceOp(OpSpec):
+    """An aggregate per key of an arrangement."""
+
+    OP: ClassVar[str] = "reduce"
+    agg: AggJson
+
+
+@dataclass(frozen=True)
+class EnterOp(OpSpec):
+    """A collection of the enclosing scope, entered at iteration 0."""
+
+    OP: ClassVar[str] = "enter"
+
+
+@dataclass(frozen=True)
+class EnterArrangementOp(OpSpec):
+    """An arrangement of the enclosing scope, entered without a copy."""
+
+    OP: ClassVar[str] = "enter_arrangement"
+
+
+@dataclass(frozen=True)
+class ImportTraceOp(OpSpec):
+    """Another dataflow's top-level arrangement (node ``source`` of its engine)."""
+
+    OP: ClassVar[str] = "import_trace"
+    source: int
+
+
+@dataclass(frozen=True)
+class VariableOp(OpSpec):
+    """An iterate's loop variable; ``result`` is set once the body is built."""
+
+    OP: ClassVar[str] = "variable"
+    result: int | None = None
+
+
+@dataclass(frozen=True)
+class LeaveOp(OpSpec):
+    """An iterate's result seen outside it."""
+
+    OP: ClassVar[str] = "leave"
+
+
+@dataclass(frozen=True)
+class InspectPyOp(OpSpec):
+    """A Python function called with each batch; the data passes through."""
+
+    OP: ClassVar[str] = "inspect_py"
+    fn: int
+    batch: bool = True
+
+
+@dataclass(frozen=True)
+class CaptureOp(OpSpec):
+    """Output kept for ``updates()`` / ``at()`` / subscribers."""
+
+    OP: ClassVar[str] = "capture"
+
+
+@dataclass(frozen=True)
+class ProbeOp(OpSpec):
+    """No output; its frontier answers ``probe.done(t)``."""
+
+    OP: ClassVar[str] = "probe"
+
+
+def python_op(kind: str, fn: int) -> OpSpec:
+    """The operator of a Python callback kind (``map_py``, ``flat_map_py``, ``filter_py``)."""
+    kinds: dict[str, type[MapPyOp] | type[FlatMapPyOp] | type[FilterPyOp]] = {
+        "map_py": MapPyOp,
+        "flat_map_py": FlatMapPyOp,
+        "filter_py": FilterPyOp,
+    }
+    return kinds[kind](fn)
 
 
 class PlanText(str):
@@ -90,15 +325,15 @@ class Plan:
 
     def add(
         self,
-        op: str,
+        spec: OpSpec,
         scope: int,
         inputs: Sequence[int],
         columns: Sequence[str],
         label: str,
         notes: Sequence[str] = (),
-        **fields: Any,
     ) -> int:
-        """Appends a node and returns its id. Checks scope openness, inputs and columns."""
+        """Appends a node running ``spec`` and returns its id. Checks scope openness, inputs
+        and columns."""
         self.check_building(label)
         if not self.scopes[scope].open:
             raise PlanError(
@@ -114,13 +349,13 @@ class Plan:
         node_id = len(self.nodes)
         node: dict[str, Any] = {
             "id": node_id,
-            "op": op,
+            "op": spec.OP,
             "scope": scope,
             "inputs": list(inputs),
             "columns": list(columns),
             "label": label,
         }
-        node.update(fields)
+        node.update(spec.fields())
         self.nodes.append(node)
         if notes:
             self.notes[node_id] = list(notes)

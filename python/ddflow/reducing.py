@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ddflow.aggregates import Aggregate, PythonReducer, reducer
 from ddflow.arrangement import Arrangement
 from ddflow.errors import PlanError
-from ddflow.plan import user_location
+from ddflow.plan import ReduceOp, user_location
 from ddflow.wiring import arrange, resolve_names
 
 if TYPE_CHECKING:
@@ -65,13 +65,12 @@ def reduce_arrangement(
         )
     cols = (*arr.key, *out)
     node = flow._plan.add(
-        "reduce",
+        ReduceOp(agg_json),
         arr.scope,
         [arr.node],
         cols,
         label,
         notes=[f"by ({', '.join(arr.key)}): {aggregate.describe()}", f"agg={json.dumps(agg_json)}"],
-        agg=agg_json,
     )
     return Collection(flow, node, cols, arr.scope)
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ddflow.arrangement import Arrangement
 from ddflow.errors import ColumnNotFoundError, PlanError
+from ddflow.plan import ArrangeOp, EnterArrangementOp, EnterOp
 
 if TYPE_CHECKING:
     from ddflow.collection import Collection
@@ -63,7 +64,7 @@ def enter_collection(coll: Collection, scope: int, label: str) -> Collection:
         key = ("enter", node, s)
         cached = plan.cached(key)
         if cached is None:
-            cached = plan.add("enter", s, [node], coll.columns, f"{label} (enter)")
+            cached = plan.add(EnterOp(), s, [node], coll.columns, f"{label} (enter)")
             plan.remember(key, cached)
         node = cached
     return coll.derive_node(node, coll.columns, scope)
@@ -80,7 +81,7 @@ def enter_arrangement(arr: Arrangement, scope: int, label: str) -> Arrangement:
         cached = plan.cached(key)
         if cached is None:
             cached = plan.add(
-                "enter_arrangement", s, [node], arr.columns, f"{label} (enter arrangement)"
+                EnterArrangementOp(), s, [node], arr.columns, f"{label} (enter arrangement)"
             )
             plan.remember(key, cached)
         node = cached
@@ -117,13 +118,12 @@ def arrange(coll: Collection, key: Sequence[str], label: str) -> Arrangement:
     node = plan.cached(cache_key)
     if node is None:
         node = plan.add(
-            "arrange",
+            ArrangeOp(list(idx)),
             coll.scope,
             [coll.node],
             [*key, *vals],
             f"{label} (arrange)",
             notes=[f"key=({', '.join(key)})"],
-            key=list(idx),
         )
         plan.remember(cache_key, node)
     return Arrangement(coll.flow, node, tuple(key), (*key, *vals), coll.scope, coll)

@@ -6,7 +6,7 @@ use super::operators::{
 };
 use crate::error::{Error, Result};
 use crate::expr::Expr;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
 /// A scope: the top level (id 0) or an `iterate` body.
 #[derive(Clone, Debug)]
@@ -19,15 +19,16 @@ pub struct Scope {
     pub max_iterations: Option<u64>,
 }
 
-/// An aggregate of `reduce`.
-#[derive(Clone, Debug)]
+/// An aggregate of `reduce` (JSON: `{"kind": ..., fields}`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Agg {
     /// Least value of a val column among values with positive count.
-    Min(usize),
+    Min { column: usize },
     /// Greatest value of a val column among values with positive count.
-    Max(usize),
+    Max { column: usize },
     /// Signed weighted sum of a val column.
-    Sum(usize),
+    Sum { column: usize },
     /// Signed sum of counts.
     Count,
     /// Each distinct val with positive count, once.
@@ -36,33 +37,48 @@ pub enum Agg {
     TopK {
         k: usize,
         column: usize,
+        #[serde(default)]
         descending: bool,
     },
     /// Output count `fn(count)` per row, computed by a vectorised Python callback.
-    ThresholdPy(u64),
+    ThresholdPy {
+        #[serde(rename = "fn")]
+        func: u64,
+    },
     /// A Python reducer called once per batch of keys.
-    Python { func: u64, columns: usize },
+    Python {
+        #[serde(rename = "fn")]
+        func: u64,
+        columns: usize,
+    },
 }
 
-/// The operator of a node, with its own arguments.
-#[derive(Clone, Debug)]
+/// The operator of a node, with its own arguments (JSON: `"op"` and the fields of the
+/// node beside the common ones, see `PLAN.md`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
     Input {
         name: String,
     },
     Select {
+        #[serde(with = "exprs_json")]
         exprs: Vec<Expr>,
     },
     Filter {
+        #[serde(with = "expr_json")]
         predicate: Expr,
     },
     MapPy {
+        #[serde(rename = "fn")]
         func: u64,
     },
     FlatMapPy {
+        #[serde(rename = "fn")]
         func: u64,
     },
     FilterPy {
+        #[serde(rename = "fn")]
         func: u64,
     },
     Concat,
@@ -70,6 +86,7 @@ pub enum Op {
     Consolidate,
     /// Moves the iteration coordinate to `max(current, expr(row))` (int64, inside `iterate`).
     AdvanceIteration {
+        #[serde(with = "expr_json")]
         expr: Expr,
     },
     /// Holds updates by time until their time is complete.
@@ -78,6 +95,7 @@ pub enum Op {
         key: Vec<usize>,
     },
     Join {
+        #[serde(default)]
         kind: JoinKind,
     },
     Reduce {
@@ -95,31 +113,108 @@ pub enum Op {
     },
     Leave,
     InspectPy {
+        #[serde(rename = "fn")]
         func: u64,
+        #[serde(default = "yes")]
         batch: bool,
     },
     Capture,
     Probe,
 }
 
+fn yes() -> bool {
+    true
+}
+
 /// The flavour of a join.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum JoinKind {
+    #[default]
     Join,
     Semijoin,
     Antijoin,
 }
 
 /// One node of the plan.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Node {
     pub id: usize,
+    #[serde(flatten)]
     pub op: Op,
     pub scope: usize,
     pub inputs: Vec<usize>,
     pub columns: Vec<String>,
+    #[serde(default)]
     pub label: String,
 }
+
+/// Expressions in their JSON form (`crate::expr`'s `from_json` / `to_json`).
+mod expr_json {
+    use crate::expr::Expr;
+    use serde::{de::Error as _, Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::Value;
+
+    pub fn serialize<S: Serializer>(e: &Expr, s: S) -> Result<S::Ok, S::Error> {
+        e.to_json().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Expr, D::Error> {
+        Expr::from_json(&Value::deserialize(d)?).map_err(D::Error::custom)
+    }
+}
+
+/// Lists of expressions in their JSON form.
+mod exprs_json {
+    use crate::expr::Expr;
+    use serde::{de::Error as _, Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::Value;
+
+    pub fn serialize<S: Serializer>(es: &[Expr], s: S) -> Result<S::Ok, S::Error> {
+        es.iter()
+            .map(|e| e.to_json())
+            .collect::<Vec<Value>>()
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Expr>, D::Error> {
+        Vec::<Value>::deserialize(d)?
+            .iter()
+            .map(|v| Expr::from_json(v).map_err(D::Error::custom))
+            .collect()
+    }
+}
+
+/// A scope as written in plan JSON.
+#[derive(Serialize, Deserialize)]
+struct ScopeJson {
+    #[serde(default)]
+    id: Option<usize>,
+    #[serde(default)]
+    parent: Option<usize>,
+    /// Checked by [`Plan::from_json`] (an integer from 1, or null), so that its error names
+    /// the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_iterations: Option<serde_json::Value>,
+}
+
+/// A plan as written in JSON, before validation.
+#[derive(Serialize, Deserialize)]
+struct PlanJson {
+    #[serde(default = "plan_version")]
+    version: u64,
+    time_dims: usize,
+    #[serde(default)]
+    scopes: Vec<ScopeJson>,
+    nodes: Vec<Node>,
+}
+
+fn plan_version() -> u64 {
+    PLAN_VERSION
+}
+
+/// The plan format version this engine reads and writes.
+pub const PLAN_VERSION: u64 = 1;
 
 impl Node {
     /// The operator's short name (as in the plan JSON).
@@ -225,86 +320,28 @@ pub struct Plan {
     pub nodes: Vec<Node>,
 }
 
-fn field<'a>(v: &'a Value, name: &str, ctx: &str) -> Result<&'a Value> {
-    v.get(name)
-        .ok_or_else(|| Error::Plan(format!("{ctx}: missing field {name:?}")))
-}
-
-fn as_u64(v: &Value, name: &str, ctx: &str) -> Result<u64> {
-    field(v, name, ctx)?.as_u64().ok_or_else(|| {
-        Error::Plan(format!(
-            "{ctx}: field {name:?} must be a non-negative integer"
-        ))
-    })
-}
-
-fn as_usize_list(v: &Value, name: &str, ctx: &str) -> Result<Vec<usize>> {
-    let arr = field(v, name, ctx)?
-        .as_array()
-        .ok_or_else(|| Error::Plan(format!("{ctx}: field {name:?} must be a list")))?;
-    arr.iter()
-        .map(|x| {
-            x.as_u64()
-                .map(|u| u as usize)
-                .ok_or_else(|| Error::Plan(format!("{ctx}: {name:?} must hold integers")))
-        })
-        .collect()
-}
-
-fn parse_agg(v: &Value, ctx: &str) -> Result<Agg> {
-    let kind = field(v, "kind", ctx)?.as_str().unwrap_or("");
-    let col = || as_u64(v, "column", ctx).map(|c| c as usize);
-    Ok(match kind {
-        "min" => Agg::Min(col()?),
-        "max" => Agg::Max(col()?),
-        "sum" => Agg::Sum(col()?),
-        "count" => Agg::Count,
-        "distinct" => Agg::Distinct,
-        "top_k" => Agg::TopK {
-            k: as_u64(v, "k", ctx)? as usize,
-            column: col()?,
-            descending: v
-                .get("descending")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-        },
-        "threshold_py" => Agg::ThresholdPy(as_u64(v, "fn", ctx)?),
-        "python" => Agg::Python {
-            func: as_u64(v, "fn", ctx)?,
-            columns: as_u64(v, "columns", ctx)? as usize,
-        },
-        other => {
-            return Err(Error::Plan(format!(
-                "{ctx}: unknown aggregate kind {other:?}"
-            )))
-        }
-    })
-}
-
 impl Plan {
     /// Parses and validates a plan from its JSON text.
     pub fn from_json(text: &str) -> Result<Plan> {
-        let v: Value = serde_json::from_str(text)
+        let json: PlanJson = serde_json::from_str(text)
             .map_err(|e| Error::Plan(format!("invalid plan JSON: {e}")))?;
-        let time_dims = as_u64(&v, "time_dims", "plan")? as usize;
-        let mut scopes = Vec::new();
-        for (i, s) in field(&v, "scopes", "plan")?
-            .as_array()
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let parent = s.get("parent").and_then(Value::as_u64).map(|p| p as usize);
-            if i > 0 && parent.is_none_or(|p| p >= i) {
+        if json.version != PLAN_VERSION {
+            return Err(Error::Plan(format!(
+                "plan format version {} is not supported (this engine reads version \
+                 {PLAN_VERSION})",
+                json.version
+            )));
+        }
+        let time_dims = json.time_dims;
+        let mut scopes: Vec<Scope> = Vec::new();
+        for (i, s) in json.scopes.into_iter().enumerate() {
+            if i > 0 && s.parent.is_none_or(|p| p >= i) {
                 return Err(Error::Plan(format!(
                     "scope {i}: parent must be an earlier scope"
                 )));
             }
-            let depth = parent
-                .map(|p: usize| scopes.get(p).map(|s: &Scope| s.depth + 1).unwrap_or(1))
-                .unwrap_or(0);
-            let max_iterations = match s.get("max_iterations") {
-                None | Some(Value::Null) => None,
+            let max_iterations = match &s.max_iterations {
+                None | Some(serde_json::Value::Null) => None,
                 Some(v) => match v.as_u64() {
                     Some(m) if m >= 1 => Some(m),
                     _ => {
@@ -315,8 +352,12 @@ impl Plan {
                     }
                 },
             };
+            let depth = s
+                .parent
+                .map(|p| scopes.get(p).map_or(1, |s| s.depth + 1))
+                .unwrap_or(0);
             scopes.push(Scope {
-                parent,
+                parent: s.parent,
                 depth,
                 max_iterations,
             });
@@ -335,124 +376,26 @@ impl Plan {
                 crate::lattice::MAX_DIMS
             )));
         }
-        let mut nodes = Vec::new();
-        for (i, n) in field(&v, "nodes", "plan")?
-            .as_array()
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let label = n
-                .get("label")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            let opname = field(n, "op", "node")?.as_str().unwrap_or("").to_string();
-            let ctx = if label.is_empty() {
-                format!("node {i} ({opname})")
-            } else {
-                label.clone()
-            };
-            let id = as_u64(n, "id", &ctx)? as usize;
-            if id != i {
+        let mut nodes = json.nodes;
+        for (i, n) in nodes.iter_mut().enumerate() {
+            if n.label.is_empty() {
+                n.label = format!("{}#{i}", n.op_name());
+            }
+            let ctx = &n.label;
+            if n.id != i {
                 return Err(Error::Plan(format!(
-                    "{ctx}: id {id} does not match its position {i}"
+                    "{ctx}: id {} does not match its position {i}",
+                    n.id
                 )));
             }
-            let scope = as_u64(n, "scope", &ctx)? as usize;
-            if scope >= scopes.len() {
-                return Err(Error::Plan(format!("{ctx}: unknown scope {scope}")));
+            if n.scope >= scopes.len() {
+                return Err(Error::Plan(format!("{ctx}: unknown scope {}", n.scope)));
             }
-            let inputs = as_usize_list(n, "inputs", &ctx)?;
-            if let Some(bad) = inputs.iter().find(|&&x| x >= i) {
+            if let Some(bad) = n.inputs.iter().find(|&&x| x >= i) {
                 return Err(Error::Plan(format!(
                     "{ctx}: input {bad} is not an earlier node"
                 )));
             }
-            let columns: Vec<String> = field(n, "columns", &ctx)?
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|c| c.as_str().unwrap_or("").to_string())
-                .collect();
-            let expr = |name: &str| -> Result<Expr> { Expr::from_json(field(n, name, &ctx)?) };
-            let op = match opname.as_str() {
-                "input" => Op::Input {
-                    name: field(n, "name", &ctx)?.as_str().unwrap_or("").to_string(),
-                },
-                "select" => Op::Select {
-                    exprs: field(n, "exprs", &ctx)?
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .map(Expr::from_json)
-                        .collect::<Result<_>>()?,
-                },
-                "filter" => Op::Filter {
-                    predicate: expr("predicate")?,
-                },
-                "map_py" => Op::MapPy {
-                    func: as_u64(n, "fn", &ctx)?,
-                },
-                "flat_map_py" => Op::FlatMapPy {
-                    func: as_u64(n, "fn", &ctx)?,
-                },
-                "filter_py" => Op::FilterPy {
-                    func: as_u64(n, "fn", &ctx)?,
-                },
-                "concat" => Op::Concat,
-                "negate" => Op::Negate,
-                "consolidate" => Op::Consolidate,
-                "advance_iteration" => Op::AdvanceIteration {
-                    expr: expr("expr")?,
-                },
-                "delay" => Op::Delay,
-                "arrange" => Op::Arrange {
-                    key: as_usize_list(n, "key", &ctx)?,
-                },
-                "join" => Op::Join {
-                    kind: match n.get("kind").and_then(Value::as_str).unwrap_or("join") {
-                        "join" => JoinKind::Join,
-                        "semijoin" => JoinKind::Semijoin,
-                        "antijoin" => JoinKind::Antijoin,
-                        other => {
-                            return Err(Error::Plan(format!("{ctx}: unknown join kind {other:?}")))
-                        }
-                    },
-                },
-                "reduce" => Op::Reduce {
-                    agg: parse_agg(field(n, "agg", &ctx)?, &ctx)?,
-                },
-                "enter" => Op::Enter,
-                "enter_arrangement" => Op::EnterArrangement,
-                "import_trace" => Op::ImportTrace {
-                    source: as_u64(n, "source", &ctx)? as usize,
-                },
-                "variable" => Op::Variable {
-                    result: as_u64(n, "result", &ctx)? as usize,
-                },
-                "leave" => Op::Leave,
-                "inspect_py" => Op::InspectPy {
-                    func: as_u64(n, "fn", &ctx)?,
-                    batch: n.get("batch").and_then(Value::as_bool).unwrap_or(true),
-                },
-                "capture" => Op::Capture,
-                "probe" => Op::Probe,
-                other => return Err(Error::Plan(format!("{ctx}: unknown operator {other:?}"))),
-            };
-            let label = if label.is_empty() {
-                format!("{opname}#{i}")
-            } else {
-                label
-            };
-            nodes.push(Node {
-                id,
-                op,
-                scope,
-                inputs,
-                columns,
-                label,
-            });
         }
         let plan = Plan {
             time_dims,
@@ -461,6 +404,26 @@ impl Plan {
         };
         plan.validate()?;
         Ok(plan)
+    }
+
+    /// The plan as JSON text ([`Plan::from_json`] reads it back).
+    pub fn to_json(&self) -> String {
+        let json = PlanJson {
+            version: PLAN_VERSION,
+            time_dims: self.time_dims,
+            scopes: self
+                .scopes
+                .iter()
+                .enumerate()
+                .map(|(i, s)| ScopeJson {
+                    id: Some(i),
+                    parent: s.parent,
+                    max_iterations: s.max_iterations.map(serde_json::Value::from),
+                })
+                .collect(),
+            nodes: self.nodes.clone(),
+        };
+        serde_json::to_string(&json).expect("plans serialize")
     }
 
     fn validate(&self) -> Result<()> {
@@ -565,6 +528,94 @@ impl Plan {
             None
         } else {
             Some(self.time_dims + d - 1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_through_json() {
+        for text in [
+            super::super::plans::bfs(),
+            super::super::plans::bfs_counts(),
+        ] {
+            let plan = Plan::from_json(&text).unwrap();
+            let again = Plan::from_json(&plan.to_json()).unwrap();
+            assert_eq!(plan.to_json(), again.to_json());
+            assert_eq!(plan.nodes.len(), again.nodes.len());
+            assert!(matches!(
+                again.nodes[12].op,
+                Op::Reduce {
+                    agg: Agg::Min { column: 0 }
+                }
+            ));
+        }
+    }
+
+    fn one_node(node: &str) -> Result<Plan> {
+        Plan::from_json(&format!(
+            r#"{{"version":1,"time_dims":1,"scopes":[{{"id":0,"parent":null}}],"nodes":[
+            {{"id":0,"op":"input","name":"x","scope":0,"inputs":[],"columns":["a"]}},{node}]}}"#
+        ))
+    }
+
+    #[test]
+    fn fields_default_and_extra_fields_are_ignored() {
+        let p =
+            one_node(r#"{"id":1,"op":"negate","scope":0,"inputs":[0],"columns":["a"],"note":"x"}"#)
+                .unwrap();
+        assert!(matches!(p.nodes[1].op, Op::Negate));
+        assert_eq!(p.nodes[1].label, "negate#1");
+        let p =
+            one_node(r#"{"id":1,"op":"inspect_py","fn":3,"scope":0,"inputs":[0],"columns":["a"]}"#)
+                .unwrap();
+        assert!(matches!(
+            p.nodes[1].op,
+            Op::InspectPy {
+                func: 3,
+                batch: true
+            }
+        ));
+    }
+
+    #[test]
+    fn malformed_plans_are_plan_errors() {
+        for (node, want) in [
+            (
+                r#"{"id":1,"op":"nope","scope":0,"inputs":[0],"columns":["a"]}"#,
+                "nope",
+            ),
+            (
+                r#"{"id":1,"op":"map_py","scope":0,"inputs":[0],"columns":["a"]}"#,
+                "fn",
+            ),
+            (
+                r#"{"id":2,"op":"negate","scope":0,"inputs":[0],"columns":["a"]}"#,
+                "position",
+            ),
+            (
+                r#"{"id":1,"op":"negate","scope":0,"inputs":[1],"columns":["a"]}"#,
+                "earlier",
+            ),
+            (
+                r#"{"id":1,"op":"negate","scope":5,"inputs":[0],"columns":["a"]}"#,
+                "scope",
+            ),
+            (
+                r#"{"id":1,"op":"join","kind":"outer","scope":0,"inputs":[0,0],"columns":["a"]}"#,
+                "outer",
+            ),
+            (
+                r#"{"id":1,"op":"filter","predicate":{"op":"what"},"scope":0,"inputs":[0],"columns":["a"]}"#,
+                "what",
+            ),
+        ] {
+            let e = one_node(node).unwrap_err();
+            assert!(matches!(e, Error::Plan(_)), "{e}");
+            assert!(e.to_string().contains(want), "{want}: {e}");
         }
     }
 }

@@ -41,8 +41,8 @@ pub fn output_dtypes(agg: &Agg, vals: &[DType], label: &str) -> Result<Option<Ve
         })
     };
     Ok(Some(match agg {
-        Agg::Min(c) | Agg::Max(c) => vec![col(*c)?],
-        Agg::Sum(c) => {
+        Agg::Min { column: c } | Agg::Max { column: c } => vec![col(*c)?],
+        Agg::Sum { column: c } => {
             let d = col(*c)?;
             if !matches!(d, DType::Int64 | DType::Float64) {
                 return Err(Error::Type(format!(
@@ -58,7 +58,7 @@ pub fn output_dtypes(agg: &Agg, vals: &[DType], label: &str) -> Result<Option<Ve
             col(*column)?;
             vals.to_vec()
         }
-        Agg::ThresholdPy(_) => vals.to_vec(),
+        Agg::ThresholdPy { .. } => vals.to_vec(),
         Agg::Python { .. } => return Ok(None),
     }))
 }
@@ -82,8 +82,8 @@ pub fn apply(
     let n = counts.len();
     let row = |i: usize| &vals[i * vw..(i + 1) * vw];
     match agg {
-        Agg::Min(c) | Agg::Max(c) => {
-            let want = if matches!(agg, Agg::Min(_)) {
+        Agg::Min { column: c } | Agg::Max { column: c } => {
+            let want = if matches!(agg, Agg::Min { .. }) {
                 Ordering::Less
             } else {
                 Ordering::Greater
@@ -101,7 +101,7 @@ pub fn apply(
                 push(&[b], 1);
             }
         }
-        Agg::Sum(c) => {
+        Agg::Sum { column: c } => {
             if n == 0 {
                 return Ok(());
             }
@@ -168,7 +168,7 @@ pub fn apply(
                 push(row(i), 1);
             }
         }
-        Agg::ThresholdPy(_) | Agg::Python { .. } => {
+        Agg::ThresholdPy { .. } | Agg::Python { .. } => {
             return Err(Error::Plan(format!(
                 "{label}: Python aggregates are not built-in"
             )));

@@ -115,7 +115,7 @@ impl Operator for Reduce {
     }
 
     fn calls_python(&self) -> bool {
-        matches!(self.agg, Agg::Python { .. } | Agg::ThresholdPy(_))
+        matches!(self.agg, Agg::Python { .. } | Agg::ThresholdPy { .. })
     }
 
     fn compact_output(&mut self, frontier: &Antichain<Time>) {
@@ -604,7 +604,7 @@ impl ReduceState {
         let mut py_offsets: Vec<i64> = vec![0];
         let mut reader_in = inp.trace.reader();
         let mut reader_out = self.out.reader();
-        let builtin = !matches!(inp.agg, Agg::Python { .. } | Agg::ThresholdPy(_));
+        let builtin = !matches!(inp.agg, Agg::Python { .. } | Agg::ThresholdPy { .. });
         let out_width = self.out.width;
         let mut output = Updates::new(out_width);
         for (ki, (key, new_times)) in work.iter().enumerate() {
@@ -764,7 +764,7 @@ impl ReduceState {
                     groups[g].err = Some(message);
                 }
             }
-            Agg::ThresholdPy(func) => {
+            Agg::ThresholdPy { func } => {
                 // Rows are whole records (no val columns): one count per group.
                 let group_counts: Vec<i64> = (0..groups.len())
                     .map(|g| {

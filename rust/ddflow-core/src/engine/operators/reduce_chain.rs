@@ -106,7 +106,7 @@ pub fn reduce_key(
     s.in_order.sort_by_key(|&i| in_times[i as usize]);
     let mut acc = match k.agg {
         Agg::Count => Acc::Count(0),
-        Agg::Sum(c) if k.val_dtypes[*c] == DType::Int64 => Acc::SumInt(0),
+        Agg::Sum { column: c } if k.val_dtypes[*c] == DType::Int64 => Acc::SumInt(0),
         _ => Acc::PerVal,
     };
     let mut nonzero_vals: usize = 0;
@@ -227,7 +227,7 @@ pub fn reduce_key(
 /// The summed column of an integer `sum`.
 fn sum_column(agg: &Agg) -> usize {
     match agg {
-        Agg::Sum(c) => *c,
+        Agg::Sum { column: c } => *c,
         _ => 0,
     }
 }
