@@ -12,11 +12,14 @@
 //! * [`times`]: interesting times for `reduce`.
 //! * [`expr`]: column expressions evaluated on whole columns.
 //! * [`engine`]: dataflow plans and the embedded engine that runs them.
+//! * [`batch`]: the engine's operators on whole batches, for backends that move batches
+//!   themselves.
 
 // Kernels index several parallel columns with one loop variable; iterator chains over
 // zipped columns read worse there.
 #![allow(clippy::needless_range_loop)]
 
+pub mod batch;
 pub mod encoding;
 pub mod engine;
 pub mod error;

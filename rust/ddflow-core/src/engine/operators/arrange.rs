@@ -33,36 +33,36 @@ impl Arrange {
             buffer: Buffer::default(),
         }
     }
+}
 
-    /// The complete updates `ready` as one batch with the key columns first.
-    fn rows(&self, mut ready: Vec<Msg>, width: usize) -> Updates {
-        let key = &self.key;
-        let identity = key.iter().enumerate().all(|(i, &k)| i == k);
-        let total = ready.iter().map(|m| m.upd.len()).sum();
-        if identity && ready.len() == 1 {
-            // Key columns already lead: take the batch as it is (no copy).
-            ready.pop().expect("one message").upd
-        } else if identity {
-            let mut b = Updates::with_capacity(width, total);
-            for m in &ready {
-                b.extend(&m.upd);
-            }
-            b
-        } else {
-            let mut b = Updates::with_capacity(width, total);
-            let mut row = Vec::with_capacity(width);
-            let rest: Vec<usize> = (0..width).filter(|c| !key.contains(c)).collect();
-            for m in &ready {
-                for i in 0..m.upd.len() {
-                    let r = m.upd.row(i);
-                    row.clear();
-                    row.extend(key.iter().map(|&k| r[k]));
-                    row.extend(rest.iter().map(|&k| r[k]));
-                    b.push(&row, m.upd.times[i], m.upd.diffs[i]);
-                }
-            }
-            b
+/// The updates of `parts` (rows of `width` columns) as one batch with the columns `key`
+/// first, then the others in order. A single part already keyed by its leading columns is
+/// taken as it is (no copy).
+pub fn key_first(mut parts: Vec<Updates>, key: &[usize], width: usize) -> Updates {
+    let identity = key.iter().enumerate().all(|(i, &k)| i == k);
+    let total = parts.iter().map(|u| u.len()).sum();
+    if identity && parts.len() == 1 {
+        parts.pop().expect("one part")
+    } else if identity {
+        let mut b = Updates::with_capacity(width, total);
+        for u in &parts {
+            b.extend(u);
         }
+        b
+    } else {
+        let mut b = Updates::with_capacity(width, total);
+        let mut row = Vec::with_capacity(width);
+        let rest: Vec<usize> = (0..width).filter(|c| !key.contains(c)).collect();
+        for u in &parts {
+            for i in 0..u.len() {
+                let r = u.row(i);
+                row.clear();
+                row.extend(key.iter().map(|&k| r[k]));
+                row.extend(rest.iter().map(|&k| r[k]));
+                b.push(&row, u.times[i], u.diffs[i]);
+            }
+        }
+        b
     }
 }
 
@@ -105,7 +105,8 @@ impl Operator for Arrange {
             return Ok(Output::none());
         }
         let schema = trace.schema.clone().expect("schema");
-        let mut batch = self.rows(ready, schema.len());
+        let parts = ready.into_iter().map(|m| m.upd).collect();
+        let mut batch = key_first(parts, &self.key, schema.len());
         consolidate(&mut batch)?;
         trace.insert(&batch, frontier);
         cx.fresh[node] = Some(Arc::new(Msg { schema, upd: batch }));
