@@ -33,6 +33,7 @@ from ddflow.plan import (
     NegateOp,
     OpSpec,
     ProbeOp,
+    ScaleOp,
     SelectOp,
     VariableOp,
     python_op,
@@ -319,6 +320,17 @@ class Collection:
     def negate(self) -> Collection:
         """Every count negated."""
         return self._add(NegateOp(), self.columns, f"negate@{user_location()}")
+
+    def scale(self, factor: int) -> Collection:
+        """Every count multiplied by ``factor`` (an int64; ``negate()`` is ``scale(-1)``)."""
+        label = f"scale@{user_location()}"
+        if (
+            isinstance(factor, bool)
+            or not isinstance(factor, int)
+            or not -(2**63) <= factor < 2**63
+        ):
+            raise PlanError(f"{label}: factor must be an int64, got {factor!r}")
+        return self._add(ScaleOp(factor), self.columns, label, [f"factor={factor}"])
 
     def consolidate(self) -> Collection:
         """The same collection with updates summed per (record, time) once times complete."""

@@ -37,6 +37,7 @@ __all__ = [
     "FilterPyOp",
     "ConcatOp",
     "NegateOp",
+    "ScaleOp",
     "ConsolidateOp",
     "AdvanceIterationOp",
     "DelayOp",
@@ -165,6 +166,14 @@ class NegateOp(OpSpec):
     """Every diff negated."""
 
     OP: ClassVar[str] = "negate"
+
+
+@dataclass(frozen=True)
+class ScaleOp(OpSpec):
+    """Every diff multiplied by ``factor``."""
+
+    OP: ClassVar[str] = "scale"
+    factor: int
 
 
 @dataclass(frozen=True)

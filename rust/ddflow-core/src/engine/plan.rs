@@ -2,7 +2,7 @@
 
 use super::operators::{
     advance, arrange, capture, consolidate, delay, filter, inert, inspect, join, leave, negate,
-    passthrough, python, reduce, select, variable, Operator,
+    passthrough, python, reduce, scale, select, variable, Operator,
 };
 use crate::error::{Error, Result};
 use crate::expr::Expr;
@@ -83,6 +83,10 @@ pub enum Op {
     },
     Concat,
     Negate,
+    /// Every diff multiplied by `factor`.
+    Scale {
+        factor: i64,
+    },
     Consolidate,
     /// Moves the iteration coordinate to `max(current, expr(row))` (int64, inside `iterate`).
     AdvanceIteration {
@@ -228,6 +232,7 @@ impl Node {
             Op::FilterPy { .. } => "filter_py",
             Op::Concat => "concat",
             Op::Negate => "negate",
+            Op::Scale { .. } => "scale",
             Op::Consolidate => "consolidate",
             Op::AdvanceIteration { .. } => "advance_iteration",
             Op::Delay => "delay",
@@ -270,6 +275,7 @@ impl Node {
             }
             Op::Concat | Op::Enter => Box::new(passthrough::PassThrough),
             Op::Negate => Box::new(negate::Negate),
+            Op::Scale { factor } => Box::new(scale::Scale::new(*factor)),
             Op::Leave => Box::new(leave::Leave::new(
                 plan.iter_coord(plan.nodes[self.inputs[0]].scope)
                     .expect("leave from a scope"),

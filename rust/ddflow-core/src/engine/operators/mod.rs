@@ -9,7 +9,7 @@
 //! Operators:
 //! * [`inert`]: `input`, `probe`, `enter_arrangement`, `import_trace` (their work happens
 //!   elsewhere: inputs are pushed, arrangement readers read the source's trace);
-//! * [`passthrough`]: `concat`, `enter`; [`negate`]; [`leave`]; [`variable`];
+//! * [`passthrough`]: `concat`, `enter`; [`negate`]; [`scale`]; [`leave`]; [`variable`];
 //! * [`select`], [`filter`], [`advance`] (`advance_iteration`): bound expressions;
 //! * [`python`]: `map_py`, `flat_map_py`, `filter_py`; [`inspect`] (`inspect_py`);
 //! * [`delay`], [`consolidate`], [`arrange`]: hold updates until their time completes;
@@ -41,6 +41,7 @@ pub mod records;
 pub mod reduce;
 pub mod reduce_chain;
 pub mod reduce_errors;
+pub mod scale;
 pub mod select;
 pub mod variable;
 
