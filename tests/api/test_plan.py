@@ -316,3 +316,13 @@ def test_bad_arguments() -> None:
     assert c.columns == ("a", "b", "s")
     with pytest.raises(dd.SchemaTypeError):
         flow.new_input({"a": "complex"})
+
+
+def test_scale_node_and_factor_check() -> None:
+    flow, edges, _ = _graph()
+    s = edges.scale(3)
+    n = node(flow, s.node)
+    assert n["op"] == "scale" and n["factor"] == 3 and s.columns == ("src", "dst")
+    for bad in (1.5, True, 2**63):
+        with pytest.raises(dd.PlanError, match="factor must be an int64"):
+            edges.scale(bad)  # type: ignore[arg-type]

@@ -189,6 +189,12 @@ CASES: list[Case] = [
         lambda r: m.concat(r["a"], m.select(r["b"], k=lambda w: w["k"], v=lambda w: w["w"])),
     ),
     Case("negate", ("a",), lambda dd, i: i["a"].negate(), lambda r: m.negate(r["a"])),
+    Case(
+        "scale",
+        ("a",),
+        lambda dd, i: i["a"].scale(-3),
+        lambda r: m.Rel(r["a"].columns, {k: -3 * c for k, c in r["a"].counts.items()}),
+    ),
     Case("consolidate", ("a",), lambda dd, i: i["a"].consolidate(), lambda r: r["a"]),
     Case(
         "join_on",
