@@ -3,9 +3,13 @@
 //! A backend that moves batches itself (the Spark executors) calls these on the complete
 //! updates of a partition: every time is treated as complete, and the result is what the
 //! engine's operator emits for that input when it arrives as one batch. They run the same
-//! code as the engine (`engine/operators/`): [`consolidate`] and [`arrange`] the sorting
-//! and consolidation of `consolidate` / `arrange`, [`join`] the delta-rule join on traces
-//! built from the two sides, [`reduce`] the reduce operator with all times complete.
+//! code as the engine (`engine/operators/`): [`select`] and [`filter`] the expression
+//! stages, [`consolidate`] and [`arrange`] the sorting and consolidation of `consolidate` /
+//! `arrange`, [`join`] the delta-rule join on traces built from the two sides, [`reduce`]
+//! the reduce operator with all times complete.
+//!
+//! Errors are returned for the whole batch: where the engine isolates the failing records
+//! of `select` / `filter` as error updates, these fail the call.
 //!
 //! Rows are `u64` words (see [`crate::encoding`]); an *arranged* batch has its key columns
 //! first and is sorted by (row, time) and consolidated, as [`arrange`] returns it.
@@ -14,12 +18,61 @@ use crate::encoding::DType;
 use crate::engine::arrangement::Arrangement;
 use crate::engine::column::Callbacks;
 use crate::engine::operators::arrange::key_first;
+use crate::engine::operators::filter::filter_rows;
 use crate::engine::operators::join::join_delta;
 use crate::engine::operators::reduce::{ReduceInput, ReduceState};
+use crate::engine::operators::select::select_rows;
 use crate::engine::plan::{Agg, JoinKind};
 use crate::error::{Error, Result};
+use crate::expr::Expr;
 use crate::lattice::{Antichain, Time};
 use crate::updates::Updates;
+
+/// The output of [`select`].
+#[derive(Debug)]
+pub struct Selected {
+    /// One column per expression, with the input's times and diffs.
+    pub updates: Updates,
+    /// The expressions' dtypes.
+    pub dtypes: Vec<DType>,
+}
+
+/// Evaluates `exprs` on every row of `upd`, whose columns are named and typed by `columns`.
+pub fn select(exprs: &[Expr], columns: &[(String, DType)], upd: &Updates) -> Result<Selected> {
+    check_columns(columns, upd)?;
+    let bound = exprs
+        .iter()
+        .map(|e| e.bind(columns))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Selected {
+        updates: select_rows(&bound, upd)?,
+        dtypes: bound.iter().map(|b| b.dtype()).collect(),
+    })
+}
+
+/// The updates of `upd` whose rows satisfy the bool expression `predicate`.
+pub fn filter(predicate: &Expr, columns: &[(String, DType)], upd: &Updates) -> Result<Updates> {
+    check_columns(columns, upd)?;
+    let bound = predicate.bind(columns)?;
+    if bound.dtype() != DType::Bool {
+        return Err(Error::Type(format!(
+            "filter predicate {predicate} has dtype {}, expected bool",
+            bound.dtype().name()
+        )));
+    }
+    filter_rows(&bound, upd)
+}
+
+fn check_columns(columns: &[(String, DType)], upd: &Updates) -> Result<()> {
+    if columns.len() != upd.width {
+        return Err(Error::Shape(format!(
+            "{} named columns for rows of {} columns",
+            columns.len(),
+            upd.width
+        )));
+    }
+    Ok(())
+}
 
 /// Sorts `upd` by (row, time) and sums the diffs of equal (row, time), dropping zeros. A sum
 /// outside `i64` stays as several updates that add up to it (never wrapped).

@@ -1,7 +1,8 @@
 //! Oracle tests of `ddflow_core::batch`: each whole-batch operator against a naive
 //! recomputation on random updates with two-dimensional (partially ordered) times.
 //!
-//! `consolidate` and `arrange` against a map from (row, time) to summed diff; `join`,
+//! `select` and `filter` against the expression computed per row; `consolidate` and
+//! `arrange` against a map from (row, time) to summed diff; `join`,
 //! `semijoin` and `antijoin` against nested loops over the two sides; `reduce` (`count`,
 //! `sum`, `min`) by accumulating its output at every time of a grid and comparing it with
 //! the aggregate of the input accumulated there.
@@ -10,6 +11,7 @@ use ddflow_core::batch;
 use ddflow_core::encoding::{decode_i64, encode_i64, DType};
 use ddflow_core::engine::column::NoCallbacks;
 use ddflow_core::engine::plan::{Agg, JoinKind};
+use ddflow_core::expr::{col, lit};
 use ddflow_core::lattice::{Lattice, PartialOrder};
 use ddflow_core::{Time, Updates};
 use proptest::prelude::*;
@@ -67,6 +69,28 @@ fn grid() -> Vec<Time> {
 }
 
 proptest! {
+    #[test]
+    fn select_and_filter_evaluate_every_row(r in rows()) {
+        let u = updates(2, &r);
+        let columns = [("k".to_string(), DType::Int64), ("x".to_string(), DType::Int64)];
+        let sel = batch::select(&[col("x") * lit(2i64) + col("k")], &columns, &u).unwrap();
+        prop_assert_eq!(&sel.dtypes, &vec![DType::Int64]);
+        prop_assert_eq!(&sel.updates.times, &u.times);
+        prop_assert_eq!(&sel.updates.diffs, &u.diffs);
+        for i in 0..u.len() {
+            let (k, x) = (decode_i64(u.row(i)[0]), decode_i64(u.row(i)[1]));
+            prop_assert_eq!(decode_i64(sel.updates.row(i)[0]), 2 * x + k);
+        }
+        let kept = batch::filter(&col("x").gt(col("k")), &columns, &u).unwrap();
+        let mut expected = Updates::new(2);
+        for i in 0..u.len() {
+            if decode_i64(u.row(i)[1]) > decode_i64(u.row(i)[0]) {
+                expected.push(u.row(i), u.times[i], u.diffs[i]);
+            }
+        }
+        prop_assert_eq!(kept, expected);
+    }
+
     #[test]
     fn consolidate_sums_per_row_and_time(r in rows()) {
         let mut u = updates(2, &r);

@@ -7,6 +7,7 @@ use crate::engine::column::Msg;
 use crate::error::{Error, Result};
 use crate::expr::{BoundExpr, Expr};
 use crate::lattice::{Antichain, Time};
+use crate::updates::Updates;
 
 /// A `filter` node: its predicate, bound for the last input schema.
 pub struct Filter {
@@ -26,11 +27,19 @@ impl Filter {
 
 /// The records of `m` on which `predicate` is true.
 fn keep(predicate: &BoundExpr, m: &Msg) -> Result<Msg> {
-    let mask = predicate.eval_predicate(&m.upd)?;
-    let mut o = Msg::empty(m.schema.clone());
+    Ok(Msg {
+        schema: m.schema.clone(),
+        upd: filter_rows(predicate, &m.upd)?,
+    })
+}
+
+/// The updates of `upd` whose rows satisfy `predicate` (bound, bool).
+pub fn filter_rows(predicate: &BoundExpr, upd: &Updates) -> Result<Updates> {
+    let mask = predicate.eval_predicate(upd)?;
+    let mut o = Updates::new(upd.width);
     for (i, keep) in mask.iter().enumerate() {
         if *keep {
-            o.upd.push(m.upd.row(i), m.upd.times[i], m.upd.diffs[i]);
+            o.push(upd.row(i), upd.times[i], upd.diffs[i]);
         }
     }
     Ok(o)

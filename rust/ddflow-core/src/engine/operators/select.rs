@@ -27,11 +27,16 @@ impl Select {
 
 /// Evaluates the bound expressions on `m` into a message of rows of their results.
 fn eval(bound: &[BoundExpr], out_schema: &Schema, m: &Msg) -> Result<Msg> {
-    let cols: Vec<Vec<u64>> = bound
-        .iter()
-        .map(|b| b.eval(&m.upd))
-        .collect::<Result<_>>()?;
-    let n = m.upd.len();
+    Ok(Msg {
+        schema: out_schema.clone(),
+        upd: select_rows(bound, &m.upd)?,
+    })
+}
+
+/// Rows of the bound expressions' results on `upd`, with `upd`'s times and diffs.
+pub fn select_rows(bound: &[BoundExpr], upd: &Updates) -> Result<Updates> {
+    let cols: Vec<Vec<u64>> = bound.iter().map(|b| b.eval(upd)).collect::<Result<_>>()?;
+    let n = upd.len();
     let w = cols.len();
     let mut rows = vec![0u64; n * w];
     for (c, col) in cols.iter().enumerate() {
@@ -39,14 +44,11 @@ fn eval(bound: &[BoundExpr], out_schema: &Schema, m: &Msg) -> Result<Msg> {
             rows[r * w + c] = v;
         }
     }
-    Ok(Msg {
-        schema: out_schema.clone(),
-        upd: Updates {
-            width: w,
-            rows,
-            times: m.upd.times.clone(),
-            diffs: m.upd.diffs.clone(),
-        },
+    Ok(Updates {
+        width: w,
+        rows,
+        times: upd.times.clone(),
+        diffs: upd.diffs.clone(),
     })
 }
 
