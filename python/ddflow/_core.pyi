@@ -61,6 +61,30 @@ def consolidate_pairs(
 def release_sort_buffers() -> None:
     """Frees the calling thread's radix-sort scratch buffers (reused across calls)."""
 
+# --- operators on whole batches (``ddflow_core::batch``) -----------------------------------
+# A batch is ``(columns, times, diffs)`` as ``consolidate`` takes it; ``time_dims`` is the
+# number of time coordinates of the returned ``(n, time_dims)`` times. An *arranged* batch
+# has its key columns first and is sorted and consolidated, as ``batch_arrange`` returns it.
+
+def batch_arrange(batch: _Updates, key: list[int], time_dims: int) -> _Updates:
+    """The columns ``key`` (indices) first, then the others in order; sorted by (record,
+    time) and consolidated."""
+
+def batch_join(
+    kind: str, key_width: int, left: _Updates, right: _Updates, time_dims: int
+) -> _Updates:
+    """``"join"``, ``"semijoin"`` or ``"antijoin"`` of two arranged batches on their first
+    ``key_width`` columns: key, left vals (, right vals), time the join of the two times, diff
+    the product. Raises ``UnsortedInputError`` for a batch that is not arranged and
+    ``OverflowError`` for a diff product outside int64."""
+
+def batch_reduce(
+    agg_json: str, key_width: int, names: list[str], batch: _Updates, time_dims: int
+) -> _Updates:
+    """A built-in aggregate (a ``reduce`` node's ``agg`` JSON, see PLAN.md) per key of an
+    arranged batch whose columns are ``names`` (keys first), all times complete: key columns,
+    then the aggregate's columns. A key whose aggregate fails raises."""
+
 # --- lattice -----------------------------------------------------------------------------
 
 def less_equal(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:

@@ -8,6 +8,7 @@
 // PyO3 0.23's #[pymethods] expansion trips this lint on every `PyResult` method.
 #![allow(clippy::useless_conversion)]
 
+mod batch;
 mod convert;
 mod engine;
 mod errors;
@@ -23,5 +24,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     kernels::register(m)?;
     engine::register(m)?;
     expr::register(m)?;
+    batch::register(m)?;
     Ok(())
 }

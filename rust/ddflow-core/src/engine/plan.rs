@@ -53,6 +53,13 @@ pub enum Agg {
     },
 }
 
+impl Agg {
+    /// Parses an aggregate from its JSON (a `reduce` node's `agg`).
+    pub fn from_json(text: &str) -> Result<Agg> {
+        serde_json::from_str(text).map_err(|e| Error::Plan(format!("invalid aggregate: {e}")))
+    }
+}
+
 /// The operator of a node, with its own arguments (JSON: `"op"` and the fields of the
 /// node beside the common ones, see `PLAN.md`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
