@@ -1,0 +1,101 @@
+"""Progress output of the Spark backend: per-phase measurements (wall time, Spark jobs,
+shuffle bytes from Spark's status store) and the one line per superstep printed while a run
+goes on."""
+
+from __future__ import annotations
+
+import time as _time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+__all__ = ["Superstep", "Meter"]
+
+
+@dataclass
+class Superstep:
+    """Measurements of one phase of a run: the top level before the loop, one superstep, or
+    the outputs."""
+
+    phase: str
+    iteration: int | None
+    seconds: float
+    rows_fed_back: int | None
+    """Updates the superstep feeds back to the variable (the only number collected)."""
+    shuffle_read: int
+    shuffle_write: int
+    jobs: int
+    stage_seconds: float = 0.0
+    """Summed wall time of the phase's Spark stages (the rest is driver time: planning,
+    Python, job scheduling)."""
+    task_seconds: float = 0.0
+    """Summed executor run time of the phase's tasks."""
+
+    def line(self) -> str:
+        """One progress line."""
+        rows = "" if self.rows_fed_back is None else f", {self.rows_fed_back} updates fed back"
+        return (
+            f"{self.phase}: {self.seconds:.2f} s{rows}, shuffle write "
+            f"{self.shuffle_write:,} B, read {self.shuffle_read:,} B, {self.jobs} jobs "
+            f"(stages {self.stage_seconds:.2f} s, tasks {self.task_seconds:.2f} s)"
+        )
+
+
+class Meter:
+    """Runs phases under their own Spark job group and measures them."""
+
+    def __init__(self, spark: SparkSession, log: Callable[[str], None] | None) -> None:
+        self.sc = spark.sparkContext
+        self.log = log
+        self.phases: list[Superstep] = []
+        self._n = 0
+
+    def run(self, phase: str, iteration: int | None, body: Callable[[], int | None]) -> int | None:
+        """Runs ``body`` (returning the updates fed back, or None) as phase ``phase``."""
+        self._n += 1
+        group = f"ddflow-{id(self)}-{self._n}"
+        self.sc.setJobGroup(group, f"ddflow {phase}")
+        start = _time.perf_counter()
+        try:
+            rows = body()
+        finally:
+            self.sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        secs = _time.perf_counter() - start
+        step = Superstep(phase, iteration, secs, rows, *self._stages(group))
+        self.phases.append(step)
+        if self.log is not None:
+            self.log(step.line())
+        return rows
+
+    def _stages(self, group: str) -> tuple[int, int, int, float, float]:
+        """Shuffle read and write bytes, jobs, stage wall seconds and task seconds of a job
+        group."""
+        tracker = self.sc.statusTracker()
+        jobs = tracker.getJobIdsForGroup(group)
+        stages: set[int] = set()
+        for j in jobs:
+            info = tracker.getJobInfo(j)
+            if info is not None:
+                stages.update(info.stageIds)
+        read = write = 0
+        stage_ms = task_ms = 0
+        try:
+            store = self.sc._jsc.sc().statusStore()  # type: ignore[union-attr]
+            jvm = self.sc._jvm
+            empty = jvm.java.util.Collections.emptyList()  # type: ignore[union-attr]
+            quantiles = self.sc._gateway.new_array(jvm.double, 0)  # type: ignore[union-attr]
+            for s in stages:
+                try:
+                    data = store.stageAttempt(s, 0, False, empty, False, quantiles)._1()
+                except Exception:  # a skipped stage has no attempt
+                    continue
+                read += int(data.shuffleReadBytes())
+                write += int(data.shuffleWriteBytes())
+                task_ms += int(data.executorRunTime())
+                first, done = data.firstTaskLaunchedTime(), data.completionTime()
+                if first.isDefined() and done.isDefined():
+                    stage_ms += int(done.get().getTime()) - int(first.get().getTime())
+        except Exception:  # pragma: no cover - metrics are best effort
+            pass
+        return read, write, len(jobs), stage_ms / 1000, task_ms / 1000

@@ -1,0 +1,96 @@
+"""State management of the Spark backend: cutting lineage (local or reliable checkpoints),
+consolidation, the loop-invariant arrangements (partitioned, sorted and cut once), and the
+per-superstep state of joins and reduces, kept compacted to the current iteration."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark import Accumulator
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ddflow.spark import executor as ex
+from ddflow.spark.schemas import DIFF, TAG, ccol
+
+if TYPE_CHECKING:
+    from ddflow.spark.compiler import Compiler
+
+__all__ = ["State", "consolidate"]
+
+
+def consolidate(df: DataFrame) -> DataFrame:
+    """Sums ``diff`` per distinct record and time, dropping zeros."""
+    keys = [c for c in df.columns if c != DIFF]
+    return df.groupBy(*keys).agg(F.sum(DIFF).alias(DIFF)).where(F.col(DIFF) != 0)
+
+
+class State:
+    """The persisted DataFrames of a run: invariant arrangements, join accumulations and
+    reduce state, each replaced (never grown in lineage) at every superstep."""
+
+    def __init__(self, compiler: Compiler, checkpoint: str) -> None:
+        self.c = compiler
+        self.checkpoint_mode = checkpoint
+        self.invariant: dict[int, DataFrame] = {}
+        self.fixed: set[int] = set()
+        """ids of the loop-invariant arrangements, partitioned and sorted by key once."""
+        self.join_acc: dict[int, DataFrame] = {}
+        """Per variant arrangement read by a join: its updates of iterations ``< i``,
+        compacted (iteration coordinate dropped)."""
+        self.reduce_state: dict[int, DataFrame] = {}
+        """Per reduce: accumulated input and output of iterations ``< i``, tagged."""
+        self.reduce_specs: dict[int, ex.ReduceSpec] = {}
+        self.reduce_counts: dict[int, Accumulator[int]] = {}
+        """Per reduce: the output updates its last superstep produced (counted by its
+        tasks)."""
+
+    def cut(self, df: DataFrame) -> DataFrame:
+        """Materializes ``df`` and cuts its lineage (one Spark job)."""
+        if self.checkpoint_mode == "reliable":
+            return df.checkpoint(eager=True)
+        return df.localCheckpoint(eager=True)
+
+    def partitioned(self, df: DataFrame, n: int) -> DataFrame:
+        """``df`` (arrangement ``n``) hash-partitioned and sorted by key, cut; joins with it
+        shuffle only their other side."""
+        keys = [ccol(i) for i in range(self.c.key_len(n))]
+        cut = self.cut(df.repartition(self.c.partitions, *keys).sortWithinPartitions(*keys))
+        self.fixed.add(id(cut))
+        return cut
+
+    def invariant_arrangement(self, n: int) -> DataFrame:
+        """A top-level arrangement entered into a loop: partitioned by key and cut once."""
+        if n not in self.invariant:
+            self.invariant[n] = self.partitioned(self.c.top(n), n)
+            self.c.note(
+                n,
+                f"loop-invariant: hash-partitioned by key into {self.c.partitions}, "
+                f"sorted and checkpointed once",
+            )
+        return self.invariant[n]
+
+    def accumulate(self, n: int, delta: DataFrame) -> None:
+        """Adds a variant arrangement's delta to its accumulation (consolidated, cut)."""
+        prev = self.join_acc.get(n)
+        merged = delta if prev is None else consolidate(prev.unionByName(delta))
+        self.join_acc[n] = self.cut(merged)
+
+    def reduce_step(self, n: int, delta: DataFrame | None) -> DataFrame | None:
+        """One superstep of reduce ``n`` on its input's delta: the output delta, and the
+        state advanced (compacted to this iteration). The new state and the output are one
+        cut DataFrame; the output's size is counted by the tasks."""
+        if delta is None:
+            return None
+        c = self.c
+        spec = self.reduce_specs.get(n)
+        if spec is None:
+            spec = self.reduce_specs[n] = c.reduce_spec(n, delta)
+        tagged = c.reduce_input(delta, spec)
+        if n in self.reduce_state:
+            tagged = tagged.unionByName(self.reduce_state[n])
+        counter = c.spark.sparkContext.accumulator(0)
+        self.reduce_counts[n] = counter
+        raw = self.cut(c.reduce_run(spec, tagged, stateful=True, counter=counter))
+        self.reduce_state[n] = raw.where(F.col(TAG).isin(ex.TAG_IN_ACC, ex.TAG_OUT_ACC))
+        return c.reduce_output(raw, spec)
