@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 import ddflow as dd
 from ddflow.examples.bfs import random_graph
 
-__all__ = ["main", "history"]
+__all__ = ["main", "history", "bfs_flow", "run_embedded"]
 
 
 def history(nodes: int, edges: int, updates: int, seed: int) -> pa.Table:
@@ -47,7 +47,8 @@ def history(nodes: int, edges: int, updates: int, seed: int) -> pa.Table:
     return pa.table(parts)
 
 
-def _flow() -> tuple[dd.Dataflow, dd.InputSession, dd.InputSession, dd.Collection]:
+def bfs_flow() -> tuple[dd.Dataflow, dd.InputSession, dd.InputSession, dd.Collection]:
+    """The dataflow: ``bfs(edges, roots).count(by="dist")``; its inputs and output."""
     flow = dd.Dataflow(log=False)
     edges_in, edges = flow.new_input({"src": "int64", "dst": "int64"}, name="edges")
     roots_in, roots = flow.new_input({"node": "int64"}, name="roots")
@@ -55,8 +56,9 @@ def _flow() -> tuple[dd.Dataflow, dd.InputSession, dd.InputSession, dd.Collectio
     return flow, edges_in, roots_in, counts
 
 
-def _embedded(edges: pa.Table) -> tuple[pa.Table, float]:
-    flow, edges_in, roots_in, counts = _flow()
+def run_embedded(edges: pa.Table) -> tuple[pa.Table, float]:
+    """The embedded engine on the whole history at once: output updates and seconds."""
+    flow, edges_in, roots_in, counts = bfs_flow()
     cap = counts.capture()
     start = time.perf_counter()
     edges_in.update_batch(
@@ -109,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     edges_df = spark.read.parquet(os.path.join(args.out, "edges.parquet"))
     roots_df = spark.read.parquet(os.path.join(args.out, "roots.parquet"))
 
-    flow, edges_in, roots_in, counts = _flow()
+    flow, edges_in, roots_in, counts = bfs_flow()
     print(
         f"spark_bfs: {args.nodes} nodes, {args.edges} edges, {args.updates} updates "
         f"(each at its own time) on {args.master}, {args.partitions} partitions",
@@ -133,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         flush=True,
     )
     if args.embedded:
-        want, secs_e = _embedded(edges)
+        want, secs_e = run_embedded(edges)
         got = spark.read.parquet(out_dir).toPandas()
         got_rows = sorted(map(tuple, got[["dist", "count", "time", "diff"]].to_numpy().tolist()))
         want_rows = sorted(

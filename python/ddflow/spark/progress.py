@@ -31,6 +31,8 @@ class Superstep:
     Python, job scheduling)."""
     task_seconds: float = 0.0
     """Summed executor run time of the phase's tasks."""
+    stage_ids: tuple[int, ...] = ()
+    """The Spark stages the phase ran (for Spark's UI or status store)."""
 
     def line(self) -> str:
         """One progress line."""
@@ -68,9 +70,9 @@ class Meter:
             self.log(step.line())
         return rows
 
-    def _stages(self, group: str) -> tuple[int, int, int, float, float]:
-        """Shuffle read and write bytes, jobs, stage wall seconds and task seconds of a job
-        group."""
+    def _stages(self, group: str) -> tuple[int, int, int, float, float, tuple[int, ...]]:
+        """Shuffle read and write bytes, jobs, stage wall seconds, task seconds and stage ids
+        of a job group."""
         tracker = self.sc.statusTracker()
         jobs = tracker.getJobIdsForGroup(group)
         stages: set[int] = set()
@@ -98,4 +100,4 @@ class Meter:
                     stage_ms += int(done.get().getTime()) - int(first.get().getTime())
         except Exception:  # pragma: no cover - metrics are best effort
             pass
-        return read, write, len(jobs), stage_ms / 1000, task_ms / 1000
+        return read, write, len(jobs), stage_ms / 1000, task_ms / 1000, tuple(sorted(stages))

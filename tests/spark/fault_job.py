@@ -1,0 +1,133 @@
+"""The fault-injection job of ``test_faults.py``, run in its own process with its own
+``local[2,4]`` Spark session (four attempts per task), apart from the test run's shared
+session.
+
+``python tests/spark/fault_job.py MARKER OUT``: runs BFS over ``history()`` on Spark with an
+identity Python ``map`` inside the loop body that kills its own Python worker (SIGKILL) the
+first time it sees a distance of ``KILL_AT`` (once: ``MARKER`` is created atomically), in the
+middle of that superstep. Writes the output rows (as ``conftest.on_spark`` gives them), the
+number of failed task attempts and the supersteps to ``OUT`` as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import ddflow as dd
+from ddflow.aggregates import min as agg_min
+
+KILL_AT = 3
+
+
+def history(seed: int = 7, nodes: int = 40, edges: int = 90, updates: int = 40) -> dict[str, Any]:
+    """A random graph at time 0 and single-edge changes, each at its own time."""
+    rng = random.Random(seed)
+    live = [(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(edges)]
+    rows = [(*e, 0, 1) for e in live]
+    for t in range(1, updates + 1):
+        if rng.random() < 0.5:
+            e = live.pop(rng.randrange(len(live)))
+            rows.append((*e, t, -1))
+        else:
+            e = (rng.randrange(nodes), rng.randrange(nodes))
+            live.append(e)
+            rows.append((*e, t, 1))
+    return {"edges": (("src", "dst"), rows), "roots": (("node",), [(0, 0, 1)])}
+
+
+def builder(step_fn: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]) -> Any:
+    """A dataflow builder: BFS whose loop body passes the distances through ``step_fn``."""
+
+    def build(flow: dd.Dataflow) -> Any:
+        edges_in, edges = flow.new_input(("src", "dst"), name="edges")
+        roots_in, roots = flow.new_input(("node",), name="roots")
+        nodes = roots.select("node", dist=dd.lit(0))
+
+        def step(dists: dd.Collection) -> dd.Collection:
+            return (
+                dists.map(step_fn)
+                .join(edges, left_on="node", right_on="src")
+                .select(node=dd.col("dst"), dist=dd.col("dist") + 1)
+                .concat(nodes)
+                .reduce(by="node", agg=agg_min("dist"))
+            )
+
+        dists = nodes.iterate(step)
+        return {"edges": edges_in, "roots": roots_in}, [dists, dists.count(by="dist")]
+
+    return build
+
+
+def identity(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The loop body's map on the embedded engine."""
+    return {"node": cols["node"], "dist": cols["dist"]}
+
+
+def killer(marker: str) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    """``identity``, except that the first batch holding distance ``KILL_AT`` kills its
+    process (the Spark Python worker), once."""
+
+    def fn(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if len(cols["dist"]) and (cols["dist"] == KILL_AT).any():
+            try:
+                fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                pass
+            else:
+                os.close(fd)
+                os.kill(os.getpid(), signal.SIGKILL)
+        return {"node": cols["node"], "dist": cols["dist"]}
+
+    return fn
+
+
+def main(marker: str, out: str) -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    warnings.simplefilter("ignore")
+    from conftest import on_spark  # type: ignore[import-not-found]
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2,4]")
+        .appName("ddflow-fault-test")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "4")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.adaptive.enabled", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("OFF")
+    rows, result = on_spark(spark, builder(killer(marker)), history())
+    tracker = spark.sparkContext.statusTracker()
+    failed = 0
+    for step in result.supersteps:
+        for s in step.stage_ids:
+            info = tracker.getStageInfo(s)
+            failed += info.numFailedTasks if info is not None else 0
+    with open(out, "w") as f:
+        json.dump(
+            {
+                "rows": [list(r[:-2]) + [list(r[-2]), r[-1]] for r in rows],
+                "failed_tasks": failed,
+                "supersteps": [s.phase for s in result.supersteps],
+            },
+            f,
+        )
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
