@@ -26,6 +26,11 @@ import numpy.typing as npt
 
 _Frontier = int | Sequence[int] | Sequence[Sequence[int]] | npt.NDArray[np.integer[Any]]
 _Updates = tuple[list[npt.NDArray[Any]], npt.NDArray[np.int64], npt.NDArray[np.int64]]
+_OutColumn = npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.uint8]]
+"""An output column: numpy, or a string column's Arrow buffers ``(offsets, utf8 bytes)``
+(int32 offsets, or int64 beyond 2 GiB of text)."""
+_Timed = tuple[list[_OutColumn], npt.NDArray[np.int64], npt.NDArray[np.int64]]
+_Untimed = tuple[list[_OutColumn], npt.NDArray[np.int64]]
 
 __version__: str
 """The package version."""
@@ -348,6 +353,10 @@ class Engine:
     ) -> tuple[list[npt.NDArray[Any]], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Updates captured since the last take: (columns, times (n, time_dims), diffs)."""
 
+    def capture_poll(self, node: int, state: CaptureState) -> _Timed | None:
+        """Takes a capture's new updates into ``state``; returns those its frontier completes,
+        consolidated (``None`` if there are none)."""
+
     def errors_take(self) -> list[tuple[int, str, str, str, list[int], int]]:
         """Error updates since the last call: ``(node, label, message, values, time, diff)``."""
 
@@ -378,3 +387,52 @@ class Engine:
 
     def trace_len(self, node: int) -> int:
         """Updates stored in an arrangement's trace, summed over workers."""
+
+# --- capture state (rust/ddflow-py/src/capture.rs) ---------------------------------------
+
+@final
+class CaptureState:
+    """A capture's pending updates and what it keeps of completed ones (``keep``:
+    ``"history"`` or ``"state"``). Output is consolidated per (record, time) with checked
+    sums, sorted by (record words, time)."""
+
+    def __init__(self, label: str, columns: list[str], time_dims: int, keep: str) -> None: ...
+    def absorb(
+        self,
+        columns: list[npt.NDArray[Any]],
+        times: npt.NDArray[np.int64],
+        diffs: npt.NDArray[np.int64],
+        frontier: list[list[int]],
+    ) -> _Timed | None:
+        """Adds raw updates (from an engine other than the native one); returns those
+        ``frontier`` completes, consolidated (``None`` if there are none)."""
+
+    def kept(self) -> _Timed:
+        """Every completed update (history), or the accumulated collection (state)."""
+
+    def at(self, time: list[int]) -> _Untimed:
+        """The accumulated collection at a completed ``time``; in ``"state"`` mode only for
+        times at or after every completed update (``TimeError`` otherwise)."""
+
+    def state(self) -> _Untimed:
+        """The accumulated collection of every completed update."""
+
+    def dtypes(self) -> list[str] | None:
+        """The record dtypes (``None`` before the first update)."""
+
+    def completed_upper(self) -> list[int] | None:
+        """The least upper bound of the completed updates' times (``None`` before any)."""
+
+    def pending_len(self) -> int:
+        """Updates held because their time is not complete yet."""
+
+    def heap_bytes(self) -> int:
+        """Heap bytes held."""
+
+# --- errors (rust/ddflow-py/src/errors.rs) -----------------------------------------------
+
+def _error_examples() -> int:
+    """The number of example core errors, one per variant (for the mapping test)."""
+
+def _raise_error_example(i: int) -> None:
+    """Raises example core error ``i`` as its ``ddflow.errors`` class."""

@@ -1,88 +1,44 @@
 """Reading a running dataflow: ``Capture`` (output updates as Arrow tables) and ``Probe``.
 
-A capture pulls raw updates from the engine (``capture_take``), keeps those at times its
-frontier has not passed yet, and consolidates the rest: summed per (record, time), zeros
-dropped, sorted by time (lexicographically) then record. Everything is vectorised with
-pyarrow group-by and sort, never a Python loop per row.
+A capture's state lives in Rust (``ddflow._core.CaptureState``): it takes the raw updates
+the engine hands out, holds those at times the capture's frontier has not passed, and
+returns the rest consolidated (summed per (record, time) with checked sums, zeros dropped).
+It keeps either the whole history (``keep="history"``) or only the accumulated collection
+at its frontier (``keep="state"``, memory bounded by the live data). Python only presents:
+it builds pyarrow tables from the native buffers (strings as Arrow offsets and bytes, never
+one Python object per value) and sorts them by time, then record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ddflow.errorlog import describe
-from ddflow.errors import DataError, OverflowError, TimeError
-from ddflow.times import Time, frontier_mask, frontier_passed
+from ddflow.errors import DataError, InvalidValueError, PlanError, TimeError
+from ddflow.times import Time, frontier_passed
 
 if TYPE_CHECKING:
+    from ddflow._core import CaptureState
     from ddflow.dataflow import Dataflow
 
-__all__ = ["Capture", "Probe", "consolidate_table"]
+__all__ = ["Capture", "Probe", "KEEP_MODES"]
+
+KEEP_MODES = ("history", "state")
+"""What a capture keeps: every completed update, or only the current accumulated state."""
 
 
-def _rec(i: int) -> str:
-    return f"r{i}"
-
-
-def _tc(i: int) -> str:
-    return f"t{i}"
-
-
-_SAFE_SUM = float(2**62)
-"""Group sums whose float estimate stays below this are exact in int64 (the wrapped int64
-sum equals the true total whenever the total fits); larger ones are recomputed exactly."""
-
-
-def consolidate_table(
-    table: pa.Table,
-    keys: Sequence[str],
-    what: str = "capture",
-    names: Mapping[str, str] | None = None,
-) -> pa.Table:
-    """Sums ``diff`` per distinct ``keys`` and drops zero sums (order unspecified).
-
-    Sums are exact: a total outside int64 raises ``OverflowError`` naming ``what``, the
-    record (its keys renamed by ``names``) and the total (never a wrapped value).
-    """
-    if table.num_rows == 0:
-        return table.select([*keys, "diff"])
-    est = pc.cast(table["diff"], pa.float64(), safe=False)
-    work = table.select([*keys, "diff"]).append_column("_est", est)
-    grouped = work.group_by(list(keys), use_threads=False).aggregate(
-        [("diff", "sum"), ("_est", "sum")]
-    )
-    big = pc.greater_equal(pc.abs(grouped["_est_sum"]), _SAFE_SUM)
-    if pc.any(big).as_py():
-        _check_exact_sums(table, keys, what, names or {})
-    columns = [grouped[k] for k in keys] + [grouped["diff_sum"]]
-    out = pa.table(columns, names=[*keys, "diff"])
-    return out.filter(pc.not_equal(out["diff"], 0))
-
-
-def _check_exact_sums(
-    table: pa.Table, keys: Sequence[str], what: str, names: Mapping[str, str]
-) -> None:
-    """Recomputes the sums of ``diff`` per ``keys`` exactly; raises if one leaves int64."""
-    exact = table.select([*keys]).append_column(
-        "diff", pc.cast(table["diff"], pa.decimal128(38, 0))
-    )
-    grouped = exact.group_by(list(keys), use_threads=False).aggregate([("diff", "sum")])
-    sums = grouped["diff_sum"]
-    lo, hi = pa.scalar(-(2**63), pa.decimal128(38, 0)), pa.scalar(2**63 - 1, pa.decimal128(38, 0))
-    bad = pc.or_(pc.less(sums, lo), pc.greater(sums, hi))
-    if pc.any(bad).as_py():
-        row = grouped.filter(bad).slice(0, 1).to_pylist()[0]
-        total = row.pop("diff_sum")
-        row = {names.get(k, k): v for k, v in row.items()}
-        raise OverflowError(
-            f"{what}: the diffs of {row} sum to {total}, outside the 64-bit signed range "
-            f"of a diff"
-        )
+def _arrow(column: Any) -> pa.Array:
+    """A native output column as a pyarrow array: numpy, or ``(offsets, utf8)`` for strings."""
+    if isinstance(column, tuple):
+        offsets, data = column
+        n = len(offsets) - 1
+        cls = pa.StringArray if offsets.dtype == np.int32 else pa.LargeStringArray
+        return cls.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
+    return pa.array(column)
 
 
 class _Frontiered:
@@ -122,7 +78,7 @@ class Probe(_Frontiered):
 
 
 class Capture(_Frontiered):
-    """The output of a collection, kept for ``updates()``, ``at(t)`` and subscribers."""
+    """The output of a collection: ``updates()``, ``at(t)``, ``state()`` and subscribers."""
 
     def __init__(
         self,
@@ -131,80 +87,45 @@ class Capture(_Frontiered):
         columns: Sequence[str],
         label: str,
         errors: str = "raise",
+        keep: str = "history",
     ) -> None:
         """Built by ``Collection.capture()``."""
         super().__init__(flow, node, label)
+        if keep not in KEEP_MODES:
+            raise PlanError(f'{label}: keep must be "history" or "state", got {keep!r}')
         self.errors_mode = errors
+        self.keep = keep
         self.columns = tuple(columns)
-        self._pending: list[pa.Table] = []
-        self._history: pa.Table | None = None
-        self._dims: int | None = None
-        self._types: list[pa.DataType] | None = None
+        self._native: CaptureState | None = None
         self._subscribers: list[Callable[[pa.Table], Any]] = []
         self._undelivered: list[pa.Table] = []
 
     def __repr__(self) -> str:
-        return f"Capture(#{self.node}: ({', '.join(self.columns)}))"
+        return f"Capture(#{self.node}: ({', '.join(self.columns)}), keep={self.keep!r})"
 
     # -- pulling from the engine --------------------------------------------------------------
 
-    def _names(self) -> dict[str, str]:
-        """Internal column names to the user's (for error messages)."""
-        names = {_rec(i): c for i, c in enumerate(self.columns)}
-        dims = self._dims or 1
-        names.update({_tc(j): "time" if dims == 1 else f"time[{j}]" for j in range(dims)})
-        return names
+    def _dims(self) -> int:
+        times = self.flow._times
+        return times.dims or len(times.zero())
 
-    def _internal(
-        self, columns: list[np.ndarray], times: np.ndarray, diffs: np.ndarray
-    ) -> pa.Table:
-        """Raw updates as a table with internal names r0.., t0.., diff."""
-        data: dict[str, Any] = {}
-        types = []
-        for i, c in enumerate(columns):
-            arr = pa.array(c, type=pa.string()) if c.dtype == object else pa.array(c)
-            types.append(arr.type)
-            data[_rec(i)] = arr
-        if self._types is None and len(diffs):
-            self._types = types
-        times = np.asarray(times, dtype=np.int64).reshape(len(diffs), -1)
-        for j in range(times.shape[1]):
-            data[_tc(j)] = pa.array(times[:, j])
-        data["diff"] = pa.array(np.asarray(diffs, dtype=np.int64))
-        return pa.table(data)
+    def _state(self) -> CaptureState:
+        if self._native is None:
+            from ddflow._core import CaptureState
 
-    def _poll(self) -> pa.Table | None:
-        """Takes new updates from the engine; returns the newly completed, consolidated part."""
+            self._native = CaptureState(self.label, list(self.columns), self._dims(), self.keep)
+        return self._native
+
+    def _poll(self) -> None:
+        """Takes new updates from the engine into the native state; keeps the newly completed
+        ones for subscribers."""
         engine = self.flow._engine_started()
         if engine is None:
-            return None
+            return
         self.flow._poll_errors()
-        columns, times, diffs = engine.capture_take(self.node)
-        if len(diffs):
-            if self._dims is None:
-                self._dims = int(np.asarray(times).reshape(len(diffs), -1).shape[1])
-            self._pending.append(self._internal(list(columns), times, diffs))
-        if not self._pending:
-            return None
-        frontier = self._raw_frontier()
-        pending = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
-        tcols = [_tc(j) for j in range(self._dims or 0)]
-        time_arr = np.column_stack([pending[t].to_numpy() for t in tcols]).astype(np.int64)
-        done = frontier_mask(frontier, time_arr)
-        if not done.any():
-            self._pending = [pending]
-            return None
-        complete = pending.filter(pa.array(done))
-        self._pending = [pending.filter(pa.array(~done))] if not done.all() else []
-        keys = [_rec(i) for i in range(len(self.columns))] + tcols
-        fresh = consolidate_table(complete, keys, self.label, self._names())
-        if fresh.num_rows:
-            self._history = (
-                fresh if self._history is None else pa.concat_tables([self._history, fresh])
-            )
-            if self._subscribers:
-                self._undelivered.append(fresh)
-        return fresh
+        fresh = engine.capture_poll(self.node, self._state())
+        if fresh is not None and self._subscribers:
+            self._undelivered.append(self._timed(*fresh))
 
     def _deliver(self) -> None:
         """Polls the engine and calls subscribers with the newly completed updates."""
@@ -213,45 +134,62 @@ class Capture(_Frontiered):
             return
         fresh = pa.concat_tables(self._undelivered)
         self._undelivered = []
-        table = self._present(self._sorted(fresh))
+        table = self._sorted(fresh, with_time=True)
         for fn in self._subscribers:
             fn(table)
 
     # -- presenting ---------------------------------------------------------------------------
 
-    def _time_keys(self) -> list[str]:
-        return [_tc(j) for j in range(self._dims or self.flow._times.dims or 1)]
+    def _fields(self) -> list[pa.Field]:
+        """The record columns' fields (int64 before the first update)."""
+        dtypes = self._native.dtypes() if self._native is not None else None
+        names = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
+        types = [names[d] for d in dtypes] if dtypes else [pa.int64()] * len(self.columns)
+        return [pa.field(c, t) for c, t in zip(self.columns, types, strict=True)]
 
-    def _sorted(self, table: pa.Table) -> pa.Table:
-        """Sorted by time coordinates, then record columns."""
-        keys = self._time_keys() + [_rec(i) for i in range(len(self.columns))]
-        return table.sort_by([(k, "ascending") for k in keys])
+    def _time_array(self, times: np.ndarray) -> pa.Array:
+        """``time``: int64 for one coordinate, ``fixed_size_list<int64>`` for tuples."""
+        dims = self._dims()
+        if dims == 1:
+            return pa.array(times.reshape(-1))
+        flat = pa.array(np.ascontiguousarray(times, dtype=np.int64).reshape(-1))
+        return pa.FixedSizeListArray.from_arrays(flat, dims)
 
-    def _empty(self) -> pa.Table:
-        """An empty internal table with this capture's columns."""
-        types = self._types or [pa.int64()] * len(self.columns)
-        fields = [pa.field(_rec(i), t) for i, t in enumerate(types)]
-        fields += [pa.field(k, pa.int64()) for k in self._time_keys()]
+    def _timed(self, columns: list[Any], times: np.ndarray, diffs: np.ndarray) -> pa.Table:
+        """A native ``(columns, times, diffs)`` batch as record columns, ``time``, ``diff``."""
+        arrays = [_arrow(c) for c in columns]
+        arrays += [self._time_array(times), pa.array(diffs)]
+        return pa.table(arrays, names=[*self.columns, "time", "diff"])
+
+    def _untimed(self, columns: list[Any], diffs: np.ndarray) -> pa.Table:
+        """A native ``(columns, diffs)`` batch as record columns and ``diff``."""
+        arrays = [_arrow(c) for c in columns] + [pa.array(diffs)]
+        return pa.table(arrays, names=[*self.columns, "diff"])
+
+    def _empty(self, with_time: bool) -> pa.Table:
+        fields = self._fields()
+        if with_time:
+            dims = self._dims()
+            t = pa.int64() if dims == 1 else pa.list_(pa.int64(), dims)
+            fields.append(pa.field("time", t))
         fields.append(pa.field("diff", pa.int64()))
         return pa.schema(fields).empty_table()
 
-    def _present(self, table: pa.Table, with_time: bool = True) -> pa.Table:
-        """Internal names to the user's: record columns, ``time``, ``diff``."""
-        arrays: list[Any] = [table[_rec(i)] for i in range(len(self.columns))]
-        names = list(self.columns)
-        if with_time:
-            tkeys = self._time_keys()
-            if len(tkeys) == 1:
-                arrays.append(table[tkeys[0]])
-            else:
-                flat = np.column_stack([table[k].to_numpy() for k in tkeys]).reshape(-1)
-                arrays.append(
-                    pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.int64()), len(tkeys))
-                )
-            names.append("time")
-        arrays.append(table["diff"])
-        names.append("diff")
-        return pa.table(arrays, names=names)
+    def _sorted(self, table: pa.Table, with_time: bool) -> pa.Table:
+        """Sorted by time coordinates (lexicographically), then record columns."""
+        keys = [(c, "ascending") for c in self.columns]
+        dims = self._dims()
+        if with_time and dims == 1:
+            keys.insert(0, ("time", "ascending"))
+        if keys and table.num_rows > 1:
+            table = table.sort_by(keys)
+        if with_time and dims > 1 and table.num_rows > 1:
+            # Tuple times: a stable sort by the coordinates keeps the record order within one.
+            flat = table["time"].combine_chunks().flatten().to_numpy()
+            coords = flat.reshape(-1, dims)
+            order = np.lexsort([coords[:, j] for j in reversed(range(dims))])
+            table = table.take(pa.array(order))
+        return table
 
     # -- public -------------------------------------------------------------------------------
 
@@ -260,21 +198,33 @@ class Capture(_Frontiered):
 
         Summed per (record, time) with zeros dropped, sorted by time (lexicographically), then
         record. ``time`` is int64 for int times and ``fixed_size_list<int64>`` for tuples.
-        Each call returns the whole history so far.
+        Each call returns the whole history so far. Needs ``keep="history"``.
         """
+        if self.keep != "history":
+            raise InvalidValueError(
+                f'{self.label}: updates() needs the history, and this capture keeps only its '
+                f'state (keep="state"); read state() or at(t), or capture with keep="history"'
+            )
         self._poll()
-        if self.errors_mode == "raise":
-            first = self.flow._error_log.first_live(self.flow._upstream(self.node), self._complete)
-            if first is not None:
-                time, live = first
-                self._raise_data_error(f"updates() (time {self._user(time)!r})", live)
-        history = self._history if self._history is not None else self._empty()
-        return self._present(self._sorted(history))
+        self._check_errors("updates()")
+        if self._native is None or self.flow._engine_started() is None:
+            return self._empty(with_time=True)
+        return self._sorted(self._timed(*self._state().kept()), with_time=True)
+
+    def state(self) -> pa.Table:
+        """The accumulated collection of every completed update: record columns and ``diff``
+        (its count), sorted by record. Works with either ``keep``."""
+        self._poll()
+        self._check_errors("state()")
+        if self._native is None or self.flow._engine_started() is None:
+            return self._empty(with_time=False)
+        return self._sorted(self._untimed(*self._state().state()), with_time=False)
 
     def at(self, time: Time) -> pa.Table:
         """The accumulated collection at ``time``: record columns and ``diff`` (its count).
 
-        Raises ``TimeError`` if ``time`` is not complete yet.
+        Raises ``TimeError`` if ``time`` is not complete yet, or (``keep="state"``) if updates
+        after ``time`` have already been folded into the state.
         """
         coords = self.flow._times.normalize(time, f"{self.label}: at()", fix=False)
         self._poll()
@@ -287,21 +237,38 @@ class Capture(_Frontiered):
             live = self.flow._error_log.live_at(coords, self.flow._upstream(self.node))
             if live:
                 self._raise_data_error(f"at({time!r})", live)
-        history = self._history if self._history is not None else self._empty()
-        tkeys = self._time_keys()
-        if history.num_rows:
-            mask = np.ones(history.num_rows, dtype=bool)
-            for j, k in enumerate(tkeys):
-                mask &= history[k].to_numpy() <= coords[j]
-            history = history.filter(pa.array(mask))
-        recs = [_rec(i) for i in range(len(self.columns))]
-        acc = consolidate_table(
-            history.select([*recs, "diff"]), recs, f"{self.label}: at({time!r})", self._names()
-        )
-        acc = acc.sort_by([(k, "ascending") for k in recs])
-        return self._present(acc, with_time=False)
+        acc = self._state().at(list(coords))
+        return self._sorted(self._untimed(*acc), with_time=False)
+
+    def to_pandas(self) -> Any:
+        """``updates()`` (``keep="history"``) or ``state()`` (``keep="state"``) as a pandas
+        ``DataFrame``; needs pandas."""
+        try:
+            import pandas  # noqa: F401
+        except ImportError as e:
+            raise ImportError(f"{self.label}: to_pandas() needs pandas (pip install pandas)") from e
+        return self._result().to_pandas()
+
+    def to_polars(self) -> Any:
+        """``updates()`` (``keep="history"``) or ``state()`` (``keep="state"``) as a polars
+        ``DataFrame``; needs polars."""
+        try:
+            import polars
+        except ImportError as e:
+            raise ImportError(f"{self.label}: to_polars() needs polars (pip install polars)") from e
+        return polars.from_arrow(self._result())
+
+    def _result(self) -> pa.Table:
+        return self.updates() if self.keep == "history" else self.state()
 
     # -- errors -------------------------------------------------------------------------------
+
+    def _check_errors(self, what: str) -> None:
+        if self.errors_mode == "raise":
+            first = self.flow._error_log.first_live(self.flow._upstream(self.node), self._complete)
+            if first is not None:
+                time, live = first
+                self._raise_data_error(f"{what} (time {self._user(time)!r})", live)
 
     def _user(self, coords: Sequence[int]) -> Any:
         return self.flow._times.to_user(coords)

@@ -559,22 +559,30 @@ class Collection:
         fn_id = self._register(Registered("inspect_py", fn, label, batch=True))
         return self._add(InspectPyOp(fn_id, batch=True), self.columns, label, [_fn_name(fn)])
 
-    def capture(self, errors: str = "raise") -> Capture:
-        """Keeps this collection's output for ``updates()``, ``at(t)`` and ``subscribe(fn)``.
+    def capture(self, errors: str = "raise", keep: str = "history") -> Capture:
+        """Keeps this collection's output for ``updates()``, ``state()``, ``at(t)`` and
+        ``subscribe(fn)``.
 
         ``errors``: ``"raise"`` (default) makes reading a time where an error update from
         upstream is live raise ``DataError``; ``"collect"`` returns the data anyway, with the
         errors beside it in ``errors()`` / ``errors_at(t)``.
+
+        ``keep``: ``"history"`` (default) keeps every completed update, so ``updates()`` and
+        ``at(t)`` answer for any completed time; ``"state"`` keeps only the accumulated
+        collection at the capture's frontier (``state()``), so memory is bounded by the live
+        data of a long-running job. ``subscribe`` works with either.
         """
         from ddflow.capture import Capture
 
         label = f"capture@{user_location()}"
         if errors not in ("raise", "collect"):
             raise PlanError(f'{label}: errors must be "raise" or "collect", got {errors!r}')
+        if keep not in ("history", "state"):
+            raise PlanError(f'{label}: keep must be "history" or "state", got {keep!r}')
         self._check_top(label)
         self._check_reserved(label)
         node = self._add(CaptureOp(), self.columns, label).node
-        cap = Capture(self.flow, node, self.columns, label, errors=errors)
+        cap = Capture(self.flow, node, self.columns, label, errors=errors, keep=keep)
         self.flow._captures.append(cap)
         return cap
 

@@ -50,6 +50,12 @@ class EngineLike(Protocol):
         """Updates captured since the last take: (columns, times (n, dims), diffs)."""
         ...
 
+    def capture_poll(self, node: int, state: Any) -> Any:
+        """Takes a capture's new updates into ``state`` (a ``ddflow._core.CaptureState``);
+        returns those its frontier completes, consolidated: ``(columns, times, diffs)``, or
+        ``None``."""
+        ...
+
     def errors_take(self) -> list[tuple[int, str, str, str, list[int], int]]:
         """Error updates since the last take: ``(node, label, message, values, time, diff)``
         with ``time`` the outer coordinates."""

@@ -2,8 +2,9 @@
 
 Every error ddflow raises for bad input derives from :class:`DdflowError`; each subclass also
 derives from the builtin exception a Python user would expect (``ValueError``, ``TypeError``,
-...), so ``except ValueError`` keeps working. The native module maps each core error kind to
-the class of the same name here.
+...), so ``except ValueError`` keeps working. The native module maps each core error variant
+to one class here (``rust/ddflow-py/src/errors.rs``) and sets ``operator`` when the error
+names one.
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ from typing import Any
 
 
 class DdflowError(Exception):
-    """Root of all ddflow errors."""
+    """Root of all ddflow errors.
+
+    ``operator``: the label of the operator (or capture) that raised it, where known.
+    """
+
+    operator: str | None = None
 
 
 class ShapeError(DdflowError, ValueError):

@@ -23,7 +23,6 @@ __all__ = [
     "is_int",
     "less_equal",
     "frontier_passed",
-    "frontier_mask",
 ]
 
 Time: TypeAlias = int | tuple[int, ...]
@@ -75,15 +74,6 @@ def less_equal(a: Coords, b: Coords) -> bool:
 def frontier_passed(frontier: Sequence[Sequence[int]], time: Coords) -> bool:
     """Whether ``time`` is complete: no element of ``frontier`` is ``<= time``."""
     return not any(less_equal(tuple(f), time) for f in frontier)
-
-
-def frontier_mask(frontier: Sequence[Sequence[int]], times: np.ndarray) -> np.ndarray:
-    """For int64 times of shape (n, k): True where the time is complete w.r.t. ``frontier``."""
-    done = np.ones(times.shape[0], dtype=bool)
-    for f in frontier:
-        f_arr = np.asarray(f, dtype=np.int64)
-        done &= ~np.all(times >= f_arr, axis=1)
-    return done
 
 
 class TimeShape:

@@ -185,6 +185,10 @@ class AttachedEngine:
         cols, times, diffs = self.engine.capture_take(node + self.offset)
         return list(cols), times, diffs
 
+    def capture_poll(self, node: int, state: Any) -> Any:
+        """Polls one of the attached dataflow's captures into its native state."""
+        return self.engine.capture_poll(node + self.offset, state)
+
     def log(self) -> list[dict[str, Any]]:
         """The operator log entries of the attached dataflow's nodes (its own node ids)."""
         out = []

@@ -61,6 +61,10 @@ class FakeEngine:
             return queue.pop(0)
         return [], np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64)
 
+    def capture_poll(self, node: int, state: Any) -> Any:
+        cols, times, diffs = self.capture_take(node)
+        return state.absorb(cols, times, diffs, self.frontier(node))
+
     def log(self) -> list[dict[str, Any]]:
         return [{"node": 0, "label": "x", "op": "input", "python": False}]
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ddflow as dd
-from ddflow.times import TimeShape, frontier_mask, frontier_passed, less_equal
+from ddflow.times import TimeShape, frontier_passed, less_equal
 
 
 def test_int_and_tuple_times() -> None:
@@ -71,5 +71,3 @@ def test_partial_order_and_frontiers() -> None:
     assert not frontier_passed(frontier, (2, 1))
     assert not frontier_passed(frontier, (0, 3))
     assert frontier_passed([], (9, 9))
-    times = np.array([[1, 2], [2, 1], [0, 3], [1, 1]])
-    assert frontier_mask(frontier, times).tolist() == [True, False, False, True]

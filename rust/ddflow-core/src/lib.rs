@@ -14,12 +14,15 @@
 //! * [`engine`]: dataflow plans and the embedded engine that runs them.
 //! * [`batch`]: the engine's operators on whole batches, for backends that move batches
 //!   themselves.
+//! * [`capture`]: completing and consolidating a capture's output, keeping its history or
+//!   only its current state.
 
 // Kernels index several parallel columns with one loop variable; iterator chains over
 // zipped columns read worse there.
 #![allow(clippy::needless_range_loop)]
 
 pub mod batch;
+pub mod capture;
 pub mod encoding;
 pub mod engine;
 pub mod error;

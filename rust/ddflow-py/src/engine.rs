@@ -8,12 +8,13 @@
 use crate::convert::{
     column_from_py, column_to_py, i64s_from_py, time_from_list, times_from_py, times_to_py,
 };
+use crate::capture::PyCaptureState;
 use crate::errors::{to_py_err, IntoPyResult};
 use ddflow_core::engine::column::{Callbacks, Column, Payload, Reply};
 use ddflow_core::engine::plan::Plan;
 use ddflow_core::{Error, Result as CoreResult};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use std::sync::{Arc, Mutex};
 
 /// Callbacks into Python through one dispatcher function.
@@ -169,21 +170,20 @@ impl PyEngine {
     ) -> PyResult<T> {
         let engine = &mut self.engine;
         self.callbacks.pending.lock().expect("slot").take();
-        let r = crate::errors::without_gil(py, || f(engine));
+        let r = crate::errors::without_gil_core(py, || f(engine));
         match r {
             Ok(v) => Ok(v),
             Err(e) => {
                 if let Some(pyerr) = self.callbacks.pending.lock().expect("slot").take() {
                     let value = pyerr.value(py);
-                    let msg = e.to_string();
-                    let op = msg
-                        .split(": ")
-                        .find(|s| s.starts_with("operator "))
-                        .unwrap_or("a user function");
-                    let _ = value.call_method1("add_note", (format!("raised in ddflow {op}"),));
+                    let note = match e.operator() {
+                        Some(op) => format!("raised in ddflow operator {op}"),
+                        None => "raised in ddflow a user function".to_string(),
+                    };
+                    let _ = value.call_method1("add_note", (note,));
                     return Err(pyerr);
                 }
-                Err(e)
+                Err(to_py_err(e))
             }
         }
     }
@@ -295,6 +295,19 @@ impl PyEngine {
             times_to_py(py, &c.times, self.time_dims)?,
             numpy::PyArray1::from_vec(py, c.diffs).into_any(),
         ))
+    }
+
+    /// Takes a capture's new updates into `state` and returns those its frontier completes,
+    /// consolidated (`None` if there are none); see `CaptureState`.
+    fn capture_poll<'py>(
+        &mut self,
+        py: Python<'py>,
+        node: usize,
+        mut state: PyRefMut<'py, PyCaptureState>,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let (schema, updates) = self.engine.capture_take_updates(node).py()?;
+        let frontier = self.engine.frontier(node).py()?;
+        state.poll_with(py, schema, updates, &frontier)
     }
 
     /// Takes the error updates produced since the last call: a list of

@@ -20,6 +20,22 @@ pub struct Captured {
 impl Engine {
     /// Takes the updates captured by a capture node since the last call.
     pub fn capture_take(&mut self, node: usize) -> Result<Captured> {
+        let (schema, all) = self.capture_take_updates(node)?;
+        let columns = match &schema {
+            Some(s) => column::rows_to_columns(s, &all),
+            None => Vec::new(),
+        };
+        Ok(Captured {
+            columns,
+            times: all.times,
+            diffs: all.diffs,
+        })
+    }
+
+    /// Takes the updates captured by a capture node since the last call, as row-major
+    /// updates with their record dtypes (`None` when there are none). See
+    /// [`crate::capture::CaptureState`] for completing and consolidating them.
+    pub fn capture_take_updates(&mut self, node: usize) -> Result<(Option<Schema>, Updates)> {
         if !matches!(self.plan.nodes.get(node).map(|n| &n.op), Some(Op::Capture)) {
             return Err(Error::Value(format!("node {node} is not a capture")));
         }
@@ -35,22 +51,14 @@ impl Engine {
         let mut all = Updates::new(schema.as_ref().map(|s| s.len()).unwrap_or(ncols));
         for m in &msgs {
             if Some(&m.schema) != schema.as_ref() && !m.upd.is_empty() {
-                return Err(Error::Type(format!(
-                    "capture {}: batches with different dtypes reached the capture",
-                    self.plan.nodes[node].label
-                )));
+                return Err(Error::Type(
+                    "batches with different dtypes reached the capture".to_string(),
+                )
+                .with_operator(&self.plan.nodes[node].label));
             }
             all.extend(&m.upd);
         }
-        let columns = match &schema {
-            Some(s) => column::rows_to_columns(s, &all),
-            None => Vec::new(),
-        };
-        Ok(Captured {
-            columns,
-            times: all.times,
-            diffs: all.diffs,
-        })
+        Ok((schema, all))
     }
 
     /// Takes the error updates produced since the last call (all workers).

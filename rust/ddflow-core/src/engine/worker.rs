@@ -292,7 +292,7 @@ impl Worker {
                     q.append(&mut self.inbox[node][port]);
                     self.inbox[node][port] = q;
                 }
-                return Err(e.context(&format!("operator {}", spec.label)));
+                return Err(e.with_operator(&spec.label));
             }
         };
         let Output { msgs, did } = out;

@@ -1,0 +1,210 @@
+//! `ddflow._core.CaptureState`: a capture's state, owned by Rust (see
+//! [`ddflow_core::capture`]).
+//!
+//! The native engine feeds it without leaving Rust (`Engine.capture_poll`); any other engine
+//! (a test double, a remote executor) feeds it numpy columns through `absorb`. Output leaves
+//! as numpy arrays, string columns as their Arrow buffers `(offsets, utf8 bytes)`, so Python
+//! builds pyarrow arrays without touching each value.
+
+use crate::convert::{column_from_py, i64s_from_py, time_from_list, times_from_py, times_to_py};
+use crate::errors::IntoPyResult;
+use ddflow_core::capture::{CaptureMode, CaptureState};
+use ddflow_core::encoding::{decode_f64, DType, Interner};
+use ddflow_core::engine::column::{columns_to_rows, Schema};
+use ddflow_core::{Antichain, Time, Updates};
+use numpy::PyArray1;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use std::sync::Arc;
+
+/// A capture's pending updates and what it keeps of completed ones.
+#[pyclass(name = "CaptureState", module = "ddflow._core")]
+pub struct PyCaptureState {
+    inner: CaptureState,
+    width: usize,
+    time_dims: usize,
+}
+
+impl PyCaptureState {
+    /// Adds raw updates and returns those `frontier` completes (`None` if there are none).
+    pub(crate) fn poll_with<'py>(
+        &mut self,
+        py: Python<'py>,
+        schema: Option<Schema>,
+        updates: Updates,
+        frontier: &Antichain<Time>,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let state = &mut self.inner;
+        let fresh = py
+            .allow_threads(|| {
+                state.absorb(schema, &updates)?;
+                state.complete(frontier)
+            })
+            .py()?;
+        if fresh.is_empty() {
+            return Ok(None);
+        }
+        self.timed_batch(py, &fresh).map(Some)
+    }
+
+    fn schema(&self) -> Vec<DType> {
+        self.inner
+            .schema()
+            .map(|s| s.to_vec())
+            .unwrap_or_else(|| vec![DType::Int64; self.width])
+    }
+
+    /// `(columns, times (n, time_dims), diffs)`.
+    fn timed_batch<'py>(&self, py: Python<'py>, upd: &Updates) -> PyResult<Bound<'py, PyTuple>> {
+        let cols = rows_to_py(py, &self.schema(), upd)?;
+        let times = times_to_py(py, &upd.times, self.time_dims)?;
+        let diffs = PyArray1::from_slice(py, &upd.diffs);
+        PyTuple::new(py, [cols.into_any(), times, diffs.into_any()])
+    }
+
+    /// `(columns, diffs)`.
+    fn untimed_batch<'py>(&self, py: Python<'py>, upd: &Updates) -> PyResult<Bound<'py, PyTuple>> {
+        let cols = rows_to_py(py, &self.schema(), upd)?;
+        let diffs = PyArray1::from_slice(py, &upd.diffs);
+        PyTuple::new(py, [cols.into_any(), diffs.into_any()])
+    }
+}
+
+#[pymethods]
+impl PyCaptureState {
+    #[new]
+    fn new(label: &str, columns: Vec<String>, time_dims: usize, keep: &str) -> PyResult<Self> {
+        let mode = CaptureMode::parse(keep).py()?;
+        Ok(PyCaptureState {
+            inner: CaptureState::new(label, mode, &columns),
+            width: columns.len(),
+            time_dims,
+        })
+    }
+
+    /// Adds raw updates given as numpy columns, times `(n, time_dims)` and diffs, and returns
+    /// the updates `frontier` completes, consolidated (`None` if there are none).
+    fn absorb<'py>(
+        &mut self,
+        py: Python<'py>,
+        columns: Vec<Bound<'py, PyAny>>,
+        times: Bound<'py, PyAny>,
+        diffs: Bound<'py, PyAny>,
+        frontier: Vec<Vec<i64>>,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let what = "capture";
+        let cols = columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| column_from_py(c, &format!("{what}: column {i}")))
+            .collect::<PyResult<Vec<_>>>()?;
+        let diffs = i64s_from_py(&diffs, &format!("{what}: diffs"))?;
+        let times = if diffs.is_empty() {
+            Vec::new() // an empty batch may come with times of any width
+        } else {
+            times_from_py(&times, self.time_dims, what)?
+        };
+        let schema = (!cols.is_empty()).then(|| Arc::new(cols.iter().map(|c| c.dtype).collect()));
+        let rows = columns_to_rows(&cols, diffs.len(), what).py()?;
+        let updates = Updates::from_parts(self.width, rows, times, diffs).py()?;
+        let frontier = frontier_from(&frontier, self.time_dims)?;
+        self.poll_with(py, schema, updates, &frontier)
+    }
+
+    /// Everything kept: `History`: `(columns, times, diffs)` of every completed update;
+    /// `State`: `(columns, times, diffs)` of the accumulated collection (times all zero).
+    fn kept<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        self.timed_batch(py, self.inner.kept())
+    }
+
+    /// The accumulated collection at a completed `time`: `(columns, diffs)`.
+    fn at<'py>(&mut self, py: Python<'py>, time: Vec<i64>) -> PyResult<Bound<'py, PyTuple>> {
+        let t = time_from_list(&time, self.time_dims, "at")?;
+        let acc = self.inner.at(&t).py()?;
+        self.untimed_batch(py, &acc)
+    }
+
+    /// The accumulated collection of everything completed: `(columns, diffs)`.
+    fn state<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let acc = self.inner.state().py()?;
+        self.untimed_batch(py, &acc)
+    }
+
+    /// The record dtypes (`None` before the first update).
+    fn dtypes(&self) -> Option<Vec<&'static str>> {
+        self.inner
+            .schema()
+            .map(|s| s.iter().map(|d| d.name()).collect())
+    }
+
+    /// The least upper bound of the completed updates' times (`None` before any).
+    fn completed_upper(&self) -> Option<Vec<i64>> {
+        self.inner
+            .completed_upper()
+            .map(|t| t.0[..self.time_dims].iter().map(|&c| c as i64).collect())
+    }
+
+    /// Updates held because their time is not complete yet.
+    fn pending_len(&self) -> usize {
+        self.inner.pending_len()
+    }
+
+    /// Heap bytes held.
+    fn heap_bytes(&self) -> usize {
+        self.inner.heap_bytes()
+    }
+}
+
+fn frontier_from(elems: &[Vec<i64>], dims: usize) -> PyResult<Antichain<Time>> {
+    let times = elems
+        .iter()
+        .map(|e| time_from_list(e, dims, "capture frontier"))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(Antichain::from_iter_minimal(times))
+}
+
+/// Record columns of row-major updates: numpy arrays, a string column as the tuple
+/// `(int32 or int64 offsets, uint8 UTF-8 bytes)` of its Arrow layout.
+fn rows_to_py<'py>(
+    py: Python<'py>,
+    schema: &[DType],
+    upd: &Updates,
+) -> PyResult<Bound<'py, PyList>> {
+    let w = upd.width;
+    let n = upd.len();
+    let word = |c: usize| (0..n).map(move |r| upd.rows[r * w + c]);
+    let cols = (0..w)
+        .map(|c| -> PyResult<Bound<'py, PyAny>> {
+            Ok(match schema[c] {
+                DType::Int64 => PyArray1::from_iter(py, word(c).map(|v| v as i64)).into_any(),
+                DType::Float64 => PyArray1::from_iter(py, word(c).map(decode_f64)).into_any(),
+                DType::Bool => PyArray1::from_iter(py, word(c).map(|v| v != 0)).into_any(),
+                DType::Str => {
+                    let ids: Vec<u64> = word(c).collect();
+                    let strings = Interner::resolve_all(&ids).py()?;
+                    let total: usize = strings.iter().map(|s| s.len()).sum();
+                    let mut data = Vec::with_capacity(total);
+                    let mut ends = Vec::with_capacity(n + 1);
+                    ends.push(0usize);
+                    for s in &strings {
+                        data.extend_from_slice(s.as_bytes());
+                        ends.push(data.len());
+                    }
+                    let offsets = if total <= i32::MAX as usize {
+                        PyArray1::from_iter(py, ends.iter().map(|&e| e as i32)).into_any()
+                    } else {
+                        PyArray1::from_iter(py, ends.iter().map(|&e| e as i64)).into_any()
+                    };
+                    PyTuple::new(py, [offsets, PyArray1::from_vec(py, data).into_any()])?
+                        .into_any()
+                }
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, cols)
+}
+
+/// Registers the class.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyCaptureState>()
+}
