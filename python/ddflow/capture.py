@@ -143,7 +143,12 @@ class Capture(_Frontiered):
     def _fields(self) -> list[pa.Field]:
         """The record columns' fields (int64 before the first update)."""
         dtypes = self._native.dtypes() if self._native is not None else None
-        names = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
+        names = {
+            "int64": pa.int64(),
+            "float64": pa.float64(),
+            "bool": pa.bool_(),
+            "str": pa.string(),
+        }
         types = [names[d] for d in dtypes] if dtypes else [pa.int64()] * len(self.columns)
         return [pa.field(c, t) for c, t in zip(self.columns, types, strict=True)]
 
@@ -202,7 +207,7 @@ class Capture(_Frontiered):
         """
         if self.keep != "history":
             raise InvalidValueError(
-                f'{self.label}: updates() needs the history, and this capture keeps only its '
+                f"{self.label}: updates() needs the history, and this capture keeps only its "
                 f'state (keep="state"); read state() or at(t), or capture with keep="history"'
             )
         self._poll()

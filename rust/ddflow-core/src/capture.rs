@@ -20,7 +20,7 @@
 use crate::encoding::{decode_bool, decode_f64, decode_i64, DType, Interner};
 use crate::engine::column::Schema;
 use crate::error::{Error, Result};
-use crate::lattice::{Antichain, Lattice, PartialOrder, Time};
+use crate::lattice::{Antichain, Lattice, PartialOrder, Time, MAX_DIMS};
 use crate::sort::RadixSorter;
 use crate::updates::Updates;
 
@@ -46,6 +46,49 @@ impl CaptureMode {
     }
 }
 
+/// Completed updates, stored compactly: a time keeps only its leading `dims` coordinates.
+/// Batches are appended as they complete; a `(record, time)` appears at most once, since no
+/// update arrives at a time after it is complete.
+#[derive(Debug, Default)]
+struct History {
+    dims: usize,
+    width: usize,
+    rows: Vec<u64>,
+    coords: Vec<u64>,
+    diffs: Vec<i64>,
+}
+
+impl History {
+    fn len(&self) -> usize {
+        self.diffs.len()
+    }
+
+    fn time(&self, i: usize) -> Time {
+        Time::from_coords(&self.coords[i * self.dims..(i + 1) * self.dims])
+    }
+
+    fn append(&mut self, upd: &Updates) {
+        self.rows.extend_from_slice(&upd.rows);
+        for t in &upd.times {
+            self.coords.extend_from_slice(&t.0[..self.dims]);
+        }
+        self.diffs.extend_from_slice(&upd.diffs);
+    }
+
+    fn to_updates(&self) -> Updates {
+        Updates {
+            width: self.width,
+            rows: self.rows.clone(),
+            times: (0..self.len()).map(|i| self.time(i)).collect(),
+            diffs: self.diffs.clone(),
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        (self.rows.capacity() + self.coords.capacity() + self.diffs.capacity()) * 8
+    }
+}
+
 /// The updates a capture holds, and what it keeps of those already complete.
 #[derive(Debug)]
 pub struct CaptureState {
@@ -55,17 +98,24 @@ pub struct CaptureState {
     schema: Option<Schema>,
     /// Raw updates at times the frontier has not passed.
     pending: Updates,
-    /// `History`: completed updates consolidated per (record, time), sorted by (record, time).
+    /// `History`: every completed update, consolidated per (record, time).
+    history: History,
     /// `State`: the accumulated collection (every time the minimum), sorted by record.
-    kept: Updates,
+    state: Updates,
     /// The least upper bound of every completed update's time.
     completed_upper: Option<Time>,
     sorter: RadixSorter,
 }
 
 impl CaptureState {
-    /// An empty capture of records with the given column names; `label` names it in errors.
-    pub fn new(label: &str, mode: CaptureMode, columns: &[String]) -> CaptureState {
+    /// An empty capture of records with the given column names, at times of `time_dims`
+    /// coordinates; `label` names it in errors.
+    pub fn new(
+        label: &str,
+        mode: CaptureMode,
+        columns: &[String],
+        time_dims: usize,
+    ) -> CaptureState {
         let width = columns.len();
         CaptureState {
             label: label.to_string(),
@@ -73,7 +123,12 @@ impl CaptureState {
             mode,
             schema: None,
             pending: Updates::new(width),
-            kept: Updates::new(width),
+            history: History {
+                dims: time_dims.clamp(1, MAX_DIMS),
+                width,
+                ..History::default()
+            },
+            state: Updates::new(width),
             completed_upper: None,
             sorter: RadixSorter::new(),
         }
@@ -155,25 +210,28 @@ impl CaptureState {
         if done.is_empty() {
             return Ok(done);
         }
-        let mut fresh = done.clone();
+        let mut fresh = done;
+        // On overflow the batches are left equivalent (see `sort::consolidate`): the
+        // completed updates go back to the pending ones, nothing is lost.
         if let Err(e) = self.sorter.consolidate_updates(&mut fresh) {
-            return Err(self.overflow(&fresh, true).unwrap_or(e));
+            let err = self.overflow(&fresh, true).unwrap_or(e);
+            rest.extend(&fresh);
+            self.pending = rest;
+            return Err(err);
         }
         match self.mode {
-            CaptureMode::History => {
-                let mut kept = self.kept.clone();
-                kept.extend(&fresh);
-                self.sorter.sort_updates(&mut kept);
-                self.kept = kept;
-            }
+            CaptureMode::History => self.history.append(&fresh),
             CaptureMode::State => {
-                let mut kept = self.kept.clone();
-                kept.extend(&fresh);
-                kept.times.fill(Time::minimum());
-                if let Err(e) = self.sorter.consolidate_updates(&mut kept) {
-                    return Err(self.overflow(&kept, false).unwrap_or(e));
+                let mut state = self.state.clone();
+                state.extend(&fresh);
+                state.times.fill(Time::minimum());
+                if let Err(e) = self.sorter.consolidate_updates(&mut state) {
+                    let err = self.overflow(&state, false).unwrap_or(e);
+                    rest.extend(&fresh);
+                    self.pending = rest;
+                    return Err(err);
                 }
-                self.kept = kept;
+                self.state = state;
             }
         }
         let upper = fresh
@@ -186,10 +244,13 @@ impl CaptureState {
     }
 
     /// Every completed update kept: in `History` mode all of them, consolidated per
-    /// `(record, time)` and sorted by `(record words, time)`; in `State` mode the
-    /// accumulated collection (times the minimum) sorted by record words.
-    pub fn kept(&self) -> &Updates {
-        &self.kept
+    /// `(record, time)`, in the order they completed; in `State` mode the accumulated
+    /// collection (times the minimum) sorted by record words.
+    pub fn kept(&self) -> Updates {
+        match self.mode {
+            CaptureMode::History => self.history.to_updates(),
+            CaptureMode::State => self.state.clone(),
+        }
     }
 
     /// The accumulated collection at `time` (which the caller has checked is complete): one
@@ -210,14 +271,15 @@ impl CaptureState {
                     ))
                     .with_operator(&self.label));
                 }
-                Ok(self.kept.clone())
+                Ok(self.state.clone())
             }
             CaptureMode::History => {
-                let w = self.kept.width;
-                let mut acc = Updates::new(w);
-                for i in 0..self.kept.len() {
-                    if self.kept.times[i].less_equal(time) {
-                        acc.push(self.kept.row(i), Time::minimum(), self.kept.diffs[i]);
+                let h = &self.history;
+                let mut acc = Updates::new(h.width);
+                for i in 0..h.len() {
+                    if h.time(i).less_equal(time) {
+                        let row = &h.rows[i * h.width..(i + 1) * h.width];
+                        acc.push(row, Time::minimum(), h.diffs[i]);
                     }
                 }
                 if let Err(e) = self.sorter.consolidate_updates(&mut acc) {
@@ -232,13 +294,16 @@ impl CaptureState {
     pub fn state(&mut self) -> Result<Updates> {
         match self.completed_upper {
             Some(upper) => self.at(&upper),
-            None => Ok(Updates::new(self.kept.width)),
+            None => Ok(Updates::new(self.pending.width)),
         }
     }
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.pending.heap_bytes() + self.kept.heap_bytes() + self.sorter.heap_bytes()
+        self.pending.heap_bytes()
+            + self.history.heap_bytes()
+            + self.state.heap_bytes()
+            + self.sorter.heap_bytes()
     }
 
     /// The overflow error for a batch consolidation left with an overflowing run (two

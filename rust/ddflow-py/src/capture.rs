@@ -76,7 +76,7 @@ impl PyCaptureState {
     fn new(label: &str, columns: Vec<String>, time_dims: usize, keep: &str) -> PyResult<Self> {
         let mode = CaptureMode::parse(keep).py()?;
         Ok(PyCaptureState {
-            inner: CaptureState::new(label, mode, &columns),
+            inner: CaptureState::new(label, mode, &columns, time_dims),
             width: columns.len(),
             time_dims,
         })
@@ -114,7 +114,7 @@ impl PyCaptureState {
     /// Everything kept: `History`: `(columns, times, diffs)` of every completed update;
     /// `State`: `(columns, times, diffs)` of the accumulated collection (times all zero).
     fn kept<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        self.timed_batch(py, self.inner.kept())
+        self.timed_batch(py, &self.inner.kept())
     }
 
     /// The accumulated collection at a completed `time`: `(columns, diffs)`.

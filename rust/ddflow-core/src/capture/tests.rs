@@ -79,7 +79,7 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
 }
 
 fn run(mode: CaptureMode, steps: Vec<Step>) {
-    let mut cap = CaptureState::new("cap", mode, &names(2));
+    let mut cap = CaptureState::new("cap", mode, &names(2), 2);
     let mut all: Vec<(Vec<u64>, Time, i64)> = Vec::new();
     let mut frontier = Antichain::from_elem(Time::minimum());
     let mut delivered: BTreeMap<Key, i128> = BTreeMap::new();
@@ -122,7 +122,7 @@ fn run(mode: CaptureMode, steps: Vec<Step>) {
         });
         match mode {
             CaptureMode::History => {
-                assert_eq!(as_map(cap.kept()), expect);
+                assert_eq!(as_map(&cap.kept()), expect);
                 for a in 0..4 {
                     for b in 0..4 {
                         let t = time(a, b);
@@ -131,9 +131,9 @@ fn run(mode: CaptureMode, steps: Vec<Step>) {
                 }
             }
             CaptureMode::State => {
-                assert_eq!(as_state(cap.kept()), accumulate(&expect, &time(u64::MAX, u64::MAX)));
+                assert_eq!(as_state(&cap.kept()), accumulate(&expect, &time(u64::MAX, u64::MAX)));
                 let bigger = time(100, 100);
-                assert_eq!(as_state(&cap.at(&bigger).unwrap()), as_state(cap.kept()));
+                assert_eq!(as_state(&cap.at(&bigger).unwrap()), as_state(&cap.kept()));
                 if let Some(u) = upper.filter(|u| *u != Time::minimum()) {
                     let below = Time::minimum();
                     assert!(!u.less_equal(&below));
@@ -164,7 +164,7 @@ fn overflow_names_the_capture_and_the_record() {
     let mut words = Vec::new();
     Interner::intern_all(["alice"], &mut words);
     for mode in [CaptureMode::History, CaptureMode::State] {
-        let mut cap = CaptureState::new("totals", mode, &["name".into(), "n".into()]);
+        let mut cap = CaptureState::new("totals", mode, &["name".into(), "n".into()], 2);
         let mut upd = Updates::new(2);
         upd.push(&[words[0], 7], time(1, 0), i64::MAX);
         upd.push(&[words[0], 7], time(1, 0), 1);
@@ -181,19 +181,19 @@ fn overflow_names_the_capture_and_the_record() {
     let mut upd = Updates::new(2);
     upd.push(&[words[0], 7], time(1, 0), i64::MAX);
     upd.push(&[words[0], 7], time(2, 0), i64::MAX);
-    let mut hist = CaptureState::new("h", CaptureMode::History, &names(2));
+    let mut hist = CaptureState::new("h", CaptureMode::History, &names(2), 2);
     hist.absorb(schema.clone(), &upd).unwrap();
     assert_eq!(hist.complete(&Antichain::new()).unwrap().len(), 2);
     let e = hist.at(&time(3, 0)).unwrap_err();
     assert!(matches!(e.cause(), Error::Overflow(_)));
-    let mut state = CaptureState::new("s", CaptureMode::State, &names(2));
+    let mut state = CaptureState::new("s", CaptureMode::State, &names(2), 2);
     state.absorb(schema, &upd).unwrap();
     assert!(matches!(state.complete(&Antichain::new()).unwrap_err().cause(), Error::Overflow(_)));
 }
 
 #[test]
 fn mismatched_dtypes_are_a_type_error() {
-    let mut cap = CaptureState::new("c", CaptureMode::History, &names(1));
+    let mut cap = CaptureState::new("c", CaptureMode::History, &names(1), 1);
     let mut upd = Updates::new(1);
     upd.push(&[1], Time::minimum(), 1);
     cap.absorb(Some(Arc::new(vec![DType::Int64])), &upd).unwrap();
