@@ -234,10 +234,9 @@ impl CaptureState {
                 self.state = state;
             }
         }
-        let upper = fresh
-            .times
-            .iter()
-            .fold(self.completed_upper, |acc, t| Some(acc.map_or(*t, |a| a.join(t))));
+        let upper = fresh.times.iter().fold(self.completed_upper, |acc, t| {
+            Some(acc.map_or(*t, |a| a.join(t)))
+        });
         self.completed_upper = upper;
         self.pending = rest;
         Ok(fresh)

@@ -195,8 +195,7 @@ fn rows_to_py<'py>(
                     } else {
                         PyArray1::from_iter(py, ends.iter().map(|&e| e as i64)).into_any()
                     };
-                    PyTuple::new(py, [offsets, PyArray1::from_vec(py, data).into_any()])?
-                        .into_any()
+                    PyTuple::new(py, [offsets, PyArray1::from_vec(py, data).into_any()])?.into_any()
                 }
             })
         })

@@ -5,10 +5,10 @@
 //! is kept aside and re-raised as itself (with a note naming the operator) when the engine
 //! call returns.
 
+use crate::capture::PyCaptureState;
 use crate::convert::{
     column_from_py, column_to_py, i64s_from_py, time_from_list, times_from_py, times_to_py,
 };
-use crate::capture::PyCaptureState;
 use crate::errors::{to_py_err, IntoPyResult};
 use ddflow_core::engine::column::{Callbacks, Column, Payload, Reply};
 use ddflow_core::engine::plan::Plan;

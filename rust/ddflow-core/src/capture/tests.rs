@@ -50,7 +50,10 @@ fn as_map(u: &Updates) -> BTreeMap<Key, i128> {
     let mut m = BTreeMap::new();
     for i in 0..u.len() {
         let prev = m.insert((u.row(i).to_vec(), u.times[i]), u.diffs[i] as i128);
-        assert!(prev.is_none(), "(record, time) twice in consolidated output");
+        assert!(
+            prev.is_none(),
+            "(record, time) twice in consolidated output"
+        );
         assert_ne!(u.diffs[i], 0, "zero diff in consolidated output");
     }
     m
@@ -110,7 +113,10 @@ fn run(mode: CaptureMode, steps: Vec<Step>) {
         assert!(sorted_by_record_then_time(&fresh));
         for (k, d) in as_map(&fresh) {
             assert!(!frontier.less_equal(&k.1), "incomplete time delivered");
-            assert!(delivered.insert(k, d).is_none(), "(record, time) delivered twice");
+            assert!(
+                delivered.insert(k, d).is_none(),
+                "(record, time) delivered twice"
+            );
         }
         let expect = naive(&all, |t| !frontier.less_equal(t));
         assert_eq!(delivered, expect);
@@ -131,13 +137,19 @@ fn run(mode: CaptureMode, steps: Vec<Step>) {
                 }
             }
             CaptureMode::State => {
-                assert_eq!(as_state(&cap.kept()), accumulate(&expect, &time(u64::MAX, u64::MAX)));
+                assert_eq!(
+                    as_state(&cap.kept()),
+                    accumulate(&expect, &time(u64::MAX, u64::MAX))
+                );
                 let bigger = time(100, 100);
                 assert_eq!(as_state(&cap.at(&bigger).unwrap()), as_state(&cap.kept()));
                 if let Some(u) = upper.filter(|u| *u != Time::minimum()) {
                     let below = Time::minimum();
                     assert!(!u.less_equal(&below));
-                    assert!(matches!(cap.at(&below).unwrap_err().cause(), Error::Time(_)));
+                    assert!(matches!(
+                        cap.at(&below).unwrap_err().cause(),
+                        Error::Time(_)
+                    ));
                 }
             }
         }
@@ -173,7 +185,10 @@ fn overflow_names_the_capture_and_the_record() {
         assert_eq!(e.operator(), Some("totals"));
         assert!(matches!(e.cause(), Error::Overflow(_)), "{e}");
         let text = e.to_string();
-        assert!(text.contains("{'name': 'alice', 'n': 7}") && text.contains("9223372036854775808"), "{text}");
+        assert!(
+            text.contains("{'name': 'alice', 'n': 7}") && text.contains("9223372036854775808"),
+            "{text}"
+        );
         // Nothing was lost: the updates are still pending.
         assert_eq!(cap.pending_len(), 2);
     }
@@ -188,7 +203,10 @@ fn overflow_names_the_capture_and_the_record() {
     assert!(matches!(e.cause(), Error::Overflow(_)));
     let mut state = CaptureState::new("s", CaptureMode::State, &names(2), 2);
     state.absorb(schema, &upd).unwrap();
-    assert!(matches!(state.complete(&Antichain::new()).unwrap_err().cause(), Error::Overflow(_)));
+    assert!(matches!(
+        state.complete(&Antichain::new()).unwrap_err().cause(),
+        Error::Overflow(_)
+    ));
 }
 
 #[test]
@@ -196,7 +214,10 @@ fn mismatched_dtypes_are_a_type_error() {
     let mut cap = CaptureState::new("c", CaptureMode::History, &names(1), 1);
     let mut upd = Updates::new(1);
     upd.push(&[1], Time::minimum(), 1);
-    cap.absorb(Some(Arc::new(vec![DType::Int64])), &upd).unwrap();
-    let e = cap.absorb(Some(Arc::new(vec![DType::Str])), &upd).unwrap_err();
+    cap.absorb(Some(Arc::new(vec![DType::Int64])), &upd)
+        .unwrap();
+    let e = cap
+        .absorb(Some(Arc::new(vec![DType::Str])), &upd)
+        .unwrap_err();
     assert!(matches!(e.cause(), Error::Type(_)) && e.operator() == Some("c"));
 }
