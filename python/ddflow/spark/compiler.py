@@ -226,11 +226,14 @@ class Compiler:
 
     # -- join ---------------------------------------------------------------------------------
 
-    def join(self, n: int, left: DataFrame, right: DataFrame, merge: bool = False) -> DataFrame:
-        """The join node ``n`` of two update DataFrames. ``merge``: one side is a
-        loop-invariant arrangement, hash-partitioned and sorted by key once; a sort-merge join
-        then shuffles and sorts only the other side (a broadcast would resend it every
-        superstep)."""
+    def join(
+        self, n: int, left: DataFrame, right: DataFrame, fixed: str | None = None
+    ) -> DataFrame:
+        """The join node ``n`` of two update DataFrames. ``fixed`` (``"left"`` or
+        ``"right"``): that side is a loop-invariant arrangement, hash-partitioned by key once;
+        the other side (a superstep's delta) is shuffled to its partitioning and hashed
+        (shuffled hash join, built on the delta), so the invariant side is only scanned: not
+        shuffled, sorted or hashed again (a broadcast would resend it every superstep)."""
         node = self.nodes[n]
         kind = node["kind"]
         la, ra = node["inputs"]
@@ -242,8 +245,10 @@ class Compiler:
             *[F.col(t).alias(f"_r{t}") for t in tn],
             F.col(DIFF).alias("_rd"),
         )
-        if merge:
-            r = r.hint("merge")
+        if fixed == "left":
+            r = r.hint("shuffle_hash")
+        elif fixed == "right":
+            left = left.hint("shuffle_hash")
         cond = [F.col(ccol(i)) == F.col(f"_r{i}") for i in range(k)]
         joined = left.join(r, on=functools.reduce(lambda a, b: a & b, cond), how="inner")
         times = [F.greatest(F.col(t), F.col(f"_r{t}")).alias(t) for t in tn]

@@ -52,10 +52,10 @@ class State:
         return df.localCheckpoint(eager=True)
 
     def partitioned(self, df: DataFrame, n: int) -> DataFrame:
-        """``df`` (arrangement ``n``) hash-partitioned and sorted by key, cut; joins with it
-        shuffle only their other side."""
+        """``df`` (arrangement ``n``) hash-partitioned by key, cut; joins with it shuffle only
+        their other side."""
         keys = [ccol(i) for i in range(self.c.key_len(n))]
-        cut = self.cut(df.repartition(self.c.partitions, *keys).sortWithinPartitions(*keys))
+        cut = self.cut(df.repartition(self.c.partitions, *keys))
         self.fixed.add(id(cut))
         return cut
 
@@ -65,8 +65,8 @@ class State:
             self.invariant[n] = self.partitioned(self.c.top(n), n)
             self.c.note(
                 n,
-                f"loop-invariant: hash-partitioned by key into {self.c.partitions}, "
-                f"sorted and checkpointed once",
+                f"loop-invariant: hash-partitioned by key into {self.c.partitions} and "
+                f"checkpointed once",
             )
         return self.invariant[n]
 
@@ -78,8 +78,13 @@ class State:
 
     def reduce_step(self, n: int, delta: DataFrame | None) -> DataFrame | None:
         """One superstep of reduce ``n`` on its input's delta: the output delta, and the
-        state advanced (compacted to this iteration). The new state and the output are one
-        cut DataFrame; the output's size is counted by the tasks."""
+        state advanced (compacted to this iteration).
+
+        Only the keys with new input move: their state rows are picked out of the persisted
+        state by a broadcast semi-join with the delta's keys and shuffled with the delta to
+        the reduce's partition function; the other keys' state is kept by the matching
+        anti-join, in the JVM, without a shuffle or a Python worker. The new state and the
+        output are one cut DataFrame; the output's size is counted by the tasks."""
         if delta is None:
             return None
         c = self.c
@@ -87,10 +92,18 @@ class State:
         if spec is None:
             spec = self.reduce_specs[n] = c.reduce_spec(n, delta)
         tagged = c.reduce_input(delta, spec)
-        if n in self.reduce_state:
-            tagged = tagged.unionByName(self.reduce_state[n])
         counter = c.spark.sparkContext.accumulator(0)
         self.reduce_counts[n] = counter
-        raw = self.cut(c.reduce_run(spec, tagged, stateful=True, counter=counter))
+        prev = self.reduce_state.get(n)
+        if prev is None:
+            merged = c.reduce_run(spec, tagged, stateful=True, counter=counter)
+        else:
+            keys = [ccol(i) for i in range(spec.n_keys)]
+            touched = F.broadcast(tagged.select(*keys).distinct())
+            hit = prev.join(touched, keys, "left_semi")
+            kept = prev.join(touched, keys, "left_anti")
+            fresh = c.reduce_run(spec, tagged.unionByName(hit), stateful=True, counter=counter)
+            merged = kept.unionByName(fresh)
+        raw = self.cut(merged)
         self.reduce_state[n] = raw.where(F.col(TAG).isin(ex.TAG_IN_ACC, ex.TAG_OUT_ACC))
         return c.reduce_output(raw, spec)

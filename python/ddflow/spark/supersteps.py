@@ -220,9 +220,9 @@ class IterateDriver:
             rhs = [x for x in (pb, db) if x is not None]
             if rhs:
                 right = rhs[0] if len(rhs) == 1 else rhs[0].unionByName(rhs[1])
-                terms.append(c.join(n, da, right, merge=id(right) in fixed))
+                terms.append(c.join(n, da, right, fixed="right" if id(right) in fixed else None))
         if db is not None and pa_ is not None:
-            terms.append(c.join(n, pa_, db, merge=id(pa_) in fixed))
+            terms.append(c.join(n, pa_, db, fixed="left" if id(pa_) in fixed else None))
         if not terms:
             return None
         return functools.reduce(lambda x, y: x.unionByName(y), terms)
