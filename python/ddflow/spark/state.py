@@ -78,13 +78,15 @@ class State:
 
     def reduce_step(self, n: int, delta: DataFrame | None) -> DataFrame | None:
         """One superstep of reduce ``n`` on its input's delta: the output delta, and the
-        state advanced (compacted to this iteration).
+        state advanced (compacted to this iteration). The delta and the state are shuffled
+        together by key to the reduce's partition function, which recomputes only the keys
+        with new input; the new state and the output are one cut DataFrame (one Spark job),
+        the output's size counted by the tasks.
 
-        Only the keys with new input move: their state rows are picked out of the persisted
-        state by a broadcast semi-join with the delta's keys and shuffled with the delta to
-        the reduce's partition function; the other keys' state is kept by the matching
-        anti-join, in the JVM, without a shuffle or a Python worker. The new state and the
-        output are one cut DataFrame; the output's size is counted by the tasks."""
+        Measured alternative, not kept: picking the touched keys' state out with a broadcast
+        semi-join (and keeping the rest by an anti-join, without a shuffle) costs two more
+        jobs per superstep, and in BFS the keys touched by a busy superstep are nearly all
+        keys, so it shuffled more, not less (``benches/results/spark_bfs.md``)."""
         if delta is None:
             return None
         c = self.c
@@ -92,18 +94,10 @@ class State:
         if spec is None:
             spec = self.reduce_specs[n] = c.reduce_spec(n, delta)
         tagged = c.reduce_input(delta, spec)
+        if n in self.reduce_state:
+            tagged = tagged.unionByName(self.reduce_state[n])
         counter = c.spark.sparkContext.accumulator(0)
         self.reduce_counts[n] = counter
-        prev = self.reduce_state.get(n)
-        if prev is None:
-            merged = c.reduce_run(spec, tagged, stateful=True, counter=counter)
-        else:
-            keys = [ccol(i) for i in range(spec.n_keys)]
-            touched = F.broadcast(tagged.select(*keys).distinct())
-            hit = prev.join(touched, keys, "left_semi")
-            kept = prev.join(touched, keys, "left_anti")
-            fresh = c.reduce_run(spec, tagged.unionByName(hit), stateful=True, counter=counter)
-            merged = kept.unionByName(fresh)
-        raw = self.cut(merged)
+        raw = self.cut(c.reduce_run(spec, tagged, stateful=True, counter=counter))
         self.reduce_state[n] = raw.where(F.col(TAG).isin(ex.TAG_IN_ACC, ex.TAG_OUT_ACC))
         return c.reduce_output(raw, spec)
