@@ -175,7 +175,13 @@ class Compiler:
                 v = np.asarray(_core.eval_expr(t, empty, 0))
                 out_types.append(arrow_type_of_numpy(v))
         spec = ex.ExprSpec(
-            node["label"], tuple(names), texts, is_filter, tuple(out_types), self.dims
+            node["label"],
+            tuple(names),
+            texts,
+            is_filter,
+            tuple(out_types),
+            self.dims,
+            json.dumps(node),
         )
         if is_filter:
             schema = df.schema
@@ -207,7 +213,9 @@ class Compiler:
                 T.StructField(ccol(j), spark_of_arrow(t), False) for j, t in enumerate(out_types)
             ]
             schema = T.StructType(fields + time_fields(self.dims))
-        spec = ex.PySpec(kind, fn_id, node["label"], tuple(names), out_types, self.dims)
+        spec = ex.PySpec(
+            kind, fn_id, node["label"], tuple(names), out_types, self.dims, json.dumps(node)
+        )
         return map_in_arrow(df, functools.partial(ex.py_batches, spec, table), schema)
 
     def union(self, n: int, frames: Sequence[DataFrame]) -> DataFrame:

@@ -5,6 +5,12 @@ columns to numpy once, hands them to native code (the embedded engine's operator
 expression evaluator) or to a user's batch function, and yields Arrow batches. Nothing loops
 over records or keys in Python.
 
+Data errors: a record that makes an expression, a user function or an aggregate fail is
+an error update on the embedded engine. Here the partition function reruns the failing batch
+through the embedded engine's own operator (a one-node plan) to get exactly those error
+updates (operator, message, values, time), and fails the task with a ``DataError`` carrying
+them; the driver re-raises it as ``DataError`` (``progress.Meter``).
+
 Column naming inside the backend (see ``runner.py``): record columns ``_c0..``, outer time
 coordinates ``_t0..``, the signed count ``_d``; reduce state batches also carry value columns
 ``_v0..``, aggregate columns ``_o0..`` and a tag ``_g``.
@@ -22,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ddflow.callbacks import _HANDLERS, ROW, Registered
-from ddflow.errors import UserFunctionError
+from ddflow.errors import DataError, UserFunctionError
 
 __all__ = [
     "DIFF",
@@ -35,6 +41,9 @@ __all__ = [
     "reduce_partition",
     "to_numpy",
 ]
+
+DATA_ERROR = "ddflow data error on Spark"
+"""The first words of a ``DataError`` raised in a task (found again in Spark's exception)."""
 
 DIFF = "_d"
 TAG = "_g"
@@ -124,6 +133,8 @@ class PySpec:
     in_names: tuple[str, ...]
     out_types: tuple[pa.DataType, ...]
     dims: int
+    node_json: str = ""
+    """The plan node, for rerunning a failing batch on the engine (``data_errors``)."""
 
 
 def py_batches(
@@ -136,12 +147,15 @@ def py_batches(
             continue
         payload = {name: to_numpy(batch.column(f"_c{i}")) for i, name in enumerate(spec.in_names)}
         rest = [batch.column(t) for t in tnames] + [batch.column(DIFF)]
+        try:
+            result = fns(spec.fn_id, spec.kind, payload)
+        except Exception as exc:
+            _raise_data_errors(spec.node_json, spec.in_names, spec.dims, fns, batch)
+            exc.add_note(f"ddflow: raised by {spec.label} on Spark")
+            raise
         if spec.kind == "filter_py":
-            mask = fns(spec.fn_id, spec.kind, payload)
-            out = batch.filter(pa.array(mask))
-            yield out
+            yield batch.filter(pa.array(result))
             continue
-        result = fns(spec.fn_id, spec.kind, payload)
         if spec.kind == "flat_map_py":
             rows = pa.array(np.asarray(result.pop(ROW), dtype=np.int64))
             rest = [c.take(rows) for c in rest]
@@ -167,6 +181,8 @@ class ExprSpec:
     is_filter: bool
     out_types: tuple[pa.DataType, ...]
     dims: int
+    node_json: str = ""
+    """The plan node, for rerunning a failing batch on the engine (``data_errors``)."""
 
 
 def expr_batches(spec: ExprSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -182,6 +198,7 @@ def expr_batches(spec: ExprSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[
         try:
             values = [np.asarray(_core.eval_expr(e, payload, n)) for e in spec.exprs]
         except Exception as exc:
+            _raise_data_errors(spec.node_json, spec.in_names, spec.dims, FnTable({}), batch)
             exc.add_note(f"ddflow: raised by {spec.label} on Spark")
             raise
         if spec.is_filter:
@@ -212,6 +229,69 @@ class ReduceSpec:
     dims: int
     schema: pa.Schema
     """The tagged state schema (input and output of the partition function)."""
+
+
+# -- data errors: the failing batch rerun on the embedded engine --------------------------------
+
+
+def _describe(errors: Sequence[tuple[int, str, str, str, list[int], int]]) -> str:
+    lines = [
+        f"  operator {label}: {message} (values: {values}; time {tuple(time)}, diff {diff})"
+        for _node, label, message, values, time, diff in errors[:5]
+    ]
+    if len(errors) > 5:
+        lines.append(f"  ... and {len(errors) - 5} more")
+    return f"{DATA_ERROR}:\n" + "\n".join(lines)
+
+
+def _as_dicts(errors: Sequence[tuple[int, str, str, str, list[int], int]]) -> list[dict[str, Any]]:
+    return [
+        {"operator": label, "message": m, "values": v, "time": tuple(t), "diff": d}
+        for _n, label, m, v, t, d in errors
+    ]
+
+
+def data_errors(
+    node_json: str, in_names: Sequence[str], dims: int, fns: FnTable, batch: pa.RecordBatch
+) -> list[tuple[int, str, str, str, list[int], int]]:
+    """The error updates the embedded engine's operator (``node_json``, one plan node)
+    gives for ``batch`` (record columns ``_c0..``, times, diffs)."""
+    from ddflow import _core
+
+    node = dict(json.loads(node_json), id=1, inputs=[0], scope=0)
+    nodes = [
+        {"id": 0, "op": "input", "scope": 0, "inputs": [], "columns": list(in_names),
+         "label": f"{node['label']} (Spark batch input)", "name": "batch"},
+        node,
+        {"id": 2, "op": "capture", "scope": 0, "inputs": [1], "columns": node["columns"],
+         "label": f"{node['label']} (capture)"},
+    ]  # fmt: skip
+    plan = {"version": 1, "time_dims": dims, "scopes": [{"id": 0, "parent": None}],
+            "nodes": nodes}  # fmt: skip
+    engine = _core.Engine(json.dumps(plan, separators=(",", ":")), 1, fns)
+    engine.set_logging(False)
+    columns = [to_numpy(batch.column(f"_c{i}")) for i in range(len(in_names))]
+    times = np.column_stack([batch.column(tcol(j)).to_numpy() for j in range(dims)])
+    diffs = batch.column(DIFF).to_numpy().astype(np.int64)
+    engine.push(0, columns, np.ascontiguousarray(times.astype(np.int64)), diffs)
+    engine.close_input(0)
+    engine.run()
+    return list(engine.errors_take())
+
+
+def _raise_data_errors(
+    node_json: str, in_names: Sequence[str], dims: int, fns: FnTable, batch: pa.RecordBatch
+) -> None:
+    """Raises ``DataError`` when the engine turns ``batch`` into error updates; returns
+    otherwise (the caller re-raises its own exception)."""
+    if not node_json:
+        return
+    try:
+        errors = data_errors(node_json, in_names, dims, fns, batch)
+    except Exception:
+        return
+    if errors:
+        raise DataError(_describe(errors), _as_dicts(errors))
 
 
 def _mini_plan(spec: ReduceSpec) -> str:
@@ -262,6 +342,9 @@ def _run_reduce(spec: ReduceSpec, fns: FnTable, table: pa.Table) -> pa.Table:
     except Exception as exc:
         exc.add_note(f"ddflow: raised by {spec.label} on Spark")
         raise
+    errors = engine.errors_take()
+    if errors:
+        raise DataError(_describe(errors), _as_dicts(errors))
     out_cols, out_times, out_diffs = engine.capture_take(3)
     n = len(out_diffs)
     out_times = np.asarray(out_times, dtype=np.int64).reshape(n, -1)

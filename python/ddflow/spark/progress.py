@@ -10,7 +10,25 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-__all__ = ["Superstep", "Meter"]
+from ddflow.errors import DataError
+from ddflow.spark.executor import DATA_ERROR
+
+__all__ = ["Superstep", "Meter", "data_error"]
+
+
+def data_error(exc: BaseException) -> DataError | None:
+    """The ``DataError`` a Spark task raised, found in the text of the job's failure (Spark
+    re-raises a task's Python exception as text), or None."""
+    text = str(exc)
+    at = text.find(DATA_ERROR)
+    if at < 0:
+        return None
+    lines = [text[at:].splitlines()[0]]
+    for line in text[at:].splitlines()[1:]:
+        if not line.startswith("  "):
+            break
+        lines.append(line)
+    return DataError("\n".join(lines))
 
 
 @dataclass
@@ -61,6 +79,11 @@ class Meter:
         start = _time.perf_counter()
         try:
             rows = body()
+        except Exception as exc:
+            found = data_error(exc)
+            if found is not None:
+                raise found from None
+            raise
         finally:
             self.sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         secs = _time.perf_counter() - start
