@@ -64,17 +64,12 @@ impl Engine {
         self.compact_reduce_outputs(w, node);
     }
 
-    /// Reduce output traces of `node`'s reduce consumers compact to the reduce's own last
-    /// frontier.
+    /// The output traces of `node`'s consumers (`reduce`) compact to each consumer's own
+    /// last frontier ([`super::operators::Operator::compact_output`]).
     pub(super) fn compact_reduce_outputs(&mut self, w: usize, node: usize) {
-        let reduce_consumers: Vec<usize> = self.consumers[node]
-            .iter()
-            .map(|c| c.0)
-            .filter(|&c| matches!(self.plan.nodes[c].op, Op::Reduce { .. }))
-            .collect();
-        for r in reduce_consumers {
-            let lf = self.workers[w].last_frontier[r].clone();
-            self.workers[w].ops[r].compact_output(&lf);
+        let worker = &mut self.workers[w];
+        for &(c, _) in &self.consumers[node] {
+            worker.ops[c].compact_output(&worker.last_frontier[c]);
         }
     }
 
