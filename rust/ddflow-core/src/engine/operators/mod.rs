@@ -15,8 +15,9 @@
 //! * [`delay`], [`consolidate`], [`arrange`]: hold updates until their time completes;
 //! * [`join`]: `join`, `semijoin`, `antijoin` of two arrangements (delta rule);
 //! * [`reduce`]: `reduce` over an arrangement, with [`reduce_chain`] (keys whose times are
-//!   totally ordered), [`reduce_errors`] (errors as data) and [`aggregate`] (the built-in
-//!   aggregates on one key's accumulated values);
+//!   totally ordered), [`reduce_index`] (a key's history indexed for accumulation),
+//!   [`reduce_errors`] (errors as data) and [`aggregate`] (the built-in aggregates on one
+//!   key's accumulated values);
 //! * [`capture`]: keeps its input for the engine's caller.
 //!
 //! Shared by several: [`records`] (expression binding per schema and per-record error
@@ -41,6 +42,7 @@ pub mod records;
 pub mod reduce;
 pub mod reduce_chain;
 pub mod reduce_errors;
+pub mod reduce_index;
 pub mod scale;
 pub mod select;
 pub mod variable;

@@ -14,6 +14,7 @@
 
 use super::aggregate;
 use super::reduce_chain::{self, ChainKey, ChainScratch};
+use super::reduce_index::Indexed;
 use super::{Operator, Output, RunCtx};
 use crate::encoding::DType;
 use crate::engine::arrangement::Arrangement;
@@ -21,7 +22,7 @@ use crate::engine::column::{Callbacks, Column, Msg, Payload, Reply};
 use crate::engine::errors::{render_row, ErrorUpdate};
 use crate::engine::plan::Agg;
 use crate::error::{Error, Result};
-use crate::lattice::{Antichain, PartialOrder, Time};
+use crate::lattice::{Antichain, Time};
 use crate::times::{interesting_times_2d, TimesScratch};
 use crate::updates::Updates;
 use std::sync::Arc;
@@ -267,207 +268,6 @@ struct Group {
     end: usize,
     /// Why the key failed at this time (its output is then empty).
     err: Option<String>,
-}
-
-/// One key's history with its distinct val rows numbered in sorted order, so that
-/// accumulating at a time is a scan that adds diffs into a counts array (no sorting or
-/// allocation per time).
-#[derive(Default)]
-struct Indexed {
-    /// Distinct val rows, `vw` words each, sorted.
-    vals: Vec<u64>,
-    /// Per history entry: (val id, time, diff).
-    entries: Vec<(u32, Time, i64)>,
-    counts: Vec<i64>,
-    order: Vec<u32>,
-    /// 2-D sweep: distinct second coordinates (sorted), counts per (val, level) of the
-    /// entries consumed so far, and how many entries (sorted by time) are consumed.
-    levels: Vec<u64>,
-    grid: Vec<i64>,
-    pos: usize,
-}
-
-impl Indexed {
-    fn build(&mut self, hist: &Updates, kw: usize) {
-        self.build_range(hist, 0, hist.len(), kw)
-    }
-
-    fn build_range(&mut self, hist: &Updates, lo: usize, hi: usize, kw: usize) {
-        let w = hist.width;
-        let vw = w - kw;
-        self.vals.clear();
-        self.entries.clear();
-        let n = hi - lo;
-        let mut nvals = 0u32;
-        if vw == 1 {
-            // One-word vals (the common case): sort the distinct words, then look each entry's
-            // id up (the history stays in its order; no indirect sort).
-            self.vals.extend((lo..hi).map(|o| hist.rows[o * w + kw]));
-            self.vals.sort_unstable();
-            self.vals.dedup();
-            let vals = &self.vals;
-            self.entries.extend((lo..hi).map(|o| {
-                let id = vals.partition_point(|&v| v < hist.rows[o * w + kw]);
-                (id as u32, hist.times[o], hist.diffs[o])
-            }));
-            nvals = vals.len() as u32;
-        } else {
-            self.order.clear();
-            self.order.extend(lo as u32..hi as u32);
-            let mut order = std::mem::take(&mut self.order);
-            order.sort_unstable_by(|&a, &b| {
-                let (a, b) = (a as usize, b as usize);
-                hist.rows[a * w + kw..(a + 1) * w].cmp(&hist.rows[b * w + kw..(b + 1) * w])
-            });
-            self.entries.resize(n, (0, Time::minimum(), 0));
-            for (i, &o) in order.iter().enumerate() {
-                let o = o as usize;
-                let row = &hist.rows[o * w + kw..(o + 1) * w];
-                if i == 0 || &self.vals[(nvals as usize - 1) * vw..nvals as usize * vw] != row {
-                    self.vals.extend_from_slice(row);
-                    nvals += 1;
-                }
-                self.entries[o - lo] = (nvals - 1, hist.times[o], hist.diffs[o]);
-            }
-            self.order = order;
-        }
-        if vw == 0 && n > 0 {
-            // Zero-width vals: one (empty) distinct val.
-            nvals = 1;
-            for e in self.entries.iter_mut() {
-                e.0 = 0;
-            }
-        }
-        self.counts.clear();
-        self.counts.resize(nvals as usize, 0);
-    }
-
-    fn num_vals(&self) -> usize {
-        self.counts.len()
-    }
-
-    /// Finds or adds a val row; returns its id.
-    fn id_of(&mut self, row: &[u64], vw: usize) -> u32 {
-        let n = self.counts.len();
-        for i in 0..n {
-            if &self.vals[i * vw..(i + 1) * vw] == row {
-                return i as u32;
-            }
-        }
-        self.vals.extend_from_slice(row);
-        self.counts.push(0);
-        n as u32
-    }
-
-    /// Accumulates counts at `t`.
-    fn accumulate(&mut self, t: &Time, label: &str) -> Result<()> {
-        for c in self.counts.iter_mut() {
-            *c = 0;
-        }
-        let mut wrapped = false;
-        for &(v, time, d) in &self.entries {
-            if time.less_equal(t) {
-                let c = &mut self.counts[v as usize];
-                let (sum, o) = c.overflowing_add(d);
-                *c = sum;
-                wrapped |= o;
-            }
-        }
-        if wrapped {
-            // Rare: a partial sum left i64. Only the totals must fit: recompute exactly.
-            let mut exact = vec![0i128; self.counts.len()];
-            for &(v, time, d) in &self.entries {
-                if time.less_equal(t) {
-                    exact[v as usize] += d as i128;
-                }
-            }
-            for (c, e) in self.counts.iter_mut().zip(exact) {
-                *c = i64::try_from(e).map_err(|_| {
-                    Error::Overflow(format!("{label}: count overflow (the counts sum to {e})"))
-                })?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Starts a sweep over times in lexicographic order, for times with at most two non-zero
-    /// coordinates. `extra` are times whose second coordinates entries added later
-    /// ([`Indexed::sweep_push`]) may have.
-    ///
-    /// Accumulating at `(x, y)` then costs `O(new entries + vals x levels)` instead of a scan
-    /// of the whole history: entries with first coordinate `<= x` are folded into a grid of
-    /// counts per (val, level of second coordinate) as `x` grows, and the counts at `(x, y)`
-    /// are the sums over the levels `<= y`. This keeps a key with many distinct times per
-    /// batch linear instead of quadratic.
-    fn sweep_start(&mut self, extra: &[Time]) {
-        // Sweeps run on times with at most two non-zero coordinates: compare those only.
-        self.entries
-            .sort_unstable_by_key(|e| (e.1 .0[0], e.1 .0[1]));
-        self.levels.clear();
-        self.levels.extend(self.entries.iter().map(|e| e.1 .0[1]));
-        self.levels.extend(extra.iter().map(|t| t.0[1]));
-        self.levels.sort_unstable();
-        self.levels.dedup();
-        self.grid.clear();
-        self.grid.resize(self.counts.len() * self.levels.len(), 0);
-        self.pos = 0;
-    }
-
-    /// Sets `counts` to the accumulation at `t`; `t` must not decrease in its first coordinate
-    /// between calls.
-    fn sweep_to(&mut self, t: &Time, label: &str) -> Result<()> {
-        let l = self.levels.len();
-        let nv = self.counts.len();
-        if self.grid.len() < nv * l {
-            self.grid.resize(nv * l, 0);
-        }
-        let overflow = || Error::Overflow(format!("{label}: count overflow"));
-        while self.pos < self.entries.len() && self.entries[self.pos].1 .0[0] <= t.0[0] {
-            let (v, time, d) = self.entries[self.pos];
-            let lv = self.levels.partition_point(|&y| y < time.0[1]);
-            let g = &mut self.grid[v as usize * l + lv];
-            *g = g.checked_add(d).ok_or_else(overflow)?;
-            self.pos += 1;
-        }
-        let ub = self.levels.partition_point(|&y| y <= t.0[1]);
-        for v in 0..nv {
-            let mut c: i64 = 0;
-            for &g in &self.grid[v * l..v * l + ub] {
-                c = c.checked_add(g).ok_or_else(overflow)?;
-            }
-            self.counts[v] = c;
-        }
-        Ok(())
-    }
-
-    /// Adds an entry at the current sweep time (its second coordinate must be among the
-    /// levels, see [`Indexed::sweep_start`]).
-    fn sweep_push(&mut self, v: u32, t: Time, d: i64, label: &str) -> Result<()> {
-        let l = self.levels.len();
-        let nv = self.counts.len();
-        if self.grid.len() < nv * l {
-            self.grid.resize(nv * l, 0);
-        }
-        let lv = self.levels.partition_point(|&y| y < t.0[1]);
-        debug_assert!(self.levels.get(lv) == Some(&t.0[1]), "sweep level missing");
-        let g = &mut self.grid[v as usize * l + lv];
-        *g = g
-            .checked_add(d)
-            .ok_or_else(|| Error::Overflow(format!("{label}: count overflow")))?;
-        Ok(())
-    }
-
-    /// The (val rows, counts) with non-zero count after `accumulate`, in val order.
-    fn nonzero(&self, vw: usize, vals: &mut Vec<u64>, counts: &mut Vec<i64>) {
-        vals.clear();
-        counts.clear();
-        for (i, &c) in self.counts.iter().enumerate() {
-            if c != 0 {
-                vals.extend_from_slice(&self.vals[i * vw..(i + 1) * vw]);
-                counts.push(c);
-            }
-        }
-    }
 }
 
 impl ReduceState {
@@ -1013,44 +813,5 @@ impl ReduceState {
             g.end = desired_counts.len();
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Indexed;
-    use crate::lattice::Time;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// The 2-D sweep accumulates exactly like the plain scan, also with entries pushed
-        /// at the current time between steps (as phase 3 does with emitted output).
-        #[test]
-        fn sweep_matches_scan(
-            hist in proptest::collection::vec((0u64..4, 0u64..6, 0u64..6, -3i64..4), 0..40),
-            probes in proptest::collection::vec((0u64..7, 0u64..7, 0u64..4, -2i64..3), 1..20),
-        ) {
-            let mut upd = crate::updates::Updates::new(2);
-            for &(v, a, b, d) in &hist {
-                upd.push(&[9, v], Time::from_coords(&[a, b]), d);
-            }
-            let mut times: Vec<Time> = probes.iter().map(|p| Time::from_coords(&[p.0, p.1])).collect();
-            times.sort();
-            let mut sweep = Indexed::default();
-            sweep.build(&upd, 1);
-            let mut scan = Indexed::default();
-            scan.build(&upd, 1);
-            sweep.sweep_start(&times);
-            for (t, p) in times.iter().zip(&probes) {
-                sweep.sweep_to(t, "test").unwrap();
-                scan.accumulate(t, "test").unwrap();
-                prop_assert_eq!(&sweep.counts, &scan.counts);
-                // Push an entry at this time for an existing or new val.
-                let v = sweep.id_of(&[p.2], 1);
-                prop_assert_eq!(scan.id_of(&[p.2], 1), v);
-                sweep.sweep_push(v, *t, p.3, "test").unwrap();
-                scan.entries.push((v, *t, p.3));
-            }
-        }
     }
 }
