@@ -70,11 +70,7 @@ impl Engine {
         self.consumers = consumers_of(&self.ports);
         for node in offset..n {
             let spec = &self.plan.nodes[node];
-            let t = match spec.op {
-                Op::Arrange { .. } => Some(node),
-                Op::EnterArrangement | Op::ImportTrace { .. } => self.trace_of[spec.inputs[0]],
-                _ => None,
-            };
+            let t = spec.trace_source(&self.trace_of);
             self.trace_of.push(t);
             self.inputs.push(InputState::of(&spec.op));
         }

@@ -99,13 +99,9 @@ impl Engine {
                 imp.label
             )));
         }
-        let mut trace_of = vec![None; n];
+        let mut trace_of = Vec::with_capacity(n);
         for node in &plan.nodes {
-            trace_of[node.id] = match node.op {
-                Op::Arrange { .. } => Some(node.id),
-                Op::EnterArrangement => trace_of[node.inputs[0]],
-                _ => None,
-            };
+            trace_of.push(node.trace_source(&trace_of));
         }
 
         let inputs = plan.nodes.iter().map(|n| InputState::of(&n.op)).collect();

@@ -316,6 +316,16 @@ impl Node {
         }
     }
 
+    /// The `arrange` node whose trace this node's output is (itself for `arrange`; the
+    /// input's for `enter_arrangement` and `import_trace`), given those of earlier nodes.
+    pub fn trace_source(&self, earlier: &[Option<usize>]) -> Option<usize> {
+        match self.op {
+            Op::Arrange { .. } => Some(self.id),
+            Op::EnterArrangement | Op::ImportTrace { .. } => earlier[self.inputs[0]],
+            _ => None,
+        }
+    }
+
     /// Whether the node's output is an arrangement.
     pub fn is_arrangement(&self) -> bool {
         matches!(
