@@ -26,10 +26,12 @@ pub struct Indexed {
 }
 
 impl Indexed {
+    #[inline]
     pub fn build(&mut self, hist: &Updates, kw: usize) {
         self.build_range(hist, 0, hist.len(), kw)
     }
 
+    #[inline]
     pub fn build_range(&mut self, hist: &Updates, lo: usize, hi: usize, kw: usize) {
         let w = hist.width;
         let vw = w - kw;
@@ -80,11 +82,13 @@ impl Indexed {
         self.counts.resize(nvals as usize, 0);
     }
 
+    #[inline]
     pub fn num_vals(&self) -> usize {
         self.counts.len()
     }
 
     /// Finds or adds a val row; returns its id.
+    #[inline]
     pub fn id_of(&mut self, row: &[u64], vw: usize) -> u32 {
         let n = self.counts.len();
         for i in 0..n {
@@ -98,6 +102,7 @@ impl Indexed {
     }
 
     /// Accumulates counts at `t`.
+    #[inline]
     pub fn accumulate(&mut self, t: &Time, label: &str) -> Result<()> {
         for c in self.counts.iter_mut() {
             *c = 0;
@@ -137,6 +142,7 @@ impl Indexed {
     /// counts per (val, level of second coordinate) as `x` grows, and the counts at `(x, y)`
     /// are the sums over the levels `<= y`. This keeps a key with many distinct times per
     /// batch linear instead of quadratic.
+    #[inline]
     pub fn sweep_start(&mut self, extra: &[Time]) {
         // Sweeps run on times with at most two non-zero coordinates: compare those only.
         self.entries
@@ -153,6 +159,7 @@ impl Indexed {
 
     /// Sets `counts` to the accumulation at `t`; `t` must not decrease in its first coordinate
     /// between calls.
+    #[inline]
     pub fn sweep_to(&mut self, t: &Time, label: &str) -> Result<()> {
         let l = self.levels.len();
         let nv = self.counts.len();
@@ -180,6 +187,7 @@ impl Indexed {
 
     /// Adds an entry at the current sweep time (its second coordinate must be among the
     /// levels, see [`Indexed::sweep_start`]).
+    #[inline]
     pub fn sweep_push(&mut self, v: u32, t: Time, d: i64, label: &str) -> Result<()> {
         let l = self.levels.len();
         let nv = self.counts.len();
@@ -196,6 +204,7 @@ impl Indexed {
     }
 
     /// The (val rows, counts) with non-zero count after `accumulate`, in val order.
+    #[inline]
     pub fn nonzero(&self, vw: usize, vals: &mut Vec<u64>, counts: &mut Vec<i64>) {
         vals.clear();
         counts.clear();
