@@ -7,35 +7,48 @@
 //! (the core knows nothing of Python); messages name the argument, the column and the
 //! offending value.
 
-use std::fmt;
+use thiserror::Error;
 
 /// Errors raised by kernels and the engine.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum Error {
     /// Columns or arrays whose lengths or shapes disagree.
+    #[error("shape error: {0}")]
     Shape(String),
     /// A value of an unsupported or unexpected type.
+    #[error("type error: {0}")]
     Type(String),
     /// A value outside the accepted range (negative time, wrong time dimension, ...).
+    #[error("value error: {0}")]
     Value(String),
     /// Input that must be sorted is not.
+    #[error("unsorted input: {0}")]
     Unsorted(String),
     /// A 64-bit difference or arithmetic result overflowed.
+    #[error("overflow: {0}")]
     Overflow(String),
     /// A time that is not in the future of the relevant frontier.
+    #[error("time error: {0}")]
     Time(String),
     /// A column name that does not exist.
+    #[error("column not found: {0}")]
     ColumnNotFound(String),
     /// An invalid dataflow plan.
+    #[error("plan error: {0}")]
     Plan(String),
     /// Division by zero in an expression.
+    #[error("division by zero: {0}")]
     DivisionByZero(String),
     /// A failure inside a user-supplied function (raised on the Python side).
+    #[error("user function error: {0}")]
     User(String),
     /// A bug in ddflow (a panic caught at an operator) or a callback error that must stop
     /// the run (the bindings re-raise the Python exception itself).
+    #[error("internal error: {0}")]
     Internal(String),
-    /// `error`, raised while the operator (or capture) labelled `operator` ran.
+    /// `error`, raised while the operator (or capture) labelled `operator` ran: reads
+    /// `"<kind>: operator <label>: <message>"`.
+    #[error("{}: operator {operator}: {}", error.prefix(), error.message())]
     Operator {
         /// The operator's label, as in the plan.
         operator: String,
@@ -134,18 +147,6 @@ impl Error {
         }
     }
 }
-
-impl fmt::Display for Error {
-    /// `"<kind>: <message>"`, or `"<kind>: operator <label>: <message>"`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.operator() {
-            Some(op) => write!(f, "{}: operator {op}: {}", self.prefix(), self.message()),
-            None => write!(f, "{}: {}", self.prefix(), self.message()),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
 
 #[cfg(test)]
 mod tests {
