@@ -385,33 +385,35 @@ def reduce_partition(
     accumulated output (2) of the keys hashed to this partition, all with times advanced to the
     current iteration (so only outer time coordinates remain). Output: the new accumulated
     input (1) and output (2) when ``stateful``, and the output updates of this iteration (3):
-    ``reduce(accumulated input) - accumulated output``, computed only for keys with new input.
-    ``counter`` (a Spark accumulator, or None) receives the number of output updates.
+    ``reduce(accumulated input) - accumulated output``, computed only for keys with new input;
+    the state rows of the other keys are passed on as they came. ``counter`` (a Spark accumulator, or None) receives the number of output updates.
     """
     table = _table(batches, spec.schema)
     keys = [f"_c{i}" for i in range(spec.n_keys)]
     vals = [f"_v{i}" for i in range(spec.n_vals)]
     outs = [f"_o{i}" for i in range(spec.n_outs)]
     tnames = [tcol(j) for j in range(spec.dims)]
-    tag = table[TAG]
-    delta = table.filter(pc.equal(tag, TAG_DELTA_IN)).select([*keys, *vals, *tnames, DIFF])
+    is_delta = pc.equal(table[TAG], TAG_DELTA_IN)
+    delta = table.filter(is_delta).select([*keys, *vals, *tnames, DIFF])
     if not stateful:
         out = consolidate(_run_reduce(spec, fns, delta), [*keys, *outs, *tnames])
         yield from _widen(out, spec.schema, TAG_DELTA_OUT).to_batches()
         return
-    in_acc = table.filter(pc.equal(tag, TAG_IN_ACC)).select([*keys, *vals, *tnames, DIFF])
-    out_acc = table.filter(pc.equal(tag, TAG_OUT_ACC)).select([*keys, *outs, *tnames, DIFF])
     if delta.num_rows == 0:
-        yield from _widen(in_acc, spec.schema, TAG_IN_ACC).to_batches()
-        yield from _widen(out_acc, spec.schema, TAG_OUT_ACC).to_batches()
+        yield from table.to_batches()
         return
-    new_in = consolidate(pa.concat_tables([in_acc, delta]), [*keys, *vals, *tnames])
+    # Keys without new input keep their state rows as they came (already in the state
+    # schema): only the touched keys' rows are consolidated, reduced and rebuilt.
     touched = delta.select(keys).group_by(keys, use_threads=False).aggregate([])
-    hit_in = new_in.join(touched, keys=keys, join_type="left semi", use_threads=False)
-    hit_out = out_acc.join(touched, keys=keys, join_type="left semi", use_threads=False)
-    fresh = _run_reduce(spec, fns, hit_in)
-    negated = hit_out.set_column(
-        hit_out.schema.get_field_index(DIFF), DIFF, pc.negate(hit_out[DIFF])
+    kept = table.join(touched, keys=keys, join_type="left anti", use_threads=False)
+    hit = table.join(touched, keys=keys, join_type="left semi", use_threads=False)
+    tag = hit[TAG]
+    in_acc = hit.filter(pc.equal(tag, TAG_IN_ACC)).select([*keys, *vals, *tnames, DIFF])
+    out_acc = hit.filter(pc.equal(tag, TAG_OUT_ACC)).select([*keys, *outs, *tnames, DIFF])
+    new_in = consolidate(pa.concat_tables([in_acc, delta]), [*keys, *vals, *tnames])
+    fresh = _run_reduce(spec, fns, new_in)
+    negated = out_acc.set_column(
+        out_acc.schema.get_field_index(DIFF), DIFF, pc.negate(out_acc[DIFF])
     )
     out_delta = consolidate(
         pa.concat_tables([fresh, negated.select(fresh.column_names)]), [*keys, *outs, *tnames]
@@ -422,6 +424,7 @@ def reduce_partition(
     )
     if counter is not None:
         counter.add(out_delta.num_rows)
+    yield from kept.select(spec.schema.names).to_batches()
     yield from _widen(new_in, spec.schema, TAG_IN_ACC).to_batches()
     yield from _widen(new_out, spec.schema, TAG_OUT_ACC).to_batches()
     yield from _widen(out_delta, spec.schema, TAG_DELTA_OUT).to_batches()
