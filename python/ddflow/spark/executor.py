@@ -386,7 +386,8 @@ def reduce_partition(
     current iteration (so only outer time coordinates remain). Output: the new accumulated
     input (1) and output (2) when ``stateful``, and the output updates of this iteration (3):
     ``reduce(accumulated input) - accumulated output``, computed only for keys with new input;
-    the state rows of the other keys are passed on as they came. ``counter`` (a Spark accumulator, or None) receives the number of output updates.
+    the state rows of the other keys are passed on as they came. ``counter`` (a Spark
+    accumulator, or None) receives the number of output updates.
     """
     table = _table(batches, spec.schema)
     keys = [f"_c{i}" for i in range(spec.n_keys)]
