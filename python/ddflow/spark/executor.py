@@ -409,6 +409,7 @@ def reduce_partition(
     kept = table.join(touched, keys=keys, join_type="left anti", use_threads=False)
     hit = table.join(touched, keys=keys, join_type="left semi", use_threads=False)
     tag = hit[TAG]
+    delta = hit.filter(pc.equal(tag, TAG_DELTA_IN)).select([*keys, *vals, *tnames, DIFF])
     in_acc = hit.filter(pc.equal(tag, TAG_IN_ACC)).select([*keys, *vals, *tnames, DIFF])
     out_acc = hit.filter(pc.equal(tag, TAG_OUT_ACC)).select([*keys, *outs, *tnames, DIFF])
     new_in = consolidate(pa.concat_tables([in_acc, delta]), [*keys, *vals, *tnames])
@@ -425,7 +426,7 @@ def reduce_partition(
     )
     if counter is not None:
         counter.add(out_delta.num_rows)
-    yield from kept.select(spec.schema.names).to_batches()
+    yield from kept.select(spec.schema.names).cast(spec.schema).to_batches()
     yield from _widen(new_in, spec.schema, TAG_IN_ACC).to_batches()
     yield from _widen(new_out, spec.schema, TAG_OUT_ACC).to_batches()
     yield from _widen(out_delta, spec.schema, TAG_DELTA_OUT).to_batches()
