@@ -125,9 +125,16 @@ impl Engine {
         };
         let w = self.push_count % self.workers.len();
         self.push_count += 1;
-        let ctx_consumers = self.consumers[node].clone();
-        for (c, port) in ctx_consumers {
-            self.workers[w].deliver(c, port, msg.clone());
+        // Every consumer but the last gets a copy; the last takes the message itself.
+        let consumers = self.consumers[node].clone();
+        let mut msg = Some(msg);
+        for (i, &(c, port)) in consumers.iter().enumerate() {
+            let m = if i + 1 == consumers.len() {
+                msg.take().expect("message")
+            } else {
+                msg.clone().expect("message")
+            };
+            self.workers[w].deliver(c, port, m);
         }
         exchange::flush(&mut self.workers);
         Ok(())
