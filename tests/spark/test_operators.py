@@ -109,7 +109,8 @@ def test_expressions_and_linear(spark: SparkSession) -> None:
         native = a.select(q=col("i") // 2, r=col("i") % 3, t=col("f") / 2)
         filtered = a.filter((col("i") >= 0) & (col("s") != "y")).select("i", "s")
         mixed = filtered.concat(a.select("i", "s").negate()).consolidate()
-        return {"a": ai}, [compiled, native, filtered, mixed]
+        scaled = a.select("i").scale(3).concat(a.select("i").scale(0))
+        return {"a": ai}, [compiled, native, filtered, mixed, scaled]
 
     check_equal(spark, build, {"a": (("i", "f", "s", "b"), rows)})
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -184,3 +184,18 @@ def compile_expr(expr: Mapping[str, Any], columns: Mapping[str, Typed], label: s
             return F.when(cond, then.cast("double")).otherwise(other.cast("double")), "float64"
         raise NotCompilable(f"when branches {tt}, {to}")
     raise NotCompilable(op)
+
+
+_I64_MAX = 2**63 - 1
+
+
+def scale_diffs(df: DataFrame, diff: str, factor: int, label: str) -> DataFrame:
+    """``scale``: every diff (column ``diff``) multiplied by ``factor``, rows dropped when
+    it is 0. The product is computed in 38-digit decimals, so a result outside int64 raises
+    naming the operator (the embedded engine keeps it exact as several updates)."""
+    if factor == 0:
+        return df.where(F.lit(False))
+    wide = F.col(diff).cast("decimal(38,0)") * F.lit(factor).cast("decimal(38,0)")
+    bad = (wide > F.lit(_I64_MAX)) | (wide < F.lit(-_I64_MAX - 1))
+    scaled = F.when(bad, _overflow(label, "scale")).otherwise(wide.cast("long"))
+    return df.select(*[c for c in df.columns if c != diff], scaled.alias(diff))

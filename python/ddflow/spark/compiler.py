@@ -30,7 +30,7 @@ from ddflow.errors import PlanError, SchemaTypeError
 from ddflow.input import InputSession
 from ddflow.spark import executor as ex
 from ddflow.spark import validate
-from ddflow.spark.columns import NotCompilable, compile_expr, dtype_of
+from ddflow.spark.columns import NotCompilable, compile_expr, dtype_of, scale_diffs
 from ddflow.spark.progress import Meter
 from ddflow.spark.schemas import (
     DIFF,
@@ -146,6 +146,8 @@ class Compiler:
             return self._py(n, df, names)
         if op == "negate":
             return df.select(*[c for c in df.columns if c != DIFF], (-F.col(DIFF)).alias(DIFF))
+        if op == "scale":
+            return scale_diffs(df, DIFF, int(node["factor"]), node["label"])
         if op == "consolidate":
             if note:
                 self.note(n, "groupBy(record, time).sum(diff)")

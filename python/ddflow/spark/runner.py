@@ -125,6 +125,7 @@ def explain_spark(
             "flat_map_py": "Python batch function in mapInArrow",
             "concat": "unionByName",
             "negate": "diff = -diff",
+            "scale": "diff = diff * factor (overflow raises)",
             "consolidate": "groupBy(record, time).sum(diff)",
             "arrange": "columns ordered key first (partitioned by the consumer)",
             "join": "Spark equi-join, time = greatest, diff = product"

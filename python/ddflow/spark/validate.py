@@ -34,8 +34,8 @@ __all__ = [
 SUPPORTED_OPS = frozenset(
     {
         "input", "select", "filter", "map_py", "filter_py", "flat_map_py", "concat", "negate",
-        "consolidate", "arrange", "join", "reduce", "enter", "enter_arrangement", "variable",
-        "leave",
+        "scale", "consolidate", "arrange", "join", "reduce", "enter", "enter_arrangement",
+        "variable", "leave",
     }
 )  # fmt: skip
 """Plan operators the Spark backend runs (``capture``/``probe`` are outputs, not stages)."""
