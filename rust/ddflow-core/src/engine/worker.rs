@@ -176,6 +176,7 @@ impl Worker {
         f_in: &Antichain<Time>,
     ) -> bool {
         self.has_input(node)
+            || self.ops[node].has_work()
             || &self.last_frontier[node] != f_in
             || self.has_fresh_input(plan, trace_of, node)
     }

@@ -6,6 +6,15 @@
 //! `ta v tb` and diff `da * db` (exact: a product outside `i64` becomes several updates).
 //! Output rows are `key, left vals, right vals` (`join`) or `key, left vals` (`semijoin`);
 //! `antijoin` emits `dA` minus the semijoin output.
+//!
+//! **Fuel.** An activation emits at most `fuel` products (default [`DEFAULT_JOIN_FUEL`], or
+//! the `DDFLOW_JOIN_FUEL` environment variable when the join is built). When it runs out, the
+//! rest of the delta rule is kept as [`Work`]: pairs of same-key row ranges whose other side
+//! (the trace's key histories) is read out in that same activation, so later batches and
+//! compaction of the traces do not change it. Later activations resume it before new
+//! batches; until it is done the batch times it still covers are held (they hold the output
+//! frontier back) and the operator reports work left, so the scheduler runs another pass.
+//! The output is the same updates, split into more messages.
 
 use super::{Operator, Output, RunCtx};
 use crate::encoding::DType;
@@ -16,18 +25,118 @@ use crate::engine::plan::JoinKind;
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Lattice, Time};
 use crate::updates::Updates;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// A join node: its flavour. It reads the traces and fresh batches of its two input
-/// arrangements.
+/// Products a join activation emits at most, unless `DDFLOW_JOIN_FUEL` says otherwise.
+pub const DEFAULT_JOIN_FUEL: usize = 1_000_000;
+
+/// The join fuel: `DDFLOW_JOIN_FUEL` if set to a positive integer, else the default.
+pub fn join_fuel() -> usize {
+    std::env::var("DDFLOW_JOIN_FUEL")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .filter(|&f| f > 0)
+        .unwrap_or(DEFAULT_JOIN_FUEL)
+}
+
+/// A pair of same-key row ranges `[ls, le)` of the left rows and `[rs, re)` of the right.
+type Pair = [usize; 4];
+
+/// Where a product sweep stopped: pair index, left row, right row.
+type Pos = (usize, usize, usize);
+
+/// Delta-rule products left over when an activation ran out of fuel.
+pub struct Work {
+    left: Arc<Msg>,
+    right: Arc<Msg>,
+    pairs: Vec<Pair>,
+    /// Product flavour (`Join` or `Semijoin`) and sign of every product.
+    kind: JoinKind,
+    sign: i64,
+    key_width: usize,
+    /// Where to resume.
+    pos: Pos,
+    /// Output schema.
+    schema: Arc<Vec<DType>>,
+    /// Lower bound of the output times still to come: the times of the batch side's rows.
+    lower: Antichain<Time>,
+}
+
+impl Work {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        left: Arc<Msg>,
+        right: Arc<Msg>,
+        pairs: Vec<Pair>,
+        batch_left: bool,
+        kind: JoinKind,
+        sign: i64,
+        key_width: usize,
+        pos: Pos,
+        schema: Arc<Vec<DType>>,
+    ) -> Work {
+        // Output times are `tl v tr`, at or after the batch row's time; batch times are at or
+        // after the join's frontier, while history times on the other side need not be.
+        let mut lower = Antichain::new();
+        let (b, off) = if batch_left { (&left, 0) } else { (&right, 2) };
+        for p in &pairs[pos.0..] {
+            for t in &b.upd.times[p[off]..p[off + 1]] {
+                lower.insert_ref(t);
+            }
+        }
+        Work {
+            left,
+            right,
+            pairs,
+            kind,
+            sign,
+            key_width,
+            pos,
+            schema,
+            lower,
+        }
+    }
+}
+
+/// A join node: its flavour, fuel and the work left from earlier activations. It reads the
+/// traces and fresh batches of its two input arrangements.
 pub struct Join {
     kind: JoinKind,
+    fuel: usize,
+    work: VecDeque<Work>,
 }
 
 impl Join {
-    /// A join of flavour `kind`.
+    /// A join of flavour `kind` with the fuel of [`join_fuel`].
     pub fn new(kind: JoinKind) -> Self {
-        Join { kind }
+        Join::with_fuel(kind, join_fuel())
+    }
+
+    /// A join of flavour `kind` emitting at most `fuel` products per activation.
+    pub fn with_fuel(kind: JoinKind, fuel: usize) -> Self {
+        Join {
+            kind,
+            fuel: fuel.max(1),
+            work: VecDeque::new(),
+        }
+    }
+}
+
+/// Turns diff products outside `i64` into error updates of `node`.
+fn overflow_errors(cx: &mut RunCtx<'_>, schema: &[DType], overflow: Vec<(Vec<u64>, Time, i128)>) {
+    let columns = &cx.plan.nodes[cx.node].columns;
+    for (row, time, d) in overflow {
+        // A diff product outside int64: an error update with the product's sign.
+        cx.errors.push(ErrorUpdate {
+            node: cx.node,
+            message: "overflow: the product of the joined diffs is outside the 64-bit \
+                      signed range"
+                .to_string(),
+            values: render_row(columns, schema, &row),
+            time,
+            diff: d.signum() as i64,
+        });
     }
 }
 
@@ -44,9 +153,11 @@ impl Operator for Join {
         let (a, b) = (spec.inputs[0], spec.inputs[1]);
         let da = cx.fresh_for(a);
         let db = cx.fresh_for(b);
-        if da.is_none() && db.is_none() {
+        let had_work = !self.work.is_empty();
+        if da.is_none() && db.is_none() && !had_work {
             return Ok(Output::none());
         }
+        let mut fresh = da.is_some() || db.is_some();
         let (sa, sb) = match (&da, &db) {
             (Some(x), Some(y)) => (x.schema.clone(), y.schema.clone()),
             _ => (
@@ -54,61 +165,122 @@ impl Operator for Join {
                 cx.schema_of(b).unwrap_or_else(|| Arc::new(Vec::new())),
             ),
         };
-        let (ta, tb) = (cx.trace(a), cx.trace(b));
-        let kw = ta.key_width;
-        if let (Some(ka), Some(kb)) = (sa.get(..kw), sb.get(..kw)) {
-            if ka != kb {
-                let names = &plan.nodes[cx.trace_of[a].expect("trace")].columns;
-                let i = (0..kw).find(|&i| ka[i] != kb[i]).unwrap_or(0);
-                return Err(Error::Type(format!(
-                    "join key column {:?} is {} on the left but {} on the right; keys of \
-                     different dtypes never match",
-                    names.get(i).cloned().unwrap_or_default(),
-                    ka[i].name(),
-                    kb[i].name()
-                )));
+        let kw = cx.trace(a).key_width;
+        if fresh {
+            if let (Some(ka), Some(kb)) = (sa.get(..kw), sb.get(..kw)) {
+                if ka != kb {
+                    let names = &plan.nodes[cx.trace_of[a].expect("trace")].columns;
+                    let i = (0..kw).find(|&i| ka[i] != kb[i]).unwrap_or(0);
+                    return Err(Error::Type(format!(
+                        "join key column {:?} is {} on the left but {} on the right; keys of \
+                         different dtypes never match",
+                        names.get(i).cloned().unwrap_or_default(),
+                        ka[i].name(),
+                        kb[i].name()
+                    )));
+                }
+            }
+            // One side has never seen data: its schema is unknown, and it is empty.
+            fresh = !(sa.is_empty() || (sb.is_empty() && kind == JoinKind::Join));
+        }
+        let mut msgs = Vec::new();
+        let mut budget = self.fuel;
+        // Work left from earlier activations comes first.
+        while budget > 0 {
+            let Some(w) = self.work.front_mut() else {
+                break;
+            };
+            let mut out = Updates::new(w.schema.len());
+            let mut overflow = Vec::new();
+            let mut scratch = Vec::new();
+            let stop = products(
+                &w.left.upd,
+                &w.right.upd,
+                &w.pairs,
+                w.pos,
+                w.key_width,
+                w.kind,
+                w.sign,
+                &mut out,
+                &mut scratch,
+                &mut overflow,
+                &mut budget,
+            );
+            let schema = w.schema.clone();
+            match stop {
+                Some(p) => w.pos = p,
+                None => {
+                    self.work.pop_front();
+                }
+            }
+            overflow_errors(cx, &schema, overflow);
+            if !out.is_empty() {
+                msgs.push(Msg { schema, upd: out });
             }
         }
-        if sa.is_empty() || (sb.is_empty() && kind == JoinKind::Join) {
-            // One side has never seen data: its schema is unknown, and it is empty.
-            return Ok(Output::none());
+        if !fresh {
+            return Ok(Output { msgs, did: true });
         }
         let mut out_schema: Vec<DType> = sa.to_vec();
         if kind == JoinKind::Join {
             out_schema.extend_from_slice(sb.get(kw..).unwrap_or(&[]));
         }
+        let out_schema = Arc::new(out_schema);
+        let (ta, tb) = (cx.trace(a), cx.trace(b));
         let empty_a = Updates::new(ta.width);
         let empty_b = Updates::new(tb.width);
         let mut overflow = Vec::new();
-        let upd = join_delta(
+        let (upd, rest) = join_delta_fueled(
             kind,
             kw,
-            da.as_ref().map(|m| &m.upd).unwrap_or(&empty_a),
-            db.as_ref().map(|m| &m.upd).unwrap_or(&empty_b),
+            (da.as_ref().map(|m| &m.upd).unwrap_or(&empty_a), da.as_ref()),
+            (db.as_ref().map(|m| &m.upd).unwrap_or(&empty_b), db.as_ref()),
             ta,
             tb,
             out_schema.len(),
             &mut overflow,
+            &mut budget,
         )?;
-        for (row, time, d) in overflow {
-            // A diff product outside int64: an error update with the product's sign.
-            cx.errors.push(ErrorUpdate {
-                node: cx.node,
-                message: "overflow: the product of the joined diffs is outside the 64-bit \
-                          signed range"
-                    .to_string(),
-                values: render_row(&spec.columns, &out_schema, &row),
-                time,
-                diff: d.signum() as i64,
-            });
+        overflow_errors(cx, &out_schema, overflow);
+        for r in rest {
+            self.work.push_back(Work::new(
+                r.left,
+                r.right,
+                r.pairs,
+                r.batch_left,
+                r.kind,
+                r.sign,
+                kw,
+                r.pos,
+                out_schema.clone(),
+            ));
         }
-        Ok(Output {
-            msgs: vec![Msg {
-                schema: Arc::new(out_schema),
-                upd,
-            }],
-            did: true,
-        })
+        msgs.push(Msg {
+            schema: out_schema,
+            upd,
+        });
+        Ok(Output { msgs, did: true })
+    }
+
+    fn held(&self, held: &mut Antichain<Time>) {
+        for w in &self.work {
+            for t in w.lower.elements() {
+                held.insert_ref(t);
+            }
+        }
+    }
+
+    fn has_work(&self) -> bool {
+        !self.work.is_empty()
+    }
+
+    fn sizes(&self) -> (usize, usize) {
+        let pending = self
+            .work
+            .iter()
+            .map(|w| w.left.upd.len() + w.right.upd.len())
+            .sum();
+        (0, pending)
     }
 
     fn reads_arrangements(&self) -> bool {
@@ -133,42 +305,158 @@ pub fn key_runs(b: &Updates, kw: usize) -> Vec<(usize, usize)> {
     runs
 }
 
-/// Appends to `out` the product of left rows `l[li]` and right rows `r[ri]` (same key).
+/// Emits the products of `pairs` of left rows `l` and right rows `r` from position `from`
+/// until `budget` products have been emitted. Returns where it stopped, or `None` when done.
 #[allow(clippy::too_many_arguments)]
-fn product(
+fn products(
     l: &Updates,
-    lrange: (usize, usize),
     r: &Updates,
-    rrange: (usize, usize),
+    pairs: &[Pair],
+    from: Pos,
     kw: usize,
     kind: JoinKind,
     sign: i64,
     out: &mut Updates,
     scratch: &mut Vec<u64>,
     overflow: &mut Vec<(Vec<u64>, Time, i128)>,
-) -> Result<()> {
+    budget: &mut usize,
+) -> Option<Pos> {
     let (lw, rw) = (l.width, r.width);
-    for i in lrange.0..lrange.1 {
-        let lrow = &l.rows[i * lw..(i + 1) * lw];
-        for j in rrange.0..rrange.1 {
-            let rrow = &r.rows[j * rw..(j + 1) * rw];
-            // Exact: a product outside i64 is emitted as several updates summing to it.
-            let d = l.diffs[i] as i128 * r.diffs[j] as i128 * sign as i128;
-            scratch.clear();
-            scratch.extend_from_slice(lrow);
-            if kind == JoinKind::Join {
-                scratch.extend_from_slice(&rrow[kw..]);
-            }
-            let t = l.times[i].join(&r.times[j]);
-            if i64::try_from(d).is_ok() {
-                out.push(scratch, t, d as i64);
-            } else {
-                // Not representable: the engine makes it an error update (errors as data).
-                overflow.push((scratch.clone(), t, d));
+    let (p0, i0, j0) = from;
+    for (p, &[ls, le, rs, re]) in pairs.iter().enumerate().skip(p0) {
+        let first = p == p0;
+        let istart = if first { i0.max(ls) } else { ls };
+        for i in istart..le {
+            let jstart = if first && i == i0 { j0.max(rs) } else { rs };
+            let lrow = &l.rows[i * lw..(i + 1) * lw];
+            for j in jstart..re {
+                if *budget == 0 {
+                    return Some((p, i, j));
+                }
+                *budget -= 1;
+                let rrow = &r.rows[j * rw..(j + 1) * rw];
+                // Exact: a product outside i64 is emitted as several updates summing to it.
+                let d = l.diffs[i] as i128 * r.diffs[j] as i128 * sign as i128;
+                scratch.clear();
+                scratch.extend_from_slice(lrow);
+                if kind == JoinKind::Join {
+                    scratch.extend_from_slice(&rrow[kw..]);
+                }
+                let t = l.times[i].join(&r.times[j]);
+                if i64::try_from(d).is_ok() {
+                    out.push(scratch, t, d as i64);
+                } else {
+                    // Not representable: the engine makes it an error update (errors as data).
+                    overflow.push((scratch.clone(), t, d));
+                }
             }
         }
     }
-    Ok(())
+    None
+}
+
+/// Products not emitted yet when [`join_delta_fueled`] ran out of budget.
+pub struct Rest {
+    left: Arc<Msg>,
+    right: Arc<Msg>,
+    pairs: Vec<Pair>,
+    batch_left: bool,
+    kind: JoinKind,
+    sign: i64,
+    pos: Pos,
+}
+
+/// A batch as rows plus, when the caller has one, a shared handle to them (kept by [`Rest`]
+/// without copying).
+type Batch<'a> = (&'a Updates, Option<&'a Arc<Msg>>);
+
+fn shared(b: Batch<'_>) -> Arc<Msg> {
+    match b.1 {
+        Some(m) => m.clone(),
+        None => Arc::new(Msg {
+            schema: Arc::new(Vec::new()),
+            upd: b.0.clone(),
+        }),
+    }
+}
+
+/// Products of a batch's key runs with the other side's key histories (`dA x B` when
+/// `batch_left`, else `A x dB`). When `budget` runs out, the remaining histories are read
+/// out and the rest is returned.
+#[allow(clippy::too_many_arguments)]
+fn batch_x_trace(
+    batch: Batch<'_>,
+    runs: &[(usize, usize)],
+    trace: &Arrangement,
+    batch_left: bool,
+    kw: usize,
+    kind: JoinKind,
+    sign: i64,
+    out: &mut Updates,
+    scratch: &mut Vec<u64>,
+    overflow: &mut Vec<(Vec<u64>, Time, i128)>,
+    budget: &mut usize,
+    shared_batch: &mut Option<Arc<Msg>>,
+) -> Option<Rest> {
+    let rows = batch.0;
+    let w = rows.width;
+    let mut hist = Updates::new(trace.width);
+    let mut reader = trace.reader();
+    for (k, &(s, e)) in runs.iter().enumerate() {
+        hist.clear();
+        reader.key_history(&rows.rows[s * w..s * w + kw], &mut hist);
+        let n = hist.len();
+        let (l, r, pair) = if batch_left {
+            (rows, &hist, [s, e, 0, n])
+        } else {
+            (&hist, rows, [0, n, s, e])
+        };
+        let Some(pos) = products(
+            l,
+            r,
+            &[pair],
+            (0, 0, 0),
+            kw,
+            kind,
+            sign,
+            out,
+            scratch,
+            overflow,
+            budget,
+        ) else {
+            continue;
+        };
+        // Out of fuel: keep this key's history and read out those of the remaining keys.
+        let mut pairs = vec![pair];
+        for &(s, e) in &runs[k + 1..] {
+            let off = hist.len();
+            reader.key_history(&rows.rows[s * w..s * w + kw], &mut hist);
+            let n = hist.len();
+            if n > off {
+                pairs.push(if batch_left {
+                    [s, e, off, n]
+                } else {
+                    [off, n, s, e]
+                });
+            }
+        }
+        let b = shared_batch.get_or_insert_with(|| shared(batch)).clone();
+        let h = Arc::new(Msg {
+            schema: Arc::new(Vec::new()),
+            upd: hist,
+        });
+        let (left, right) = if batch_left { (b, h) } else { (h, b) };
+        return Some(Rest {
+            left,
+            right,
+            pairs,
+            batch_left,
+            kind,
+            sign,
+            pos,
+        });
+    }
+    None
 }
 
 /// Computes the join output for new batches `da` (left) and `db` (right), given the traces.
@@ -184,6 +472,37 @@ pub fn join_delta(
     out_width: usize,
     overflow: &mut Vec<(Vec<u64>, Time, i128)>,
 ) -> Result<Updates> {
+    let mut budget = usize::MAX;
+    let (out, rest) = join_delta_fueled(
+        kind,
+        kw,
+        (da, None),
+        (db, None),
+        ta,
+        tb,
+        out_width,
+        overflow,
+        &mut budget,
+    )?;
+    debug_assert!(rest.is_empty());
+    Ok(out)
+}
+
+/// [`join_delta`] emitting at most `budget` products (it is decreased by those emitted);
+/// the products not emitted are returned as [`Rest`], with the key histories they need read
+/// out of the traces.
+#[allow(clippy::too_many_arguments)]
+pub fn join_delta_fueled(
+    kind: JoinKind,
+    kw: usize,
+    da: Batch<'_>,
+    db: Batch<'_>,
+    ta: &Arrangement,
+    tb: &Arrangement,
+    out_width: usize,
+    overflow: &mut Vec<(Vec<u64>, Time, i128)>,
+    budget: &mut usize,
+) -> Result<(Updates, Vec<Rest>)> {
     let pkind = if kind == JoinKind::Antijoin {
         JoinKind::Semijoin
     } else {
@@ -192,77 +511,87 @@ pub fn join_delta(
     let sign = if kind == JoinKind::Antijoin { -1 } else { 1 };
     let mut out = Updates::new(out_width);
     let mut scratch = Vec::new();
-    let runs_a = key_runs(da, kw);
-    let runs_b = key_runs(db, kw);
-    let (aw, bw) = (da.width, db.width);
+    let mut rest = Vec::new();
+    let (a_rows, b_rows) = (da.0, db.0);
+    let runs_a = key_runs(a_rows, kw);
+    let runs_b = key_runs(b_rows, kw);
+    let (aw, bw) = (a_rows.width, b_rows.width);
+    let (mut shared_a, mut shared_b) = (None, None);
     // dA x B
-    let mut hist = Updates::new(tb.width);
-    let mut reader_b = tb.reader();
-    for &(s, e) in &runs_a {
-        hist.clear();
-        reader_b.key_history(&da.rows[s * aw..s * aw + kw], &mut hist);
-        let n = hist.len();
-        product(
-            da,
-            (s, e),
-            &hist,
-            (0, n),
-            kw,
-            pkind,
-            sign,
-            &mut out,
-            &mut scratch,
-            overflow,
-        )?;
+    if let Some(r) = batch_x_trace(
+        da,
+        &runs_a,
+        tb,
+        true,
+        kw,
+        pkind,
+        sign,
+        &mut out,
+        &mut scratch,
+        overflow,
+        budget,
+        &mut shared_a,
+    ) {
+        rest.push(r);
     }
     // A x dB
-    let mut lhist = Updates::new(ta.width);
-    let mut reader_a = ta.reader();
-    for &(s, e) in &runs_b {
-        lhist.clear();
-        reader_a.key_history(&db.rows[s * bw..s * bw + kw], &mut lhist);
-        let n = lhist.len();
-        product(
-            &lhist,
-            (0, n),
-            db,
-            (s, e),
-            kw,
-            pkind,
-            sign,
-            &mut out,
-            &mut scratch,
-            overflow,
-        )?;
+    if let Some(r) = batch_x_trace(
+        db,
+        &runs_b,
+        ta,
+        false,
+        kw,
+        pkind,
+        sign,
+        &mut out,
+        &mut scratch,
+        overflow,
+        budget,
+        &mut shared_b,
+    ) {
+        rest.push(r);
     }
     // - dA x dB: a merge join of the two sorted batches.
+    let mut pairs = Vec::new();
     let (mut i, mut j) = (0, 0);
     while i < runs_a.len() && j < runs_b.len() {
-        let ka = &da.rows[runs_a[i].0 * aw..runs_a[i].0 * aw + kw];
-        let kb = &db.rows[runs_b[j].0 * bw..runs_b[j].0 * bw + kw];
+        let ka = &a_rows.rows[runs_a[i].0 * aw..runs_a[i].0 * aw + kw];
+        let kb = &b_rows.rows[runs_b[j].0 * bw..runs_b[j].0 * bw + kw];
         match ka.cmp(kb) {
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
             std::cmp::Ordering::Equal => {
-                product(
-                    da,
-                    runs_a[i],
-                    db,
-                    runs_b[j],
-                    kw,
-                    pkind,
-                    -sign,
-                    &mut out,
-                    &mut scratch,
-                    overflow,
-                )?;
+                pairs.push([runs_a[i].0, runs_a[i].1, runs_b[j].0, runs_b[j].1]);
                 i += 1;
                 j += 1;
             }
         }
     }
-    if kind == JoinKind::Antijoin {
-        out.extend(da);
+    if let Some(pos) = products(
+        a_rows,
+        b_rows,
+        &pairs,
+        (0, 0, 0),
+        kw,
+        pkind,
+        -sign,
+        &mut out,
+        &mut scratch,
+        overflow,
+        budget,
+    ) {
+        rest.push(Rest {
+            left: shared_a.get_or_insert_with(|| shared(da)).clone(),
+            right: shared_b.get_or_insert_with(|| shared(db)).clone(),
+            pairs,
+            batch_left: true,
+            kind: pkind,
+            sign: -sign,
+            pos,
+        });
     }
-    Ok(out)
+    if kind == JoinKind::Antijoin {
+        out.extend(a_rows);
+    }
+    Ok((out, rest))
 }

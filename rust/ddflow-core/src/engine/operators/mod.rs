@@ -93,6 +93,12 @@ pub trait Operator: Send + Sync {
     /// hold back its output frontier.
     fn held(&self, _held: &mut Antichain<Time>) {}
 
+    /// Whether work is left from earlier activations (a fueled `join`): the operator is then
+    /// activated in the next pass even without new input.
+    fn has_work(&self) -> bool {
+        false
+    }
+
     /// Whether the operator reads its inputs' arrangements (their fresh batches activate it).
     fn reads_arrangements(&self) -> bool {
         false
