@@ -46,9 +46,8 @@ impl Operator for AdvanceIteration {
         inputs: &mut [Vec<Msg>],
         _frontier: &Antichain<Time>,
     ) -> Result<Output> {
-        let plan = cx.plan;
-        let spec = &plan.nodes[cx.node];
-        let names = &plan.nodes[spec.inputs[0]].columns;
+        let spec = cx.spec();
+        let names = cx.input_columns();
         let (coord, max) = (self.coord, self.max_iterations);
         let mut out = Vec::new();
         let mut failures = Failures::default();

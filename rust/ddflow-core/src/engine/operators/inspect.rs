@@ -27,9 +27,8 @@ impl Operator for Inspect {
         inputs: &mut [Vec<Msg>],
         _frontier: &Antichain<Time>,
     ) -> Result<Output> {
-        let plan = cx.plan;
-        let spec = &plan.nodes[cx.node];
-        let names = &plan.nodes[spec.inputs[0]].columns;
+        let spec = cx.spec();
+        let names = cx.input_columns();
         let label = spec.label.as_str();
         let callbacks = cx.callbacks;
         let mut failures = Failures::default();

@@ -158,10 +158,17 @@ pub struct RunCtx<'a> {
     pub errors: &'a mut Vec<ErrorUpdate>,
 }
 
-impl RunCtx<'_> {
-    /// The plan node being run.
-    pub fn spec(&self) -> &Node {
+impl<'a> RunCtx<'a> {
+    /// The plan node being run (borrowed from the plan, not from the context, so it can be
+    /// held while the context is used mutably).
+    pub fn spec(&self) -> &'a Node {
         &self.plan.nodes[self.node]
+    }
+
+    /// The column names of the node's first input.
+    pub fn input_columns(&self) -> &'a Vec<String> {
+        let plan = self.plan;
+        &plan.nodes[plan.nodes[self.node].inputs[0]].columns
     }
 
     /// The node's label.

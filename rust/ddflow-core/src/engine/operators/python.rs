@@ -51,9 +51,8 @@ impl Operator for PyStage {
         inputs: &mut [Vec<Msg>],
         _frontier: &Antichain<Time>,
     ) -> Result<Output> {
-        let plan = cx.plan;
-        let spec = &plan.nodes[cx.node];
-        let names = &plan.nodes[spec.inputs[0]].columns;
+        let spec = cx.spec();
+        let names = cx.input_columns();
         let label = spec.label.as_str();
         let kind = self.kind.name();
         let callbacks = cx.callbacks;

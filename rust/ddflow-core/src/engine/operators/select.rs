@@ -59,9 +59,8 @@ impl Operator for Select {
         inputs: &mut [Vec<Msg>],
         _frontier: &Antichain<Time>,
     ) -> Result<Output> {
-        let plan = cx.plan;
-        let spec = &plan.nodes[cx.node];
-        let names = &plan.nodes[spec.inputs[0]].columns;
+        let spec = cx.spec();
+        let names = cx.input_columns();
         let mut out = Vec::new();
         let mut failures = Failures::default();
         for m in inputs.iter().flatten() {
