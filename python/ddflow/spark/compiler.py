@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -45,10 +46,32 @@ from ddflow.spark.schemas import (
     time_fields,
 )
 from ddflow.spark.state import State, consolidate
+from ddflow.spark.store import StateStore
 from ddflow.spark.supersteps import IterateDriver
 from ddflow.spark.validate import UnsupportedOperatorError
 
 __all__ = ["Compiler"]
+
+
+def _state_parent(spark: SparkSession, state_dir: str | None) -> str:
+    """Where the reduce state store goes: ``state_dir``; in local mode by default the
+    temporary directory (``spark.local.dir`` when set); on a cluster by default the
+    SparkContext's checkpoint directory. Raises before any job when a cluster has neither."""
+    if state_dir:
+        return state_dir
+    sc = spark.sparkContext
+    if sc.master.startswith("local"):
+        local = sc.getConf().get("spark.local.dir")
+        return local.split(",")[0] if local else tempfile.gettempdir()
+    checkpoint_dir = sc._jsc.sc().getCheckpointDir()
+    if checkpoint_dir.isDefined():
+        return str(checkpoint_dir.get())
+    raise PlanError(
+        f"run_on_spark on master {sc.master!r}: the reduce state store needs a directory "
+        "every executor can read and write; pass state_dir='hdfs://...' (or a shared "
+        "path), set sc.setCheckpointDir(...), or pass reduce_state='shuffle' to keep the "
+        "state in DataFrames"
+    )
 
 
 class Compiler:
@@ -64,6 +87,8 @@ class Compiler:
         partitions: int | None,
         checkpoint: str,
         meter: Meter | None,
+        reduce_state: str = "store",
+        state_dir: str | None = None,
     ) -> None:
         self.spark = spark
         self.flow = flow
@@ -74,6 +99,14 @@ class Compiler:
             raise PlanError(
                 f"run_on_spark: checkpoint must be 'local' or 'reliable', got {checkpoint!r}"
             )
+        if reduce_state not in ("store", "shuffle"):
+            raise PlanError(
+                f"run_on_spark: reduce_state must be 'store' or 'shuffle', got {reduce_state!r}"
+            )
+        self.reduce_state = reduce_state
+        self.state_parent = _state_parent(spark, state_dir) if reduce_state == "store" else None
+        self.store: StateStore | None = None
+        """Created by the first stateful reduce superstep (``State.reduce_step``)."""
         self.meter = meter
         self.stages: list[str] = []
         self.memo: dict[int, DataFrame] = {}
@@ -392,6 +425,27 @@ class Compiler:
         schema = spark_schema(spec.schema)
         fn = functools.partial(ex.reduce_partition, spec, self.fns, stateful, counter)
         return map_in_arrow(tagged.repartition(self.partitions, *keys), fn, schema)
+
+    def reduce_run_stored(
+        self,
+        n: int,
+        spec: ex.ReduceSpec,
+        tagged: DataFrame,
+        version: int,
+        counter: Accumulator[int] | None,
+    ) -> DataFrame:
+        """Superstep ``version`` of reduce ``n`` with its state in the state store: only the
+        new input is shuffled (by key, with its store bucket ``pmod(hash(key), P)``)."""
+        assert self.store is not None
+        keys = [ccol(i) for i in range(spec.n_keys)]
+        bucketed = tagged.withColumn(
+            ex.BUCKET, F.pmod(F.hash(*[F.col(k) for k in keys]), F.lit(self.partitions))
+        )
+        schema = spark_schema(spec.schema)
+        fn = functools.partial(
+            ex.reduce_partition_stored, spec, self.fns, self.store, n, version, counter
+        )
+        return map_in_arrow(bucketed.repartition(self.partitions, *keys), fn, schema)
 
     # -- top level ----------------------------------------------------------------------------
 

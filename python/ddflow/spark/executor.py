@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from ddflow.callbacks import _HANDLERS, ROW, Registered
 from ddflow.errors import DataError, UserFunctionError
+from ddflow.spark.store import StateStore
 
 __all__ = [
     "DIFF",
@@ -39,6 +40,7 @@ __all__ = [
     "expr_batches",
     "py_batches",
     "reduce_partition",
+    "reduce_partition_stored",
     "to_numpy",
 ]
 
@@ -390,10 +392,7 @@ def reduce_partition(
     accumulator, or None) receives the number of output updates.
     """
     table = _table(batches, spec.schema)
-    keys = [f"_c{i}" for i in range(spec.n_keys)]
-    vals = [f"_v{i}" for i in range(spec.n_vals)]
-    outs = [f"_o{i}" for i in range(spec.n_outs)]
-    tnames = [tcol(j) for j in range(spec.dims)]
+    keys, vals, outs, tnames = _names(spec)
     is_delta = pc.equal(table[TAG], TAG_DELTA_IN)
     delta = table.filter(is_delta).select([*keys, *vals, *tnames, DIFF])
     if not stateful:
@@ -403,16 +402,45 @@ def reduce_partition(
     if delta.num_rows == 0:
         yield from table.to_batches()
         return
-    # Keys without new input keep their state rows as they came (already in the state
-    # schema): only the touched keys' rows are consolidated, reduced and rebuilt.
+    state = table.filter(pc.invert(is_delta))
+    new_state, out_delta = _reduce_step(spec, fns, state, delta)
+    if counter is not None:
+        counter.add(out_delta.num_rows)
+    yield from new_state.to_batches()
+    yield from _widen(out_delta, spec.schema, TAG_DELTA_OUT).to_batches()
+
+
+def _names(spec: ReduceSpec) -> tuple[list[str], list[str], list[str], list[str]]:
+    """Key, value, aggregate-output and time column names of a reduce's batches."""
+    return (
+        [f"_c{i}" for i in range(spec.n_keys)],
+        [f"_v{i}" for i in range(spec.n_vals)],
+        [f"_o{i}" for i in range(spec.n_outs)],
+        [tcol(j) for j in range(spec.dims)],
+    )
+
+
+def _reduce_step(
+    spec: ReduceSpec, fns: FnTable, state: pa.Table, delta: pa.Table
+) -> tuple[pa.Table, pa.Table]:
+    """One superstep of a stateful reduce on one partition's keys.
+
+    ``state``: the accumulated input (tag 1) and output (tag 2) rows in the tagged schema;
+    ``delta``: the new input updates (keys, values, times, diff). Returns the new state (tagged
+    schema) and the output updates of this iteration: ``reduce(accumulated input) -
+    accumulated output``, computed only for the keys with new input; the state rows of the
+    other keys are passed on as they came.
+    """
+    keys, vals, outs, tnames = _names(spec)
     touched = delta.select(keys).group_by(keys, use_threads=False).aggregate([])
-    kept = table.join(touched, keys=keys, join_type="left anti", use_threads=False)
-    hit = table.join(touched, keys=keys, join_type="left semi", use_threads=False)
+    kept = state.join(touched, keys=keys, join_type="left anti", use_threads=False)
+    hit = state.join(touched, keys=keys, join_type="left semi", use_threads=False)
     tag = hit[TAG]
-    delta = hit.filter(pc.equal(tag, TAG_DELTA_IN)).select([*keys, *vals, *tnames, DIFF])
     in_acc = hit.filter(pc.equal(tag, TAG_IN_ACC)).select([*keys, *vals, *tnames, DIFF])
     out_acc = hit.filter(pc.equal(tag, TAG_OUT_ACC)).select([*keys, *outs, *tnames, DIFF])
-    new_in = consolidate(pa.concat_tables([in_acc, delta]), [*keys, *vals, *tnames])
+    new_in = consolidate(
+        pa.concat_tables([in_acc, delta.cast(in_acc.schema)]), [*keys, *vals, *tnames]
+    )
     fresh = _run_reduce(spec, fns, new_in)
     negated = out_acc.set_column(
         out_acc.schema.get_field_index(DIFF), DIFF, pc.negate(out_acc[DIFF])
@@ -424,9 +452,52 @@ def reduce_partition(
         pa.concat_tables([out_acc, out_delta.select(out_acc.column_names)]),
         [*keys, *outs, *tnames],
     )
-    if counter is not None:
-        counter.add(out_delta.num_rows)
-    yield from kept.select(spec.schema.names).cast(spec.schema).to_batches()
-    yield from _widen(new_in, spec.schema, TAG_IN_ACC).to_batches()
-    yield from _widen(new_out, spec.schema, TAG_OUT_ACC).to_batches()
-    yield from _widen(out_delta, spec.schema, TAG_DELTA_OUT).to_batches()
+    new_state = pa.concat_tables(
+        [
+            kept.select(spec.schema.names).cast(spec.schema),
+            _widen(new_in, spec.schema, TAG_IN_ACC),
+            _widen(new_out, spec.schema, TAG_OUT_ACC),
+        ]
+    )
+    return new_state, out_delta
+
+
+BUCKET = "_b"
+"""The state store bucket of a row: ``pmod(hash(key), P)``, computed by Spark."""
+
+
+def reduce_partition_stored(
+    spec: ReduceSpec,
+    fns: FnTable,
+    store: StateStore,
+    node: int,
+    version: int,
+    counter: Any,
+    batches: Iterator[pa.RecordBatch],
+) -> Iterator[pa.RecordBatch]:
+    """One partition of a reduce superstep whose state lives in ``store``.
+
+    Input rows: the new input updates of this superstep (tagged schema plus the bucket column
+    ``_b``). For each bucket present, the state is read from the newest version below
+    ``version``, advanced by ``_reduce_step`` and written as ``version``; buckets without
+    new input are neither read nor written. Output: the output updates of this iteration
+    (tag 3, tagged schema). ``counter`` (a Spark accumulator, or None) receives their
+    number.
+    """
+    items = [b for b in batches if b.num_rows]
+    if not items:
+        return
+    table = pa.Table.from_batches(items)
+    keys, vals, _outs, tnames = _names(spec)
+    buckets = pc.unique(table[BUCKET]).to_pylist()
+    for bucket in buckets:
+        rows = table.filter(pc.equal(table[BUCKET], bucket)) if len(buckets) > 1 else table
+        delta = rows.select([*keys, *vals, *tnames, DIFF])
+        state = store.load(node, bucket, version)
+        if state is None:
+            state = spec.schema.empty_table()
+        new_state, out_delta = _reduce_step(spec, fns, state, delta)
+        store.save(node, bucket, version, new_state)
+        if counter is not None:
+            counter.add(out_delta.num_rows)
+        yield from _widen(out_delta, spec.schema, TAG_DELTA_OUT).to_batches()

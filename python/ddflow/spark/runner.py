@@ -64,6 +64,8 @@ def run_on_spark(
     partitions: int | None = None,
     checkpoint: str = "local",
     progress: bool | Callable[[str], None] = False,
+    reduce_state: str = "store",
+    state_dir: str | None = None,
 ) -> SparkResult:
     """Runs ``flow`` on Spark over complete input histories and returns its output histories.
 
@@ -77,7 +79,14 @@ def run_on_spark(
     ``partitions``: key partitions (default ``spark.sql.shuffle.partitions``);
     ``checkpoint``: ``"local"`` (``localCheckpoint``) or ``"reliable"`` (``checkpoint()`` to
     the SparkContext's checkpoint directory) at every superstep; ``progress``: print (or call
-    the function with) one line per superstep.
+    the function with) one line per superstep; ``reduce_state``: where a reduce inside an
+    iterate keeps its accumulated input and output between supersteps, ``"store"`` (Arrow
+    files under ``state_dir``, read and written by the reduce's tasks; only new input is
+    shuffled) or ``"shuffle"`` (a checkpointed DataFrame shuffled with the new input every
+    superstep); ``state_dir``: a directory every executor can read and write (a local path
+    or a file system URI such as ``hdfs://...``; default: the temporary directory in local
+    mode, the SparkContext's checkpoint directory on a cluster). The store is deleted when
+    the run returns.
 
     Schema problems and unsupported operators raise before any Spark job runs.
     """
@@ -89,13 +98,18 @@ def run_on_spark(
     else:
         log = None
     meter = Meter(spark, log)
-    compiler = Compiler(spark, flow, inputs, outputs, partitions, checkpoint, meter)
+    compiler = Compiler(
+        spark, flow, inputs, outputs, partitions, checkpoint, meter, reduce_state, state_dir
+    )
     frames: dict[int, DataFrame] = {}
     keys: dict[int, int] = {}
-    for out, n in zip(outputs, compiler.out_nodes, strict=True):
-        if n not in frames:
-            frames[n] = compiler.output(n)
-        keys[id(out)] = n
+    try:
+        for out, n in zip(outputs, compiler.out_nodes, strict=True):
+            if n not in frames:
+                frames[n] = compiler.output(n)
+            keys[id(out)] = n
+    finally:
+        compiler.state.close()
     return SparkResult(frames, keys, meter.phases, compiler.stages)
 
 
@@ -132,7 +146,7 @@ def explain_spark(
             + (" (per superstep: delta rule)" if node["scope"] else ""),
             "reduce": "repartition(key) + the engine's reduce operator in mapInArrow"
             + (
-                " (per superstep, on keys with new input; state checkpointed)"
+                " (per superstep, on keys with new input; state in the reduce state store)"
                 if node["scope"]
                 else ""
             ),

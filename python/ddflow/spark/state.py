@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from ddflow.spark import executor as ex
 from ddflow.spark.schemas import DIFF, TAG, ccol
+from ddflow.spark.store import StateStore
 
 if TYPE_CHECKING:
     from ddflow.spark.compiler import Compiler
@@ -41,6 +42,8 @@ class State:
         self.reduce_state: dict[int, DataFrame] = {}
         """Per reduce: accumulated input and output of iterations ``< i``, tagged."""
         self.reduce_specs: dict[int, ex.ReduceSpec] = {}
+        self.stored: set[int] = set()
+        """Reduces whose state is in the state store (``Compiler.store``)."""
         self.reduce_counts: dict[int, Accumulator[int]] = {}
         """Per reduce: the output updates its last superstep produced (counted by its
         tasks)."""
@@ -76,7 +79,7 @@ class State:
         merged = delta if prev is None else consolidate(prev.unionByName(delta))
         self.join_acc[n] = self.cut(merged)
 
-    def reduce_step(self, n: int, delta: DataFrame | None) -> DataFrame | None:
+    def reduce_step(self, n: int, delta: DataFrame | None, i: int) -> DataFrame | None:
         """One superstep of reduce ``n`` on its input's delta: the output delta, and the
         state advanced (compacted to this iteration). The delta and the state are shuffled
         together by key to the reduce's partition function, which recomputes only the keys
@@ -94,6 +97,8 @@ class State:
         if spec is None:
             spec = self.reduce_specs[n] = c.reduce_spec(n, delta)
         tagged = c.reduce_input(delta, spec)
+        if c.reduce_state == "store":
+            return self._reduce_step_stored(n, spec, tagged, i)
         if n in self.reduce_state:
             tagged = tagged.unionByName(self.reduce_state[n])
         counter = c.spark.sparkContext.accumulator(0)
@@ -101,3 +106,40 @@ class State:
         raw = self.cut(c.reduce_run(spec, tagged, stateful=True, counter=counter))
         self.reduce_state[n] = raw.where(F.col(TAG).isin(ex.TAG_IN_ACC, ex.TAG_OUT_ACC))
         return c.reduce_output(raw, spec)
+
+    def _reduce_step_stored(
+        self, n: int, spec: ex.ReduceSpec, tagged: DataFrame, i: int
+    ) -> DataFrame:
+        """``reduce_step`` with the state in the state store: only the new input is shuffled;
+        the output delta is cut (one Spark job), so its tasks run once per superstep (a
+        retried task reads the same stored version and writes the same file)."""
+        c = self.c
+        if c.store is None:
+            assert c.state_parent is not None
+            c.store = StateStore.create(c.state_parent)
+        self.stored.add(n)
+        counter = c.spark.sparkContext.accumulator(0)
+        self.reduce_counts[n] = counter
+        raw = self.cut(c.reduce_run_stored(n, spec, tagged, i, counter))
+        return c.reduce_output(raw, spec)
+
+    def after_superstep(self, i: int) -> None:
+        """Superstep ``i`` is complete: prunes the stored state versions no task can read."""
+        store = self.c.store
+        if store is not None:
+            for n in self.stored:
+                store.prune(n, i)
+
+    def drop_scope(self, members: list[int]) -> None:
+        """An iterate scope has finished: its reduces' stored state is no longer needed."""
+        store = self.c.store
+        for n in members:
+            if n in self.stored and store is not None:
+                store.drop(n)
+                self.stored.discard(n)
+
+    def close(self) -> None:
+        """Deletes the run's state store."""
+        if self.c.store is not None:
+            self.c.store.drop()
+            self.c.store = None

@@ -111,10 +111,12 @@ class IterateDriver:
                 c.meter.run(f"superstep {i}", i, superstep)
             else:
                 superstep()
+            c.state.after_superstep(i)
             var_next = holder["next"]
             if var_next is None:
                 break
             i += 1
+        c.state.drop_scope(members)
         if parts:
             out = consolidate(functools.reduce(lambda a, b: a.unionByName(b), parts))
         else:
@@ -127,12 +129,19 @@ class IterateDriver:
         for n in members:
             op = c.nodes[n]["op"]
             if op == "reduce":
-                c.note(
-                    n,
-                    "per superstep: repartition(key) of new input + state, engine "
-                    "reduce operator in mapInArrow on keys with new input, state "
-                    "checkpointed",
-                )
+                if c.reduce_state == "store":
+                    how = (
+                        "per superstep: repartition(key) of the new input only, engine "
+                        "reduce operator in mapInArrow on keys with new input, state read "
+                        "and written by the tasks in the reduce state store"
+                    )
+                else:
+                    how = (
+                        "per superstep: repartition(key) of new input + state, engine "
+                        "reduce operator in mapInArrow on keys with new input, state "
+                        "checkpointed"
+                    )
+                c.note(n, how)
             elif op == "join":
                 how = [
                     ("invariant" if i not in variant else "variant") for i in c.nodes[n]["inputs"]
@@ -176,7 +185,7 @@ class IterateDriver:
             elif op == "join":
                 delta[n] = self._delta_join(n, delta)
             elif op == "reduce":
-                delta[n] = state.reduce_step(n, delta.get(ins[0]))
+                delta[n] = state.reduce_step(n, delta.get(ins[0]), i)
             elif op == "leave":
                 continue
             else:
