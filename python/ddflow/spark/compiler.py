@@ -194,6 +194,20 @@ class Compiler:
         raise AssertionError(op)
 
     def _expr_native(self, n: int, df: DataFrame, names: list[str]) -> DataFrame:
+        spec = self.expr_spec(n, df, names)
+        if spec.is_filter:
+            schema = df.schema
+        else:
+            fields = [
+                T.StructField(ccol(j), spark_of_arrow(t), False)
+                for j, t in enumerate(spec.out_types)
+            ]
+            schema = T.StructType(fields + time_fields(self.dims))
+        return map_in_arrow(df, functools.partial(ex.expr_batches, spec), schema)
+
+    def expr_spec(self, n: int, df: DataFrame, names: list[str]) -> ex.ExprSpec:
+        """Select or filter node ``n`` for the Rust evaluator, on input ``df`` (columns
+        ``names``); output types found by evaluating on an empty batch."""
         from ddflow import _core
 
         node = self.nodes[n]
@@ -218,14 +232,7 @@ class Compiler:
             self.dims,
             json.dumps(node),
         )
-        if is_filter:
-            schema = df.schema
-        else:
-            fields = [
-                T.StructField(ccol(j), spark_of_arrow(t), False) for j, t in enumerate(out_types)
-            ]
-            schema = T.StructType(fields + time_fields(self.dims))
-        return map_in_arrow(df, functools.partial(ex.expr_batches, spec), schema)
+        return spec
 
     def _py(self, n: int, df: DataFrame, names: list[str]) -> DataFrame:
         node = self.nodes[n]

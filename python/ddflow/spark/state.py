@@ -114,14 +114,20 @@ class State:
         the output delta is cut (one Spark job), so its tasks run once per superstep (a
         retried task reads the same stored version and writes the same file)."""
         c = self.c
-        if c.store is None:
-            assert c.state_parent is not None
-            c.store = StateStore.create(c.state_parent)
+        self.ensure_store()
         self.stored.add(n)
         counter = c.spark.sparkContext.accumulator(0)
         self.reduce_counts[n] = counter
         raw = self.cut(c.reduce_run_stored(n, spec, tagged, i, counter))
         return c.reduce_output(raw, spec)
+
+    def ensure_store(self) -> StateStore:
+        """The run's state store, created on first use."""
+        c = self.c
+        if c.store is None:
+            assert c.state_parent is not None
+            c.store = StateStore.create(c.state_parent)
+        return c.store
 
     def after_superstep(self, i: int) -> None:
         """Superstep ``i`` is complete: prunes the stored state versions no task can read."""

@@ -3,14 +3,17 @@ an iterate, kept between supersteps outside Spark, as Arrow IPC files on a direc
 executor can reach (a local directory in local mode; a shared or distributed file system,
 ``hdfs://``, ``s3://``..., on a cluster).
 
-Layout: ``ROOT/n{node}/b{bucket}/{version}.arrow``. A bucket is ``pmod(hash(key), P)``, computed
-by Spark on the key columns, so every superstep finds a key's state in the same bucket; the
-version is the superstep that wrote it. A task of superstep ``i`` reads the newest version
-below ``i`` and writes version ``i`` (to a temporary name, then renamed), so a retried or
-speculative task reads the same state and writes the same file: the store adds no
-nondeterminism to Spark's task retries. Buckets without new input are not rewritten. The
-driver prunes versions nobody can read any more after each superstep, and deletes the whole
-root when the run ends.
+Layout: ``ROOT/n{node}/b{bucket}/{version}.arrow`` for a reduce's state, and
+``ROOT/inv{node}/b{bucket}/part{p}.arrow`` for a loop-invariant arrangement a fused superstep
+joins with (written once, part ``p`` by the task of input partition ``p``). A bucket is
+``pmod(hash(key), P)``, computed by Spark on the key columns, so every superstep finds a
+key's state in the same bucket; the version is the superstep that wrote it.
+
+A task of superstep ``i`` reads the newest version below ``i`` and writes version ``i`` (to
+a temporary name, then renamed), so a retried or speculative task reads the same state and
+writes the same file: the store adds no nondeterminism to Spark's task retries. Buckets
+without new input are not rewritten. The driver prunes versions nobody can read any more
+after each superstep, and deletes the whole root when the run ends.
 
 Why: with the state in a DataFrame, every superstep shuffled the whole state beside the delta
 and moved it JVM -> Arrow -> Python -> JVM, the largest share of a busy superstep; with the
@@ -86,6 +89,29 @@ class StateStore:
             writer.write_table(table)
         fs.move(tmp, f"{directory}/{version}.arrow")
 
+    def save_part(self, node: int, bucket: int, part: int, table: pa.Table) -> None:
+        """Writes one task's rows of a loop-invariant arrangement ``node`` in ``bucket``
+        (written once before the loop; a retried task replaces its own part)."""
+        fs, path = self._fs()
+        directory = f"{path}/inv{node}/b{bucket}"
+        fs.create_dir(directory, recursive=True)
+        tmp = f"{directory}/.part{part}.{uuid.uuid4().hex[:8]}.tmp"
+        with fs.open_output_stream(tmp) as out, ipc.new_file(out, table.schema) as writer:
+            writer.write_table(table)
+        fs.move(tmp, f"{directory}/part{part}.arrow")
+
+    def load_parts(self, node: int, bucket: int) -> pa.Table | None:
+        """All rows of invariant arrangement ``node`` in ``bucket``; None when it has none."""
+        fs, path = self._fs()
+        directory = f"{path}/inv{node}/b{bucket}"
+        infos = fs.get_file_info(pafs.FileSelector(directory, allow_not_found=True))
+        tables = []
+        for info in sorted(infos, key=lambda i: i.base_name):
+            if info.type == pafs.FileType.File and info.base_name.endswith(".arrow"):
+                with fs.open_input_file(info.path) as f:
+                    tables.append(ipc.open_file(f).read_all())
+        return pa.concat_tables(tables) if tables else None
+
     def prune(self, node: int, upto: int) -> None:
         """Deletes the versions of ``node`` that no task can read once superstep ``upto`` is
         complete: all but the newest version at or below ``upto`` of every bucket."""
@@ -105,6 +131,12 @@ class StateStore:
         target = path if node is None else f"{path}/n{node}"
         with contextlib.suppress(FileNotFoundError, OSError):
             fs.delete_dir(target)
+
+    def drop_invariant(self, node: int) -> None:
+        """Deletes the stored loop-invariant arrangement ``node``."""
+        fs, path = self._fs()
+        with contextlib.suppress(FileNotFoundError, OSError):
+            fs.delete_dir(f"{path}/inv{node}")
 
     def size_bytes(self, node: int) -> int:
         """The bytes the current files of ``node`` take (for progress reports)."""

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ddflow.spark import fused
 from ddflow.spark.schemas import DIFF
 from ddflow.spark.state import consolidate
 from ddflow.spark.validate import UnsupportedOperatorError
@@ -68,6 +69,15 @@ class IterateDriver:
             if n == var or any(i in variant for i in nodes[n]["inputs"]):
                 variant.add(n)
         join_inputs = {i for n in members if nodes[n]["op"] == "join" for i in nodes[n]["inputs"]}
+        shape = fused.detect(c, members, variant, var)
+        if shape is not None:
+            lazy0 = self._deltas(0, members, variant, join_inputs, source, None, lazy=True)
+            parts_f = fused.run(c, shape, lazy0, max_it)
+            if parts_f is not None:
+                c.state.drop_scope(members)
+                out = consolidate(functools.reduce(lambda a, b: a.unionByName(b), parts_f))
+                self.scope_out[scope] = {leave: out for leave in leaves}
+                return self.scope_out[scope]
         self._notes(members, variant)
         parts: list[DataFrame] = []
         var_next: DataFrame | None = None
@@ -160,9 +170,12 @@ class IterateDriver:
         join_inputs: set[int],
         source: int,
         var_next: DataFrame | None,
+        lazy: bool = False,
     ) -> dict[int, DataFrame | None]:
         """Every body node's delta at iteration ``i`` (None: no updates); advances the join
-        accumulations."""
+        accumulations. ``lazy``: build the DataFrames only (no Spark job, no state change,
+        reduces skipped, invariant arrangements not partitioned), as the fused path needs
+        them for iteration 0."""
         c = self.c
         state = c.state
         delta: dict[int, DataFrame | None] = {}
@@ -176,7 +189,7 @@ class IterateDriver:
             if op == "enter":
                 delta[n] = c.top(ins[0])
             elif op == "enter_arrangement":
-                delta[n] = state.invariant_arrangement(ins[0])
+                delta[n] = c.top(ins[0]) if lazy else state.invariant_arrangement(ins[0])
             elif op == "variable":
                 delta[n] = delta[source] if i == 0 else var_next
             elif op == "concat":
@@ -185,16 +198,18 @@ class IterateDriver:
             elif op == "join":
                 delta[n] = self._delta_join(n, delta)
             elif op == "reduce":
-                delta[n] = state.reduce_step(n, delta.get(ins[0]), i)
+                delta[n] = None if lazy else state.reduce_step(n, delta.get(ins[0]), i)
             elif op == "leave":
                 continue
             else:
                 d = delta[ins[0]]
                 delta[n] = None if d is None else c.linear(n, d, note=i == 0)
-            if op == "arrange" and n in join_inputs and n not in variant:
+            if op == "arrange" and n in join_inputs and n not in variant and not lazy:
                 d = delta[n]
                 if d is not None:
                     delta[n] = state.partitioned(d, n)
+        if lazy:
+            return delta
         # State for the next superstep, compacted to this iteration.
         for n in join_inputs:
             d = delta.get(n)

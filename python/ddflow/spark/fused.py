@@ -1,0 +1,255 @@
+"""Fused supersteps: an iterate whose body is "reduce -> variable -> join with a
+loop-invariant arrangement -> expressions -> the reduce" (BFS, SSSP, reachability, label
+propagation) runs as ONE ``mapInArrow`` stage per superstep, with Spark doing only the
+exchange of the reduce's new input by key.
+
+The general superstep (``supersteps.py``) runs three stages: the variable's delta shuffled to
+the invariant side's partitioning, a Spark join scanning the whole invariant side, and the
+reduce. Here the reduce's output at iteration ``i`` is already partitioned by the reduce's
+key; when the variable is arranged by the same key, the join with the invariant arrangement
+can happen in the same task, against that bucket's rows of the invariant arrangement (written
+once into the state store before the loop, read once per Python worker), and so can the
+expressions up to the reduce's input (the Rust evaluator). Superstep ``i``'s task emits the
+result's updates at ``i`` and the reduce's input for ``i + 1``; the driver shuffles that by key
+into superstep ``i + 1``. Iteration 0's input (the join of the variable's source with the
+whole invariant side, plus the body's other inputs) is built by the general path's DataFrames.
+
+``detect`` decides from the plan alone; ``run`` falls back (returns None, no job run) when
+the key types of the two sides differ (Spark's hash buckets would not match). Fusing needs
+``reduce_state="store"``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ddflow.spark import executor as ex
+from ddflow.spark import fused_tasks as ft
+from ddflow.spark.schemas import TAG, ccol, map_in_arrow, spark_schema
+
+if TYPE_CHECKING:
+    from ddflow.spark.compiler import Compiler
+
+__all__ = ["Shape", "detect", "run"]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The plan nodes of a fusable iterate body."""
+
+    var: int
+    source: int
+    reduce: int
+    reduce_arr: int
+    """The reduce's input arrangement."""
+    var_arr: int
+    """The variable's arrangement, joined."""
+    join: int
+    invariant: int
+    """The ``enter_arrangement`` joined with."""
+    invariant_top: int
+    """The top-level arrangement it enters."""
+    chain: tuple[int, ...]
+    """Nodes from the join's consumer to the reduce's arrangement (select, filter, concat)."""
+
+
+def _consumers(c: Compiler, members: list[int]) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {n: [] for n in members}
+    for n in members:
+        if c.nodes[n]["op"] == "leave":
+            continue
+        for i in c.nodes[n]["inputs"]:
+            if i in out:
+                out[i].append(n)
+    return out
+
+
+def detect(c: Compiler, members: list[int], variant: set[int], var: int) -> Shape | None:
+    """The fusable shape of an iterate body, or None (see the module doc)."""
+    if c.reduce_state != "store":
+        return None
+    nodes = c.nodes
+    result = int(nodes[var]["result"])
+    if nodes[result]["op"] != "reduce":
+        return None
+    reduce_arr = nodes[result]["inputs"][0]
+    k = c.key_len(reduce_arr)
+    cons = _consumers(c, members)
+    if len(cons[var]) != 1:
+        return None
+    var_arr = cons[var][0]
+    if nodes[var_arr]["op"] != "arrange" or list(nodes[var_arr]["key"]) != list(range(k)):
+        return None
+    if len(cons[var_arr]) != 1:
+        return None
+    join = cons[var_arr][0]
+    jn = nodes[join]
+    if jn["op"] != "join" or jn["kind"] != "join" or jn["inputs"][0] != var_arr:
+        return None
+    invariant = jn["inputs"][1]
+    if nodes[invariant]["op"] != "enter_arrangement" or invariant in variant:
+        return None
+    if c.key_len(var_arr) != c.key_len(invariant):
+        return None
+    chain: list[int] = []
+    cur = join
+    while cur != reduce_arr:
+        if len(cons[cur]) != 1:
+            return None
+        nxt = cons[cur][0]
+        op = nodes[nxt]["op"]
+        if nxt == reduce_arr:
+            if op != "arrange":
+                return None
+        elif op == "concat":
+            if any(i != cur and i in variant for i in nodes[nxt]["inputs"]):
+                return None
+        elif op not in ("select", "filter"):
+            return None
+        chain.append(nxt)
+        cur = nxt
+    if cons[reduce_arr] != [result]:
+        return None
+    fused_nodes = {var, var_arr, join, result, *chain}
+    if any(n in variant and n not in fused_nodes for n in members if nodes[n]["op"] != "leave"):
+        return None
+    return Shape(
+        var=var,
+        source=int(nodes[var]["inputs"][0]),
+        reduce=result,
+        reduce_arr=reduce_arr,
+        var_arr=var_arr,
+        join=join,
+        invariant=invariant,
+        invariant_top=int(nodes[invariant]["inputs"][0]),
+        chain=tuple(chain),
+    )
+
+
+def _chain_steps(
+    c: Compiler, shape: Shape, delta0: dict[int, DataFrame | None]
+) -> tuple[ft.ChainStep, ...] | None:
+    steps = []
+    for n in shape.chain:
+        node = c.nodes[n]
+        src = node["inputs"][0] if node["op"] != "concat" else None
+        if node["op"] == "concat":
+            steps.append(ft.ChainStep("concat"))
+        elif node["op"] == "arrange":
+            names = c.nodes[node["inputs"][0]]["columns"]
+            key = list(node["key"])
+            order = key + [i for i in range(len(names)) if i not in key]
+            steps.append(ft.ChainStep("arrange", order=tuple(order)))
+        else:
+            df = delta0.get(src) if src is not None else None
+            if df is None:
+                return None
+            spec = c.expr_spec(n, df, list(c.nodes[src]["columns"]))
+            steps.append(ft.ChainStep("expr", expr=spec))
+    return tuple(steps)
+
+
+def _key_types(df: DataFrame, k: int) -> list[T.DataType]:
+    return [df.schema[ccol(i)].dataType for i in range(k)]
+
+
+def run(
+    c: Compiler, shape: Shape, delta0: dict[int, DataFrame | None], max_it: int | None
+) -> list[DataFrame] | None:
+    """Runs the scope fused; the result's updates of every superstep (each cut), or None
+    when the body cannot be fused after all (nothing has run then)."""
+    x0 = delta0.get(shape.reduce_arr)
+    src0 = delta0.get(shape.source)
+    inv_df = c.top(shape.invariant_top)
+    if x0 is None or src0 is None:
+        return None
+    k = c.key_len(shape.reduce_arr)
+    if _key_types(x0, k) != _key_types(inv_df, k) or _key_types(src0, k) != _key_types(x0, k):
+        return None
+    steps = _chain_steps(c, shape, delta0)
+    if steps is None:
+        return None
+    rspec = c.reduce_spec(shape.reduce, x0)
+    nodes = c.nodes
+    fspec = ft.FusedSpec(
+        reduce=rspec,
+        reduce_node=shape.reduce,
+        invariant_node=shape.invariant_top,
+        var_order=tuple(range(len(nodes[shape.var]["columns"]))),
+        key_len=c.key_len(shape.var_arr),
+        n_var=len(nodes[shape.var]["columns"]),
+        n_inv=len(nodes[shape.invariant]["columns"]),
+        join_label=nodes[shape.join]["label"],
+        chain=steps,
+        dims=c.dims,
+    )
+    _notes(c, shape)
+    store = c.state.ensure_store()
+    c.state.stored.add(shape.reduce)
+    keys = [F.col(ccol(i)) for i in range(k)]
+    bucket = F.pmod(F.hash(*keys), F.lit(c.partitions))
+    schema = spark_schema(rspec.schema)
+    parts: list[DataFrame] = []
+    # Iteration 0's input: the reduce's input at 0, and the variable's source (subtracted
+    # from what iteration 0 feeds back).
+    src_parts = {ccol(i): ccol(i) for i in range(k)}
+    src_parts.update({f"_o{i}": ccol(k + i) for i in range(rspec.n_outs)})
+    src_parts.update({t: t for t in c.tnames()})
+    src_parts[ex.DIFF] = ex.DIFF
+    inp = c.reduce_input(x0, rspec).unionByName(c._widen(src0, rspec, src_parts, ft.TAG_SOURCE))
+    i = 0
+    while True:
+        last = max_it is not None and i + 1 >= max_it
+        holder: dict[str, Any] = {}
+
+        def superstep(
+            i: int = i, inp: DataFrame = inp, last: bool = last, holder: dict[str, Any] = holder
+        ) -> int | None:
+            if i == 0:
+                written = map_in_arrow(
+                    inv_df.withColumn(ex.BUCKET, bucket),
+                    functools.partial(ft.write_invariant, store, shape.invariant_top),
+                    T.StructType([T.StructField("rows", T.LongType(), False)]),
+                )
+                written.agg(F.sum("rows")).collect()
+            counter = c.spark.sparkContext.accumulator(0)
+            fn = functools.partial(ft.fused_superstep, fspec, c.fns, store, i, last, counter)
+            staged = inp.withColumn(ex.BUCKET, bucket).repartition(c.partitions, *keys)
+            out = c.state.cut(map_in_arrow(staged, fn, schema))
+            parts.append(c.reduce_output(out, rspec))
+            holder["next"] = out.where(F.col(TAG) == ex.TAG_DELTA_IN)
+            count = int(counter.value)
+            holder["count"] = count
+            return None if last else count
+
+        if c.meter is not None:
+            c.meter.run(f"superstep {i}", i, superstep)
+        else:
+            superstep()
+        c.state.after_superstep(i)
+        if last or holder["count"] == 0:
+            break
+        inp = holder["next"]
+        i += 1
+    store.drop_invariant(shape.invariant_top)
+    return parts
+
+
+def _notes(c: Compiler, shape: Shape) -> None:
+    c.note(
+        shape.invariant,
+        "loop-invariant: written once into the state store by key bucket (no shuffle); "
+        "read by the fused superstep's tasks",
+    )
+    c.note(
+        shape.reduce,
+        "fused superstep: repartition(key) of the new input only; one mapInArrow runs the "
+        "engine's reduce (state in the store), the join with the invariant arrangement's "
+        "bucket and the body's expressions (Rust evaluator)",
+    )

@@ -1,0 +1,204 @@
+"""Executor side of fused supersteps (``fused.py``): the partition functions that write a
+loop-invariant arrangement into the state store, and that run one whole superstep of a fused
+iterate body on one key bucket.
+
+A fused superstep, per bucket of the reduce's key: the reduce's new input (shuffled here by
+Spark) advances the reduce's state in the store and gives the result's updates at this
+iteration; they are the loop variable's updates for the next iteration (minus the variable's
+source at iteration 0), which the same task joins with the invariant arrangement's rows of
+the same bucket (read once per Python worker and kept), passes through the body's
+expressions (the Rust evaluator) and emits as the reduce's new input for the next superstep.
+Rows out are in the reduce's tagged schema: the result's updates (tag 3) and the next
+superstep's input (tag 0). Nothing loops over records in Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ddflow.errors import DataError
+from ddflow.spark import executor as ex
+from ddflow.spark.executor import BUCKET, DIFF, TAG, FnTable, ReduceSpec, tcol
+from ddflow.spark.store import StateStore
+
+__all__ = ["ChainStep", "FusedSpec", "TAG_SOURCE", "fused_superstep", "write_invariant"]
+
+TAG_SOURCE = 5
+"""Rows of the loop variable's source (iteration 0 only), subtracted from the feedback."""
+
+_CACHE: dict[tuple[str, int, int], pa.Table] = {}
+"""Invariant arrangement buckets read by this Python worker, by (store root, node, bucket)."""
+
+
+@dataclass(frozen=True)
+class ChainStep:
+    """One body operator between the join and the reduce: a column reordering (``arrange``,
+    ``order``), an expression stage (``expr``) or a pass-through (``concat``)."""
+
+    kind: str
+    order: tuple[int, ...] = ()
+    expr: ex.ExprSpec | None = None
+
+
+@dataclass(frozen=True)
+class FusedSpec:
+    """A fused iterate body as its tasks need it."""
+
+    reduce: ReduceSpec
+    reduce_node: int
+    invariant_node: int
+    """The plan node of the loop-invariant arrangement, as stored by ``write_invariant``."""
+    var_order: tuple[int, ...]
+    """The variable's arrangement: its columns reordered key first."""
+    key_len: int
+    """Join key length."""
+    n_var: int
+    """Columns of the variable (= the reduce's output columns)."""
+    n_inv: int
+    """Columns of the invariant arrangement (key first)."""
+    join_label: str
+    chain: tuple[ChainStep, ...]
+    dims: int
+
+
+def write_invariant(
+    store: StateStore, node: int, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Writes this task's rows of an invariant arrangement (``_c..``, times, diff, bucket)
+    into the store, one part per bucket present; yields one row (the rows written)."""
+    from pyspark import TaskContext
+
+    items = [b for b in batches if b.num_rows]
+    written = 0
+    if items:
+        table = pa.Table.from_batches(items)
+        part = TaskContext.get().partitionId()
+        for bucket in pc.unique(table[BUCKET]).to_pylist():
+            rows = table.filter(pc.equal(table[BUCKET], bucket)).drop_columns([BUCKET])
+            store.save_part(node, bucket, part, rows)
+            written += rows.num_rows
+    yield pa.RecordBatch.from_arrays([pa.array([written], pa.int64())], names=["rows"])
+
+
+def _invariant(store: StateStore, node: int, bucket: int) -> pa.Table | None:
+    key = (store.root, node, bucket)
+    if key not in _CACHE:
+        for old in [k for k in _CACHE if k[0] != store.root]:
+            del _CACHE[old]  # an earlier run's rows
+        _CACHE[key] = store.load_parts(node, bucket)
+    return _CACHE[key]
+
+
+def _join(spec: FusedSpec, var: pa.Table, inv: pa.Table) -> pa.Table:
+    """The join of the variable's updates (key first) with the invariant arrangement:
+    left columns, then the right's value columns; time = coordinate-wise max, diff =
+    product (overflow raises ``DataError`` naming the join)."""
+    k = spec.key_len
+    tn = [tcol(j) for j in range(spec.dims)]
+    right = inv.rename_columns(
+        [f"_r{i}" for i in range(spec.n_inv)] + [f"_r{t}" for t in tn] + ["_rd"]
+    )
+    joined = var.join(
+        right,
+        keys=[f"_c{i}" for i in range(k)],
+        right_keys=[f"_r{i}" for i in range(k)],
+        join_type="inner",
+        use_threads=False,
+    )
+    cols = [joined[f"_c{i}"] for i in range(spec.n_var)]
+    cols += [joined[f"_r{i}"] for i in range(k, spec.n_inv)]
+    cols += [pc.max_element_wise(joined[t], joined[f"_r{t}"]) for t in tn]
+    try:
+        cols.append(pc.multiply_checked(joined[DIFF], joined["_rd"]))
+    except pa.ArrowInvalid as exc:
+        raise DataError(
+            f"{ex.DATA_ERROR}:\n  operator {spec.join_label}: diff overflow ({exc})", []
+        ) from None
+    n_out = spec.n_var + spec.n_inv - k
+    return pa.table(cols, names=[f"_c{i}" for i in range(n_out)] + tn + [DIFF])
+
+
+def _reorder(table: pa.Table, order: tuple[int, ...], dims: int) -> pa.Table:
+    tn = [tcol(j) for j in range(dims)]
+    cols = [table[f"_c{i}"] for i in order] + [table[t] for t in tn] + [table[DIFF]]
+    return pa.table(cols, names=[f"_c{j}" for j in range(len(order))] + tn + [DIFF])
+
+
+def _chain(spec: FusedSpec, table: pa.Table) -> pa.Table:
+    for step in spec.chain:
+        if table.num_rows == 0:
+            break
+        if step.kind == "arrange":
+            table = _reorder(table, step.order, spec.dims)
+        elif step.kind == "expr":
+            assert step.expr is not None
+            out = list(ex.expr_batches(step.expr, iter(table.to_batches())))
+            if not out:
+                return table.slice(0, 0)
+            table = pa.Table.from_batches(out)
+    return table
+
+
+def fused_superstep(
+    spec: FusedSpec,
+    fns: FnTable,
+    store: StateStore,
+    version: int,
+    last: bool,
+    counter: object,
+    batches: Iterator[pa.RecordBatch],
+) -> Iterator[pa.RecordBatch]:
+    """Superstep ``version`` of a fused body on this task's buckets (see the module doc).
+    ``last``: no further iteration may run (``max_iterations``), so nothing is fed back.
+    ``counter`` (a Spark accumulator) receives the variable's updates fed back."""
+    items = [b for b in batches if b.num_rows]
+    if not items:
+        return
+    table = pa.Table.from_batches(items)
+    rs = spec.reduce
+    keys, vals, outs, tnames = ex._names(rs)
+    buckets = pc.unique(table[BUCKET]).to_pylist()
+    for bucket in buckets:
+        rows = table.filter(pc.equal(table[BUCKET], bucket)) if len(buckets) > 1 else table
+        tag = rows[TAG]
+        delta = rows.filter(pc.equal(tag, ex.TAG_DELTA_IN)).select([*keys, *vals, *tnames, DIFF])
+        source = rows.filter(pc.equal(tag, TAG_SOURCE)).select([*keys, *outs, *tnames, DIFF])
+        if delta.num_rows:
+            state = store.load(spec.reduce_node, bucket, version)
+            if state is None:
+                state = rs.schema.empty_table()
+            new_state, out_delta = ex._reduce_step(rs, fns, state, delta)
+            store.save(spec.reduce_node, bucket, version, new_state)
+            yield from ex._widen(out_delta, rs.schema, ex.TAG_DELTA_OUT).to_batches()
+        else:
+            out_delta = source.slice(0, 0)
+        if last:
+            continue
+        negated = source.set_column(source.schema.get_field_index(DIFF), DIFF,
+                                    pc.negate(source[DIFF]))  # fmt: skip
+        var = ex.consolidate(
+            pa.concat_tables([out_delta, negated.cast(out_delta.schema)]),
+            [*keys, *outs, *tnames],
+        )
+        if counter is not None:
+            counter.add(var.num_rows)  # type: ignore[attr-defined]
+        if var.num_rows == 0:
+            continue
+        var = var.rename_columns([f"_c{i}" for i in range(spec.n_var)] + tnames + [DIFF])
+        inv = _invariant(store, spec.invariant_node, bucket)
+        if inv is None:
+            continue
+        arranged = _reorder(var, spec.var_order, spec.dims)
+        nxt = _chain(spec, _join(spec, arranged, inv))
+        if nxt.num_rows == 0:
+            continue
+        k = rs.n_keys
+        parts = {f"_c{i}": nxt[f"_c{i}"] for i in range(k)}
+        parts.update({f"_v{i}": nxt[f"_c{k + i}"] for i in range(rs.n_vals)})
+        parts.update({t: nxt[t] for t in tnames})
+        parts[DIFF] = nxt[DIFF]
+        yield from ex._widen(pa.table(parts), rs.schema, ex.TAG_DELTA_IN).to_batches()
