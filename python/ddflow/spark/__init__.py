@@ -12,6 +12,14 @@ from ddflow.spark.runner import (
     UnsupportedOperatorError,
     explain_spark,
     run_on_spark,
+    warm_up,
 )
 
-__all__ = ["run_on_spark", "explain_spark", "SparkResult", "Superstep", "UnsupportedOperatorError"]
+__all__ = [
+    "run_on_spark",
+    "explain_spark",
+    "warm_up",
+    "SparkResult",
+    "Superstep",
+    "UnsupportedOperatorError",
+]

@@ -486,7 +486,11 @@ class Compiler:
     # -- outputs ------------------------------------------------------------------------------
 
     def output(self, n: int) -> DataFrame:
-        df = consolidate(self.top(n))
+        df = self.top(n)
+        if self.nodes[n]["op"] != "reduce":
+            # A reduce's output is consolidated already: each key is in one partition, whose
+            # function sums equal updates and drops zeros.
+            df = consolidate(df)
         names = list(self.nodes[n]["columns"])
         tnames = ["time"] if self.dims == 1 else [f"time_{j}" for j in range(self.dims)]
         return df.select(
