@@ -2,10 +2,14 @@
 ``local[2,4]`` Spark session (four attempts per task), apart from the test run's shared
 session.
 
-``python tests/spark/fault_job.py MARKER OUT``: runs BFS over ``history()`` on Spark with an
-identity Python ``map`` inside the loop body that kills its own Python worker (SIGKILL) the
-first time it sees a distance of ``KILL_AT`` (once: ``MARKER`` is created atomically), in the
-middle of that superstep. Writes the output rows (as ``conftest.on_spark`` gives them), the
+``python tests/spark/fault_job.py MARKER OUT [map|fused]``: runs BFS over ``history()`` on
+Spark and kills a Python worker (SIGKILL) once (``MARKER`` is created atomically) in the
+middle of a superstep. ``map``: an identity Python ``map`` inside the loop body kills its
+worker the first time it sees a distance of ``KILL_AT`` (the body takes the general path).
+``fused``: plain BFS, which runs as fused supersteps; the fused task of superstep ``KILL_AT``
+kills its worker right after writing its reduce state to the store, before emitting anything
+(``DDFLOW_SPARK_FAULT``), so the retry finds a state version of its own superstep already
+written. Writes the output rows (as ``conftest.on_spark`` gives them), the
 number of failed task attempts and the supersteps to ``OUT`` as JSON.
 """
 
@@ -44,8 +48,9 @@ def history(seed: int = 7, nodes: int = 40, edges: int = 90, updates: int = 40) 
     return {"edges": (("src", "dst"), rows), "roots": (("node",), [(0, 0, 1)])}
 
 
-def builder(step_fn: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]) -> Any:
-    """A dataflow builder: BFS whose loop body passes the distances through ``step_fn``."""
+def builder(step_fn: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]] | None) -> Any:
+    """A dataflow builder: BFS whose loop body passes the distances through ``step_fn``
+    (None: no map, so the body can be fused)."""
 
     def build(flow: dd.Dataflow) -> Any:
         edges_in, edges = flow.new_input(("src", "dst"), name="edges")
@@ -53,9 +58,9 @@ def builder(step_fn: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]) -
         nodes = roots.select("node", dist=dd.lit(0))
 
         def step(dists: dd.Collection) -> dd.Collection:
+            mapped = dists if step_fn is None else dists.map(step_fn)
             return (
-                dists.map(step_fn)
-                .join(edges, left_on="node", right_on="src")
+                mapped.join(edges, left_on="node", right_on="src")
                 .select(node=dd.col("dst"), dist=dd.col("dist") + 1)
                 .concat(nodes)
                 .reduce(by="node", agg=agg_min("dist"))
@@ -90,10 +95,14 @@ def killer(marker: str) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarra
     return fn
 
 
-def main(marker: str, out: str) -> None:
+def main(marker: str, out: str, mode: str) -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    if mode == "fused":
+        from ddflow.spark.fused_tasks import FAULT_ENV
+
+        os.environ[FAULT_ENV] = f"{KILL_AT}:{marker}"  # inherited by the executors' workers
     warnings.simplefilter("ignore")
     from conftest import on_spark  # type: ignore[import-not-found]
     from pyspark.sql import SparkSession
@@ -110,7 +119,8 @@ def main(marker: str, out: str) -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("OFF")
-    rows, result = on_spark(spark, builder(killer(marker)), history())
+    build = builder(killer(marker) if mode == "map" else None)
+    rows, result = on_spark(spark, build, history())
     tracker = spark.sparkContext.statusTracker()
     failed = 0
     for step in result.supersteps:
@@ -123,6 +133,7 @@ def main(marker: str, out: str) -> None:
                 "rows": [list(r[:-2]) + [list(r[-2]), r[-1]] for r in rows],
                 "failed_tasks": failed,
                 "supersteps": [s.phase for s in result.supersteps],
+                "explain": result.explain(),
             },
             f,
         )
@@ -130,4 +141,4 @@ def main(marker: str, out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "map")

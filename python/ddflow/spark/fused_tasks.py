@@ -14,6 +14,8 @@ superstep's input (tag 0). Nothing loops over records in Python.
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -29,6 +31,11 @@ __all__ = ["ChainStep", "FusedSpec", "TAG_SOURCE", "fused_superstep", "write_inv
 
 TAG_SOURCE = 5
 """Rows of the loop variable's source (iteration 0 only), subtracted from the feedback."""
+
+FAULT_ENV = "DDFLOW_SPARK_FAULT"
+"""Fault injection for tests: ``"{superstep}:{marker path}"`` makes the first task of that
+superstep that has written its reduce state kill its own Python worker (SIGKILL), once (the
+marker file is created atomically), before emitting anything."""
 
 _CACHE: dict[tuple[str, int, int], pa.Table] = {}
 """Invariant arrangement buckets read by this Python worker, by (store root, node, bucket)."""
@@ -143,6 +150,21 @@ def _chain(spec: FusedSpec, table: pa.Table) -> pa.Table:
     return table
 
 
+def _maybe_fault(version: int) -> None:
+    spec = os.environ.get(FAULT_ENV)
+    if not spec:
+        return
+    at, marker = spec.split(":", 1)
+    if int(at) != version:
+        return
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.close(fd)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def fused_superstep(
     spec: FusedSpec,
     fns: FnTable,
@@ -173,6 +195,7 @@ def fused_superstep(
                 state = rs.schema.empty_table()
             new_state, out_delta = ex._reduce_step(rs, fns, state, delta)
             store.save(spec.reduce_node, bucket, version, new_state)
+            _maybe_fault(version)
             yield from ex._widen(out_delta, rs.schema, ex.TAG_DELTA_OUT).to_batches()
         else:
             out_delta = source.slice(0, 0)
