@@ -10,9 +10,10 @@ key; when the variable is arranged by the same key, the join with the invariant 
 can happen in the same task, against that bucket's rows of the invariant arrangement (written
 once into the state store before the loop, read once per Python worker), and so can the
 expressions up to the reduce's input (the Rust evaluator). Superstep ``i``'s task emits the
-result's updates at ``i`` and the reduce's input for ``i + 1``; the driver shuffles that by key
-into superstep ``i + 1``. Iteration 0's input (the join of the variable's source with the
-whole invariant side, plus the body's other inputs) is built by the general path's DataFrames.
+reduce's input for ``i + 1``; the driver shuffles that by key into superstep ``i + 1``. The
+loop's result is the reduce's accumulated output in the store, read once at the end.
+Iteration 0's input (the join of the variable's source with the whole invariant side, plus the
+body's other inputs) is built by the general path's DataFrames.
 
 ``detect`` decides from the plan alone; ``run`` falls back (returns None, no job run) when
 the key types of the two sides differ (Spark's hash buckets would not match). Fusing needs
@@ -31,7 +32,7 @@ from pyspark.sql import types as T
 
 from ddflow.spark import executor as ex
 from ddflow.spark import fused_tasks as ft
-from ddflow.spark.schemas import TAG, ccol, map_in_arrow, spark_schema
+from ddflow.spark.schemas import ccol, map_in_arrow, spark_schema
 
 if TYPE_CHECKING:
     from ddflow.spark.compiler import Compiler
@@ -161,9 +162,9 @@ def _key_types(df: DataFrame, k: int) -> list[T.DataType]:
 
 def run(
     c: Compiler, shape: Shape, delta0: dict[int, DataFrame | None], max_it: int | None
-) -> list[DataFrame] | None:
-    """Runs the scope fused; the result's updates of every superstep (each cut), or None
-    when the body cannot be fused after all (nothing has run then)."""
+) -> DataFrame | None:
+    """Runs the scope fused; the loop's result (its leave's output, consolidated, cut), or
+    None when the body cannot be fused after all (nothing has run then)."""
     x0 = delta0.get(shape.reduce_arr)
     src0 = delta0.get(shape.source)
     inv_df = c.top(shape.invariant_top)
@@ -195,7 +196,6 @@ def run(
     keys = [F.col(ccol(i)) for i in range(k)]
     bucket = F.pmod(F.hash(*keys), F.lit(c.partitions))
     schema = spark_schema(rspec.schema)
-    parts: list[DataFrame] = []
     # Iteration 0's input: the reduce's input at 0, and the variable's source (subtracted
     # from what iteration 0 feeds back).
     src_parts = {ccol(i): ccol(i) for i in range(k)}
@@ -221,9 +221,7 @@ def run(
             counter = c.spark.sparkContext.accumulator(0)
             fn = functools.partial(ft.fused_superstep, fspec, c.fns, store, i, last, counter)
             staged = inp.withColumn(ex.BUCKET, bucket).repartition(c.partitions, *keys)
-            out = c.state.cut(map_in_arrow(staged, fn, schema))
-            parts.append(c.reduce_output(out, rspec))
-            holder["next"] = out.where(F.col(TAG) == ex.TAG_DELTA_IN)
+            holder["next"] = c.state.cut(map_in_arrow(staged, fn, schema))
             count = int(counter.value)
             holder["count"] = count
             return None if last else count
@@ -238,7 +236,18 @@ def run(
         inp = holder["next"]
         i += 1
     store.drop_invariant(shape.invariant_top)
-    return parts
+    # The leave's output: the reduce's accumulated output in the store (the sum of the
+    # result's updates over all iterations, compacted), read once and cut.
+    result_schema = T.StructType(
+        [T.StructField(ccol(j), f.dataType, True) for j, f in enumerate(
+            [*schema.fields[:k], *[schema[f"_o{j}"] for j in range(rspec.n_outs)]]
+        )]
+        + [schema[t] for t in c.tnames()]
+        + [schema[ex.DIFF]]
+    )  # fmt: skip
+    buckets = c.spark.range(0, c.partitions, 1, c.partitions)
+    fn = functools.partial(ft.read_result, rspec, store, shape.reduce, i + 1)
+    return c.state.cut(map_in_arrow(buckets, fn, result_schema))
 
 
 def _notes(c: Compiler, shape: Shape) -> None:

@@ -8,8 +8,10 @@ iteration; they are the loop variable's updates for the next iteration (minus th
 source at iteration 0), which the same task joins with the invariant arrangement's rows of
 the same bucket (read once per Python worker and kept), passes through the body's
 expressions (the Rust evaluator) and emits as the reduce's new input for the next superstep.
-Rows out are in the reduce's tagged schema: the result's updates (tag 3) and the next
-superstep's input (tag 0). Nothing loops over records in Python.
+Rows out are the next superstep's input, in the reduce's tagged schema (tag 0). The result's
+updates are not emitted: the reduce's accumulated output in the store *is* the sum of the
+result's updates over all iterations, compacted, which is what the loop's ``leave`` gives;
+``read_result`` reads it once the loop has ended. Nothing loops over records in Python.
 """
 
 from __future__ import annotations
@@ -196,7 +198,6 @@ def fused_superstep(
             new_state, out_delta = ex._reduce_step(rs, fns, state, delta)
             store.save(spec.reduce_node, bucket, version, new_state)
             _maybe_fault(version)
-            yield from ex._widen(out_delta, rs.schema, ex.TAG_DELTA_OUT).to_batches()
         else:
             out_delta = source.slice(0, 0)
         if last:
@@ -229,3 +230,21 @@ def fused_superstep(
         parts.update({t: nxt[t] for t in tnames})
         parts[DIFF] = nxt[DIFF]
         yield from ex._widen(pa.table(parts), rs.schema, ex.TAG_DELTA_IN).to_batches()
+
+
+def read_result(
+    spec: ReduceSpec, store: StateStore, node: int, before: int, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """The loop's result for the buckets named in ``batches`` (column ``id``): the reduce's
+    accumulated output in the newest stored version below ``before``, as update rows
+    (``_c..`` key and aggregate columns, times, diff)."""
+    keys, _vals, outs, tnames = ex._names(spec)
+    k = spec.n_keys
+    for batch in batches:
+        for bucket in batch.column(0).to_pylist():
+            state = store.load(node, int(bucket), before)
+            if state is None or state.num_rows == 0:
+                continue
+            acc = state.filter(pc.equal(state[TAG], ex.TAG_OUT_ACC))
+            names = [f"_c{i}" for i in range(k + spec.n_outs)] + tnames + [DIFF]
+            yield from acc.select([*keys, *outs, *tnames, DIFF]).rename_columns(names).to_batches()

@@ -72,10 +72,9 @@ class IterateDriver:
         shape = fused.detect(c, members, variant, var)
         if shape is not None:
             lazy0 = self._deltas(0, members, variant, join_inputs, source, None, lazy=True)
-            parts_f = fused.run(c, shape, lazy0, max_it)
-            if parts_f is not None:
+            out = fused.run(c, shape, lazy0, max_it)
+            if out is not None:
                 c.state.drop_scope(members)
-                out = consolidate(functools.reduce(lambda a, b: a.unionByName(b), parts_f))
                 self.scope_out[scope] = {leave: out for leave in leaves}
                 return self.scope_out[scope]
         self._notes(members, variant)
