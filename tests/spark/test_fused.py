@@ -148,3 +148,23 @@ def test_other_shapes_take_the_general_path(spark: SparkSession) -> None:
 
     data = {"edges": (("src", "dst"), _edges(4, 1, 8, 25)), "roots": (("node",), [(0, 0, 1)])}
     _check(spark, build, data, 1, fused=False)
+
+
+def test_explain_spark_names_the_fused_body(spark: SparkSession) -> None:
+    from ddflow.spark import explain_spark
+
+    from .conftest import frames
+
+    flow = dd.Dataflow()
+    ei, e = flow.new_input(("src", "dst"), name="edges")
+    ri, r = flow.new_input(("node",), name="roots")
+    counts = dd.algorithms.bfs(e, r).count(by="dist")
+    data = {"edges": (("src", "dst"), _edges(2, 1, 6, 10)), "roots": (("node",), [(0, 0, 1)])}
+    dfs = frames(spark, data, 1)
+    text = explain_spark(spark, flow, {ei: dfs["edges"], ri: dfs["roots"]}, [counts])
+    lines = {line.split(":")[0].strip(): line for line in text.splitlines()}
+    joins = [v for k, v in lines.items() if k.endswith(" join")]
+    assert joins and all("fused superstep's task" in v for v in joins)
+    assert any("fused superstep: one mapInArrow" in v for k, v in lines.items() if "reduce" in k)
+    assert any("written once into the store" in v for v in lines.values())
+    assert any("read once" in v for k, v in lines.items() if k.endswith(" leave"))

@@ -25,6 +25,7 @@ from ddflow.capture import Capture
 from ddflow.collection import Collection
 from ddflow.dataflow import Dataflow
 from ddflow.input import InputSession
+from ddflow.spark import fused
 from ddflow.spark.compiler import Compiler
 from ddflow.spark.progress import Meter, Superstep
 from ddflow.spark.validate import UnsupportedOperatorError
@@ -144,6 +145,20 @@ def warm_up(spark: SparkSession) -> float:
     return _time.perf_counter() - start
 
 
+def _fusable(compiler: Compiler, scope: int) -> fused.Shape | None:
+    """The fused shape of iterate ``scope``, as the iterate driver would find it."""
+    nodes = compiler.nodes
+    members = sorted(n for n in compiler.needed if nodes[n]["scope"] == scope)
+    variables = [n for n in members if nodes[n]["op"] == "variable"]
+    if len(variables) != 1:
+        return None
+    variant: set[int] = set()
+    for n in members:
+        if n == variables[0] or any(i in variant for i in nodes[n]["inputs"]):
+            variant.add(n)
+    return fused.detect(compiler, members, variant, variables[0])
+
+
 def explain_spark(
     spark: SparkSession,
     flow: Dataflow,
@@ -157,10 +172,31 @@ def explain_spark(
         f"ddflow on Spark: {len(compiler.needed)} plan nodes, time_dims {compiler.dims}, "
         f"{compiler.partitions} key partitions"
     ]
+    fused_nodes: dict[int, str] = {}
+    for scope in {compiler.nodes[n]["scope"] for n in compiler.needed} - {0}:
+        shape = _fusable(compiler, scope)
+        if shape is None:
+            continue
+        body = {shape.var_arr, shape.join, shape.reduce_arr, *shape.chain}
+        for m in body:
+            fused_nodes[m] = "in the fused superstep's task"
+        fused_nodes[shape.reduce] = (
+            "fused superstep: one mapInArrow per superstep runs the engine's reduce (state in "
+            "the store), the join with the invariant side's bucket and the expressions; only "
+            "the reduce's new input is shuffled"
+        )
+        fused_nodes[shape.invariant] = "loop-invariant: written once into the store by bucket"
+        for m in compiler.needed:
+            node = compiler.nodes[m]
+            if node["op"] == "leave" and compiler.nodes[node["inputs"][0]]["scope"] == scope:
+                fused_nodes[m] = "the reduce's accumulated output in the store, read once"
     for n in sorted(compiler.needed):
         node = compiler.nodes[n]
         op = node["op"]
         indent = "  " * (1 + compiler.plan.depth(node["scope"]))
+        if n in fused_nodes:
+            lines.append(f"{indent}#{n} {op}: {fused_nodes[n]}  [{node['label']}]")
+            continue
         how = {
             "input": "DataFrame, validated and renamed",
             "select": "Spark Column expressions (Rust evaluator in mapInArrow where inexact)",
