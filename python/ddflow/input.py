@@ -97,6 +97,10 @@ class InputSession:
         self.name = name
         self.columns: tuple[str, ...] = tuple(columns)
         self._dtypes: list[str | None] = list(dtypes)
+        self._declared: list[str | None] = list(dtypes)
+        self._accepted = False
+        """Whether the engine has accepted a batch of this input (its dtypes are fixed
+        there); until then a refused first batch leaves the dtypes open again."""
         self._frontier: Coords | None = None
         self._closed = False
         self._buf_cols: list[list[Any]] = [[] for _ in self.columns]
@@ -310,11 +314,15 @@ class InputSession:
         time_arr = self._batch_times(times, n)
         diff_arr = self._batch_diffs(diffs, n)
         self.flow._start()
-        self._commit_dtypes(fixes)
         if n == 0:
+            self._commit_dtypes(fixes)
             return
         self.flush()
+        # The dtypes are fixed once the engine has accepted the batch: it refuses a first
+        # batch whose dtypes disagree with a column the plan links it with (a join key, say).
         self.flow._engine().push(self.node, arrays, time_arr, diff_arr)
+        self._accepted = True
+        self._commit_dtypes(fixes)
 
     def _batch_columns(self, columns: Any) -> list[Any]:
         table = arrow_columns(columns)
@@ -453,8 +461,27 @@ class InputSession:
             arrays.append(arr)
         times = np.asarray(self._buf_times, dtype=np.int64).reshape(len(self._buf_diffs), -1)
         diffs = np.asarray(self._buf_diffs, dtype=np.int64)
-        # Cleared only once the engine has accepted the batch: on error nothing is lost.
-        self.flow._engine().push(self.node, arrays, times, diffs)
+        # Cleared only once the engine has accepted the batch: on error nothing is lost...
+        try:
+            self.flow._engine().push(self.node, arrays, times, diffs)
+        except SchemaTypeError as exc:
+            if self._accepted:
+                raise
+            # ... except a first batch the engine refuses for its dtypes (a column the plan
+            # links with another input's, fixed differently): every buffered record has those
+            # dtypes, so all of them are refused, and the input's dtypes are open again;
+            # keeping them would refuse every later run.
+            refused = len(self._buf_diffs)
+            self._clear_buffer()
+            self._dtypes = list(self._declared)
+            self._fast = None
+            self._ints_fit = _int64_checker([])
+            exc.add_note(f"ddflow: the {refused} buffered updates of {self._what()} were refused")
+            raise
+        self._accepted = True
+        self._clear_buffer()
+
+    def _clear_buffer(self) -> None:
         self._buf_cols = [[] for _ in self.columns]
         self._buf_times = []
         self._buf_diffs = []

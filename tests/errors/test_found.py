@@ -153,11 +153,13 @@ def test_join_of_int_and_str_keys_is_an_error() -> None:
     a.update_at((1, 1), 0)
     b.update_at(("1", 2), 0)
     a.advance_to(1)
-    b.advance_to(1)
     with pytest.raises(dd.SchemaTypeError) as ei:
-        f.run_until(1)
+        b.advance_to(1)  # the buffered batch reaches the engine, which refuses it
     msg = str(ei.value)
     assert "join@" in msg and '"k"' in msg and "int64" in msg and "str" in msg
+    # Not wedged (tests/errors/test_dtype_links.py has more): the dataflow runs on.
+    b.advance_to(1)
+    f.run_until(1)
 
 
 # -- lost updates ---------------------------------------------------------------------------

@@ -77,6 +77,7 @@ impl Engine {
         for w in self.workers.iter_mut() {
             w.extend(&self.plan);
         }
+        self.relink_dtypes();
         self.compute_frontiers();
         self.compute_frontiers_in();
         Ok(offset)

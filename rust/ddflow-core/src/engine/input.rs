@@ -1,9 +1,11 @@
 //! Inputs: updates pushed into the dataflow, checked against each input's frontier and
-//! dtypes, and the frontiers the caller advances.
+//! dtypes (and, for a first batch, against the dtypes of the columns the plan links its
+//! columns with: `dtype_links.rs`), and the frontiers the caller advances.
 
 use super::column::{self, Column, Msg, Schema};
+use super::dtype_links::DtypeLinks;
 use super::exchange;
-use super::plan::Op;
+use super::plan::{Op, Plan};
 use super::Engine;
 use crate::encoding::DType;
 use crate::error::{Error, Result};
@@ -30,6 +32,14 @@ impl InputState {
     }
 }
 
+/// How errors name input `node`: `input "name"`, or its label when it has no name.
+fn input_label(plan: &Plan, node: usize) -> String {
+    match &plan.nodes[node].op {
+        Op::Input { name } if !name.is_empty() => format!("input {name:?}"),
+        _ => format!("input {}", plan.nodes[node].label),
+    }
+}
+
 impl Engine {
     pub(super) fn input_state(&mut self, node: usize) -> Result<&mut InputState> {
         let label = self
@@ -45,10 +55,22 @@ impl Engine {
     }
 
     pub(super) fn input_name(&self, node: usize) -> String {
-        match &self.plan.nodes[node].op {
-            Op::Input { name } if !name.is_empty() => format!("input {name:?}"),
-            _ => format!("input {}", self.plan.nodes[node].label),
+        input_label(&self.plan, node)
+    }
+
+    /// Rebuilds the dtype links for a plan that grew (`attach`), with the dtypes the inputs'
+    /// accepted batches fixed (in input order; what was accepted is never refused).
+    pub(super) fn relink_dtypes(&mut self) {
+        let mut links = DtypeLinks::of(&self.plan);
+        for (node, st) in self.inputs.iter().enumerate() {
+            if let Some(InputState {
+                schema: Some(s), ..
+            }) = st
+            {
+                let _ = links.fix_input(node, s, &|_, _| String::new());
+            }
         }
+        self.dtype_links = links;
     }
 
     /// Adds updates to an input. Every time must be in the future of the input's frontier;
@@ -108,7 +130,17 @@ impl Engine {
         let rows = column::columns_to_rows(&columns, n, &name)?;
         let schema: Schema = match &state.schema {
             Some(s) => s.clone(),
-            None => Arc::new(schema),
+            None => {
+                // The first batch fixes the input's dtypes: refused here if a join, concat
+                // or loop puts a column beside one another input fixed differently.
+                let plan = &self.plan;
+                let describe = |n: usize, c: usize| {
+                    let col = plan.nodes[n].columns.get(c).cloned().unwrap_or_default();
+                    format!("column {col:?} of {}", input_label(plan, n))
+                };
+                self.dtype_links.fix_input(node, &schema, &describe)?;
+                Arc::new(schema)
+            }
         };
         self.input_state(node)?.schema = Some(schema.clone());
         if n == 0 {

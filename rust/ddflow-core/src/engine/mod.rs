@@ -24,6 +24,7 @@ pub mod arrangement;
 mod attach;
 pub mod column;
 mod compaction;
+mod dtype_links;
 pub mod errors;
 pub mod exchange;
 mod input;
@@ -57,6 +58,8 @@ pub struct Engine {
     trace_of: Vec<Option<usize>>,
     workers: Vec<Worker>,
     inputs: Vec<Option<InputState>>,
+    /// Which columns must share a dtype, and the dtypes inputs' first batches fixed.
+    dtype_links: dtype_links::DtypeLinks,
     callbacks: Arc<dyn Callbacks>,
     reach_out: Vec<Antichain<Time>>,
     frontier_in: Vec<Antichain<Time>>,
@@ -105,6 +108,7 @@ impl Engine {
         }
 
         let inputs = plan.nodes.iter().map(|n| InputState::of(&n.op)).collect();
+        let dtype_links = dtype_links::DtypeLinks::of(&plan);
         let ws = (0..workers)
             .map(|i| Worker::new(&plan, i, workers))
             .collect();
@@ -115,6 +119,7 @@ impl Engine {
             trace_of,
             workers: ws,
             inputs,
+            dtype_links,
             callbacks,
             reach_out: Vec::new(),
             frontier_in: Vec::new(),
