@@ -466,6 +466,18 @@ BUCKET = "_b"
 """The state store bucket of a row: ``pmod(hash(key), P)``, computed by Spark."""
 
 
+def by_bucket(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table]]:
+    """A partition's rows split by their store bucket (``_b``; usually one per task)."""
+    items = [b for b in batches if b.num_rows]
+    if not items:
+        return
+    table = pa.Table.from_batches(items)
+    buckets = pc.unique(table[BUCKET]).to_pylist()
+    for bucket in buckets:
+        rows = table.filter(pc.equal(table[BUCKET], bucket)) if len(buckets) > 1 else table
+        yield int(bucket), rows
+
+
 def reduce_partition_stored(
     spec: ReduceSpec,
     fns: FnTable,
@@ -484,14 +496,8 @@ def reduce_partition_stored(
     (tag 3, tagged schema). ``counter`` (a Spark accumulator, or None) receives their
     number.
     """
-    items = [b for b in batches if b.num_rows]
-    if not items:
-        return
-    table = pa.Table.from_batches(items)
     keys, vals, _outs, tnames = _names(spec)
-    buckets = pc.unique(table[BUCKET]).to_pylist()
-    for bucket in buckets:
-        rows = table.filter(pc.equal(table[BUCKET], bucket)) if len(buckets) > 1 else table
+    for bucket, rows in by_bucket(batches):
         delta = rows.select([*keys, *vals, *tnames, DIFF])
         state = store.load(node, bucket, version)
         if state is None:

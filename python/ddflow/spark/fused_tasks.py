@@ -81,15 +81,11 @@ def write_invariant(
     into the store, one part per bucket present; yields one row (the rows written)."""
     from pyspark import TaskContext
 
-    items = [b for b in batches if b.num_rows]
     written = 0
-    if items:
-        table = pa.Table.from_batches(items)
-        part = TaskContext.get().partitionId()
-        for bucket in pc.unique(table[BUCKET]).to_pylist():
-            rows = table.filter(pc.equal(table[BUCKET], bucket)).drop_columns([BUCKET])
-            store.save_part(node, bucket, part, rows)
-            written += rows.num_rows
+    part = TaskContext.get().partitionId()
+    for bucket, rows in ex.by_bucket(batches):
+        store.save_part(node, bucket, part, rows.drop_columns([BUCKET]))
+        written += rows.num_rows
     yield pa.RecordBatch.from_arrays([pa.array([written], pa.int64())], names=["rows"])
 
 
@@ -179,15 +175,9 @@ def fused_superstep(
     """Superstep ``version`` of a fused body on this task's buckets (see the module doc).
     ``last``: no further iteration may run (``max_iterations``), so nothing is fed back.
     ``counter`` (a Spark accumulator) receives the variable's updates fed back."""
-    items = [b for b in batches if b.num_rows]
-    if not items:
-        return
-    table = pa.Table.from_batches(items)
     rs = spec.reduce
     keys, vals, outs, tnames = ex._names(rs)
-    buckets = pc.unique(table[BUCKET]).to_pylist()
-    for bucket in buckets:
-        rows = table.filter(pc.equal(table[BUCKET], bucket)) if len(buckets) > 1 else table
+    for bucket, rows in ex.by_bucket(batches):
         tag = rows[TAG]
         delta = rows.filter(pc.equal(tag, ex.TAG_DELTA_IN)).select([*keys, *vals, *tnames, DIFF])
         source = rows.filter(pc.equal(tag, TAG_SOURCE)).select([*keys, *outs, *tnames, DIFF])
