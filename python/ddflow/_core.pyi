@@ -4,8 +4,12 @@ Conventions shared by the kernel functions (see :mod:`ddflow.kernels` for the ty
 that also accepts lists and pyarrow arrays):
 
 * Columns are 1-D numpy arrays: ``int64``, ``uint64``, ``float64``, ``bool``, or ``object``
-  arrays of ``str`` (``U``/``T`` string arrays are converted). Arguments must be numpy
-  arrays; other dtypes raise :class:`ddflow.errors.SchemaTypeError`.
+  arrays of ``str`` (``U``/``T`` string arrays are converted; narrower ints and floats are
+  widened; other sequences go through ``numpy.asarray``). One reader converts every column
+  the module takes, with one uint64 policy: the kernels keep uint64 as its own type; engine
+  inputs, batch operators and ``eval_expr`` read it as int64 where every value fits
+  (:class:`ddflow.errors.OverflowError` otherwise). Other dtypes raise
+  :class:`ddflow.errors.SchemaTypeError`.
 * Times are ``(n, k)`` int64 arrays (``k`` = 1..4 coordinates, product partial order) or
   ``(n,)`` arrays of one-coordinate times; coordinates are non-negative.
 * A frontier argument is an ``int`` (one 1-D time), a sequence of ints (one time), a
@@ -296,9 +300,10 @@ def eval_expr(
 ) -> npt.NDArray[Any]:
     """Evaluates an expression (JSON, see ``ddflow_core::expr``) on a dict of 1-D columns of
     equal length; ``length`` gives the row count when the expression reads no column.
-    Returns an int64, float64 or bool array, or an object array of str. Raises
-    ColumnNotFoundError, SchemaTypeError, OverflowError, DivisionByZeroError, ShapeError,
-    PlanError (malformed JSON)."""
+    Other int and float widths are widened; uint64 is read as int64 where every value fits
+    (OverflowError naming the first that does not). Returns an int64, float64 or bool
+    array, or an object array of str. Raises ColumnNotFoundError, SchemaTypeError,
+    OverflowError, DivisionByZeroError, ShapeError, PlanError (malformed JSON)."""
 
 def expr_repr(expr_json: str) -> str:
     """The core's text form of an expression."""

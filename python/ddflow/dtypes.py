@@ -229,28 +229,44 @@ def empty_column(dtype: str) -> np.ndarray:
     return np.empty(0, dtype=object if dtype == "str" else np.dtype(dtype))
 
 
-def _from_arrow(values: Any, what: str) -> np.ndarray:
-    """A numpy array from a pyarrow Array / ChunkedArray, rejecting nulls."""
-    if values.null_count:
+def from_arrow(values: Any, what: str) -> Any:
+    """A pyarrow Array / ChunkedArray as numpy (chunks combined, dictionaries decoded,
+    strings as an ``object`` array of ``str``), rejecting nulls; anything else unchanged."""
+    null_count = getattr(values, "null_count", None)
+    if null_count is None or not hasattr(values, "to_numpy"):
+        return values
+    if null_count:
         raise InvalidValueError(
-            f"{what}: {values.null_count} null values (nulls are not supported)"
+            f"{what}: {null_count} null values (nulls are not supported; fill or filter "
+            "them first)"
         )
-    try:
-        return values.to_numpy(zero_copy_only=False)
-    except TypeError:  # ChunkedArray.to_numpy takes no zero_copy_only before pyarrow 13
-        return values.to_numpy()
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    t = values.type
+    if pa.types.is_dictionary(t):
+        values = values.dictionary_decode()
+        t = values.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
+    return values.to_numpy(zero_copy_only=False)
 
 
-def to_column(values: object, what: str) -> np.ndarray:
-    """Converts a column (numpy, pyarrow, sequence) to its canonical engine form.
+def to_column(values: object, what: str, *, keep_uint64: bool = False) -> np.ndarray:
+    """Converts a column (numpy, pyarrow, sequence) to its canonical engine form: the one
+    column conversion of the Python package (inputs, callbacks' results, the kernel API).
 
     Returns int64 / float64 / bool arrays (C-contiguous) or an object array of ``str``.
-    ``what`` names the column (``"input 'edges', column 'src'"``) in error messages.
+    uint64 follows the native module's policy: read as int64 where every value fits (an
+    ``OverflowError`` otherwise), or kept as uint64 with ``keep_uint64`` (the kernel API keys
+    traces by uint64). ``what`` names the column (``"input 'edges', column 'src'"``) in
+    error messages.
     """
     if isinstance(values, np.ndarray):
         arr = values
     elif hasattr(values, "null_count") and hasattr(values, "to_numpy"):
-        arr = _from_arrow(values, what)
+        arr = from_arrow(values, what)
     else:
         try:
             arr = np.asarray(values)
@@ -262,6 +278,8 @@ def to_column(values: object, what: str) -> np.ndarray:
     if kind == "i":
         return np.ascontiguousarray(arr, dtype=np.int64)
     if kind == "u":
+        if keep_uint64 and arr.dtype.itemsize == 8:
+            return np.ascontiguousarray(arr)
         if arr.size and arr.max() > _INT64_MAX:
             raise OverflowError(f"{what}: value {int(arr.max())} does not fit in int64")
         return np.ascontiguousarray(arr, dtype=np.int64)

@@ -54,7 +54,7 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from ddflow import _core
-from ddflow.dtypes import check_utf8
+from ddflow.dtypes import from_arrow, to_column
 from ddflow.errors import InvalidValueError, SchemaTypeError
 
 __all__ = [
@@ -96,55 +96,15 @@ times."""
 Columns: TypeAlias = tuple[list[np.ndarray], np.ndarray, np.ndarray]
 """Updates as ``(columns, times, diffs)``."""
 
-_WIDEN = {"i": np.int64, "u": np.uint64, "f": np.float64}
-
-
-def _from_arrow(x: Any, name: str) -> Any:
-    """Converts a pyarrow array to numpy, rejecting nulls."""
-    null_count = getattr(x, "null_count", None)
-    if null_count is None or not hasattr(x, "to_numpy"):
-        return x
-    if null_count > 0:
-        raise InvalidValueError(
-            f"{name}: the Arrow array has {null_count} null(s); ddflow has no null "
-            "semantics (fill or filter them first)"
-        )
-    import pyarrow as pa
-
-    if isinstance(x, pa.ChunkedArray):
-        x = x.combine_chunks()
-    t = x.type
-    if pa.types.is_dictionary(t):
-        x = x.dictionary_decode()
-        t = x.type
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return np.asarray(x.to_numpy(zero_copy_only=False), dtype=object)
-    return x.to_numpy(zero_copy_only=False)
-
 
 def as_column(x: ArrayLike, name: str = "column") -> np.ndarray:
-    """Converts a column to a 1-D numpy array of a dtype the core accepts.
+    """Converts a column to a 1-D numpy array of a dtype the core accepts
+    (:func:`ddflow.dtypes.to_column`, with uint64 kept: traces here may be keyed by it).
 
-    Integers narrower than 64 bits are widened to int64 (unsigned to uint64), float32 to
-    float64; strings become an ``object`` array of ``str``. Arrow nulls raise
-    :class:`~ddflow.errors.InvalidValueError`.
+    Integers narrower than 64 bits are widened to int64, float32 to float64; strings become
+    an ``object`` array of ``str``. Arrow nulls raise :class:`~ddflow.errors.InvalidValueError`.
     """
-    x = _from_arrow(x, name)
-    if not isinstance(x, np.ndarray):
-        x = np.asarray(x)
-        if x.dtype.kind == "U":
-            x = x.astype(object)
-    kind = x.dtype.kind
-    if kind in _WIDEN and x.dtype.itemsize < 8:
-        if kind == "u" and x.dtype.itemsize < 8:
-            x = x.astype(np.int64)
-        else:
-            x = x.astype(_WIDEN[kind])
-    elif kind == "U":
-        x = x.astype(object)
-    if x.dtype.kind == "O" and x.size and all(isinstance(v, str) for v in x[:1]):
-        check_utf8(x, name)
-    return x
+    return to_column(x, name, keep_uint64=True)
 
 
 def _count_arg(value: Any, name: str, minimum: int = 0) -> int:
@@ -160,7 +120,7 @@ def as_times(x: TimesLike | None, name: str = "times") -> np.ndarray | None:
     """Converts times to an int64 ``(n, k)`` or ``(n,)`` array (``None`` passes through)."""
     if x is None:
         return None
-    x = _from_arrow(x, name)
+    x = from_arrow(x, name)
     arr = np.asarray(x)
     if arr.dtype.kind in "iu" and arr.dtype != np.int64:
         if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
@@ -175,7 +135,7 @@ def as_diffs(x: ArrayLike | None, name: str = "diffs") -> np.ndarray | None:
     """Converts diffs to an int64 array (``None`` passes through)."""
     if x is None:
         return None
-    x = _from_arrow(x, name)
+    x = from_arrow(x, name)
     arr = np.asarray(x)
     if arr.dtype.kind in "iu" and arr.dtype != np.int64:
         if arr.dtype == np.uint64:

@@ -76,7 +76,7 @@ def test_shape_errors(call, names: list[str]) -> None:
         (lambda: _core.consolidate(A, T, D), ["columns", "list"]),
         (
             lambda: _core.consolidate([np.array(["a", 1, "b"], dtype=object)], T, D),
-            ["columns[0]", "element 1", "str"],
+            ["columns[0]", "row 1", "str"],
         ),
         (
             lambda: _core.consolidate([np.array(["a", None, "b"], dtype=object)], T, D),

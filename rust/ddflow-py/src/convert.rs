@@ -1,19 +1,21 @@
-//! Conversions between numpy arrays and core columns and times.
+//! Conversions between numpy arrays and core columns and times, for engine inputs, captures
+//! and the batch operators.
 //!
-//! int64 / float64 / bool numpy arrays convert without per-element Python calls; other
-//! integer widths are cast to int64 by numpy first. Strings (numpy `U` or `object` arrays
-//! of `str`) are interned once per value; Arrow string columns arrive as their two buffers
+//! Columns are read by the bindings' one column reader (`kernels::convert::prepare` and
+//! `hold`: other widths cast by numpy, uint64 read as int64 with every value checked to
+//! fit, strings interned once per value); Arrow string columns arrive as their two buffers
 //! (`ddflow.dtypes.Utf8Column`: int64 offsets and UTF-8 bytes) and are validated and interned
 //! here with the GIL released, without any per-value Python object. Times are int64 arrays of
 //! shape `(n,)` or `(n, k)`; negative coordinates are rejected.
 
+use crate::kernels::convert::{hold, i64_as_u64, prepare, ColHold, ColView, Unsigned};
 use ddflow_core::encoding::{decode_f64, encode_bool, encode_f64, DType, Interner};
 use ddflow_core::engine::column::Column;
 use ddflow_core::lattice::MAX_DIMS;
 use ddflow_core::{Error, Result as CoreResult, Time};
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::PyList;
 
 fn err(e: Error) -> PyErr {
     crate::errors::to_py_err(e)
@@ -31,89 +33,23 @@ pub fn column_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
             words: words.map_err(err)?,
         });
     }
-    let np = py.import("numpy")?;
-    let arr = if obj.hasattr("dtype")? {
-        obj.clone()
-    } else {
-        np.call_method1("asarray", (obj,))?
-    };
-    let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
-    let ndim: usize = arr.getattr("ndim")?.extract()?;
-    if ndim != 1 {
-        return Err(err(Error::Shape(format!(
-            "{what}: expected a 1-D array, got {ndim} dimensions"
-        ))));
-    }
-    match kind.as_str() {
-        "u" => {
-            // Unsigned columns become int64 when every value fits; never wrapped.
-            let a = np.call_method1("ascontiguousarray", (arr, "uint64"))?;
-            let a: PyReadonlyArray1<u64> = a.extract()?;
-            let words = a.as_slice()?;
-            if let Some(i) = words.iter().position(|&v| v > i64::MAX as u64) {
-                return Err(err(Error::Overflow(format!(
-                    "{what}: value {} at row {i} does not fit in int64",
-                    words[i]
-                ))));
-            }
-            Ok(Column {
-                dtype: DType::Int64,
-                words: words.to_vec(),
-            })
+    let (arr, ty) = prepare(what, obj, Unsigned::AsInt64)?;
+    Ok(match hold(what, &arr, ty)? {
+        ColHold::Str(ids) => Column {
+            dtype: DType::Str,
+            words: ids,
+        },
+        held => {
+            let (dtype, words) = match held.view() {
+                ColView::I64(v) => (DType::Int64, i64_as_u64(&v).to_vec()),
+                ColView::F64(v) => (DType::Float64, v.iter().map(|&x| encode_f64(x)).collect()),
+                ColView::Bool(v) => (DType::Bool, v.iter().map(|&x| encode_bool(x)).collect()),
+                // `Unsigned::AsInt64` reads uint64 as int64; strings are matched above.
+                ColView::U64(_) | ColView::Str(_) => unreachable!("read as int64 or str"),
+            };
+            Column { dtype, words }
         }
-        "i" => {
-            let a = np.call_method1("ascontiguousarray", (arr, "int64"))?;
-            let a: PyReadonlyArray1<i64> = a.extract()?;
-            Ok(Column {
-                dtype: DType::Int64,
-                words: a.as_slice()?.iter().map(|&v| v as u64).collect(),
-            })
-        }
-        "f" => {
-            let a = np.call_method1("ascontiguousarray", (arr, "float64"))?;
-            let a: PyReadonlyArray1<f64> = a.extract()?;
-            Ok(Column {
-                dtype: DType::Float64,
-                words: a.as_slice()?.iter().map(|&v| encode_f64(v)).collect(),
-            })
-        }
-        "b" => {
-            let a = np.call_method1("ascontiguousarray", (arr, "bool"))?;
-            let a: PyReadonlyArray1<bool> = a.extract()?;
-            Ok(Column {
-                dtype: DType::Bool,
-                words: a.as_slice()?.iter().map(|&v| encode_bool(v)).collect(),
-            })
-        }
-        "U" | "O" | "S" => {
-            let list = arr.call_method0("tolist")?;
-            let list = list.downcast::<PyList>()?;
-            let mut strings: Vec<String> = Vec::with_capacity(list.len());
-            for (i, item) in list.iter().enumerate() {
-                match item.downcast::<PyString>() {
-                    Ok(s) => strings.push(s.to_str()?.to_string()),
-                    Err(_) => {
-                        let tn = item.get_type().name()?.to_string();
-                        return Err(err(Error::Type(format!(
-                            "{what}: value {} at row {i} has type {tn}; string columns must hold only str (no None/null)",
-                            item.repr()?
-                        ))));
-                    }
-                }
-            }
-            let mut words = Vec::with_capacity(strings.len());
-            py.allow_threads(|| {
-                Interner::intern_all(strings.iter().map(|s| s.as_str()), &mut words)
-            });
-            Ok(Column {
-                dtype: DType::Str,
-                words,
-            })
-        }
-        other => Err(err(Error::Type(format!(
-            "{what}: unsupported dtype kind {other:?} (expected int64, float64, bool or str)"
-        )))),
-    }
+    })
 }
 
 /// Interns the strings of an Arrow-layout column: value `i` is `data[offsets[i]..offsets[i +

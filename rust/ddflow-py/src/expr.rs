@@ -3,18 +3,20 @@
 //! executors can call per partition — plus helpers that expose the core's view of an
 //! expression (`expr_repr`, `expr_output_name`, `expr_dtype`).
 //!
-//! int64 / float64 / bool columns are read in place (other int and float widths are cast by
-//! numpy first); str columns (numpy `U`, `T` or `object` arrays of `str`) are interned.
-//! Evaluation runs with the GIL released. str results come back as `object` arrays of `str`.
+//! Columns are read by the bindings' one column reader (`kernels::convert::prepare` and
+//! `hold`): int64 / float64 / bool in place, other widths cast by numpy, uint64 as int64 with
+//! every value checked to fit; str columns (numpy `U`, `T` or `object` arrays of `str`) are
+//! interned, only those the expression reads. Evaluation runs with the GIL released. str results come back as `object` arrays of `str`.
 
 // pyo3 0.23's #[pyfunction] expansion trips this lint on `PyResult` returns.
 #![allow(clippy::useless_conversion)]
 
 use crate::errors::{without_gil, IntoPyResult};
+use crate::kernels::convert::{hold, prepare, ColHold, ColType, ColView, Unsigned};
 use ddflow_core::encoding::{DType, Interner};
 use ddflow_core::expr::{Column, ColumnRef, Expr};
 use ddflow_core::Error;
-use numpy::{PyArray1, PyReadonlyArray1};
+use numpy::{PyArray1, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use std::sync::Arc;
@@ -23,79 +25,26 @@ fn fail<T>(e: Error) -> PyResult<T> {
     Err(e).py()
 }
 
-/// The dtype a numpy array maps to, from its dtype kind and item size.
-fn dtype_of(name: &str, kind: &str, itemsize: usize) -> PyResult<DType> {
-    Ok(match kind {
-        "i" => DType::Int64,
-        "u" if itemsize < 8 => DType::Int64,
-        "f" => DType::Float64,
-        "b" => DType::Bool,
-        "U" | "O" | "T" => DType::Str,
-        _ => {
-            return fail(Error::Type(format!(
-                "column {name:?}: unsupported numpy dtype kind {kind:?} with item size {itemsize} \
-                 (expected int64, float64, bool or str; uint64 must be cast to int64 explicitly)"
-            )))
-        }
-    })
-}
-
-/// A converted input column, kept alive while its slice is borrowed.
-enum Held<'py> {
-    Int(PyReadonlyArray1<'py, i64>),
-    Float(PyReadonlyArray1<'py, f64>),
-    Bool(PyReadonlyArray1<'py, bool>),
-    Str(Vec<u64>),
-}
-
-impl Held<'_> {
-    fn view(&self) -> PyResult<ColumnRef<'_>> {
-        Ok(match self {
-            Held::Int(a) => ColumnRef::Int64(a.as_slice()?),
-            Held::Float(a) => ColumnRef::Float64(a.as_slice()?),
-            Held::Bool(a) => ColumnRef::Bool(a.as_slice()?),
-            Held::Str(v) => ColumnRef::Str(v),
-        })
+/// The expression dtype of a column the bindings' reader prepared.
+fn dtype_of(ty: ColType) -> DType {
+    match ty {
+        // `Unsigned::AsInt64` reads uint64 as int64.
+        ColType::Int64 | ColType::UInt64 => DType::Int64,
+        ColType::Float64 => DType::Float64,
+        ColType::Bool => DType::Bool,
+        ColType::Str => DType::Str,
     }
 }
 
-fn convert<'py>(
-    np: &Bound<'py, PyModule>,
-    name: &str,
-    arr: &Bound<'py, PyAny>,
-    dtype: DType,
-) -> PyResult<Held<'py>> {
-    let contiguous = |t: &str| np.call_method1("ascontiguousarray", (arr, t));
-    Ok(match dtype {
-        DType::Int64 => Held::Int(contiguous("int64")?.extract()?),
-        DType::Float64 => Held::Float(contiguous("float64")?.extract()?),
-        DType::Bool => Held::Bool(contiguous("bool")?.extract()?),
-        DType::Str => {
-            let list = arr.call_method0("tolist")?;
-            let mut strings: Vec<Bound<'py, PyString>> = Vec::new();
-            for (i, item) in list.try_iter()?.enumerate() {
-                let item = item?;
-                match item.downcast_into::<PyString>() {
-                    Ok(s) => strings.push(s),
-                    Err(e) => {
-                        let item = e.into_inner();
-                        return fail(Error::Type(format!(
-                            "column {name:?}: value {} at row {i} has type {}; str columns must hold only str",
-                            item.repr()?,
-                            item.get_type().name()?
-                        )));
-                    }
-                }
-            }
-            let texts: Vec<&str> = strings
-                .iter()
-                .map(|s| s.to_str())
-                .collect::<PyResult<_>>()?;
-            let mut ids = Vec::with_capacity(texts.len());
-            Interner::intern_all(texts.iter().copied(), &mut ids);
-            Held::Str(ids)
-        }
-    })
+/// A column's values as the expression evaluator reads them.
+fn column_ref<'a>(view: &'a ColView<'_>) -> ColumnRef<'a> {
+    match view {
+        ColView::I64(v) => ColumnRef::Int64(v),
+        ColView::F64(v) => ColumnRef::Float64(v),
+        ColView::Bool(v) => ColumnRef::Bool(v),
+        ColView::Str(v) => ColumnRef::Str(v),
+        ColView::U64(_) => unreachable!("read as int64"),
+    }
 }
 
 /// A result computed without the GIL.
@@ -120,9 +69,9 @@ fn eval_expr<'py>(
     length: Option<usize>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let expr = Expr::from_json_str(expr_json).py()?;
-    let np = py.import("numpy")?;
     let mut schema: Vec<(String, DType)> = Vec::with_capacity(columns.len());
-    let mut arrays: Vec<Bound<'py, PyAny>> = Vec::with_capacity(columns.len());
+    let mut arrays: Vec<Bound<'py, PyUntypedArray>> = Vec::with_capacity(columns.len());
+    let mut types: Vec<ColType> = Vec::with_capacity(columns.len());
     let mut n = length;
     for (key, value) in columns.iter() {
         let Ok(name) = key.extract::<String>() else {
@@ -131,18 +80,8 @@ fn eval_expr<'py>(
                 key.repr()?
             )));
         };
-        let arr = if value.hasattr("dtype")? && value.hasattr("ndim")? {
-            value
-        } else {
-            np.call_method1("asarray", (value,))?
-        };
-        let ndim: usize = arr.getattr("ndim")?.extract()?;
-        if ndim != 1 {
-            return fail(Error::Shape(format!(
-                "column {name:?}: expected a 1-D array, got {ndim} dimensions"
-            )));
-        }
-        let len = arr.len()?;
+        let (arr, ty) = prepare(&format!("column {name:?}"), &value, Unsigned::AsInt64)?;
+        let len = arr.len();
         match n {
             Some(m) if m != len => {
                 return fail(Error::Shape(format!(
@@ -151,25 +90,26 @@ fn eval_expr<'py>(
             }
             _ => n = Some(len),
         }
-        let dt = arr.getattr("dtype")?;
-        let dtype = dtype_of(
-            &name,
-            &dt.getattr("kind")?.extract::<String>()?,
-            dt.getattr("itemsize")?.extract()?,
-        )?;
+        let dtype = dtype_of(ty);
+        types.push(ty);
         schema.push((name, dtype));
         arrays.push(arr);
     }
     let n = n.unwrap_or(0);
     let bound = expr.bind(&schema).py()?;
-    let mut held: Vec<Option<Held<'py>>> = (0..schema.len()).map(|_| None).collect();
+    // Only the columns the expression reads are borrowed (and str ones interned).
+    let mut held: Vec<Option<ColHold<'py>>> = (0..schema.len()).map(|_| None).collect();
     for &i in bound.inputs() {
-        held[i] = Some(convert(&np, &schema[i].0, &arrays[i], schema[i].1)?);
+        held[i] = Some(hold(
+            &format!("column {:?}", schema[i].0),
+            &arrays[i],
+            types[i],
+        )?);
     }
-    let refs: Vec<Option<ColumnRef<'_>>> = held
-        .iter()
-        .map(|h| h.as_ref().map(Held::view).transpose())
-        .collect::<PyResult<_>>()?;
+    let views: Vec<Option<ColView<'_>>> =
+        held.iter().map(|h| h.as_ref().map(ColHold::view)).collect();
+    let refs: Vec<Option<ColumnRef<'_>>> =
+        views.iter().map(|v| v.as_ref().map(column_ref)).collect();
     let out = without_gil(py, || {
         Ok(match bound.eval_columns(&refs, n)? {
             Column::Str(ids) => Out::Strings(Interner::resolve_all(&ids)?),

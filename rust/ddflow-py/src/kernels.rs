@@ -21,7 +21,7 @@
 // pyo3 0.23's #[pyfunction] / #[pymethods] expansion trips this lint on `PyResult` returns.
 #![allow(clippy::useless_conversion)]
 
-mod convert;
+pub(crate) mod convert;
 mod lattice;
 mod sort;
 mod trace;

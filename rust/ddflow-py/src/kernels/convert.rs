@@ -1,4 +1,8 @@
-//! Conversions between numpy arrays and the core's columns, words, times and diffs.
+//! Conversions between numpy arrays and the core's columns, words, times and diffs: the
+//! bindings' one column reader. [`prepare`] and [`hold`] read every numpy column that enters
+//! the native module (the kernels here, engine inputs and batch operators in
+//! `crate::convert`, expressions in `crate::expr`), with one uint64 policy ([`Unsigned`]):
+//! kept as its own type by the kernel API, read as int64 (values checked to fit) elsewhere.
 //!
 //! Input arrays are borrowed read-only under the GIL ([`ColHold`], [`TimesHold`],
 //! [`DiffsHold`]); their views ([`ColView`], [`TimesView`]) are plain slices that the
@@ -332,32 +336,101 @@ pub fn int_column<'py>(arg: &str, obj: &Bound<'py, PyAny>) -> PyResult<ColHold<'
     }
 }
 
-/// Borrows a record column of any supported type (`expect`: the declared type, if any).
+/// How uint64 arrays are read: the one uint64 policy of the bindings' column boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unsigned {
+    /// As their own type: the kernel API (`ddflow.kernels`) keys traces by uint64.
+    Keep,
+    /// As int64, every value checked to fit (an `OverflowError` naming the first value that
+    /// does not; nothing is wrapped): engine inputs, batch operators and expressions, whose
+    /// dtypes are int64, float64, bool and str.
+    AsInt64,
+}
+
+/// A 1-D column ready to borrow, and its type: numpy arrays as they are, anything else
+/// through `numpy.asarray`; narrower ints (signed, or unsigned below 64 bits) widened to
+/// int64 and float32 to float64 by numpy; uint64 read per `unsigned`; `U` / `T` / `object`
+/// arrays are str columns (their elements are checked when the column is held).
+pub fn prepare<'py>(
+    arg: &str,
+    obj: &Bound<'py, PyAny>,
+    unsigned: Unsigned,
+) -> PyResult<(Bound<'py, PyUntypedArray>, ColType)> {
+    let py = obj.py();
+    let arr = if obj.downcast::<PyUntypedArray>().is_ok() {
+        obj.clone()
+    } else {
+        let np = py.import("numpy")?;
+        np.call_method1("asarray", (obj,))
+            .map_err(|e| type_err(format!("{arg}: cannot be read as a column ({e})")))?
+    };
+    let a = untyped1(arg, &arr)?;
+    let d = a.dtype();
+    let cast = |to: &str| -> PyResult<Bound<'py, PyUntypedArray>> {
+        let c = a.call_method1("astype", (to,))?;
+        Ok(c.downcast::<PyUntypedArray>()?.clone())
+    };
+    Ok(match (d.kind(), d.itemsize()) {
+        (b'i', 8) => (a, ColType::Int64),
+        (b'i', _) => (cast("int64")?, ColType::Int64),
+        (b'u', 8) if unsigned == Unsigned::Keep => (a, ColType::UInt64),
+        (b'u', 8) => {
+            let held = readonly::<u64>(arg, &a)?;
+            let values = slice1(&held);
+            if let Some((i, &v)) = values
+                .iter()
+                .enumerate()
+                .find(|(_, &v)| v > i64::MAX as u64)
+            {
+                return Err(err(Error::Overflow(format!(
+                    "{arg}: value {v} at row {i} does not fit in int64"
+                ))));
+            }
+            (cast("int64")?, ColType::Int64)
+        }
+        (b'u', _) => (cast("int64")?, ColType::Int64),
+        (b'f', 8) => (a, ColType::Float64),
+        (b'f', _) => (cast("float64")?, ColType::Float64),
+        (b'b', 1) => (a, ColType::Bool),
+        (b'O', _) | (b'U', _) | (b'T', _) => (a, ColType::Str),
+        _ => {
+            return Err(type_err(format!(
+                "{arg}: unsupported dtype {} (expected int64, float64, bool or str{})",
+                dtype_name(&a),
+                if unsigned == Unsigned::Keep {
+                    ", or uint64"
+                } else {
+                    ""
+                }
+            )))
+        }
+    })
+}
+
+/// Borrows a column `prepare` returned as type `ty` (str columns are interned here).
+pub fn hold<'py>(arg: &str, a: &Bound<'py, PyUntypedArray>, ty: ColType) -> PyResult<ColHold<'py>> {
+    Ok(match ty {
+        ColType::Int64 => ColHold::I64(readonly(arg, a)?),
+        ColType::UInt64 => ColHold::U64(readonly(arg, a)?),
+        ColType::Float64 => ColHold::F64(readonly(arg, a)?),
+        ColType::Bool => ColHold::Bool(readonly(arg, a)?),
+        ColType::Str if a.dtype().kind() == b'O' => ColHold::Str(intern_objects(arg, a)?),
+        ColType::Str => {
+            let objs = a.call_method1("astype", ("object",))?;
+            ColHold::Str(intern_objects(arg, objs.downcast::<PyUntypedArray>()?)?)
+        }
+    })
+}
+
+/// Borrows a record column of any supported type for the kernels (uint64 kept; `expect`:
+/// the declared type, if any).
 pub fn column<'py>(
     arg: &str,
     obj: &Bound<'py, PyAny>,
     expect: Option<ColType>,
 ) -> PyResult<ColHold<'py>> {
-    let a = untyped1(arg, obj)?;
-    let d = a.dtype();
-    let hold = match (d.kind(), d.itemsize()) {
-        (b'i', 8) => ColHold::I64(readonly(arg, &a)?),
-        (b'u', 8) => ColHold::U64(readonly(arg, &a)?),
-        (b'f', 8) => ColHold::F64(readonly(arg, &a)?),
-        (b'b', 1) => ColHold::Bool(readonly(arg, &a)?),
-        (b'O', _) => ColHold::Str(intern_objects(arg, &a)?),
-        (b'U', _) | (b'T', _) => {
-            let objs = a.call_method1("astype", ("object",))?;
-            let objs = objs.downcast::<PyUntypedArray>()?;
-            ColHold::Str(intern_objects(arg, objs)?)
-        }
-        _ => {
-            return Err(type_err(format!(
-                "{arg}: unsupported dtype {} (expected int64, uint64, float64, bool or str)",
-                dtype_name(&a)
-            )))
-        }
-    };
+    let (a, ty) = prepare(arg, obj, Unsigned::Keep)?;
+    let hold = hold(arg, &a, ty)?;
     if let Some(t) = expect {
         let got = hold.ty();
         // An int64 column accepts uint64 arrays and vice versa (same words).
@@ -399,7 +472,7 @@ fn intern_objects(arg: &str, a: &Bound<'_, PyUntypedArray>) -> PyResult<Vec<u64>
                         .unwrap_or_default()
                 };
                 return Err(type_err(format!(
-                    "{arg}: element {i} is {what}, expected str"
+                    "{arg}: value at row {i} is {what}; str columns must hold only str"
                 )));
             }
         }
