@@ -1,13 +1,8 @@
-//! Consolidating updates with one radix sorter per thread (shared by the engine's
-//! operators).
+//! Consolidating updates with the thread's radix sorter (`sort::with_thread_sorter`, shared
+//! by the engine's operators, trace batches and the bindings' kernels).
 
 use crate::error::Result;
 use crate::updates::Updates;
-
-thread_local! {
-    /// One radix sorter per thread, so its buffers are reused across calls.
-    static SORTER: std::cell::RefCell<crate::sort::RadixSorter> = std::cell::RefCell::new(crate::sort::RadixSorter::new());
-}
 
 /// Sorts updates by (row, time), sums diffs of equal (row, time) and drops zeros (radix
 /// sort with reused buffers). Sums are exact: a total outside `i64` is kept as several
@@ -20,7 +15,7 @@ pub fn consolidate(upd: &mut Updates) -> Result<()> {
         }
         return Ok(());
     }
-    match SORTER.with(|s| s.borrow_mut().consolidate_updates(upd)) {
+    match crate::sort::with_thread_sorter(|s| s.consolidate_updates(upd)) {
         // The data is left sorted and equivalent (see `sort::consolidate`).
         Err(crate::error::Error::Overflow(_)) => Ok(()),
         other => other,

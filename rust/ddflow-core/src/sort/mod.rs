@@ -38,9 +38,11 @@
 //! [`SMALL_U64`], [`SMALL_UPDATES`]).
 
 pub(crate) mod consolidate;
+mod pairs;
 pub(crate) mod radix;
 
 pub use consolidate::{consolidate_sorted, consolidate_sorted_triples};
+pub use pairs::sort_pairs_by_key;
 
 use crate::error::Result;
 use crate::lattice::{Time, MAX_DIMS};
@@ -477,3 +479,28 @@ impl RadixSorter {
 
 #[cfg(test)]
 mod tests;
+
+thread_local! {
+    /// The thread's radix sorter: one per thread, its buffers reused by every caller (the
+    /// engine's operators, trace batches, the bindings' kernels).
+    static THREAD_SORTER: std::cell::RefCell<RadixSorter> =
+        std::cell::RefCell::new(RadixSorter::new());
+}
+
+/// Runs `f` with this thread's radix sorter. A nested call (a caller already holding it)
+/// gets a fresh sorter instead of a panic.
+pub fn with_thread_sorter<R>(f: impl FnOnce(&mut RadixSorter) -> R) -> R {
+    THREAD_SORTER.with(|s| match s.try_borrow_mut() {
+        Ok(mut sorter) => f(&mut sorter),
+        Err(_) => f(&mut RadixSorter::new()),
+    })
+}
+
+/// Frees this thread's sorter buffers (they grow back on the next sort).
+pub fn release_thread_sorter() {
+    THREAD_SORTER.with(|s| {
+        if let Ok(mut sorter) = s.try_borrow_mut() {
+            *sorter = RadixSorter::new();
+        }
+    });
+}

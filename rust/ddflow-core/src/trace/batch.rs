@@ -27,7 +27,6 @@ use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Time};
 use crate::sort::RadixSorter;
 use crate::updates::Updates;
-use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::ops::Range;
 
@@ -313,11 +312,9 @@ impl Batch {
         key_width: usize,
         desc: Description,
     ) -> Result<Batch> {
-        thread_local! {
-            static SORTER: RefCell<RadixSorter> = RefCell::new(RadixSorter::new());
-        }
-        SORTER
-            .with(|s| Batch::from_updates_with(&mut s.borrow_mut(), &mut updates, key_width, desc))
+        crate::sort::with_thread_sorter(|s| {
+            Batch::from_updates_with(s, &mut updates, key_width, desc)
+        })
     }
 
     /// As [`Batch::from_updates`] with the caller's sorter; leaves `updates` consolidated.

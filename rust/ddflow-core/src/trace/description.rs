@@ -45,8 +45,14 @@ impl Description {
     /// The description of data at the least time only: `lower` = {least time}, `upper` =
     /// the unit vectors (every time except the least one is in its future).
     pub fn least_time() -> Self {
+        Description::least_time_in(MAX_DIMS)
+    }
+
+    /// As [`Description::least_time`], for times of `dims` coordinates: the upper holds the
+    /// unit time of each of the first `dims` coordinates.
+    pub fn least_time_in(dims: usize) -> Self {
         let mut upper = Antichain::new();
-        for i in 0..MAX_DIMS {
+        for i in 0..dims.min(MAX_DIMS) {
             upper.insert(Time::minimum().with_coord(i, 1));
         }
         Description::new(

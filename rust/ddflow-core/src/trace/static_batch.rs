@@ -11,12 +11,7 @@ use super::builder::compact_diffs;
 use super::description::Description;
 use crate::error::{Error, Result};
 use crate::lattice::Time;
-use crate::sort::RadixSorter;
-use std::cell::RefCell;
-
-thread_local! {
-    static SORTER: RefCell<RadixSorter> = RefCell::new(RadixSorter::new());
-}
+use crate::sort::with_thread_sorter;
 
 /// Run-length encodes sorted `(key, val)` pairs into keys, key offsets, vals and diffs.
 struct Runs<K> {
@@ -86,6 +81,12 @@ impl Batch {
     ///
     /// Errors: [`Error::Shape`] if the slices' lengths differ.
     pub fn from_static_pairs(src: &[u64], dst: &[u64]) -> Result<Batch> {
+        Batch::from_static_pairs_in(src, dst, crate::lattice::MAX_DIMS)
+    }
+
+    /// As [`Batch::from_static_pairs`], for a trace of `time_dims`-coordinate times: the
+    /// batch's upper is [`Description::least_time_in`]`(time_dims)`.
+    pub fn from_static_pairs_in(src: &[u64], dst: &[u64], time_dims: usize) -> Result<Batch> {
         if src.len() != dst.len() {
             return Err(Error::Shape(format!(
                 "static pairs: {} sources and {} destinations",
@@ -101,7 +102,7 @@ impl Batch {
                 .zip(dst.iter())
                 .map(|(&s, &d)| (s << 32) | d)
                 .collect();
-            SORTER.with(|s| s.borrow_mut().sort_u64(&mut packed));
+            with_thread_sorter(|s| s.sort_u64(&mut packed));
             let mut runs = Runs::<u32>::new(n);
             let mut i = 0;
             while i < n {
@@ -119,7 +120,7 @@ impl Batch {
         } else {
             let mut pairs: Vec<(u64, u64)> =
                 src.iter().zip(dst.iter()).map(|(&s, &d)| (s, d)).collect();
-            SORTER.with(|s| s.borrow_mut().sort_pairs(&mut pairs));
+            with_thread_sorter(|s| s.sort_pairs(&mut pairs));
             let mut runs = Runs::<u64>::new(n);
             let mut i = 0;
             while i < n {
@@ -136,7 +137,7 @@ impl Batch {
             (Words::narrowed(k), ko, Words::narrowed(v), d)
         };
         Ok(Batch {
-            desc: Description::least_time(),
+            desc: Description::least_time_in(time_dims),
             key_width: 1,
             val_width: 1,
             keys,

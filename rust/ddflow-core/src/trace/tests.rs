@@ -258,6 +258,11 @@ fn static_pairs_compact_and_counted() {
     let u = b.to_updates();
     assert_eq!(u.rows, vec![0, 7, 1, 1 << 40]);
     assert!(Batch::from_static_pairs(&[1], &[]).is_err());
+    // For a trace of 2-D times the upper holds the two unit times only.
+    let b = Batch::from_static_pairs_in(&[1, 0], &[2, 3], 2).unwrap();
+    let units: Vec<Time> = (0..2).map(|i| Time::minimum().with_coord(i, 1)).collect();
+    assert_eq!(b.upper().elements(), &units[..]);
+    assert_eq!(b.to_updates().rows, vec![0, 3, 1, 2]);
     // Same as the general path.
     let mut g = Updates::new(2);
     for (s, d) in src.iter().zip(dst.iter()) {

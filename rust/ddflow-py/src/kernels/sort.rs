@@ -12,164 +12,16 @@ use super::convert::{
     int_column, ColHold, ColOut, ColType, ColView, Enc, SIGN,
 };
 use crate::errors::without_gil;
-use ddflow_core::sort::RadixSorter;
+use ddflow_core::sort::{sort_pairs_by_key, RadixSorter};
 use ddflow_core::{Error, Updates};
 use numpy::{PyArray1, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
-use std::cell::RefCell;
 
-thread_local! {
-    static SORTER: RefCell<RadixSorter> = RefCell::new(RadixSorter::new());
-}
-
-/// Runs `f` with this thread's sorter.
+/// Runs `f` with this thread's sorter (the core's one per thread,
+/// `ddflow_core::sort::with_thread_sorter`).
 pub fn with_sorter<R>(f: impl FnOnce(&mut RadixSorter) -> R) -> R {
-    SORTER.with(|s| f(&mut s.borrow_mut()))
-}
-
-/// `(key, val)` word pairs sorted by key, then val.
-///
-/// When the varying bits of keys and vals fit one word together, pairs are packed into one
-/// `u64` (`low(key) << vbits | low(val)`, the constant high bits kept aside), which halves
-/// the memory the radix passes move.
-pub enum SortedPairs {
-    /// Packed pairs.
-    Packed {
-        /// Packed words, sorted.
-        data: Vec<u64>,
-        /// Bits of the val part.
-        vbits: u32,
-        /// High bits shared by every key.
-        khigh: u64,
-        /// High bits shared by every val.
-        vhigh: u64,
-    },
-    /// Plain pairs, sorted.
-    Pairs(Vec<(u64, u64)>),
-}
-
-/// Bit statistics of a column of words: how many low bits vary (the bits above are shared
-/// by all words), the shared high bits, and the OR of all words.
-#[derive(Clone, Copy, Debug)]
-pub struct WordStats {
-    /// Number of low bits that vary.
-    pub bits: u32,
-    /// High bits shared by every word.
-    pub high: u64,
-    /// OR of every word (`< 2^32` iff all words fit 32 bits).
-    pub or: u64,
-}
-
-fn word_stats(words: impl Iterator<Item = u64> + Clone) -> WordStats {
-    let mut it = words.clone();
-    let Some(first) = it.next() else {
-        return WordStats {
-            bits: 0,
-            high: 0,
-            or: 0,
-        };
-    };
-    let (mask, or) = words.fold((0u64, 0u64), |(m, o), w| (m | (w ^ first), o | w));
-    let bits = 64 - mask.leading_zeros();
-    let high = if bits == 64 {
-        0
-    } else {
-        first & !((1u64 << bits) - 1)
-    };
-    WordStats { bits, high, or }
-}
-
-impl SortedPairs {
-    /// Sorts the pairs `(key(i), val(i))` for `i < n`; also returns the keys' and vals'
-    /// [`WordStats`].
-    pub fn sort(
-        sorter: &mut RadixSorter,
-        n: usize,
-        key: impl Fn(usize) -> u64 + Copy,
-        val: impl Fn(usize) -> u64 + Copy,
-    ) -> (SortedPairs, WordStats, WordStats) {
-        let ks = word_stats((0..n).map(key));
-        let vs = word_stats((0..n).map(val));
-        let (kbits, khigh, vbits, vhigh) = (ks.bits, ks.high, vs.bits, vs.high);
-        let sorted = if kbits + vbits <= 64 {
-            let vmask = if vbits == 64 {
-                u64::MAX
-            } else {
-                (1u64 << vbits) - 1
-            };
-            let kmask = if kbits == 64 {
-                u64::MAX
-            } else {
-                (1u64 << kbits) - 1
-            };
-            let mut data: Vec<u64> = (0..n)
-                .map(|i| {
-                    let k = key(i) & kmask;
-                    let v = val(i) & vmask;
-                    if vbits == 64 {
-                        v
-                    } else {
-                        (k << vbits) | v
-                    }
-                })
-                .collect();
-            sorter.sort_u64(&mut data);
-            SortedPairs::Packed {
-                data,
-                vbits,
-                khigh,
-                vhigh,
-            }
-        } else {
-            let mut data: Vec<(u64, u64)> = (0..n).map(|i| (key(i), val(i))).collect();
-            sorter.sort_pairs(&mut data);
-            SortedPairs::Pairs(data)
-        };
-        (sorted, ks, vs)
-    }
-
-    /// Number of pairs.
-    pub fn len(&self) -> usize {
-        match self {
-            SortedPairs::Packed { data, .. } => data.len(),
-            SortedPairs::Pairs(d) => d.len(),
-        }
-    }
-
-    /// Calls `f(key, val)` for every pair in order.
-    #[inline]
-    pub fn for_each(&self, mut f: impl FnMut(u64, u64)) {
-        match self {
-            SortedPairs::Packed {
-                data,
-                vbits,
-                khigh,
-                vhigh,
-            } => {
-                let vbits = *vbits;
-                if vbits == 64 {
-                    for &p in data {
-                        f(*khigh, p);
-                    }
-                } else if vbits == 0 {
-                    for &p in data {
-                        f(khigh | p, *vhigh);
-                    }
-                } else {
-                    let vmask = (1u64 << vbits) - 1;
-                    for &p in data {
-                        f(khigh | (p >> vbits), vhigh | (p & vmask));
-                    }
-                }
-            }
-            SortedPairs::Pairs(d) => {
-                for &(k, v) in d {
-                    f(k, v);
-                }
-            }
-        }
-    }
+    ddflow_core::sort::with_thread_sorter(f)
 }
 
 /// Order-preserving word of value `i` of an integer column view.
@@ -226,15 +78,9 @@ pub fn sort_pairs<'py>(
     let (kt, vt) = (kh.ty(), vh.ty());
     let (kv, vv) = (kh.view(), vh.view());
     let (ko, vo) = without_gil(py, || {
-        let (sorted, _, _) = with_sorter(|s| {
-            SortedPairs::sort(s, n, |i| ordered_int(&kv, i), |i| ordered_int(&vv, i))
-        });
-        let mut ko = Vec::with_capacity(n);
-        let mut vo = Vec::with_capacity(n);
-        sorted.for_each(|k, v| {
-            ko.push(k);
-            vo.push(v);
-        });
+        let kw: Vec<u64> = (0..n).map(|i| ordered_int(&kv, i)).collect();
+        let vw: Vec<u64> = (0..n).map(|i| ordered_int(&vv, i)).collect();
+        let (ko, vo) = with_sorter(|s| sort_pairs_by_key(s, &kw, &vw));
         Ok((int_out(kt, ko), int_out(vt, vo)))
     })?;
     PyTuple::new(py, [int_array(py, ko), int_array(py, vo)])
@@ -371,7 +217,7 @@ pub fn consolidate<'py>(
 /// Frees this thread's sort buffers (they otherwise stay at the largest input's size).
 #[pyfunction]
 pub fn release_sort_buffers() {
-    SORTER.with(|s| *s.borrow_mut() = RadixSorter::new());
+    ddflow_core::sort::release_thread_sorter();
 }
 
 /// Registers the functions of this module.

@@ -14,11 +14,11 @@ use super::convert::{
     flat_times_to_py, flatten_times, frontier as parse_frontier, frontier_to_py, i64_as_u64,
     shape_err, times as parse_times, type_err, value_err, ColOut, ColType, ColView, Enc,
 };
-use super::sort::{column_list, with_sorter, SortedPairs};
+use super::sort::{column_list, with_sorter};
 use crate::errors::without_gil;
 use ddflow_core::encoding::{encode_f64, Interner};
 use ddflow_core::lattice::{Antichain, Lattice, Time, MAX_DIMS};
-use ddflow_core::trace::{Batch, Builder, Description, Spine, TraceHandle};
+use ddflow_core::trace::{Batch, Description, Spine, TraceHandle};
 use ddflow_core::{Error, Result as CoreResult, Updates};
 use numpy::{PyArray1, PyUntypedArrayMethods};
 use pyo3::prelude::*;
@@ -74,15 +74,6 @@ impl Schema {
         }
         Ok(())
     }
-}
-
-/// The upper frontier of data at the least time: the unit vectors of `dims` coordinates.
-fn least_time_upper(dims: usize) -> Antichain<Time> {
-    let mut upper = Antichain::new();
-    for i in 0..dims {
-        upper.insert(Time::minimum().with_coord(i, 1));
-    }
-    upper
 }
 
 /// A default upper for a batch of `times` after `lower`: the join of `lower`'s elements and
@@ -392,54 +383,6 @@ fn insert_views(
     };
     h.insert(Arc::new(batch));
     Ok(())
-}
-
-/// Builds the single batch of a static graph from sorted `(src, dst)` words: one update
-/// per distinct pair at the least time, its diff the pair's multiplicity. Keys (vals) are
-/// stored as `u32` from the start when every src (dst) word fits.
-fn static_batch(
-    pairs: &SortedPairs,
-    narrow_keys: bool,
-    narrow_vals: bool,
-    time_dims: usize,
-) -> Batch {
-    let n = pairs.len();
-    // Capacities are upper bounds: untouched capacity costs address space, not memory, and
-    // `done` releases what is left.
-    let mut b = Builder::with_layout(1, 1, narrow_keys, narrow_vals, n, n, n);
-    let t0 = Time::minimum();
-    let mut cur: Option<(u64, u64)> = None;
-    let mut count = 0i64;
-    pairs.for_each(|k, v| match cur {
-        Some((ck, cv)) if ck == k && cv == v => count += 1,
-        Some((ck, _)) => {
-            b.push_update(t0, count);
-            b.seal_val_nonzero();
-            if ck != k {
-                b.seal_key();
-                b.push_key(&[k]);
-            }
-            b.push_val(&[v]);
-            count = 1;
-            cur = Some((k, v));
-        }
-        None => {
-            b.push_key(&[k]);
-            b.push_val(&[v]);
-            count = 1;
-            cur = Some((k, v));
-        }
-    });
-    if cur.is_some() {
-        b.push_update(t0, count);
-        b.seal_val_nonzero();
-        b.seal_key();
-    }
-    b.done(Description::new(
-        Antichain::from_elem(t0),
-        least_time_upper(time_dims),
-        Antichain::from_elem(t0),
-    ))
 }
 
 /// Words of an integer column view.
@@ -784,16 +727,7 @@ trace_pymethods!(PyTrace, {
             let _ = cls;
             return Ok(trace);
         };
-        let batch = without_gil(py, || {
-            let (pairs, ks, vs) =
-                with_sorter(|s| SortedPairs::sort(s, sw.len(), |i| sw[i], |i| dw[i]));
-            Ok(static_batch(
-                &pairs,
-                ks.or >> 32 == 0,
-                vs.or >> 32 == 0,
-                time_dims,
-            ))
-        })?;
+        let batch = without_gil(py, || Batch::from_static_pairs_in(sw, dw, time_dims))?;
         let trace = PyTrace::with_schema(schema);
         trace.handle.insert(Arc::new(batch));
         Ok(trace)
