@@ -11,12 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from ddflow.callbacks import ReduceBatch, Registered
 from ddflow.errors import ColumnNotFoundError, PlanError
+from ddflow.plan import (
+    AggJson,
+    ColumnAgg,
+    CountAgg,
+    DistinctAgg,
+    PythonAgg,
+    ThresholdAgg,
+    TopKAgg,
+)
 
 __all__ = [
     "Aggregate",
@@ -40,7 +49,7 @@ class Aggregate:
 
     def plan(
         self, key: Sequence[str], vals: Sequence[str], label: str, register: Register
-    ) -> tuple[dict[str, Any], tuple[str, ...]]:
+    ) -> tuple[AggJson, tuple[str, ...]]:
         """The ``agg`` JSON and the output columns after the key columns."""
         raise NotImplementedError
 
@@ -64,7 +73,7 @@ def _val_index(column: str, key: Sequence[str], vals: Sequence[str], label: str)
 class ColumnAggregate(Aggregate):
     """``min`` / ``max`` / ``sum`` of one value column."""
 
-    kind: str
+    kind: Literal["min", "max", "sum"]
     column: str
     name: str | None = None
 
@@ -74,10 +83,10 @@ class ColumnAggregate(Aggregate):
 
     def plan(
         self, key: Sequence[str], vals: Sequence[str], label: str, register: Register
-    ) -> tuple[dict[str, Any], tuple[str, ...]]:
+    ) -> tuple[AggJson, tuple[str, ...]]:
         """``{"kind": kind, "column": i}`` writing one column."""
         index = _val_index(self.column, key, vals, label)
-        return {"kind": self.kind, "column": index}, (self.name or self.column,)
+        return ColumnAgg(kind=self.kind, column=index), (self.name or self.column,)
 
     def describe(self) -> str:
         """``min(dist)``."""
@@ -97,9 +106,9 @@ class CountAggregate(Aggregate):
 
     def plan(
         self, key: Sequence[str], vals: Sequence[str], label: str, register: Register
-    ) -> tuple[dict[str, Any], tuple[str, ...]]:
+    ) -> tuple[AggJson, tuple[str, ...]]:
         """``{"kind": "count"}``."""
-        return {"kind": "count"}, (self.name,)
+        return CountAgg(kind="count"), (self.name,)
 
     def describe(self) -> str:
         """``count``."""
@@ -112,9 +121,9 @@ class DistinctAggregate(Aggregate):
 
     def plan(
         self, key: Sequence[str], vals: Sequence[str], label: str, register: Register
-    ) -> tuple[dict[str, Any], tuple[str, ...]]:
+    ) -> tuple[AggJson, tuple[str, ...]]:
         """``{"kind": "distinct"}``, keeping the value columns."""
-        return {"kind": "distinct"}, tuple(vals)
+        return DistinctAgg(kind="distinct"), tuple(vals)
 
     def describe(self) -> str:
         """``distinct``."""
@@ -131,10 +140,10 @@ class TopKAggregate(Aggregate):
 
     def plan(
         self, key: Sequence[str], vals: Sequence[str], label: str, register: Register
-    ) -> tuple[dict[str, Any], tuple[str, ...]]:
+    ) -> tuple[AggJson, tuple[str, ...]]:
         """``{"kind": "top_k", ...}``, keeping the value columns."""
         index = _val_index(self.column, key, vals, label)
-        agg = {"kind": "top_k", "k": self.k, "column": index, "descending": self.descending}
+        agg = TopKAgg(kind="top_k", k=self.k, column=index, descending=self.descending)
         return agg, tuple(vals)
 
     def describe(self) -> str:
@@ -156,12 +165,12 @@ class PythonReducer(Aggregate):
 
     def plan(
         self, key: Sequence[str], vals: Sequence[str], label: str, register: Register
-    ) -> tuple[dict[str, Any], tuple[str, ...]]:
+    ) -> tuple[AggJson, tuple[str, ...]]:
         """``{"kind": "python", "fn": id, "columns": n}``."""
         columns = self.columns or self._discover(key, vals, label)
         entry = Registered("reduce_py", self.fn, label, columns=columns, key_columns=tuple(key))
         fn_id = register(entry)
-        return {"kind": "python", "fn": fn_id, "columns": len(columns)}, columns
+        return PythonAgg(kind="python", fn=fn_id, columns=len(columns)), columns
 
     def _discover(self, key: Sequence[str], vals: Sequence[str], label: str) -> tuple[str, ...]:
         empty = np.empty(0, dtype=np.int64)
@@ -202,10 +211,10 @@ class ThresholdAggregate(Aggregate):
 
     def plan(
         self, key: Sequence[str], vals: Sequence[str], label: str, register: Register
-    ) -> tuple[dict[str, Any], tuple[str, ...]]:
+    ) -> tuple[AggJson, tuple[str, ...]]:
         """``{"kind": "threshold_py", "fn": id}``."""
         entry = Registered("threshold_py", self.fn, label, vectorized=self.vectorized)
-        return {"kind": "threshold_py", "fn": register(entry)}, tuple(vals)
+        return ThresholdAgg(kind="threshold_py", fn=register(entry)), tuple(vals)
 
     def describe(self) -> str:
         """``threshold fn_name``."""

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypedDict
 
 from ddflow.errors import PlanError
 
@@ -91,8 +91,66 @@ ExprJson = dict[str, Any]
 JoinKind = Literal["join", "semijoin", "antijoin"]
 """The flavours of ``join``."""
 
-AggJson = dict[str, Any]
+# -- reduce aggregates: one TypedDict per ``kind`` of PLAN.md (``engine::plan::Agg``) --------
+
+
+class ColumnAgg(TypedDict):
+    """``min`` / ``max`` / ``sum`` of value column ``column`` (an index among the values)."""
+
+    kind: Literal["min", "max", "sum"]
+    column: int
+
+
+class CountAgg(TypedDict):
+    """The signed sum of counts."""
+
+    kind: Literal["count"]
+
+
+class DistinctAgg(TypedDict):
+    """Each distinct value row with positive count, once."""
+
+    kind: Literal["distinct"]
+
+
+class TopKAgg(TypedDict):
+    """The ``k`` least (greatest when ``descending``) value rows by value column ``column``."""
+
+    kind: Literal["top_k"]
+    k: int
+    column: int
+    descending: bool
+
+
+class ThresholdAgg(TypedDict):
+    """Output count ``fn(count)`` per value row (a registered Python function)."""
+
+    kind: Literal["threshold_py"]
+    fn: int
+
+
+class PythonAgg(TypedDict):
+    """A registered Python reducer writing ``columns`` columns, called per batch of keys."""
+
+    kind: Literal["python"]
+    fn: int
+    columns: int
+
+
+AggJson = ColumnAgg | CountAgg | DistinctAgg | TopKAgg | ThresholdAgg | PythonAgg
 """A ``reduce`` aggregate as plan JSON (``{"kind": ..., ...}``, see PLAN.md)."""
+
+AGG_KINDS: dict[str, type] = {
+    "min": ColumnAgg,
+    "max": ColumnAgg,
+    "sum": ColumnAgg,
+    "count": CountAgg,
+    "distinct": DistinctAgg,
+    "top_k": TopKAgg,
+    "threshold_py": ThresholdAgg,
+    "python": PythonAgg,
+}
+"""The TypedDict of each aggregate ``kind``."""
 
 
 @dataclass(frozen=True)
