@@ -175,6 +175,24 @@ impl std::fmt::Debug for Scratch {
     }
 }
 
+/// The value rows and counts of the groups of a Python aggregate, gathered in phase 1 for
+/// one callback in phase 2 (group `g`'s rows are `offsets[g]..offsets[g + 1]`).
+struct PyGroups {
+    vals: Vec<u64>,
+    counts: Vec<i64>,
+    offsets: Vec<i64>,
+}
+
+impl Default for PyGroups {
+    fn default() -> Self {
+        PyGroups {
+            vals: Vec::new(),
+            counts: Vec::new(),
+            offsets: vec![0],
+        }
+    }
+}
+
 /// Everything a reduce activation reads.
 pub struct ReduceInput<'a> {
     pub agg: &'a Agg,
@@ -315,15 +333,39 @@ impl ReduceState {
         work: &mut Vec<(Vec<u64>, Vec<Time>)>,
         still_pending: &mut Pending,
     ) -> Result<Updates> {
-        let kw = inp.key_width;
-        let bw = inp.batch.width;
-        let vw = bw - kw;
         if self.out_dtypes.is_none() {
             self.out_dtypes = aggregate::output_dtypes(inp.agg, inp.val_dtypes, inp.label)?;
             if let Some(d) = &self.out_dtypes {
-                self.out = Arrangement::new(kw, kw + d.len());
+                self.out = Arrangement::new(inp.key_width, inp.key_width + d.len());
             }
         }
+        self.collect_work(inp, work, still_pending);
+        // Buffers reused across activations (no regrowth per activation).
+        let mut sc = std::mem::take(&mut self.scratch);
+        let mut py = PyGroups::default();
+        let output = self.candidate_groups(inp, work, still_pending, &mut sc, &mut py);
+        let result = self
+            .python_aggregates(inp, work, &mut sc, &py)
+            .and_then(|()| self.output_differences(inp, work, &mut sc, output));
+        self.scratch = sc;
+        let output = result?;
+        still_pending.normalize();
+        self.pending = std::mem::take(still_pending);
+        Ok(output)
+    }
+
+    /// The keys with work this activation, in key order: the new batch's keys (with their
+    /// times) merged with the pending keys that have a complete pending time; the other
+    /// pending keys go to `still_pending` untouched.
+    #[inline]
+    fn collect_work(
+        &mut self,
+        inp: &ReduceInput<'_>,
+        work: &mut Vec<(Vec<u64>, Vec<Time>)>,
+        still_pending: &mut Pending,
+    ) {
+        let kw = inp.key_width;
+        let bw = inp.batch.width;
         // Keys with work: new batch keys (in key order), merged with pending keys that have a
         // complete pending time; the other pending keys stay pending untouched.
         let mut batch_keys = super::join::key_runs(inp.batch, kw).into_iter().peekable();
@@ -361,47 +403,59 @@ impl ReduceState {
         for (s, e) in batch_keys {
             work.push(batch_work(s, e));
         }
+    }
 
+    /// Phase 1: per key with work, its candidate (interesting) times; complete ones become
+    /// groups with their desired output rows, computed here for built-in aggregates (keys
+    /// whose times form a chain go through `reduce_chain` and write `output` directly) and
+    /// gathered into `py` for Python ones. Returns the output so far.
+    #[inline]
+    fn candidate_groups(
+        &mut self,
+        inp: &ReduceInput<'_>,
+        work: &[(Vec<u64>, Vec<Time>)],
+        still_pending: &mut Pending,
+        sc: &mut Scratch,
+        py: &mut PyGroups,
+    ) -> Updates {
+        let kw = inp.key_width;
+        let bw = inp.batch.width;
+        let vw = bw - kw;
         // Phase 1: per key, candidate times; complete ones become groups with their desired
         // output rows (computed now for built-in aggregates, by one callback afterwards for
         // Python ones).
         // Buffers reused across activations (no regrowth per activation).
         let Scratch {
-            mut groups,
-            mut desired_rows,
-            mut desired_counts,
-            mut in_hist,
-            mut out_hists,
-            mut out_offs,
-            mut edits,
-            mut cands,
-            mut vals,
-            mut counts,
-            mut index,
-            mut oindex,
-            mut times_scratch,
-            mut key_two_d,
-            mut chain,
-            mut want,
-            mut group_times,
-        } = std::mem::take(&mut self.scratch);
+            groups,
+            desired_rows,
+            desired_counts,
+            in_hist,
+            out_hists,
+            out_offs,
+            edits,
+            cands,
+            vals,
+            counts,
+            index,
+            times_scratch,
+            key_two_d,
+            chain,
+            ..
+        } = sc;
         groups.clear();
         desired_rows.clear();
         desired_counts.clear();
         if in_hist.width != bw {
-            in_hist = Updates::new(bw);
+            *in_hist = Updates::new(bw);
         }
         // Output histories of all keys, flat, with per-key offsets.
         if out_hists.width != self.out.width {
-            out_hists = Updates::new(self.out.width);
+            *out_hists = Updates::new(self.out.width);
         }
         out_hists.clear();
         out_offs.clear();
         out_offs.push(0);
         key_two_d.clear();
-        let mut py_vals: Vec<u64> = Vec::new();
-        let mut py_counts: Vec<i64> = Vec::new();
-        let mut py_offsets: Vec<i64> = vec![0];
         let mut reader_in = inp.trace.reader();
         let mut reader_out = self.out.reader();
         let builtin = !matches!(inp.agg, Agg::Python { .. } | Agg::ThresholdPy { .. });
@@ -409,68 +463,39 @@ impl ReduceState {
         let mut output = Updates::new(out_width);
         for (ki, (key, new_times)) in work.iter().enumerate() {
             in_hist.clear();
-            reader_in.key_history(key, &mut in_hist);
+            reader_in.key_history(key, in_hist);
             let out_lo = out_hists.len();
-            reader_out.key_history(key, &mut out_hists);
+            reader_out.key_history(key, out_hists);
             out_offs.push(out_hists.len());
             edits.clear();
             edits.extend_from_slice(&in_hist.times);
             edits.extend_from_slice(&out_hists.times[out_lo..]);
-            self.errors.times_of(key, &mut edits);
-            // One-dimensional times are totally ordered: one pass with running accumulations.
-            // (Multi-dimensional times that happen to form a chain take the general path;
-            // sorting them only to find out costs more than it saves on the BFS workloads.)
-            if builtin && at_most_1d(&edits) && at_most_1d(new_times) {
-                chain.times.clear();
-                chain.times.extend_from_slice(&edits);
-                chain.times.extend_from_slice(new_times);
-                chain.times.sort_unstable();
-                chain.times.dedup();
-                if reduce_chain::is_chain(&chain.times) {
-                    key_two_d.push(false);
-                    let k = ChainKey {
-                        agg: inp.agg,
-                        val_dtypes: inp.val_dtypes,
-                        key,
-                        key_width: kw,
-                        input: &in_hist,
-                        out_hist: &out_hists,
-                        out_lo,
-                        out_hi: out_hists.len(),
-                        least_new: new_times[0],
-                        frontier: inp.frontier,
-                        label: inp.label,
-                    };
-                    let n_out = output.len();
-                    let mark = (
-                        still_pending.0.len(),
-                        still_pending.0.last().map(|e| e.1.len()),
-                    );
-                    if reduce_chain::reduce_key(&k, &mut chain, &mut output, still_pending).is_ok()
-                    {
-                        self.errors.set(key, new_times[0], None);
-                        continue;
-                    }
-                    // An overflow: undo and take the general path, which makes it an error.
-                    output.truncate(n_out);
-                    still_pending.0.truncate(mark.0);
-                    if let (Some(n), Some(last)) = (mark.1, still_pending.0.last_mut()) {
-                        last.1.truncate(n);
-                    }
-                    key_two_d.pop();
-                }
+            self.errors.times_of(key, edits);
+            if builtin
+                && self.reduce_chain_key(
+                    inp,
+                    key,
+                    (edits, new_times),
+                    (in_hist, out_hists, out_lo),
+                    chain,
+                    &mut output,
+                    still_pending,
+                )
+            {
+                key_two_d.push(false);
+                continue;
             }
             cands.clear();
             // Both interesting-times functions return sorted, deduplicated times.
-            let two_d = at_most_2d(&edits) && at_most_2d(new_times);
+            let two_d = at_most_2d(edits) && at_most_2d(new_times);
             if two_d {
-                interesting_times_2d(&edits, new_times, &mut times_scratch, &mut cands);
+                interesting_times_2d(edits, new_times, times_scratch, cands);
             } else {
                 edits.sort_unstable();
                 edits.dedup();
-                crate::times::interesting_times(&edits, new_times, &mut cands);
+                crate::times::interesting_times(edits, new_times, cands);
             }
-            index.build(&in_hist, kw);
+            index.build(in_hist, kw);
             // The sweep pays off once scanning the history per time would cost more than
             // sorting it once (measured: below ~512 entry-times the plain scan is cheaper).
             key_two_d.push(two_d);
@@ -491,7 +516,7 @@ impl ReduceState {
                 } else {
                     index.accumulate(&t, inp.label)
                 };
-                index.nonzero(vw, &mut vals, &mut counts);
+                index.nonzero(vw, vals, counts);
                 let start = desired_counts.len();
                 let mut err = acc.err().map(|e| e.to_string());
                 if builtin && err.is_none() {
@@ -499,11 +524,11 @@ impl ReduceState {
                         inp.agg,
                         inp.val_dtypes,
                         vw,
-                        &vals,
-                        &counts,
+                        vals,
+                        counts,
                         inp.label,
-                        &mut desired_rows,
-                        &mut desired_counts,
+                        desired_rows,
+                        desired_counts,
                     );
                     err = res.err().map(|e| e.to_string());
                 }
@@ -521,9 +546,9 @@ impl ReduceState {
                     continue;
                 } else if builtin {
                 } else {
-                    py_vals.extend_from_slice(&vals);
-                    py_counts.extend_from_slice(&counts);
-                    py_offsets.push(py_counts.len() as i64);
+                    py.vals.extend_from_slice(vals);
+                    py.counts.extend_from_slice(counts);
+                    py.offsets.push(py.counts.len() as i64);
                 }
                 groups.push(Group {
                     key: ki,
@@ -535,16 +560,94 @@ impl ReduceState {
             }
         }
 
+        output
+    }
+
+    /// A key of a built-in aggregate whose times (`edits`: its input, output and error
+    /// history; and `new_times`), all one-dimensional, form a chain: one pass with running accumulations (`reduce_chain`), output written to
+    /// `output`. Returns whether the key was done; on an overflow its output is undone and
+    /// the key is left to the general path, which makes it an error. (Multi-dimensional
+    /// times that happen to form a chain take the general path: sorting them only to find
+    /// out costs more than it saves on the BFS workloads.)
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_chain_key(
+        &mut self,
+        inp: &ReduceInput<'_>,
+        key: &[u64],
+        (edits, new_times): (&[Time], &[Time]),
+        (in_hist, out_hists, out_lo): (&Updates, &Updates, usize),
+        chain: &mut ChainScratch,
+        output: &mut Updates,
+        still_pending: &mut Pending,
+    ) -> bool {
+        if !at_most_1d(edits) || !at_most_1d(new_times) {
+            return false;
+        }
+        chain.times.clear();
+        chain.times.extend_from_slice(edits);
+        chain.times.extend_from_slice(new_times);
+        chain.times.sort_unstable();
+        chain.times.dedup();
+        if !reduce_chain::is_chain(&chain.times) {
+            return false;
+        }
+        let k = ChainKey {
+            agg: inp.agg,
+            val_dtypes: inp.val_dtypes,
+            key,
+            key_width: inp.key_width,
+            input: in_hist,
+            out_hist: out_hists,
+            out_lo,
+            out_hi: out_hists.len(),
+            least_new: new_times[0],
+            frontier: inp.frontier,
+            label: inp.label,
+        };
+        let n_out = output.len();
+        let mark = (
+            still_pending.0.len(),
+            still_pending.0.last().map(|e| e.1.len()),
+        );
+        if reduce_chain::reduce_key(&k, chain, output, still_pending).is_ok() {
+            self.errors.set(key, new_times[0], None);
+            return true;
+        }
+        output.truncate(n_out);
+        still_pending.0.truncate(mark.0);
+        if let (Some(n), Some(last)) = (mark.1, still_pending.0.last_mut()) {
+            last.1.truncate(n);
+        }
+        false
+    }
+
+    /// Phase 2: Python aggregates, one callback for all groups (groups that make the
+    /// function fail are isolated by bisection and become errors, see reduce_errors.rs).
+    #[inline]
+    fn python_aggregates(
+        &mut self,
+        inp: &ReduceInput<'_>,
+        work: &[(Vec<u64>, Vec<Time>)],
+        sc: &mut Scratch,
+        py: &PyGroups,
+    ) -> Result<()> {
+        let Scratch {
+            groups,
+            desired_rows,
+            desired_counts,
+            ..
+        } = sc;
         // Phase 2: Python aggregates, one callback for all groups (groups that make the
         // function fail are isolated by bisection and become errors, see reduce_errors.rs).
         match inp.agg {
             Agg::Python { func, columns } => {
                 let vw = inp.val_dtypes.len();
                 let failed = super::reduce_errors::bisect_groups(groups.len(), &mut |lo, hi| {
-                    let (a, b) = (py_offsets[lo] as usize, py_offsets[hi] as usize);
-                    let offs = py_offsets[lo..=hi]
+                    let (a, b) = (py.offsets[lo] as usize, py.offsets[hi] as usize);
+                    let offs = py.offsets[lo..=hi]
                         .iter()
-                        .map(|o| o - py_offsets[lo])
+                        .map(|o| o - py.offsets[lo])
                         .collect();
                     self.python_groups(
                         inp,
@@ -553,11 +656,11 @@ impl ReduceState {
                         work,
                         &mut groups[lo..hi],
                         (
-                            py_vals[a * vw..b * vw].to_vec(),
-                            py_counts[a..b].to_vec(),
+                            py.vals[a * vw..b * vw].to_vec(),
+                            py.counts[a..b].to_vec(),
                             offs,
                         ),
-                        (&mut desired_rows, &mut desired_counts),
+                        (&mut *desired_rows, &mut *desired_counts),
                     )
                 })?;
                 for (g, message) in failed {
@@ -568,7 +671,7 @@ impl ReduceState {
                 // Rows are whole records (no val columns): one count per group.
                 let group_counts: Vec<i64> = (0..groups.len())
                     .map(|g| {
-                        py_counts[py_offsets[g] as usize..py_offsets[g + 1] as usize]
+                        py.counts[py.offsets[g] as usize..py.offsets[g + 1] as usize]
                             .iter()
                             .sum()
                     })
@@ -614,6 +717,32 @@ impl ReduceState {
             _ => {}
         }
 
+        Ok(())
+    }
+
+    /// Phase 3: per key in time order, the differences between the groups' desired output
+    /// and the accumulated output; consolidated and added to the output arrangement.
+    #[inline]
+    fn output_differences(
+        &mut self,
+        inp: &ReduceInput<'_>,
+        work: &[(Vec<u64>, Vec<Time>)],
+        sc: &mut Scratch,
+        mut output: Updates,
+    ) -> Result<Updates> {
+        let kw = inp.key_width;
+        let Scratch {
+            groups,
+            desired_rows,
+            desired_counts,
+            out_hists,
+            out_offs,
+            oindex,
+            key_two_d,
+            want,
+            group_times,
+            ..
+        } = sc;
         // Phase 3: differences against the accumulated output, per key in time order.
         // (A Python reducer may have fixed the output width only now; the chain path, which
         // wrote to `output` already, runs only for built-in aggregates.)
@@ -629,7 +758,7 @@ impl ReduceState {
             if gi >= groups.len() || groups[gi].key != ki {
                 continue;
             }
-            oindex.build_range(&out_hists, out_offs[ki], out_offs[ki + 1], kw);
+            oindex.build_range(out_hists, out_offs[ki], out_offs[ki + 1], kw);
             let n_groups = groups[gi..].iter().take_while(|g| g.key == ki).count();
             let two_d = key_two_d[ki]
                 && (out_offs[ki + 1] - out_offs[ki] + n_groups) * n_groups > SWEEP_MIN_WORK;
@@ -641,7 +770,7 @@ impl ReduceState {
                         .take_while(|g| g.key == ki)
                         .map(|g| g.time),
                 );
-                oindex.sweep_start(&group_times);
+                oindex.sweep_start(group_times);
             }
             while gi < groups.len() && groups[gi].key == ki {
                 let g = &groups[gi];
@@ -681,27 +810,6 @@ impl ReduceState {
         }
         crate::engine::util::consolidate(&mut output)?;
         self.out.insert(&output, inp.frontier);
-        still_pending.normalize();
-        self.pending = std::mem::take(still_pending);
-        self.scratch = Scratch {
-            groups,
-            desired_rows,
-            desired_counts,
-            in_hist,
-            out_hists,
-            out_offs,
-            edits,
-            cands,
-            vals,
-            counts,
-            index,
-            oindex,
-            times_scratch,
-            key_two_d,
-            chain,
-            want,
-            group_times,
-        };
         Ok(output)
     }
 
