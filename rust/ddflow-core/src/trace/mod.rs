@@ -51,6 +51,7 @@ pub mod cursor;
 pub mod description;
 pub mod handle;
 pub mod merge;
+pub mod read;
 pub mod spine;
 mod static_batch;
 
