@@ -52,7 +52,7 @@ fn to_py<'py>(
         .collect::<PyResult<Vec<_>>>()?;
     Ok((
         PyList::new(py, cols)?,
-        times_to_py(py, &u.times, time_dims)?,
+        times_to_py(py, &u.times, time_dims, false)?,
         numpy::PyArray1::from_vec(py, u.diffs).into_any(),
     ))
 }

@@ -6,15 +6,17 @@
 //! as numpy arrays, string columns as their Arrow buffers `(offsets, utf8 bytes)`, so Python
 //! builds pyarrow arrays without touching each value.
 
-use crate::convert::{column_from_py, i64s_from_py, time_from_list, times_from_py, times_to_py};
+use crate::convert::{
+    column_from_py, i64s_from_py, rows_to_arrow_py, time_from_list, times_from_py, times_to_py,
+};
 use crate::errors::IntoPyResult;
 use ddflow_core::capture::{CaptureMode, CaptureState};
-use ddflow_core::encoding::{decode_f64, DType, Interner};
+use ddflow_core::encoding::DType;
 use ddflow_core::engine::column::{columns_to_rows, Schema};
 use ddflow_core::{Antichain, Time, Updates};
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::PyTuple;
 use std::sync::Arc;
 
 /// A capture's pending updates and what it keeps of completed ones.
@@ -56,15 +58,15 @@ impl PyCaptureState {
 
     /// `(columns, times (n, time_dims), diffs)`.
     fn timed_batch<'py>(&self, py: Python<'py>, upd: &Updates) -> PyResult<Bound<'py, PyTuple>> {
-        let cols = rows_to_py(py, &self.schema(), upd)?;
-        let times = times_to_py(py, &upd.times, self.time_dims)?;
+        let cols = rows_to_arrow_py(py, &self.schema(), &upd.rows)?;
+        let times = times_to_py(py, &upd.times, self.time_dims, false)?;
         let diffs = PyArray1::from_slice(py, &upd.diffs);
         PyTuple::new(py, [cols.into_any(), times, diffs.into_any()])
     }
 
     /// `(columns, diffs)`.
     fn untimed_batch<'py>(&self, py: Python<'py>, upd: &Updates) -> PyResult<Bound<'py, PyTuple>> {
-        let cols = rows_to_py(py, &self.schema(), upd)?;
+        let cols = rows_to_arrow_py(py, &self.schema(), &upd.rows)?;
         let diffs = PyArray1::from_slice(py, &upd.diffs);
         PyTuple::new(py, [cols.into_any(), diffs.into_any()])
     }
@@ -161,46 +163,6 @@ fn frontier_from(elems: &[Vec<i64>], dims: usize) -> PyResult<Antichain<Time>> {
         .map(|e| time_from_list(e, dims, "capture frontier"))
         .collect::<PyResult<Vec<_>>>()?;
     Ok(Antichain::from_iter_minimal(times))
-}
-
-/// Record columns of row-major updates: numpy arrays, a string column as the tuple
-/// `(int32 or int64 offsets, uint8 UTF-8 bytes)` of its Arrow layout.
-fn rows_to_py<'py>(
-    py: Python<'py>,
-    schema: &[DType],
-    upd: &Updates,
-) -> PyResult<Bound<'py, PyList>> {
-    let w = upd.width;
-    let n = upd.len();
-    let word = |c: usize| (0..n).map(move |r| upd.rows[r * w + c]);
-    let cols = (0..w)
-        .map(|c| -> PyResult<Bound<'py, PyAny>> {
-            Ok(match schema[c] {
-                DType::Int64 => PyArray1::from_iter(py, word(c).map(|v| v as i64)).into_any(),
-                DType::Float64 => PyArray1::from_iter(py, word(c).map(decode_f64)).into_any(),
-                DType::Bool => PyArray1::from_iter(py, word(c).map(|v| v != 0)).into_any(),
-                DType::Str => {
-                    let ids: Vec<u64> = word(c).collect();
-                    let strings = Interner::resolve_all(&ids).py()?;
-                    let total: usize = strings.iter().map(|s| s.len()).sum();
-                    let mut data = Vec::with_capacity(total);
-                    let mut ends = Vec::with_capacity(n + 1);
-                    ends.push(0usize);
-                    for s in &strings {
-                        data.extend_from_slice(s.as_bytes());
-                        ends.push(data.len());
-                    }
-                    let offsets = if total <= i32::MAX as usize {
-                        PyArray1::from_iter(py, ends.iter().map(|&e| e as i32)).into_any()
-                    } else {
-                        PyArray1::from_iter(py, ends.iter().map(|&e| e as i64)).into_any()
-                    };
-                    PyTuple::new(py, [offsets, PyArray1::from_vec(py, data).into_any()])?.into_any()
-                }
-            })
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    PyList::new(py, cols)
 }
 
 /// Registers the class.

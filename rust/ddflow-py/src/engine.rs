@@ -51,7 +51,7 @@ fn payload_to_py<'py>(py: Python<'py>, payload: Payload) -> PyResult<Bound<'py, 
         } => {
             let d = PyDict::new(py);
             d.set_item("columns", columns_dict(py, &names, &columns)?)?;
-            d.set_item("time", times_to_py(py, &times, time_dims)?)?;
+            d.set_item("time", times_to_py(py, &times, time_dims, false)?)?;
             d.set_item("diff", numpy::PyArray1::from_vec(py, diffs))?;
             d.into_any()
         }
@@ -292,7 +292,7 @@ impl PyEngine {
             .collect::<PyResult<Vec<_>>>()?;
         Ok((
             PyList::new(py, cols)?,
-            times_to_py(py, &c.times, self.time_dims)?,
+            times_to_py(py, &c.times, self.time_dims, false)?,
             numpy::PyArray1::from_vec(py, c.diffs).into_any(),
         ))
     }

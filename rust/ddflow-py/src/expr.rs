@@ -3,54 +3,26 @@
 //! executors can call per partition — plus helpers that expose the core's view of an
 //! expression (`expr_repr`, `expr_output_name`, `expr_dtype`).
 //!
-//! Columns are read by the bindings' one column reader (`kernels::convert::prepare` and
-//! `hold`): int64 / float64 / bool in place, other widths cast by numpy, uint64 as int64 with
-//! every value checked to fit; str columns (numpy `U`, `T` or `object` arrays of `str`) are
-//! interned, only those the expression reads. Evaluation runs with the GIL released. str results come back as `object` arrays of `str`.
+//! Columns are read by the bindings' one conversion module ([`crate::convert`]): int64 /
+//! float64 / bool in place, other widths cast by numpy, uint64 as int64 with every value
+//! checked to fit (its uint64 policy); str columns (numpy `U`, `T` or `object` arrays of
+//! `str`) are interned, only those the expression reads. Evaluation runs with the GIL
+//! released. str results come back as `object` arrays of `str`.
 
 // pyo3 0.23's #[pyfunction] expansion trips this lint on `PyResult` returns.
 #![allow(clippy::useless_conversion)]
 
+use crate::convert::{col_to_py, hold, prepare, ColHold, ColOut, ColType, ColView, Unsigned};
 use crate::errors::{without_gil, IntoPyResult};
-use crate::kernels::convert::{hold, prepare, ColHold, ColType, ColView, Unsigned};
-use ddflow_core::encoding::{DType, Interner};
-use ddflow_core::expr::{Column, ColumnRef, Expr};
+use ddflow_core::encoding::DType;
+use ddflow_core::expr::{ColumnRef, Expr};
 use ddflow_core::Error;
-use numpy::{PyArray1, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
-use std::sync::Arc;
+use pyo3::types::PyDict;
 
 fn fail<T>(e: Error) -> PyResult<T> {
     Err(e).py()
-}
-
-/// The expression dtype of a column the bindings' reader prepared.
-fn dtype_of(ty: ColType) -> DType {
-    match ty {
-        // `Unsigned::AsInt64` reads uint64 as int64.
-        ColType::Int64 | ColType::UInt64 => DType::Int64,
-        ColType::Float64 => DType::Float64,
-        ColType::Bool => DType::Bool,
-        ColType::Str => DType::Str,
-    }
-}
-
-/// A column's values as the expression evaluator reads them.
-fn column_ref<'a>(view: &'a ColView<'_>) -> ColumnRef<'a> {
-    match view {
-        ColView::I64(v) => ColumnRef::Int64(v),
-        ColView::F64(v) => ColumnRef::Float64(v),
-        ColView::Bool(v) => ColumnRef::Bool(v),
-        ColView::Str(v) => ColumnRef::Str(v),
-        ColView::U64(_) => unreachable!("read as int64"),
-    }
-}
-
-/// A result computed without the GIL.
-enum Out {
-    Col(Column),
-    Strings(Vec<Arc<str>>),
 }
 
 /// Evaluates an expression on numpy columns.
@@ -90,7 +62,7 @@ fn eval_expr<'py>(
             }
             _ => n = Some(len),
         }
-        let dtype = dtype_of(ty);
+        let dtype = ty.dtype().expect("Unsigned::AsInt64 reads uint64 as int64");
         types.push(ty);
         schema.push((name, dtype));
         arrays.push(arr);
@@ -108,27 +80,12 @@ fn eval_expr<'py>(
     }
     let views: Vec<Option<ColView<'_>>> =
         held.iter().map(|h| h.as_ref().map(ColHold::view)).collect();
-    let refs: Vec<Option<ColumnRef<'_>>> =
-        views.iter().map(|v| v.as_ref().map(column_ref)).collect();
-    let out = without_gil(py, || {
-        Ok(match bound.eval_columns(&refs, n)? {
-            Column::Str(ids) => Out::Strings(Interner::resolve_all(&ids)?),
-            c => Out::Col(c),
-        })
-    })?;
-    Ok(match out {
-        Out::Col(Column::Int64(v)) => PyArray1::from_vec(py, v).into_any(),
-        Out::Col(Column::Float64(v)) => PyArray1::from_vec(py, v).into_any(),
-        Out::Col(Column::Bool(v)) => PyArray1::from_vec(py, v).into_any(),
-        Out::Col(Column::Str(_)) => unreachable!("resolved above"),
-        Out::Strings(s) => {
-            let objs: Vec<PyObject> = s
-                .iter()
-                .map(|s| PyString::new(py, s).into_any().unbind())
-                .collect();
-            PyArray1::from_vec(py, objs).into_any()
-        }
-    })
+    let refs: Vec<Option<ColumnRef<'_>>> = views
+        .iter()
+        .map(|v| v.as_ref().and_then(ColView::as_expr_column))
+        .collect();
+    let out = without_gil(py, || ColOut::from_expr(bound.eval_columns(&refs, n)?))?;
+    Ok(col_to_py(py, out))
 }
 
 /// The core's text form of an expression (what `Expr.__repr__` prints).

@@ -12,8 +12,9 @@
 //!   `release_sort_buffers`;
 //! * [`lattice`]: `less_equal`, `join`, `meet`, `advance_by`, `antichain`,
 //!   `frontier_less_equal`, `interesting_times`, `interesting_times_reference`;
-//! * [`trace`]: the `Trace` and `TraceHandle` classes;
-//! * [`convert`]: numpy <-> core conversions shared by the above.
+//! * [`trace`]: the `Trace` and `TraceHandle` classes.
+//!
+//! Arrays are read and written by the bindings' one conversion module, [`crate::convert`].
 //!
 //! `python/ddflow/_core.pyi` documents the Python signatures; `python/ddflow/kernels.py`
 //! is the typed facade that also accepts lists and pyarrow arrays.
@@ -21,7 +22,6 @@
 // pyo3 0.23's #[pyfunction] / #[pymethods] expansion trips this lint on `PyResult` returns.
 #![allow(clippy::useless_conversion)]
 
-pub(crate) mod convert;
 mod lattice;
 mod sort;
 mod trace;

@@ -7,7 +7,7 @@
 //! `k` are compared with missing coordinates taken as zero. Results have `max(k)`
 //! coordinates and are 1-D when every time argument was.
 
-use super::convert::{
+use crate::convert::{
     frontier as parse_frontier, shape_err, times as parse_times, times_to_py, TimesHold,
 };
 use crate::errors::without_gil;
@@ -94,7 +94,7 @@ pub fn meet<'py>(
 
 fn check_dims(op: &str, k: usize, fk: usize) -> PyResult<()> {
     if fk != 0 && fk > k {
-        return Err(super::convert::value_err(format!(
+        return Err(crate::convert::value_err(format!(
             "{op}: frontier times have {fk} coordinates but times have {k}"
         )));
     }

@@ -7,7 +7,7 @@
 //! [`RadixSorter`] (its buffers grow to the largest input seen; `release_sort_buffers`
 //! frees them).
 
-use super::convert::{
+use crate::convert::{
     check_lengths, cols_to_py, column, decode_rows, diffs_view, flat_times_to_py, flatten_times,
     int_column, ColHold, ColOut, ColType, ColView, Enc, SIGN,
 };
@@ -42,7 +42,7 @@ fn int_out(ty: ColType, words: Vec<u64>) -> ColOut {
 }
 
 fn int_array(py: Python<'_>, col: ColOut) -> Bound<'_, PyAny> {
-    super::convert::col_to_py(py, col)
+    crate::convert::col_to_py(py, col)
 }
 
 /// Sorts an int64 or uint64 array ascending (LSD radix sort over the bits that vary).
@@ -97,7 +97,7 @@ pub fn consolidate_pairs<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let kh = int_column("keys", keys)?;
     let vh = int_column("vals", vals)?;
-    let dh = super::convert::diffs("diffs", diffs)?;
+    let dh = crate::convert::diffs("diffs", diffs)?;
     let n = check_lengths(
         "consolidate_pairs",
         &[
@@ -140,7 +140,7 @@ pub fn column_list<'py>(
     } else if let Ok(t) = columns.downcast::<PyTuple>() {
         t.iter().collect()
     } else {
-        return Err(super::convert::type_err(format!(
+        return Err(crate::convert::type_err(format!(
             "{arg}: expected a list of numpy arrays, got {}",
             columns
                 .get_type()
@@ -151,7 +151,7 @@ pub fn column_list<'py>(
     };
     if let Some(e) = expect {
         if e.len() != list.len() {
-            return Err(super::convert::shape_err(format!(
+            return Err(crate::convert::shape_err(format!(
                 "{arg}: expected {} columns, got {}",
                 e.len(),
                 list.len()
@@ -174,8 +174,8 @@ pub fn consolidate<'py>(
     diffs: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let cols = column_list("columns", columns, None)?;
-    let th = super::convert::times("times", times)?;
-    let dh = super::convert::diffs("diffs", diffs)?;
+    let th = crate::convert::times("times", times)?;
+    let dh = crate::convert::diffs("diffs", diffs)?;
     let mut lens: Vec<(String, usize)> = cols
         .iter()
         .enumerate()
@@ -190,7 +190,7 @@ pub fn consolidate<'py>(
     let dv = diffs_view(&dh);
     let (k, one_d) = (th.k, th.one_d);
     let (outc, flat, d) = without_gil(py, || {
-        let rows = super::convert::build_rows(&views, n, Enc::Ordered);
+        let rows = crate::convert::build_rows(&views, n, Enc::Ordered);
         let ts = tv.to_times("times")?;
         let mut u = Updates::from_parts(types.len(), rows, ts, dv.to_vec())?;
         with_sorter(|s| s.consolidate_updates(&mut u))

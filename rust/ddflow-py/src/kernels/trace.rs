@@ -9,12 +9,12 @@
 //! removes its hold). Reads return times advanced by the reader's frontier and
 //! consolidated, so they do not depend on how far merging has progressed.
 
-use super::convert::{
+use super::sort::{column_list, with_sorter};
+use crate::convert::{
     build_rows, check_lengths, cols_to_py, decode_rows, diffs as parse_diffs, diffs_view,
     flat_times_to_py, flatten_times, frontier as parse_frontier, frontier_to_py, i64_as_u64,
     shape_err, times as parse_times, type_err, value_err, ColOut, ColType, ColView, Enc,
 };
-use super::sort::{column_list, with_sorter};
 use crate::errors::without_gil;
 use ddflow_core::encoding::{encode_f64, Interner};
 use ddflow_core::lattice::{Antichain, Lattice, Time, MAX_DIMS};
@@ -648,7 +648,7 @@ trace_pymethods!(PyTrace, {
             .enumerate()
             .map(|(i, d)| {
                 ColType::parse(d)
-                    .map_err(|e| super::convert::err(e.context(&format!("dtypes[{i}]"))))
+                    .map_err(|e| crate::convert::err(e.context(&format!("dtypes[{i}]"))))
             })
             .collect::<PyResult<Vec<_>>>()?;
         Ok(PyTrace::with_schema(Schema::new(
@@ -703,8 +703,8 @@ trace_pymethods!(PyTrace, {
         dst: &Bound<'_, PyAny>,
         time_dims: usize,
     ) -> PyResult<PyTrace> {
-        let sh = super::convert::column("src", src, None)?;
-        let dh = super::convert::column("dst", dst, None)?;
+        let sh = crate::convert::column("src", src, None)?;
+        let dh = crate::convert::column("dst", dst, None)?;
         check_lengths(
             "from_static_pairs",
             &[("src".into(), sh.len()), ("dst".into(), dh.len())],
