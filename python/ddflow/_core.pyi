@@ -5,11 +5,14 @@ that also accepts lists and pyarrow arrays):
 
 * Columns are 1-D numpy arrays: ``int64``, ``uint64``, ``float64``, ``bool``, or ``object``
   arrays of ``str`` (``U``/``T`` string arrays are converted; narrower ints and floats are
-  widened; other sequences go through ``numpy.asarray``). One reader converts every column
-  the module takes, with one uint64 policy: the kernels keep uint64 as its own type; engine
-  inputs, batch operators and ``eval_expr`` read it as int64 where every value fits
-  (:class:`ddflow.errors.OverflowError` otherwise). Other dtypes raise
-  :class:`ddflow.errors.SchemaTypeError`.
+  widened; other sequences go through ``numpy.asarray``). One conversion module
+  (``rust/ddflow-py/src/convert.rs``) converts every array the module takes, with one
+  uint64 policy: the kernels keep uint64 record columns as their own type; engine inputs,
+  captures, batch operators and ``eval_expr`` read uint64 columns, and the engine side its
+  times and diffs, as int64 where every value fits (:class:`ddflow.errors.OverflowError`
+  ``"<what>: value <v> at row <i> does not fit in int64"`` otherwise). The kernels' times
+  and diffs are int64 only (``ddflow.kernels`` converts uint64 ones with the same check).
+  Other dtypes raise :class:`ddflow.errors.SchemaTypeError`.
 * Times are ``(n, k)`` int64 arrays (``k`` = 1..4 coordinates, product partial order) or
   ``(n,)`` arrays of one-coordinate times; coordinates are non-negative.
 * A frontier argument is an ``int`` (one 1-D time), a sequence of ints (one time), a

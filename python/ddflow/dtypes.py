@@ -253,6 +253,22 @@ def from_arrow(values: Any, what: str) -> Any:
     return values.to_numpy(zero_copy_only=False)
 
 
+def uint64_as_int64(arr: np.ndarray, what: str) -> np.ndarray:
+    """An unsigned integer array (any shape) as int64: the package's side of the native
+    module's one uint64 policy (``rust/ddflow-py/src/convert.rs``). Every value must fit;
+    the first that does not raises :class:`~ddflow.errors.OverflowError` naming it and its
+    row, as the native module does. Nothing is wrapped."""
+    if arr.dtype.itemsize == 8 and arr.size:
+        over = arr > _INT64_MAX
+        if over.any():
+            i = int(np.argmax(over.reshape(-1)))
+            row = i // (arr.shape[1] if arr.ndim == 2 and arr.shape[1] else 1)
+            raise OverflowError(
+                f"{what}: value {int(arr.reshape(-1)[i])} at row {row} does not fit in int64"
+            )
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
 def to_column(values: object, what: str, *, keep_uint64: bool = False) -> np.ndarray:
     """Converts a column (numpy, pyarrow, sequence) to its canonical engine form: the one
     column conversion of the Python package (inputs, callbacks' results, the kernel API).
@@ -280,9 +296,7 @@ def to_column(values: object, what: str, *, keep_uint64: bool = False) -> np.nda
     if kind == "u":
         if keep_uint64 and arr.dtype.itemsize == 8:
             return np.ascontiguousarray(arr)
-        if arr.size and arr.max() > _INT64_MAX:
-            raise OverflowError(f"{what}: value {int(arr.max())} does not fit in int64")
-        return np.ascontiguousarray(arr, dtype=np.int64)
+        return uint64_as_int64(arr, what)
     if kind == "f":
         return np.ascontiguousarray(arr, dtype=np.float64)
     if kind == "b":

@@ -54,7 +54,7 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from ddflow import _core
-from ddflow.dtypes import from_arrow, to_column
+from ddflow.dtypes import from_arrow, to_column, uint64_as_int64
 from ddflow.errors import InvalidValueError, SchemaTypeError
 
 __all__ = [
@@ -122,9 +122,9 @@ def as_times(x: TimesLike | None, name: str = "times") -> np.ndarray | None:
         return None
     x = from_arrow(x, name)
     arr = np.asarray(x)
-    if arr.dtype.kind in "iu" and arr.dtype != np.int64:
-        if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
-            raise InvalidValueError(f"{name}: a time coordinate exceeds the int64 range")
+    if arr.dtype.kind == "u":
+        arr = uint64_as_int64(arr, name)
+    elif arr.dtype.kind == "i" and arr.dtype != np.int64:
         arr = arr.astype(np.int64)
     elif arr.size == 0 and arr.dtype.kind == "f":
         arr = arr.astype(np.int64)
@@ -137,10 +137,9 @@ def as_diffs(x: ArrayLike | None, name: str = "diffs") -> np.ndarray | None:
         return None
     x = from_arrow(x, name)
     arr = np.asarray(x)
-    if arr.dtype.kind in "iu" and arr.dtype != np.int64:
-        if arr.dtype == np.uint64:
-            if arr.size and int(arr.max()) > np.iinfo(np.int64).max:
-                raise InvalidValueError(f"{name}: a diff exceeds the int64 range")
+    if arr.dtype.kind == "u":
+        arr = uint64_as_int64(arr, name)
+    elif arr.dtype.kind == "i" and arr.dtype != np.int64:
         arr = arr.astype(np.int64)
     elif arr.size == 0 and arr.dtype.kind == "f":
         arr = arr.astype(np.int64)

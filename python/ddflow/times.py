@@ -14,6 +14,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
+from ddflow.dtypes import uint64_as_int64
 from ddflow.errors import InvalidValueError, SchemaTypeError, ShapeError, TimeError
 
 __all__ = [
@@ -189,6 +190,6 @@ def _as_int_array(values: object, what: str) -> np.ndarray:
     arr = np.asarray(values)
     if arr.dtype.kind not in "iu":
         raise SchemaTypeError(f"{what}: times must be integers, got dtype {arr.dtype}")
-    if arr.dtype.kind == "u" and arr.size and arr.max() > _INT64_MAX:
-        raise InvalidValueError(f"{what}: times must fit int64, got {int(arr.max())}")
+    if arr.dtype.kind == "u":
+        return uint64_as_int64(arr, f"{what}: times")
     return arr.astype(np.int64, copy=False)

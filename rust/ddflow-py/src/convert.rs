@@ -465,10 +465,10 @@ pub fn prepare<'py>(
         (b'O', _) | (b'U', _) | (b'T', _) => (a, ColType::Str),
         _ => {
             return Err(type_err(format!(
-                "{arg}: unsupported dtype {} (expected int64, float64, bool or str{})",
+                "{arg}: unsupported dtype {} (expected int64, {}float64, bool or str)",
                 dtype_name(&a),
                 if unsigned == Unsigned::Keep {
-                    ", or uint64"
+                    "uint64, "
                 } else {
                     ""
                 }
