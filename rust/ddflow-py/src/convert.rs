@@ -1089,6 +1089,15 @@ pub fn i64s_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>> {
     Ok(slice1(&held).into_owned())
 }
 
+/// A 1-D bool mask (a filter callback's result): any array or sequence numpy casts to bool.
+pub fn bools_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<bool>> {
+    let np = obj.py().import("numpy")?;
+    let a = np.call_method1("ascontiguousarray", (obj, "bool"))?;
+    let a = untyped1(what, &a)?;
+    let held = readonly::<bool>(what, &a)?;
+    Ok(slice1(&held).into_owned())
+}
+
 /// Engine times: an integer array of shape `(n,)` or `(n, dims)` (see [`int64_array`]) as
 /// times of `dims` coordinates; negative coordinates are rejected.
 pub fn times_from_py(obj: &Bound<'_, PyAny>, dims: usize, what: &str) -> PyResult<Vec<Time>> {

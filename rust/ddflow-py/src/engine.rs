@@ -7,7 +7,8 @@
 
 use crate::capture::PyCaptureState;
 use crate::convert::{
-    column_from_py, column_to_py, i64s_from_py, time_from_list, times_from_py, times_to_py,
+    bools_from_py, column_from_py, column_to_py, i64s_from_py, time_from_list, times_from_py,
+    times_to_py,
 };
 use crate::errors::{to_py_err, IntoPyResult};
 use ddflow_core::engine::column::{Callbacks, Column, Payload, Reply};
@@ -76,12 +77,10 @@ fn payload_to_py<'py>(py: Python<'py>, payload: Payload) -> PyResult<Bound<'py, 
 
 fn reply_from_py(kind: &str, label: &str, obj: &Bound<'_, PyAny>) -> PyResult<Reply> {
     match kind {
-        "filter_py" => {
-            let np = obj.py().import("numpy")?;
-            let a = np.call_method1("ascontiguousarray", (obj, "bool"))?;
-            let a: numpy::PyReadonlyArray1<bool> = a.extract()?;
-            Ok(Reply::Mask(a.as_slice()?.to_vec()))
-        }
+        "filter_py" => Ok(Reply::Mask(bools_from_py(
+            obj,
+            &format!("{label}: filter result"),
+        )?)),
         "threshold_py" => Ok(Reply::Counts(i64s_from_py(
             obj,
             &format!("{label}: threshold result"),

@@ -3,8 +3,9 @@
 //! Each binding converts numpy/Arrow columns to core types, calls the core with the GIL
 //! released, and maps core errors to `ddflow` exception classes (see [`errors`]).
 //! One file per area: `kernels.rs` (sort, consolidate, traces, lattice, interesting times),
-//! `expr.rs` (expression evaluation), `engine.rs` (dataflows),
-//! `capture.rs` (capture state).
+//! `expr.rs` (expression evaluation), `engine.rs` (dataflows), `capture.rs` (capture
+//! state), `batch.rs` (batch operators); `convert.rs` is the one numpy <-> core conversion
+//! module they all use (with the bindings' uint64 policy).
 
 // PyO3 0.23's #[pymethods] expansion trips this lint on every `PyResult` method.
 #![allow(clippy::useless_conversion)]
