@@ -29,12 +29,14 @@
 //! * the core's ([`ddflow_core::encoding`]) in traces and the engine: int64 as its two's
 //!   complement bits, so arranged int64 keys are ordered non-negative ascending, then
 //!   negative ascending;
-//! * an order-preserving one in the sort and consolidation kernels ([`Enc::Ordered`]):
-//!   int64 with the sign bit flipped and float64 as its total-order bits, so their outputs
-//!   come back in value order.
+//! * an order-preserving one in the sort and consolidation kernels ([`Enc::Ordered`], the
+//!   core's `encoding::ordered_word`): int64 with the sign bit flipped and float64 as its
+//!   total-order bits, so their outputs come back in value order.
 
 use crate::errors::to_py_err;
-use ddflow_core::encoding::{decode_f64, encode_bool, encode_f64, DType, Interner};
+use ddflow_core::encoding::{
+    decode_f64, encode_bool, encode_f64, from_ordered_word, ordered_word, DType, Interner,
+};
 use ddflow_core::engine::column::Column;
 use ddflow_core::expr::{Column as ExprColumn, ColumnRef};
 use ddflow_core::lattice::{Antichain, Time, MAX_DIMS};
@@ -49,9 +51,6 @@ use pyo3::types::{PyList, PyString, PyTuple};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// The sign bit of a 64-bit word.
-pub const SIGN: u64 = 1 << 63;
 
 /// Converts a core error into the matching `ddflow.errors` exception.
 pub fn err(e: Error) -> PyErr {
@@ -271,7 +270,7 @@ impl ColView<'_> {
             }
             (ColView::I64(a), Enc::Ordered) => {
                 for (i, &v) in i64_as_u64(a).iter().enumerate() {
-                    f(i, v ^ SIGN)
+                    f(i, ordered_word(DType::Int64, v))
                 }
             }
             (ColView::U64(a), _) => {
@@ -298,37 +297,22 @@ impl ColView<'_> {
     }
 }
 
-/// Maps a core word of type `ty` to the encoding `enc`.
+/// Maps a core word of type `ty` to the encoding `enc` (the core's
+/// [`ordered_word`] for [`Enc::Ordered`]; uint64 words are already in value order).
 #[inline]
 pub fn encode_word(ty: ColType, w: u64, enc: Enc) -> u64 {
-    match (enc, ty) {
-        (Enc::Core, _) => w,
-        (Enc::Ordered, ColType::Int64) => w ^ SIGN,
-        (Enc::Ordered, ColType::Float64) => {
-            if w & SIGN != 0 {
-                !w
-            } else {
-                w | SIGN
-            }
-        }
-        (Enc::Ordered, _) => w,
+    match (enc, ty.dtype()) {
+        (Enc::Ordered, Some(d)) => ordered_word(d, w),
+        _ => w,
     }
 }
 
 /// Inverse of [`encode_word`]: the core word of a word in encoding `enc`.
 #[inline]
 pub fn decode_word(ty: ColType, w: u64, enc: Enc) -> u64 {
-    match (enc, ty) {
-        (Enc::Core, _) => w,
-        (Enc::Ordered, ColType::Int64) => w ^ SIGN,
-        (Enc::Ordered, ColType::Float64) => {
-            if w & SIGN != 0 {
-                w & !SIGN
-            } else {
-                !w
-            }
-        }
-        (Enc::Ordered, _) => w,
+    match (enc, ty.dtype()) {
+        (Enc::Ordered, Some(d)) => from_ordered_word(d, w),
+        _ => w,
     }
 }
 

@@ -9,9 +9,10 @@
 
 use crate::convert::{
     check_lengths, cols_to_py, column, decode_rows, diffs_view, flat_times_to_py, flatten_times,
-    int_column, ColHold, ColOut, ColType, ColView, Enc, SIGN,
+    int_column, ColHold, ColOut, ColType, ColView, Enc,
 };
 use crate::errors::without_gil;
+use ddflow_core::encoding::{from_ordered_word, ordered_word, DType};
 use ddflow_core::sort::{sort_pairs_by_key, RadixSorter};
 use ddflow_core::{Error, Updates};
 use numpy::{PyArray1, PyUntypedArrayMethods};
@@ -28,7 +29,7 @@ pub fn with_sorter<R>(f: impl FnOnce(&mut RadixSorter) -> R) -> R {
 #[inline]
 fn ordered_int(v: &ColView<'_>, i: usize) -> u64 {
     match v {
-        ColView::I64(a) => (a[i] as u64) ^ SIGN,
+        ColView::I64(a) => ordered_word(DType::Int64, a[i] as u64),
         ColView::U64(a) => a[i],
         _ => unreachable!("integer column"),
     }
@@ -36,7 +37,12 @@ fn ordered_int(v: &ColView<'_>, i: usize) -> u64 {
 
 fn int_out(ty: ColType, words: Vec<u64>) -> ColOut {
     match ty {
-        ColType::Int64 => ColOut::I64(words.into_iter().map(|w| (w ^ SIGN) as i64).collect()),
+        ColType::Int64 => ColOut::I64(
+            words
+                .into_iter()
+                .map(|w| from_ordered_word(DType::Int64, w) as i64)
+                .collect(),
+        ),
         _ => ColOut::U64(words),
     }
 }
