@@ -20,11 +20,7 @@ pub fn read_all(h: &TraceHandle) -> Result<Updates> {
 /// allowed), in key order, as rows of `width` words.
 pub fn read_keys(h: &TraceHandle, keys: &[u64], key_width: usize, width: usize) -> Result<Updates> {
     let frontier = h.logical_compaction();
-    let n = if key_width == 0 {
-        0
-    } else {
-        keys.len() / key_width
-    };
+    let n = keys.len().checked_div(key_width).unwrap_or(0);
     let key = |i: usize| &keys[i * key_width..(i + 1) * key_width];
     let mut idx: Vec<usize> = (0..n).collect();
     idx.sort_unstable_by(|&a, &b| key(a).cmp(key(b)));
@@ -88,7 +84,7 @@ pub fn int64_word_ranges(lo: Option<i128>, hi: Option<i128>) -> Vec<(u64, Option
     }
     if lo < 0 {
         let neg_end = hi.min(0);
-        let end = (neg_end != 0).then(|| (neg_end as i64) as u64);
+        let end = (neg_end != 0).then_some((neg_end as i64) as u64);
         out.push(((lo as i64) as u64, end));
     }
     if hi > 0 {
