@@ -16,8 +16,8 @@
 //! * [`join`]: `join`, `semijoin`, `antijoin` of two arrangements (delta rule);
 //! * [`reduce`]: `reduce` over an arrangement, with [`reduce_chain`] (keys whose times are
 //!   totally ordered), [`reduce_index`] (a key's history indexed for accumulation),
-//!   [`reduce_errors`] (errors as data) and [`aggregate`] (the built-in aggregates on one
-//!   key's accumulated values);
+//!   [`reduce_errors`] (errors as data), [`reduce_python`] (Python aggregates) and
+//!   [`aggregate`] (the built-in aggregates on one key's accumulated values);
 //! * [`capture`]: keeps its input for the engine's caller.
 //!
 //! Shared by several: [`records`] (expression binding per schema and per-record error
@@ -43,6 +43,7 @@ pub mod reduce;
 pub mod reduce_chain;
 pub mod reduce_errors;
 pub mod reduce_index;
+pub mod reduce_python;
 pub mod scale;
 pub mod select;
 pub mod variable;

@@ -8,20 +8,30 @@
 //! difference against the operator's accumulated output at that time emitted. Times still in
 //! the future of the frontier are kept as pending (they hold back the output frontier).
 //!
-//! Python aggregates are evaluated in one callback for all (key, time) groups of an
-//! activation: the groups are collected first, the callback runs once, and the differences
-//! are formed afterwards.
+//! An activation ([`ReduceState::activate`]) runs in phases:
+//! * [`ReduceState::collect_work`]: the keys with new input or complete pending times;
+//! * phase 1, [`ReduceState::candidate_groups`]: per key, its histories
+//!   ([`Histories::read_key`]) and candidate times ([`KeyAccum::candidate_times`]), then per
+//!   complete time the input accumulated there and the aggregate's desired output
+//!   ([`KeyAccum::key_groups`], [`Desired`]); keys whose times form a chain take
+//!   [`ReduceState::reduce_chain_key`] (`reduce_chain.rs`) instead;
+//! * phase 2 (`reduce_python.rs`): Python aggregates, evaluated in one callback for all
+//!   (key, time) groups of the activation;
+//! * phase 3, [`ReduceState::output_differences`]: per key and group, the desired output
+//!   minus the accumulated output ([`OutputDiff`]), emitted and added to the output trace.
 
 use super::aggregate;
 use super::reduce_chain::{self, ChainKey, ChainScratch};
+use super::reduce_errors::ReduceErrors;
 use super::reduce_index::Indexed;
+use super::reduce_python::PyGroups;
 use super::{Operator, Output, RunCtx};
 use crate::encoding::DType;
-use crate::engine::arrangement::Arrangement;
-use crate::engine::column::{Callbacks, Column, Msg, Payload, Reply};
+use crate::engine::arrangement::{Arrangement, Reader};
+use crate::engine::column::{Callbacks, Msg};
 use crate::engine::errors::{render_row, ErrorUpdate};
 use crate::engine::plan::Agg;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lattice::{Antichain, Time};
 use crate::times::{interesting_times_2d, TimesScratch};
 use crate::updates::Updates;
@@ -144,53 +154,7 @@ pub struct ReduceState {
     /// Buffers reused across activations.
     scratch: Scratch,
     /// Keys whose accumulation failed (errors as data, see `reduce_errors.rs`).
-    pub errors: super::reduce_errors::ReduceErrors,
-}
-
-/// Per-activation buffers of a reduce, kept between activations so that they do not regrow.
-#[derive(Default)]
-struct Scratch {
-    groups: Vec<Group>,
-    desired_rows: Vec<u64>,
-    desired_counts: Vec<i64>,
-    in_hist: Updates,
-    out_hists: Updates,
-    out_offs: Vec<usize>,
-    edits: Vec<Time>,
-    cands: Vec<Time>,
-    vals: Vec<u64>,
-    counts: Vec<i64>,
-    index: Indexed,
-    oindex: Indexed,
-    times_scratch: TimesScratch,
-    key_two_d: Vec<bool>,
-    chain: ChainScratch,
-    want: Vec<i64>,
-    group_times: Vec<Time>,
-}
-
-impl std::fmt::Debug for Scratch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Scratch")
-    }
-}
-
-/// The value rows and counts of the groups of a Python aggregate, gathered in phase 1 for
-/// one callback in phase 2 (group `g`'s rows are `offsets[g]..offsets[g + 1]`).
-struct PyGroups {
-    vals: Vec<u64>,
-    counts: Vec<i64>,
-    offsets: Vec<i64>,
-}
-
-impl Default for PyGroups {
-    fn default() -> Self {
-        PyGroups {
-            vals: Vec::new(),
-            counts: Vec::new(),
-            offsets: vec![0],
-        }
-    }
+    pub errors: ReduceErrors,
 }
 
 /// Everything a reduce activation reads.
@@ -278,16 +242,6 @@ fn at_most_2d(times: &[Time]) -> bool {
 /// Below this many (history entry x time) pairs a key accumulates by scanning its history.
 const SWEEP_MIN_WORK: usize = 512;
 
-struct Group {
-    key: usize,
-    time: Time,
-    /// Range of this group's desired output rows in the flat desired buffers.
-    start: usize,
-    end: usize,
-    /// Why the key failed at this time (its output is then empty).
-    err: Option<String>,
-}
-
 impl ReduceState {
     /// A new reduce with an output trace keyed like its input.
     pub fn new(key_width: usize) -> Self {
@@ -345,7 +299,7 @@ impl ReduceState {
         let mut py = PyGroups::default();
         let output = self.candidate_groups(inp, work, still_pending, &mut sc, &mut py);
         let result = self
-            .python_aggregates(inp, work, &mut sc, &py)
+            .python_aggregates(inp, work, &mut sc.desired, &py)
             .and_then(|()| self.output_differences(inp, work, &mut sc, output));
         self.scratch = sc;
         let output = result?;
@@ -405,10 +359,10 @@ impl ReduceState {
         }
     }
 
-    /// Phase 1: per key with work, its candidate (interesting) times; complete ones become
-    /// groups with their desired output rows, computed here for built-in aggregates (keys
-    /// whose times form a chain go through `reduce_chain` and write `output` directly) and
-    /// gathered into `py` for Python ones. Returns the output so far.
+    /// Phase 1: per key with work, its histories and candidate (interesting) times; the
+    /// complete ones become groups with their desired output (see [`KeyAccum::key_groups`]),
+    /// the others stay pending. Keys of a built-in aggregate whose times form a chain go
+    /// through `reduce_chain` instead and write the returned output directly.
     #[inline]
     fn candidate_groups(
         &mut self,
@@ -418,169 +372,62 @@ impl ReduceState {
         sc: &mut Scratch,
         py: &mut PyGroups,
     ) -> Updates {
-        let kw = inp.key_width;
-        let bw = inp.batch.width;
-        let vw = bw - kw;
-        // Phase 1: per key, candidate times; complete ones become groups with their desired
-        // output rows (computed now for built-in aggregates, by one callback afterwards for
-        // Python ones).
-        // Buffers reused across activations (no regrowth per activation).
         let Scratch {
-            groups,
-            desired_rows,
-            desired_counts,
-            in_hist,
-            out_hists,
-            out_offs,
-            edits,
-            cands,
-            vals,
-            counts,
-            index,
-            times_scratch,
-            key_two_d,
-            chain,
-            ..
+            desired, hist, acc, ..
         } = sc;
-        groups.clear();
-        desired_rows.clear();
-        desired_counts.clear();
-        if in_hist.width != bw {
-            *in_hist = Updates::new(bw);
-        }
-        // Output histories of all keys, flat, with per-key offsets.
-        if out_hists.width != self.out.width {
-            *out_hists = Updates::new(self.out.width);
-        }
-        out_hists.clear();
-        out_offs.clear();
-        out_offs.push(0);
-        key_two_d.clear();
-        let mut reader_in = inp.trace.reader();
-        let mut reader_out = self.out.reader();
-        let builtin = !matches!(inp.agg, Agg::Python { .. } | Agg::ThresholdPy { .. });
         let out_width = self.out.width;
+        desired.clear();
+        hist.reset(inp.batch.width, out_width);
+        let (mut reader_in, mut reader_out) = (inp.trace.reader(), self.out.reader());
+        let builtin = is_builtin(inp.agg);
         let mut output = Updates::new(out_width);
         for (ki, (key, new_times)) in work.iter().enumerate() {
-            in_hist.clear();
-            reader_in.key_history(key, in_hist);
-            let out_lo = out_hists.len();
-            reader_out.key_history(key, out_hists);
-            out_offs.push(out_hists.len());
-            edits.clear();
-            edits.extend_from_slice(&in_hist.times);
-            edits.extend_from_slice(&out_hists.times[out_lo..]);
-            self.errors.times_of(key, edits);
+            let out_lo = hist.read_key(key, (&mut reader_in, &mut reader_out), &self.errors);
             if builtin
                 && self.reduce_chain_key(
                     inp,
-                    key,
-                    (edits, new_times),
-                    (in_hist, out_hists, out_lo),
-                    chain,
+                    (key, new_times),
+                    (hist, out_lo),
+                    &mut acc.chain,
                     &mut output,
                     still_pending,
                 )
             {
-                key_two_d.push(false);
+                hist.two_d.push(false);
                 continue;
             }
-            cands.clear();
-            // Both interesting-times functions return sorted, deduplicated times.
-            let two_d = at_most_2d(edits) && at_most_2d(new_times);
-            if two_d {
-                interesting_times_2d(edits, new_times, times_scratch, cands);
-            } else {
-                edits.sort_unstable();
-                edits.dedup();
-                crate::times::interesting_times(edits, new_times, cands);
-            }
-            index.build(in_hist, kw);
-            // The sweep pays off once scanning the history per time would cost more than
-            // sorting it once (measured: below ~512 entry-times the plain scan is cheaper).
-            key_two_d.push(two_d);
-            let two_d = two_d && in_hist.len() * cands.len() > SWEEP_MIN_WORK;
-            if two_d {
-                index.sweep_start(&[]);
-            }
-            for &t in cands.iter() {
-                if inp.frontier.less_equal(&t) {
-                    still_pending.push(key, t);
-                    continue;
-                }
-                let acc = if two_d {
-                    // The sweep's partial sums may overflow where the total does not.
-                    index
-                        .sweep_to(&t, inp.label)
-                        .or_else(|_| index.accumulate(&t, inp.label))
-                } else {
-                    index.accumulate(&t, inp.label)
-                };
-                index.nonzero(vw, vals, counts);
-                let start = desired_counts.len();
-                let mut err = acc.err().map(|e| e.to_string());
-                if builtin && err.is_none() {
-                    let res = aggregate::apply(
-                        inp.agg,
-                        inp.val_dtypes,
-                        vw,
-                        vals,
-                        counts,
-                        inp.label,
-                        desired_rows,
-                        desired_counts,
-                    );
-                    err = res.err().map(|e| e.to_string());
-                }
-                if err.is_some() {
-                    // Errors as data: no output for the key here, and an error update.
-                    desired_counts.truncate(start);
-                    desired_rows.truncate(start * (self.out.width - kw));
-                    groups.push(Group {
-                        key: ki,
-                        time: t,
-                        start,
-                        end: start,
-                        err,
-                    });
-                    continue;
-                } else if builtin {
-                } else {
-                    py.vals.extend_from_slice(vals);
-                    py.counts.extend_from_slice(counts);
-                    py.offsets.push(py.counts.len() as i64);
-                }
-                groups.push(Group {
-                    key: ki,
-                    time: t,
-                    start,
-                    end: desired_counts.len(),
-                    err: None,
-                });
-            }
+            let two_d = acc.candidate_times(&mut hist.edits, new_times);
+            hist.two_d.push(two_d);
+            acc.key_groups(
+                inp,
+                (ki, key),
+                &hist.input,
+                two_d,
+                out_width - inp.key_width,
+                (desired, py),
+                still_pending,
+            );
         }
-
         output
     }
 
-    /// A key of a built-in aggregate whose times (`edits`: its input, output and error
-    /// history; and `new_times`), all one-dimensional, form a chain: one pass with running accumulations (`reduce_chain`), output written to
-    /// `output`. Returns whether the key was done; on an overflow its output is undone and
-    /// the key is left to the general path, which makes it an error. (Multi-dimensional
-    /// times that happen to form a chain take the general path: sorting them only to find
-    /// out costs more than it saves on the BFS workloads.)
+    /// A key of a built-in aggregate whose times (its edit times in `hist` and `new_times`),
+    /// all one-dimensional, form a chain: one pass with running accumulations
+    /// (`reduce_chain`), output written to `output`. Returns whether the key was done; on an
+    /// overflow its output is undone and the key is left to the general path, which makes it
+    /// an error. (Multi-dimensional times that happen to form a chain take the general path:
+    /// sorting them only to find out costs more than it saves on the BFS workloads.)
     #[inline]
-    #[allow(clippy::too_many_arguments)]
     fn reduce_chain_key(
         &mut self,
         inp: &ReduceInput<'_>,
-        key: &[u64],
-        (edits, new_times): (&[Time], &[Time]),
-        (in_hist, out_hists, out_lo): (&Updates, &Updates, usize),
+        (key, new_times): (&[u64], &[Time]),
+        (hist, out_lo): (&Histories, usize),
         chain: &mut ChainScratch,
         output: &mut Updates,
         still_pending: &mut Pending,
     ) -> bool {
+        let edits = &hist.edits;
         if !at_most_1d(edits) || !at_most_1d(new_times) {
             return false;
         }
@@ -597,10 +444,10 @@ impl ReduceState {
             val_dtypes: inp.val_dtypes,
             key,
             key_width: inp.key_width,
-            input: in_hist,
-            out_hist: out_hists,
+            input: &hist.input,
+            out_hist: &hist.outputs,
             out_lo,
-            out_hi: out_hists.len(),
+            out_hi: hist.outputs.len(),
             least_new: new_times[0],
             frontier: inp.frontier,
             label: inp.label,
@@ -622,106 +469,9 @@ impl ReduceState {
         false
     }
 
-    /// Phase 2: Python aggregates, one callback for all groups (groups that make the
-    /// function fail are isolated by bisection and become errors, see reduce_errors.rs).
-    #[inline]
-    fn python_aggregates(
-        &mut self,
-        inp: &ReduceInput<'_>,
-        work: &[(Vec<u64>, Vec<Time>)],
-        sc: &mut Scratch,
-        py: &PyGroups,
-    ) -> Result<()> {
-        let Scratch {
-            groups,
-            desired_rows,
-            desired_counts,
-            ..
-        } = sc;
-        // Phase 2: Python aggregates, one callback for all groups (groups that make the
-        // function fail are isolated by bisection and become errors, see reduce_errors.rs).
-        match inp.agg {
-            Agg::Python { func, columns } => {
-                let vw = inp.val_dtypes.len();
-                let failed = super::reduce_errors::bisect_groups(groups.len(), &mut |lo, hi| {
-                    let (a, b) = (py.offsets[lo] as usize, py.offsets[hi] as usize);
-                    let offs = py.offsets[lo..=hi]
-                        .iter()
-                        .map(|o| o - py.offsets[lo])
-                        .collect();
-                    self.python_groups(
-                        inp,
-                        *func,
-                        *columns,
-                        work,
-                        &mut groups[lo..hi],
-                        (
-                            py.vals[a * vw..b * vw].to_vec(),
-                            py.counts[a..b].to_vec(),
-                            offs,
-                        ),
-                        (&mut *desired_rows, &mut *desired_counts),
-                    )
-                })?;
-                for (g, message) in failed {
-                    groups[g].err = Some(message);
-                }
-            }
-            Agg::ThresholdPy { func } => {
-                // Rows are whole records (no val columns): one count per group.
-                let group_counts: Vec<i64> = (0..groups.len())
-                    .map(|g| {
-                        py.counts[py.offsets[g] as usize..py.offsets[g + 1] as usize]
-                            .iter()
-                            .sum()
-                    })
-                    .collect();
-                let mut results: Vec<Option<i64>> = vec![None; groups.len()];
-                let failed = super::reduce_errors::bisect_groups(groups.len(), &mut |lo, hi| {
-                    let reply = inp.callbacks.call(
-                        *func,
-                        "threshold_py",
-                        inp.label,
-                        Payload::Counts(group_counts[lo..hi].to_vec()),
-                    )?;
-                    let Reply::Counts(new_counts) = reply else {
-                        return Err(Error::User(format!(
-                            "{}: threshold function must return int64 counts",
-                            inp.label
-                        )));
-                    };
-                    if new_counts.len() != hi - lo {
-                        return Err(Error::User(format!(
-                            "{}: threshold function returned {} counts for {} inputs",
-                            inp.label,
-                            new_counts.len(),
-                            hi - lo
-                        )));
-                    }
-                    for (r, c) in results[lo..hi].iter_mut().zip(new_counts) {
-                        *r = Some(c);
-                    }
-                    Ok(())
-                })?;
-                for (g, c) in groups.iter_mut().zip(results) {
-                    g.start = desired_counts.len();
-                    if let Some(c) = c.filter(|&c| c != 0) {
-                        desired_counts.push(c);
-                    }
-                    g.end = desired_counts.len();
-                }
-                for (g, message) in failed {
-                    groups[g].err = Some(message);
-                }
-            }
-            _ => {}
-        }
-
-        Ok(())
-    }
-
     /// Phase 3: per key in time order, the differences between the groups' desired output
-    /// and the accumulated output; consolidated and added to the output arrangement.
+    /// and the accumulated output (see [`OutputDiff::key_differences`]); consolidated and
+    /// added to the output arrangement.
     #[inline]
     fn output_differences(
         &mut self,
@@ -730,196 +480,396 @@ impl ReduceState {
         sc: &mut Scratch,
         mut output: Updates,
     ) -> Result<Updates> {
-        let kw = inp.key_width;
-        let Scratch {
-            groups,
-            desired_rows,
-            desired_counts,
-            out_hists,
-            out_offs,
-            oindex,
-            key_two_d,
-            want,
-            group_times,
-            ..
-        } = sc;
-        // Phase 3: differences against the accumulated output, per key in time order.
-        // (A Python reducer may have fixed the output width only now; the chain path, which
-        // wrote to `output` already, runs only for built-in aggregates.)
+        // A Python reducer may have fixed the output width only now; the chain path, which
+        // wrote to `output` already, runs only for built-in aggregates.
         let out_width = self.out.width;
         if output.width != out_width {
             debug_assert!(output.is_empty());
             output = Updates::new(out_width);
         }
-        let ovw = out_width - kw;
+        let Scratch {
+            desired,
+            hist,
+            diff,
+            ..
+        } = sc;
+        let groups = &desired.groups;
         let mut gi = 0;
-        let mut row = Vec::with_capacity(out_width);
         for (ki, (key, _)) in work.iter().enumerate() {
             if gi >= groups.len() || groups[gi].key != ki {
                 continue;
             }
-            oindex.build_range(out_hists, out_offs[ki], out_offs[ki + 1], kw);
-            let n_groups = groups[gi..].iter().take_while(|g| g.key == ki).count();
-            let two_d = key_two_d[ki]
-                && (out_offs[ki + 1] - out_offs[ki] + n_groups) * n_groups > SWEEP_MIN_WORK;
-            if two_d {
-                group_times.clear();
-                group_times.extend(
-                    groups[gi..]
-                        .iter()
-                        .take_while(|g| g.key == ki)
-                        .map(|g| g.time),
-                );
-                oindex.sweep_start(group_times);
-            }
-            while gi < groups.len() && groups[gi].key == ki {
-                let g = &groups[gi];
-                self.errors.set(key, g.time, g.err.as_deref());
-                // Map desired rows to ids first (this may add new distinct rows).
-                want.clear();
-                for r in g.start..g.end {
-                    let id = oindex.id_of(&desired_rows[r * ovw..(r + 1) * ovw], ovw) as usize;
-                    if want.len() <= id {
-                        want.resize(id + 1, 0);
-                    }
-                    want[id] += desired_counts[r];
-                }
-                if two_d {
-                    oindex.sweep_to(&g.time, inp.label)?;
-                } else {
-                    oindex.accumulate(&g.time, inp.label)?;
-                }
-                want.resize(oindex.num_vals(), 0);
-                for id in 0..oindex.num_vals() {
-                    let diff = want[id] - oindex.counts[id];
-                    want[id] = 0;
-                    if diff != 0 {
-                        row.clear();
-                        row.extend_from_slice(key);
-                        row.extend_from_slice(&oindex.vals[id * ovw..(id + 1) * ovw]);
-                        output.push(&row, g.time, diff);
-                        if two_d {
-                            oindex.sweep_push(id as u32, g.time, diff, inp.label)?;
-                        } else {
-                            oindex.entries.push((id as u32, g.time, diff));
-                        }
-                    }
-                }
-                gi += 1;
-            }
+            let n = groups[gi..].iter().take_while(|g| g.key == ki).count();
+            let (lo, hi) = (hist.out_offs[ki], hist.out_offs[ki + 1]);
+            diff.key_differences(
+                inp,
+                key,
+                (desired, &groups[gi..gi + n]),
+                (&hist.outputs, lo, hi),
+                hist.two_d[ki],
+                &mut self.errors,
+                &mut output,
+            )?;
+            gi += n;
         }
         crate::engine::util::consolidate(&mut output)?;
         self.out.insert(&output, inp.frontier);
         Ok(output)
     }
+}
 
+/// Per-activation buffers of a reduce, kept between activations so that they do not regrow.
+#[derive(Default)]
+struct Scratch {
+    /// Phase 1's complete (key, time) groups and their desired output (phases 2 and 3 read it).
+    desired: Desired,
+    /// The histories phase 1 reads (the output histories again in phase 3).
+    hist: Histories,
+    /// Phase 1: one key's candidate times and its input accumulated at one of them.
+    acc: KeyAccum,
+    /// Phase 3: one key's output accumulated at a group's time, against the desired output.
+    diff: OutputDiff,
+}
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Scratch")
+    }
+}
+
+/// A complete (key, time) of an activation: the key's output should be its desired rows
+/// there (or nothing, when it failed).
+pub(super) struct Group {
+    /// The key's index in the activation's work.
+    pub(super) key: usize,
+    pub(super) time: Time,
+    /// Range of this group's desired output rows in [`Desired`].
+    pub(super) start: usize,
+    pub(super) end: usize,
+    /// Why the key failed at this time (its output is then empty).
+    pub(super) err: Option<String>,
+}
+
+/// The groups of an activation, in key then time order, and their desired output rows,
+/// flat: row `r` is `rows[r * w..(r + 1) * w]` (`w` the output's value width) with count
+/// `counts[r]`.
+#[derive(Default)]
+pub(super) struct Desired {
+    pub(super) groups: Vec<Group>,
+    pub(super) rows: Vec<u64>,
+    pub(super) counts: Vec<i64>,
+}
+
+impl Desired {
+    fn clear(&mut self) {
+        self.groups.clear();
+        self.rows.clear();
+        self.counts.clear();
+    }
+
+    /// A group of a built-in aggregate: the aggregate of the key's accumulated values
+    /// (`vals`, `counts`: the values with non-zero count, `vw` words each), or no rows and
+    /// the error when the accumulation (`acc`) or the aggregate fails.
+    #[inline]
     #[allow(clippy::too_many_arguments)]
-    fn python_groups(
+    fn push_builtin(
         &mut self,
         inp: &ReduceInput<'_>,
-        func: u64,
-        ncols: usize,
-        work: &[(Vec<u64>, Vec<Time>)],
-        groups: &mut [Group],
-        (vals, counts, offsets): (Vec<u64>, Vec<i64>, Vec<i64>),
-        (desired_rows, desired_counts): (&mut Vec<u64>, &mut Vec<i64>),
-    ) -> Result<()> {
-        if groups.is_empty() {
-            return Ok(());
+        (key, time): (usize, Time),
+        acc: Result<()>,
+        (vals, counts, vw): (&[u64], &[i64], usize),
+        out_vw: usize,
+    ) {
+        let start = self.counts.len();
+        let res = acc.and_then(|()| {
+            aggregate::apply(
+                inp.agg,
+                inp.val_dtypes,
+                vw,
+                vals,
+                counts,
+                inp.label,
+                &mut self.rows,
+                &mut self.counts,
+            )
+        });
+        let err = res.err().map(|e| e.to_string());
+        if err.is_some() {
+            // Errors as data: no output for the key here, and an error update.
+            self.counts.truncate(start);
+            self.rows.truncate(start * out_vw);
         }
-        let kw = inp.key_width;
-        let vw = inp.val_dtypes.len();
-        let keys: Vec<Column> = (0..kw)
-            .map(|c| Column {
-                dtype: inp.key_dtypes[c],
-                words: groups.iter().map(|g| work[g.key].0[c]).collect(),
-            })
-            .collect();
-        let n = counts.len();
-        let values: Vec<Column> = (0..vw)
-            .map(|c| Column {
-                dtype: inp.val_dtypes[c],
-                words: (0..n).map(|r| vals[r * vw + c]).collect(),
-            })
-            .collect();
-        let payload = Payload::Reduce {
-            key_names: inp.key_names.to_vec(),
-            keys,
-            offsets,
-            val_names: inp.val_names.to_vec(),
-            values,
+        self.groups.push(Group {
+            key,
+            time,
+            start,
+            end: self.counts.len(),
+            err,
+        });
+    }
+
+    /// A group of a Python aggregate: its accumulated values gathered into `py` for the
+    /// callback of phase 2, which writes its rows; or the error when the accumulation
+    /// failed.
+    #[inline]
+    fn push_python(
+        &mut self,
+        (key, time): (usize, Time),
+        acc: Result<()>,
+        (vals, counts): (&[u64], &[i64]),
+        py: &mut PyGroups,
+    ) {
+        let start = self.counts.len();
+        let err = acc.err().map(|e| e.to_string());
+        if err.is_none() {
+            py.push(vals, counts);
+        }
+        self.groups.push(Group {
+            key,
+            time,
+            start,
+            end: start,
+            err,
+        });
+    }
+}
+
+/// The histories phase 1 reads: the input history of the key at hand; the output histories
+/// of every key with work, flat (key `i`'s rows are `out_offs[i]..out_offs[i + 1]`, read
+/// again in phase 3); the times of the key's input, output and error histories (`edits`);
+/// and per key whether its times have at most two non-zero coordinates.
+#[derive(Default)]
+struct Histories {
+    input: Updates,
+    outputs: Updates,
+    out_offs: Vec<usize>,
+    edits: Vec<Time>,
+    two_d: Vec<bool>,
+}
+
+impl Histories {
+    /// Empties the histories for input rows of `in_width` words and output rows of
+    /// `out_width` words.
+    fn reset(&mut self, in_width: usize, out_width: usize) {
+        if self.input.width != in_width {
+            self.input = Updates::new(in_width);
+        }
+        if self.outputs.width != out_width {
+            self.outputs = Updates::new(out_width);
+        }
+        self.outputs.clear();
+        self.out_offs.clear();
+        self.out_offs.push(0);
+        self.two_d.clear();
+    }
+
+    /// Reads `key`'s input and output histories (unconsolidated) and its edit times; returns
+    /// where its output history starts in `outputs`.
+    #[inline]
+    fn read_key(
+        &mut self,
+        key: &[u64],
+        (input, output): (&mut Reader, &mut Reader),
+        errors: &ReduceErrors,
+    ) -> usize {
+        self.input.clear();
+        input.key_history(key, &mut self.input);
+        let out_lo = self.outputs.len();
+        output.key_history(key, &mut self.outputs);
+        self.out_offs.push(self.outputs.len());
+        self.edits.clear();
+        self.edits.extend_from_slice(&self.input.times);
+        self.edits.extend_from_slice(&self.outputs.times[out_lo..]);
+        errors.times_of(key, &mut self.edits);
+        out_lo
+    }
+}
+
+/// Phase 1's buffers for one key: its candidate times, its input indexed by distinct value
+/// and accumulated at one time (`vals`, `counts`: the values with non-zero count), and the
+/// chain path's buffers.
+#[derive(Default)]
+struct KeyAccum {
+    cands: Vec<Time>,
+    index: Indexed,
+    vals: Vec<u64>,
+    counts: Vec<i64>,
+    times: TimesScratch,
+    chain: ChainScratch,
+}
+
+impl KeyAccum {
+    /// The key's interesting times (sorted, deduplicated) into `cands`, from its edit times
+    /// and its new and pending times; returns whether all of them have at most two non-zero
+    /// coordinates (then the 2-D sweep finds them; `edits` is left unsorted).
+    #[inline]
+    fn candidate_times(&mut self, edits: &mut Vec<Time>, new_times: &[Time]) -> bool {
+        self.cands.clear();
+        let two_d = at_most_2d(edits) && at_most_2d(new_times);
+        if two_d {
+            interesting_times_2d(edits, new_times, &mut self.times, &mut self.cands);
+        } else {
+            edits.sort_unstable();
+            edits.dedup();
+            crate::times::interesting_times(edits, new_times, &mut self.cands);
+        }
+        two_d
+    }
+
+    /// One key's groups: each candidate time in the future of the frontier stays pending;
+    /// each complete one becomes a group, its input accumulated there and handed to
+    /// [`Desired::push_builtin`] or [`Desired::push_python`].
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn key_groups(
+        &mut self,
+        inp: &ReduceInput<'_>,
+        (ki, key): (usize, &[u64]),
+        in_hist: &Updates,
+        two_d: bool,
+        out_vw: usize,
+        (desired, py): (&mut Desired, &mut PyGroups),
+        still_pending: &mut Pending,
+    ) {
+        let KeyAccum {
+            cands,
+            index,
+            vals,
             counts,
-        };
-        let reply = inp.callbacks.call(func, "reduce_py", inp.label, payload)?;
-        let Reply::Columns {
-            columns,
-            offsets: Some(out_offsets),
-            counts: out_counts,
             ..
-        } = reply
-        else {
-            return Err(Error::User(format!(
-                "{}: reducer must return output columns and offsets",
-                inp.label
-            )));
-        };
-        if columns.len() != ncols {
-            return Err(Error::User(format!(
-                "{}: reducer returned {} columns, expected {ncols}",
-                inp.label,
-                columns.len()
-            )));
+        } = self;
+        let vw = inp.batch.width - inp.key_width;
+        let builtin = is_builtin(inp.agg);
+        index.build(in_hist, inp.key_width);
+        // The sweep pays off once scanning the history per time would cost more than
+        // sorting it once (measured: below ~512 entry-times the plain scan is cheaper).
+        let sweep = two_d && in_hist.len() * cands.len() > SWEEP_MIN_WORK;
+        if sweep {
+            index.sweep_start(&[]);
         }
-        if out_offsets.len() != groups.len() + 1 {
-            return Err(Error::User(format!(
-                "{}: reducer returned {} offsets for {} keys (expected keys + 1)",
-                inp.label,
-                out_offsets.len(),
-                groups.len()
-            )));
-        }
-        let rows = columns.first().map(|c| c.words.len()).unwrap_or(0);
-        if columns.iter().any(|c| c.words.len() != rows)
-            || out_offsets.windows(2).any(|w| w[0] > w[1])
-            || out_offsets[0] != 0
-            || *out_offsets.last().unwrap_or(&0) as usize != rows
-        {
-            return Err(Error::User(format!(
-                "{}: reducer output columns and offsets do not agree ({rows} rows, offsets ending at {})",
-                inp.label,
-                out_offsets.last().unwrap_or(&0)
-            )));
-        }
-        let dtypes: Vec<DType> = columns.iter().map(|c| c.dtype).collect();
-        match &self.out_dtypes {
-            _ if rows == 0 => {}
-            None => {
-                self.out_dtypes = Some(dtypes.clone());
-                if self.out.is_empty() {
-                    self.out = Arrangement::new(kw, kw + ncols);
-                }
+        for &t in cands.iter() {
+            if inp.frontier.less_equal(&t) {
+                still_pending.push(key, t);
+                continue;
             }
-            Some(d) if *d != dtypes => {
-                return Err(Error::Type(format!(
-                    "{}: reducer returned dtypes {:?}, earlier batches had {:?}",
-                    inp.label,
-                    dtypes.iter().map(|d| d.name()).collect::<Vec<_>>(),
-                    d.iter().map(|d| d.name()).collect::<Vec<_>>()
-                )))
+            let acc = accumulate_at(index, &t, sweep, inp.label);
+            index.nonzero(vw, vals, counts);
+            if builtin {
+                desired.push_builtin(inp, (ki, t), acc, (vals, counts, vw), out_vw);
+            } else {
+                desired.push_python((ki, t), acc, (vals, counts), py);
             }
-            _ => {}
         }
-        for (gi, g) in groups.iter_mut().enumerate() {
-            g.start = desired_counts.len();
-            for r in out_offsets[gi] as usize..out_offsets[gi + 1] as usize {
-                let c = out_counts.as_ref().map(|c| c[r]).unwrap_or(1);
-                if c != 0 {
-                    desired_rows.extend(columns.iter().map(|c| c.words[r]));
-                    desired_counts.push(c);
-                }
-            }
-            g.end = desired_counts.len();
+    }
+}
+
+/// Accumulates an indexed history at `t`: by the sweep (in time order) or by a scan.
+#[inline]
+fn accumulate_at(index: &mut Indexed, t: &Time, sweep: bool, label: &str) -> Result<()> {
+    if sweep {
+        // The sweep's partial sums may overflow where the total does not.
+        index
+            .sweep_to(t, label)
+            .or_else(|_| index.accumulate(t, label))
+    } else {
+        index.accumulate(t, label)
+    }
+}
+
+/// Phase 3's buffers for one key: its output history indexed by distinct row, the desired
+/// count per row id at a group's time, the key's group times (for the sweep) and an output
+/// row.
+#[derive(Default)]
+struct OutputDiff {
+    index: Indexed,
+    want: Vec<i64>,
+    group_times: Vec<Time>,
+    row: Vec<u64>,
+}
+
+impl OutputDiff {
+    /// One key's output differences: its output history (`outputs[lo..hi]`) indexed, then,
+    /// per group in time order, the desired output minus the accumulated output, written
+    /// to `output` and added to the index.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn key_differences(
+        &mut self,
+        inp: &ReduceInput<'_>,
+        key: &[u64],
+        (desired, groups): (&Desired, &[Group]),
+        (outputs, lo, hi): (&Updates, usize, usize),
+        two_d: bool,
+        errors: &mut ReduceErrors,
+        output: &mut Updates,
+    ) -> Result<()> {
+        self.index.build_range(outputs, lo, hi, inp.key_width);
+        let n = groups.len();
+        let sweep = two_d && (hi - lo + n) * n > SWEEP_MIN_WORK;
+        if sweep {
+            self.group_times.clear();
+            self.group_times.extend(groups.iter().map(|g| g.time));
+            self.index.sweep_start(&self.group_times);
+        }
+        for g in groups {
+            errors.set(key, g.time, g.err.as_deref());
+            self.group_difference(inp, key, g, desired, sweep, output)?;
         }
         Ok(())
     }
+
+    /// At group `g`'s time: the desired rows' counts minus the accumulated output's, each
+    /// non-zero difference written to `output` and added to the index.
+    #[inline]
+    fn group_difference(
+        &mut self,
+        inp: &ReduceInput<'_>,
+        key: &[u64],
+        g: &Group,
+        desired: &Desired,
+        sweep: bool,
+        output: &mut Updates,
+    ) -> Result<()> {
+        let OutputDiff {
+            index, want, row, ..
+        } = self;
+        let ovw = output.width - inp.key_width;
+        // Map desired rows to ids first (this may add new distinct rows).
+        want.clear();
+        for r in g.start..g.end {
+            let id = index.id_of(&desired.rows[r * ovw..(r + 1) * ovw], ovw) as usize;
+            if want.len() <= id {
+                want.resize(id + 1, 0);
+            }
+            want[id] += desired.counts[r];
+        }
+        if sweep {
+            index.sweep_to(&g.time, inp.label)?;
+        } else {
+            index.accumulate(&g.time, inp.label)?;
+        }
+        want.resize(index.num_vals(), 0);
+        for id in 0..index.num_vals() {
+            let diff = want[id] - index.counts[id];
+            want[id] = 0;
+            if diff != 0 {
+                row.clear();
+                row.extend_from_slice(key);
+                row.extend_from_slice(&index.vals[id * ovw..(id + 1) * ovw]);
+                output.push(row, g.time, diff);
+                if sweep {
+                    index.sweep_push(id as u32, g.time, diff, inp.label)?;
+                } else {
+                    index.entries.push((id as u32, g.time, diff));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `agg` runs in Rust (otherwise it calls back into Python in phase 2).
+#[inline]
+fn is_builtin(agg: &Agg) -> bool {
+    !matches!(agg, Agg::Python { .. } | Agg::ThresholdPy { .. })
 }
