@@ -686,11 +686,12 @@ impl Histories {
 }
 
 /// Phase 1's buffers for one key: its candidate times, its input indexed by distinct value
-/// and accumulated at one time (`vals`, `counts`: the values with non-zero count), and the
-/// chain path's buffers.
+/// and accumulated at one time (`vals`, `counts`: the values with non-zero count), its
+/// candidate times that stay pending, and the chain path's buffers.
 #[derive(Default)]
 struct KeyAccum {
     cands: Vec<Time>,
+    pending: Vec<Time>,
     index: Indexed,
     vals: Vec<u64>,
     counts: Vec<i64>,
@@ -716,7 +717,7 @@ impl KeyAccum {
         two_d
     }
 
-    /// One key's groups: each candidate time in the future of the frontier stays pending;
+    /// One key's groups: the candidate times in the future of the frontier stay pending;
     /// each complete one becomes a group, its input accumulated there and handed to
     /// [`Desired::push_builtin`] or [`Desired::push_python`].
     #[inline]
@@ -736,6 +737,7 @@ impl KeyAccum {
             index,
             vals,
             counts,
+            pending,
             ..
         } = self;
         let vw = inp.batch.width - inp.key_width;
@@ -747,9 +749,10 @@ impl KeyAccum {
         if sweep {
             index.sweep_start(&[]);
         }
+        pending.clear();
         for &t in cands.iter() {
             if inp.frontier.less_equal(&t) {
-                still_pending.push(key, t);
+                pending.push(t);
                 continue;
             }
             let acc = accumulate_at(index, &t, sweep, inp.label);
@@ -759,6 +762,10 @@ impl KeyAccum {
             } else {
                 desired.push_python((ki, t), acc, (vals, counts), py);
             }
+        }
+        if !pending.is_empty() {
+            // One entry per key, allocated at its size.
+            still_pending.insert(key.to_vec(), pending.to_vec());
         }
     }
 }
