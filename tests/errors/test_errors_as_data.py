@@ -129,6 +129,50 @@ def test_user_function_that_raises_is_data(kind: str) -> None:
     assert sorted(got.column("k").to_pylist()) == expect
 
 
+@pytest.mark.parametrize("kind", ["reducer", "threshold"])
+def test_python_aggregate_beside_an_overflowing_count_is_data(kind: str) -> None:
+    """A Python reducer or threshold where one key's counts sum past int64 beside other keys:
+    the key is an error and the function sees only the others (the engine used to panic,
+    its groups misaligned with the values gathered for the callback)."""
+    f = dd.Dataflow()
+    i, c = f.new_input(("k",))
+    seen: list[int] = []
+
+    def sizes(batch: Any) -> dict[str, np.ndarray]:
+        seen.extend(np.asarray(batch.keys["k"]).tolist())
+        offsets = np.asarray(batch.offsets)
+        totals = [
+            int(batch.counts[offsets[j] : offsets[j + 1]].sum()) for j in range(len(offsets) - 1)
+        ]
+        return {"offsets": np.arange(len(totals) + 1), "n": np.array(totals, dtype=np.int64)}
+
+    if kind == "reducer":
+        out = c.reduce(by="k", agg=sizes, columns=["n"])
+    else:
+        out = c.threshold(lambda n: seen.append(n) or n + 1)
+    cap = out.capture(errors="collect")
+    i.update_at((1,), 0, 2**62)
+    i.update_at((1,), 0, 2**62)
+    i.update_at((2,), 0, 3)
+    i.update_at((5,), 0, 1)
+    i.advance_to(1)
+    f.run_until(1)
+    if kind == "reducer":
+        assert _rows(cap.at(0)) == [{"k": 2, "n": 3, "diff": 1}, {"k": 5, "n": 1, "diff": 1}]
+        assert sorted(seen) == [2, 5]
+    else:
+        assert _rows(cap.at(0)) == [{"k": 2, "diff": 4}, {"k": 5, "diff": 2}]
+        assert sorted(seen) == [1, 3]
+    errors = cap.errors_at(0)
+    assert [e["values"] for e in errors] == ["k=1"] and "overflow" in errors[0]["message"]
+    i.update_at((1,), 1, -(2**62))
+    i.advance_to(2)
+    f.run_until(2)
+    assert cap.errors_at(1) == []
+    n1 = {"reducer": {"k": 1, "n": 2**62, "diff": 1}, "threshold": {"k": 1, "diff": 2**62 + 1}}
+    assert n1[kind] in _rows(cap.at(1))
+
+
 def test_expression_overflow_is_data() -> None:
     f = dd.Dataflow()
     i, c = f.new_input(("k",))

@@ -622,7 +622,7 @@ impl Desired {
         let start = self.counts.len();
         let err = acc.err().map(|e| e.to_string());
         if err.is_none() {
-            py.push(vals, counts);
+            py.push(self.groups.len(), vals, counts);
         }
         self.groups.push(Group {
             key,

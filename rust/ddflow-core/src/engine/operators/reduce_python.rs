@@ -15,8 +15,11 @@ use crate::lattice::Time;
 use std::ops::Range;
 
 /// The accumulated values of the groups of a Python aggregate, gathered in phase 1 for one
-/// callback in phase 2 (group `g`'s value rows are `offsets[g]..offsets[g + 1]`).
+/// callback in phase 2: entry `j` is group `groups[j]` of the activation, its value rows
+/// `offsets[j]..offsets[j + 1]`. Groups whose accumulation failed have no entry (they are
+/// errors already; the function never sees them).
 pub(super) struct PyGroups {
+    groups: Vec<usize>,
     vals: Vec<u64>,
     counts: Vec<i64>,
     offsets: Vec<i64>,
@@ -25,6 +28,7 @@ pub(super) struct PyGroups {
 impl Default for PyGroups {
     fn default() -> Self {
         PyGroups {
+            groups: Vec::new(),
             vals: Vec::new(),
             counts: Vec::new(),
             offsets: vec![0],
@@ -33,16 +37,17 @@ impl Default for PyGroups {
 }
 
 impl PyGroups {
-    /// Adds the next group's values (rows of `vals`) with their counts.
-    pub(super) fn push(&mut self, vals: &[u64], counts: &[i64]) {
+    /// Adds group `group`'s values (rows of `vals`) with their counts.
+    pub(super) fn push(&mut self, group: usize, vals: &[u64], counts: &[i64]) {
+        self.groups.push(group);
         self.vals.extend_from_slice(vals);
         self.counts.extend_from_slice(counts);
         self.offsets.push(self.counts.len() as i64);
     }
 
-    /// The gathered value rows of groups `g`.
-    fn rows(&self, g: Range<usize>) -> Range<usize> {
-        self.offsets[g.start] as usize..self.offsets[g.end] as usize
+    /// The gathered value rows of entries `j`.
+    fn rows(&self, j: Range<usize>) -> Range<usize> {
+        self.offsets[j.start] as usize..self.offsets[j.end] as usize
     }
 }
 
@@ -72,8 +77,8 @@ impl ReduceState {
         }
     }
 
-    /// A Python reducer `func` writing `ncols` columns, called on the groups (bisected where
-    /// it fails).
+    /// A Python reducer `func` writing `ncols` columns, called on the gathered groups
+    /// (bisected where it fails).
     fn python_reducer(
         &mut self,
         inp: &ReduceInput<'_>,
@@ -82,19 +87,16 @@ impl ReduceState {
         desired: &mut Desired,
         py: &PyGroups,
     ) -> Result<()> {
-        let failed = bisect_groups(desired.groups.len(), &mut |lo, hi| {
-            if lo == hi {
-                return Ok(());
-            }
-            let payload = reducer_payload(inp, work, &desired.groups[lo..hi], py, lo..hi);
+        let failed = bisect_groups(py.groups.len(), &mut |lo, hi| {
+            let payload = reducer_payload(inp, work, &desired.groups, py, lo..hi);
             let reply = inp.callbacks.call(func, "reduce_py", inp.label, payload)?;
             let reply = reducer_reply(inp, reply, ncols, hi - lo)?;
             self.reducer_dtypes(inp, &reply.columns, ncols)?;
-            reducer_rows(desired, lo..hi, &reply);
+            reducer_rows(desired, &py.groups[lo..hi], &reply);
             Ok(())
         })?;
-        for (g, message) in failed {
-            desired.groups[g].err = Some(message);
+        for (j, message) in failed {
+            desired.groups[py.groups[j]].err = Some(message);
         }
         Ok(())
     }
@@ -131,8 +133,8 @@ impl ReduceState {
     }
 }
 
-/// The payload of a reducer call on `groups` (groups `range` of the activation): per group
-/// its key, and its values with their counts.
+/// The payload of a reducer call on entries `range` of `py`: per group its key, and its
+/// values with their counts.
 fn reducer_payload(
     inp: &ReduceInput<'_>,
     work: &[(Vec<u64>, Vec<Time>)],
@@ -146,7 +148,10 @@ fn reducer_payload(
     let keys: Vec<Column> = (0..inp.key_width)
         .map(|c| Column {
             dtype: inp.key_dtypes[c],
-            words: groups.iter().map(|g| work[g.key].0[c]).collect(),
+            words: py.groups[range.clone()]
+                .iter()
+                .map(|&g| work[groups[g].key].0[c])
+                .collect(),
         })
         .collect();
     let values: Vec<Column> = (0..vw)
@@ -223,15 +228,16 @@ fn reducer_reply(
     })
 }
 
-/// Writes a reducer's reply as the desired rows of groups `range` (rows with count 0 are
+/// Writes a reducer's reply as the desired rows of `groups` (in order; rows with count 0 are
 /// dropped; a reply without counts means 1 each).
-fn reducer_rows(desired: &mut Desired, range: Range<usize>, reply: &ReducerReply) {
+fn reducer_rows(desired: &mut Desired, groups: &[usize], reply: &ReducerReply) {
     let Desired {
-        groups,
+        groups: all,
         rows,
         counts,
     } = desired;
-    for (gi, g) in groups[range].iter_mut().enumerate() {
+    for (gi, &g) in groups.iter().enumerate() {
+        let g = &mut all[g];
         g.start = counts.len();
         for r in reply.offsets[gi] as usize..reply.offsets[gi + 1] as usize {
             let c = reply.counts.as_ref().map(|c| c[r]).unwrap_or(1);
@@ -249,26 +255,27 @@ fn reducer_rows(desired: &mut Desired, range: Range<usize>, reply: &ReducerReply
 /// fails).
 fn threshold(inp: &ReduceInput<'_>, func: u64, desired: &mut Desired, py: &PyGroups) -> Result<()> {
     let Desired { groups, counts, .. } = desired;
-    let group_counts: Vec<i64> = (0..groups.len())
-        .map(|g| py.counts[py.rows(g..g + 1)].iter().sum())
+    let group_counts: Vec<i64> = (0..py.groups.len())
+        .map(|j| py.counts[py.rows(j..j + 1)].iter().sum())
         .collect();
-    let mut results: Vec<Option<i64>> = vec![None; groups.len()];
-    let failed = bisect_groups(groups.len(), &mut |lo, hi| {
+    let mut results: Vec<Option<i64>> = vec![None; py.groups.len()];
+    let failed = bisect_groups(py.groups.len(), &mut |lo, hi| {
         let new_counts = threshold_call(inp, func, &group_counts[lo..hi])?;
         for (r, c) in results[lo..hi].iter_mut().zip(new_counts) {
             *r = Some(c);
         }
         Ok(())
     })?;
-    for (g, c) in groups.iter_mut().zip(results) {
+    for (&g, c) in py.groups.iter().zip(results) {
+        let g = &mut groups[g];
         g.start = counts.len();
         if let Some(c) = c.filter(|&c| c != 0) {
             counts.push(c);
         }
         g.end = counts.len();
     }
-    for (g, message) in failed {
-        groups[g].err = Some(message);
+    for (j, message) in failed {
+        groups[py.groups[j]].err = Some(message);
     }
     Ok(())
 }
