@@ -396,6 +396,10 @@ class Engine:
     def trace_len(self, node: int) -> int:
         """Updates stored in an arrangement's trace, summed over workers."""
 
+def _plan_round_trip(plan_json: str) -> str:
+    """The plan as the engine reads it and writes it back (a test hook: the builder's JSON
+    against the serde plan types)."""
+
 # --- capture state (rust/ddflow-py/src/capture.rs) ---------------------------------------
 
 @final

@@ -420,7 +420,16 @@ impl PyEngine {
     }
 }
 
-/// Registers the engine class.
+/// `_core._plan_round_trip(plan_json)`: the plan as the engine reads it and writes it back
+/// (`Plan::from_json`, then `Plan::to_json`), so that tests can check that the Python builder
+/// writes exactly what the serde plan types expect.
+#[pyfunction]
+fn _plan_round_trip(plan_json: &str) -> PyResult<String> {
+    Ok(Plan::from_json(plan_json).py()?.to_json())
+}
+
+/// Registers the engine class and the plan round-trip test hook.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyEngine>()
+    m.add_class::<PyEngine>()?;
+    m.add_function(wrap_pyfunction!(_plan_round_trip, m)?)
 }
