@@ -9,16 +9,16 @@
 //! the future of the frontier are kept as pending (they hold back the output frontier).
 //!
 //! An activation ([`ReduceState::activate`]) runs in phases:
-//! * [`ReduceState::collect_work`]: the keys with new input or complete pending times;
-//! * phase 1, [`ReduceState::candidate_groups`]: per key, its histories
-//!   ([`Histories::read_key`]) and candidate times ([`KeyAccum::candidate_times`]), then per
+//! * `ReduceState::collect_work`: the keys with new input or complete pending times;
+//! * phase 1, `ReduceState::candidate_groups`: per key, its histories
+//!   (`Histories::read_key`) and candidate times (`KeyAccum::candidate_times`), then per
 //!   complete time the input accumulated there and the aggregate's desired output
-//!   ([`KeyAccum::key_groups`], [`Desired`]); keys whose times form a chain take
-//!   [`ReduceState::reduce_chain_key`] (`reduce_chain.rs`) instead;
+//!   (`KeyAccum::key_groups`, `Desired`); keys whose times form a chain take
+//!   `ReduceState::reduce_chain_key` (`reduce_chain.rs`) instead;
 //! * phase 2 (`reduce_python.rs`): Python aggregates, evaluated in one callback for all
 //!   (key, time) groups of the activation;
-//! * phase 3, [`ReduceState::output_differences`]: per key and group, the desired output
-//!   minus the accumulated output ([`OutputDiff`]), emitted and added to the output trace.
+//! * phase 3, `ReduceState::output_differences`: per key and group, the desired output
+//!   minus the accumulated output (`OutputDiff`), emitted and added to the output trace.
 
 use super::aggregate;
 use super::reduce_chain::{self, ChainKey, ChainScratch};
