@@ -18,7 +18,7 @@ use crate::convert::{
 use crate::errors::without_gil;
 use ddflow_core::encoding::{encode_f64, Interner};
 use ddflow_core::lattice::{Antichain, Lattice, Time, MAX_DIMS};
-use ddflow_core::trace::{Batch, Description, Spine, TraceHandle};
+use ddflow_core::trace::{read, Batch, Description, Spine, TraceHandle};
 use ddflow_core::{Error, Result as CoreResult, Updates};
 use numpy::{PyArray1, PyUntypedArrayMethods};
 use pyo3::prelude::*;
@@ -89,87 +89,20 @@ fn default_upper(lower: &Antichain<Time>, times: &[Time]) -> Antichain<Time> {
     Antichain::from_elem(u)
 }
 
-/// Consolidated reads, with times advanced by the reader's frontier.
+/// A read decoded into columns, with its times flattened (the core's `trace::read` does the
+/// reading, advancing and consolidating).
 struct ReadOut {
     cols: Vec<ColOut>,
     times: Vec<i64>,
     diffs: Vec<i64>,
 }
 
-fn finish_read(
-    mut u: Updates,
-    types: &[ColType],
-    frontier: &Antichain<Time>,
-    k: usize,
-    presorted_order: bool,
-) -> CoreResult<ReadOut> {
-    let trivial = frontier.is_empty() || frontier.elements() == [Time::minimum()];
-    if !trivial {
-        let f = frontier.elements();
-        let mut changed = false;
-        for t in u.times.iter_mut() {
-            let a = t.advance_by(f);
-            changed |= a != *t;
-            *t = a;
-        }
-        if changed {
-            if presorted_order {
-                with_sorter(|s| s.consolidate_updates(&mut u))?;
-            } else {
-                // Keep the caller's row order (e.g. value order of a range read): rows
-                // are grouped already, only times within a row need consolidating.
-                consolidate_within_rows(&mut u)?;
-            }
-        }
-    }
-    let cols = decode_rows(types, &u.rows, Enc::Core)?;
-    let times = flatten_times(&u.times, k);
+fn decoded(u: Updates, types: &[ColType], k: usize) -> CoreResult<ReadOut> {
     Ok(ReadOut {
-        cols,
-        times,
+        cols: decode_rows(types, &u.rows, Enc::Core)?,
+        times: flatten_times(&u.times, k),
         diffs: u.diffs,
     })
-}
-
-/// Consolidates the times of each run of equal rows, keeping the order of the runs.
-fn consolidate_within_rows(u: &mut Updates) -> CoreResult<()> {
-    let w = u.width;
-    let n = u.len();
-    let mut out = Updates::with_capacity(w, n);
-    let mut i = 0;
-    let mut run: Vec<(Time, i64)> = Vec::new();
-    while i < n {
-        let mut j = i + 1;
-        while j < n && u.row(j) == u.row(i) {
-            j += 1;
-        }
-        run.clear();
-        run.extend((i..j).map(|x| (u.times[x], u.diffs[x])));
-        run.sort_unstable_by_key(|x| x.0);
-        let mut a = 0;
-        while a < run.len() {
-            let mut total = run[a].1 as i128;
-            let mut b = a + 1;
-            while b < run.len() && run[b].0 == run[a].0 {
-                total += run[b].1 as i128;
-                b += 1;
-            }
-            if total != 0 {
-                let d = i64::try_from(total).map_err(|_| {
-                    Error::Overflow(format!(
-                        "diffs of row {:?} at time {:?} sum to {total}",
-                        u.row(i),
-                        run[a].0
-                    ))
-                })?;
-                out.push(u.row(i), run[a].0, d);
-            }
-            a = b;
-        }
-        i = j;
-    }
-    *u = out;
-    Ok(())
 }
 
 fn read_to_py<'py>(py: Python<'py>, r: ReadOut, k: usize) -> PyResult<Bound<'py, PyTuple>> {
@@ -185,62 +118,22 @@ fn read_to_py<'py>(py: Python<'py>, r: ReadOut, k: usize) -> PyResult<Bound<'py,
 
 /// Reads the whole trace.
 fn read_all(h: &TraceHandle, s: &Schema) -> CoreResult<ReadOut> {
-    let frontier = h.logical_compaction();
-    let (u, _) = h.to_updates();
-    finish_read(u, &s.types, &frontier, s.time_dims, true)
-}
-
-/// Appends the consolidated history of the cursor's current key to `out` as full rows.
-fn push_history(key: &[u64], h: &Updates, out: &mut Updates) {
-    for j in 0..h.len() {
-        out.rows.extend_from_slice(key);
-        out.rows.extend_from_slice(h.row(j));
-        out.times.push(h.times[j]);
-        out.diffs.push(h.diffs[j]);
-    }
+    decoded(read::read_all(h)?, &s.types, s.time_dims)
 }
 
 /// Reads the histories of the given key rows (any order, duplicates allowed).
 fn read_keys(h: &TraceHandle, s: &Schema, keys: &[u64], n: usize) -> CoreResult<ReadOut> {
-    let kw = s.key_cols;
-    let frontier = h.logical_compaction();
-    let mut idx: Vec<usize> = (0..n).collect();
-    let key = |i: usize| &keys[i * kw..(i + 1) * kw];
-    idx.sort_unstable_by(|&a, &b| key(a).cmp(key(b)));
-    idx.dedup_by(|a, b| key(*a) == key(*b));
-    let mut cursor = h.cursor();
-    let mut out = Updates::new(s.width());
-    let mut hist = Updates::new(s.val_cols());
-    for &i in idx.iter() {
-        hist.clear();
-        if cursor.key_history(key(i), &mut hist) {
-            push_history(key(i), &hist, &mut out);
-        }
-    }
-    finish_read(out, &s.types, &frontier, s.time_dims, true)
+    let u = read::read_keys(h, &keys[..n * s.key_cols], s.key_cols, s.width())?;
+    decoded(u, &s.types, s.time_dims)
 }
 
-/// Reads the keys in the word ranges `ranges` (`[start, end)`, `None` = unbounded), in the
-/// order given.
+/// Reads the keys in the word ranges `ranges`, in the order given.
 fn read_ranges(h: &TraceHandle, s: &Schema, ranges: &[(u64, Option<u64>)]) -> CoreResult<ReadOut> {
-    let frontier = h.logical_compaction();
-    let mut out = Updates::new(s.width());
-    let mut hist = Updates::new(s.val_cols());
-    for &(start, end) in ranges {
-        let mut cursor = h.cursor();
-        cursor.seek_key(&[start]);
-        while cursor.key_valid() {
-            let k = cursor.key()[0];
-            if end.is_some_and(|e| k >= e) {
-                break;
-            }
-            hist.clear();
-            cursor.history(&mut hist);
-            push_history(&[k], &hist, &mut out);
-            cursor.step_key();
-        }
-    }
-    finish_read(out, &s.types, &frontier, s.time_dims, false)
+    decoded(
+        read::read_word_ranges(h, ranges, s.width())?,
+        &s.types,
+        s.time_dims,
+    )
 }
 
 /// The word of a Python scalar as a value of a column of type `ty`.
@@ -287,46 +180,9 @@ fn bound(arg: &str, v: Option<&Bound<'_, PyAny>>, ty: ColType) -> PyResult<Optio
 
 /// The word ranges covering the key values `[lo, hi)`, in value order.
 fn word_ranges(ty: ColType, lo: Option<i128>, hi: Option<i128>) -> Vec<(u64, Option<u64>)> {
-    let word_end = |x: i128| -> Option<u64> {
-        if x > u64::MAX as i128 {
-            None
-        } else {
-            Some(x as u64)
-        }
-    };
     match ty {
-        ColType::UInt64 => {
-            let lo = lo.unwrap_or(0).max(0);
-            match hi {
-                Some(h) if h <= lo => vec![],
-                Some(h) => vec![(lo as u64, word_end(h))],
-                None => vec![(lo as u64, None)],
-            }
-        }
-        _ => {
-            // int64 words: non-negative values are words 0..2^63, negative ones 2^63..2^64.
-            let lo = lo.unwrap_or(i64::MIN as i128);
-            let hi = hi.unwrap_or(i64::MAX as i128 + 1);
-            let mut out = Vec::new();
-            if lo >= hi {
-                return out;
-            }
-            if lo < 0 {
-                let neg_end = hi.min(0);
-                let start = (lo as i64) as u64;
-                let end = if neg_end == 0 {
-                    None
-                } else {
-                    Some((neg_end as i64) as u64)
-                };
-                out.push((start, end));
-            }
-            if hi > 0 {
-                let start = lo.max(0) as u64;
-                out.push((start, Some(hi as u64)));
-            }
-            out
-        }
+        ColType::UInt64 => read::uint64_word_ranges(lo, hi),
+        _ => read::int64_word_ranges(lo, hi),
     }
 }
 
@@ -568,11 +424,8 @@ macro_rules! trace_pymethods {
                 .map(|(i, p)| scalar_word(&format!("key[{i}]"), s.types[i], p))
                 .collect::<PyResult<_>>()?;
             let r = self.with_handle(py, |h| {
-                let frontier = h.logical_compaction();
-                let mut cursor = h.cursor();
-                let mut hist = Updates::new(s.val_cols());
-                cursor.key_history(&words, &mut hist);
-                finish_read(hist, &s.types[kc..], &frontier, s.time_dims, true)
+                let hist = read::read_key_history(h, &words, s.val_cols())?;
+                decoded(hist, &s.types[kc..], s.time_dims)
             })?;
             read_to_py(py, r, s.time_dims)
         }
