@@ -22,10 +22,11 @@ def _flow(n: int) -> tuple[dd.Dataflow, dd.Capture]:
     return flow, cap
 
 
-def test_interrupt_then_resume() -> None:
-    n = 400_000
+def _interrupted_run(n: int, delay: float) -> tuple[bool, dd.Capture]:
+    """Runs the flow of ``n`` updates with Ctrl-C after ``delay`` seconds, then again to
+    completion; returns whether the first run was interrupted, and the capture."""
     flow, cap = _flow(n)
-    timer = threading.Timer(0.05, _thread.interrupt_main)
+    timer = threading.Timer(delay, _thread.interrupt_main)
     timer.start()
     interrupted = False
     try:
@@ -35,7 +36,17 @@ def test_interrupt_then_resume() -> None:
     finally:
         timer.cancel()
     flow.run_until(n)  # resumes (or is already done)
+    return interrupted, cap
+
+
+def test_interrupt_then_resume() -> None:
+    # The interrupt must land while the engine runs: a quiet machine finishes the smaller
+    # workload in tens of milliseconds, so the larger one is tried when it did.
+    for n, delay in ((400_000, 0.02), (3_000_000, 0.02)):
+        interrupted, cap = _interrupted_run(n, delay)
+        if interrupted:
+            break
+    assert interrupted, "the run finished before the interrupt: make the workload larger"
     reference_flow, reference = _flow(n)
     reference_flow.run_until(n)
-    assert interrupted, "the run finished before the interrupt: make the workload larger"
     assert cap.updates().equals(reference.updates())

@@ -16,6 +16,7 @@
 //! frontier back) and the operator reports work left, so the scheduler runs another pass.
 //! The output is the same updates, split into more messages.
 
+use super::join_replay::{replay_products, ReplayScratch, REPLAY_MIN_SIDE};
 use super::{Operator, Output, RunCtx};
 use crate::encoding::DType;
 use crate::engine::arrangement::Arrangement;
@@ -355,6 +356,13 @@ fn products(
     None
 }
 
+/// Buffers of one activation's products: an output row being built, and history replay's.
+#[derive(Default)]
+struct JoinScratch {
+    row: Vec<u64>,
+    replay: ReplayScratch,
+}
+
 /// Products not emitted yet when [`join_delta_fueled`] ran out of budget.
 pub struct Rest {
     left: Arc<Msg>,
@@ -393,7 +401,7 @@ fn batch_x_trace(
     kind: JoinKind,
     sign: i64,
     out: &mut Updates,
-    scratch: &mut Vec<u64>,
+    scratch: &mut JoinScratch,
     overflow: &mut Vec<(Vec<u64>, Time, i128)>,
     budget: &mut usize,
     shared_batch: &mut Option<Arc<Msg>>,
@@ -411,6 +419,20 @@ fn batch_x_trace(
         } else {
             (&hist, rows, [0, n, s, e])
         };
+        // Long histories on both sides: walk them in time order (`join_replay.rs`). A
+        // product outside i64, or more products than the fuel left (replay cannot stop
+        // partway), leaves the key to the pairwise products below.
+        if *budget > 0 && e - s >= REPLAY_MIN_SIDE && n >= REPLAY_MIN_SIDE {
+            let (lr, rr) = ((pair[0], pair[1]), (pair[2], pair[3]));
+            let mark = out.len();
+            match replay_products(l, lr, r, rr, kw, kind, sign, out, &mut scratch.replay) {
+                Some(k) if k <= *budget => {
+                    *budget -= k;
+                    continue;
+                }
+                _ => out.truncate(mark),
+            }
+        }
         let Some(pos) = products(
             l,
             r,
@@ -420,7 +442,7 @@ fn batch_x_trace(
             kind,
             sign,
             out,
-            scratch,
+            &mut scratch.row,
             overflow,
             budget,
         ) else {
@@ -510,7 +532,7 @@ pub fn join_delta_fueled(
     };
     let sign = if kind == JoinKind::Antijoin { -1 } else { 1 };
     let mut out = Updates::new(out_width);
-    let mut scratch = Vec::new();
+    let mut scratch = JoinScratch::default();
     let mut rest = Vec::new();
     let (a_rows, b_rows) = (da.0, db.0);
     let runs_a = key_runs(a_rows, kw);
@@ -576,7 +598,7 @@ pub fn join_delta_fueled(
         pkind,
         -sign,
         &mut out,
-        &mut scratch,
+        &mut scratch.row,
         overflow,
         budget,
     ) {

@@ -34,6 +34,7 @@ pub mod filter;
 pub mod inert;
 pub mod inspect;
 pub mod join;
+pub mod join_replay;
 pub mod leave;
 pub mod negate;
 pub mod passthrough;
