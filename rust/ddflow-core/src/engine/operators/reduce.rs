@@ -240,7 +240,19 @@ fn at_most_2d(times: &[Time]) -> bool {
 }
 
 /// Below this many (history entry x time) pairs a key accumulates by scanning its history.
-const SWEEP_MIN_WORK: usize = 512;
+/// `bfs_bench 1000 2000 B 30000`, two runs each: 512 -> 2048 took batches of 1,000 from
+/// 1.43 s to 1.37 s and batches of 100 and 10,000 from 1.35 / 1.40 s to 1.34 / 1.39 s; 4096
+/// was no better.
+pub const SWEEP_MIN_WORK: usize = 2048;
+
+/// The sweep threshold of reduces built now: `DDFLOW_REDUCE_SWEEP_MIN` if set to an integer
+/// (tests set 0 so that every 2-D key takes the sweep), else [`SWEEP_MIN_WORK`].
+pub fn sweep_min_work() -> usize {
+    std::env::var("DDFLOW_REDUCE_SWEEP_MIN")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .unwrap_or(SWEEP_MIN_WORK)
+}
 
 impl ReduceState {
     /// A new reduce with an output trace keyed like its input.
@@ -249,7 +261,7 @@ impl ReduceState {
             out: Arrangement::new(key_width, key_width),
             pending: Pending::default(),
             out_dtypes: None,
-            scratch: Scratch::default(),
+            scratch: Scratch::with_sweep_min(sweep_min_work()),
             errors: Default::default(),
         }
     }
@@ -531,6 +543,15 @@ struct Scratch {
     diff: OutputDiff,
 }
 
+impl Scratch {
+    fn with_sweep_min(sweep_min: usize) -> Self {
+        let mut s = Scratch::default();
+        s.acc.sweep_min = sweep_min;
+        s.diff.sweep_min = sweep_min;
+        s
+    }
+}
+
 impl std::fmt::Debug for Scratch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Scratch")
@@ -690,6 +711,8 @@ impl Histories {
 /// candidate times that stay pending, and the chain path's buffers.
 #[derive(Default)]
 struct KeyAccum {
+    /// Keys with more (history entry x time) pairs than this accumulate by the sweep.
+    sweep_min: usize,
     cands: Vec<Time>,
     pending: Vec<Time>,
     index: Indexed,
@@ -738,14 +761,15 @@ impl KeyAccum {
             vals,
             counts,
             pending,
+            sweep_min,
             ..
         } = self;
         let vw = inp.batch.width - inp.key_width;
         let builtin = is_builtin(inp.agg);
         index.build(in_hist, inp.key_width);
         // The sweep pays off once scanning the history per time would cost more than
-        // sorting it once (measured: below ~512 entry-times the plain scan is cheaper).
-        let sweep = two_d && in_hist.len() * cands.len() > SWEEP_MIN_WORK;
+        // sorting it once (measured: below ~2048 entry-times the plain scan is cheaper).
+        let sweep = two_d && in_hist.len() * cands.len() > *sweep_min;
         if sweep {
             index.sweep_start(&[]);
         }
@@ -788,6 +812,8 @@ fn accumulate_at(index: &mut Indexed, t: &Time, sweep: bool, label: &str) -> Res
 /// row.
 #[derive(Default)]
 struct OutputDiff {
+    /// As [`KeyAccum`]'s.
+    sweep_min: usize,
     index: Indexed,
     want: Vec<i64>,
     group_times: Vec<Time>,
@@ -812,7 +838,7 @@ impl OutputDiff {
     ) -> Result<()> {
         self.index.build_range(outputs, lo, hi, inp.key_width);
         let n = groups.len();
-        let sweep = two_d && (hi - lo + n) * n > SWEEP_MIN_WORK;
+        let sweep = two_d && (hi - lo + n) * n > self.sweep_min;
         if sweep {
             self.group_times.clear();
             self.group_times.extend(groups.iter().map(|g| g.time));
