@@ -463,6 +463,7 @@ pub fn py_float_repr(v: f64) -> String {
     let exp: i32 = exp.parse().expect("integer exponent");
     let sign = if v < 0.0 { "-" } else { "" };
     let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
+    let digits = python_tie(v.abs(), digits, exp);
     if !(-4..16).contains(&exp) {
         let m = if digits.len() > 1 {
             format!("{}.{}", &digits[..1], &digits[1..])
@@ -481,6 +482,59 @@ pub fn py_float_repr(v: f64) -> String {
             format!("{sign}{}.{}", &digits[..point], &digits[point..])
         }
     }
+}
+
+/// Python's choice between two shortest round-trip digit strings when the value lies exactly
+/// halfway between them: the one with the even last digit (`repr(562949953421312.25)` is
+/// `'562949953421312.2'`; Rust's shortest digits end in 3). `digits` are Rust's shortest
+/// significant digits of `v > 0` with decimal exponent `exp`.
+fn python_tie(v: f64, digits: String, exp: i32) -> String {
+    let n = digits.len();
+    let last = digits.as_bytes()[n - 1] - b'0';
+    if last.is_multiple_of(2) {
+        return digits;
+    }
+    // The exact decimal expansion of `v` (a double has at most 767 significant digits).
+    let exact = format!("{v:.800e}");
+    let (m, e) = exact.split_once('e').expect("LowerExp has an exponent");
+    if e.parse::<i32>().ok() != Some(exp) {
+        return digits;
+    }
+    let all: Vec<u8> = m.bytes().filter(u8::is_ascii_digit).collect();
+    let halfway = all.get(n) == Some(&b'5') && all[n + 1..].iter().all(|&c| c == b'0');
+    if !halfway {
+        return digits;
+    }
+    // `v` is exactly between the truncation `lo` and `lo + 1` (last digit); Rust gave one.
+    let lo = String::from_utf8(all[..n].to_vec()).expect("ASCII digits");
+    let other = if lo == digits {
+        match increment(&lo) {
+            Some(up) => up,
+            None => return digits,
+        }
+    } else {
+        lo
+    };
+    let reparsed = format!("0.{other}e{}", exp + 1).parse::<f64>();
+    if reparsed.ok() == Some(v) {
+        other.trim_end_matches('0').to_string()
+    } else {
+        digits
+    }
+}
+
+/// `digits + 1` in the last place, or `None` when that carries into a new leading digit.
+fn increment(digits: &str) -> Option<String> {
+    let mut b = digits.as_bytes().to_vec();
+    for c in b.iter_mut().rev() {
+        if *c == b'9' {
+            *c = b'0';
+        } else {
+            *c += 1;
+            return String::from_utf8(b).ok();
+        }
+    }
+    None
 }
 
 /// Writes `e` as the receiver of a method call (`lit(...)` around bare literals).
@@ -562,6 +616,10 @@ mod tests {
             (5e-324, "5e-324"),
             (-0.0, "-0.0"),
             (100.0, "100.0"),
+            // Exactly halfway between two shortest digit strings: Python takes the even one.
+            (2f64.powi(49) + 0.25, "562949953421312.2"),
+            (2f64.powi(49) + 0.75, "562949953421312.8"),
+            (-(2f64.powi(49) + 0.25), "-562949953421312.2"),
         ];
         for (v, s) in cases {
             assert_eq!(py_float_repr(v), s, "{v:e}");
