@@ -134,71 +134,69 @@ pub fn replay_products(
     sc: &mut ReplayScratch,
 ) -> Option<usize> {
     let mark = out.len();
-    let [order_l, order_r] = &mut sc.order;
-    let [meets_l, meets_r] = &mut sc.meets;
-    let [buf_l, buf_r] = &mut sc.bufs;
-    walk_order(l, (ls, le), order_l, meets_l);
-    walk_order(r, (rs, re), order_r, meets_r);
-    buf_l.clear();
-    buf_r.clear();
-    let (nl, nr) = (order_l.len(), order_r.len());
-    let (lw, rw) = (l.width, r.width);
-    let row = &mut sc.row;
+    let sides = [l, r];
+    walk_order(l, (ls, le), &mut sc.order[0], &mut sc.meets[0]);
+    walk_order(r, (rs, re), &mut sc.order[1], &mut sc.meets[1]);
+    sc.bufs[0].clear();
+    sc.bufs[1].clear();
+    let n = [sc.order[0].len(), sc.order[1].len()];
+    let mut pos = [0, 0];
     let mut emitted = 0usize;
-    let (mut i, mut j) = (0, 0);
-    while i < nl || j < nr {
-        let take_left = j == nr || (i < nl && l.times[order_l[i]] < r.times[order_r[j]]);
-        if take_left {
-            let li = order_l[i];
-            let (tl, dl) = (l.times[li], l.diffs[li] as i128 * sign as i128);
-            if !buf_r.items.is_empty() {
-                buf_r.advance(&meets_l[i], r, kw);
-                for &(rj, tr, dr) in &buf_r.items {
-                    let d = dl.checked_mul(dr).and_then(|d| i64::try_from(d).ok());
-                    let Some(d) = d else {
-                        out.truncate(mark);
-                        return None;
-                    };
-                    row.clear();
-                    row.extend_from_slice(&l.rows[li * lw..(li + 1) * lw]);
-                    if kind == JoinKind::Join {
-                        row.extend_from_slice(&r.rows[rj * rw + kw..(rj + 1) * rw]);
-                    }
-                    out.push(row, tl.join(&tr), d);
-                    emitted += 1;
-                }
-            }
-            if j < nr {
-                buf_l.items.push((li, tl, l.diffs[li] as i128));
-            }
-            i += 1;
-        } else {
-            let rj = order_r[j];
-            let (tr, dr) = (r.times[rj], r.diffs[rj] as i128 * sign as i128);
-            if !buf_l.items.is_empty() {
-                buf_l.advance(&meets_r[j], l, kw);
-                for &(li, tl, dl) in &buf_l.items {
-                    let d = dl.checked_mul(dr).and_then(|d| i64::try_from(d).ok());
-                    let Some(d) = d else {
-                        out.truncate(mark);
-                        return None;
-                    };
-                    row.clear();
-                    row.extend_from_slice(&l.rows[li * lw..(li + 1) * lw]);
-                    if kind == JoinKind::Join {
-                        row.extend_from_slice(&r.rows[rj * rw + kw..(rj + 1) * rw]);
-                    }
-                    out.push(row, tl.join(&tr), d);
-                    emitted += 1;
-                }
-            }
-            if i < nl {
-                buf_r.items.push((rj, tr, r.diffs[rj] as i128));
-            }
-            j += 1;
+    while pos[0] < n[0] || pos[1] < n[1] {
+        // Walk side `w` (the earlier time; the right side on ties), pairing with side `o`.
+        let left_first = pos[1] == n[1]
+            || (pos[0] < n[0] && l.times[sc.order[0][pos[0]]] < r.times[sc.order[1][pos[1]]]);
+        let (w, o) = if left_first { (0, 1) } else { (1, 0) };
+        let idx = sc.order[w][pos[w]];
+        let (t, d) = (sides[w].times[idx], sides[w].diffs[idx]);
+        if !sc.bufs[o].items.is_empty() {
+            sc.bufs[o].advance(&sc.meets[w][pos[w]], sides[o], kw);
+            let walked = (left_first, idx, t, d as i128 * sign as i128);
+            let Some(k) = pair_with(
+                walked,
+                &sc.bufs[o].items,
+                (l, r, kw, kind),
+                &mut sc.row,
+                out,
+            ) else {
+                out.truncate(mark);
+                return None;
+            };
+            emitted += k;
         }
+        if pos[o] < n[o] {
+            sc.bufs[w].items.push((idx, t, d as i128));
+        }
+        pos[w] += 1;
     }
     Some(emitted)
+}
+
+/// Appends the products of one walked update `(on the left?, row, time, signed diff)` with
+/// the other side's buffered updates; `None` when a product falls outside `i64`.
+fn pair_with(
+    (walked_left, idx, t, d): (bool, usize, Time, i128),
+    buffer: &[(usize, Time, i128)],
+    (l, r, kw, kind): (&Updates, &Updates, usize, JoinKind),
+    row: &mut Vec<u64>,
+    out: &mut Updates,
+) -> Option<usize> {
+    let (lw, rw) = (l.width, r.width);
+    for &(other, tb, db) in buffer {
+        let d = i64::try_from(d.checked_mul(db)?).ok()?;
+        let (li, rj) = if walked_left {
+            (idx, other)
+        } else {
+            (other, idx)
+        };
+        row.clear();
+        row.extend_from_slice(&l.rows[li * lw..(li + 1) * lw]);
+        if kind == JoinKind::Join {
+            row.extend_from_slice(&r.rows[rj * rw + kw..(rj + 1) * rw]);
+        }
+        out.push(row, t.join(&tb), d);
+    }
+    Some(buffer.len())
 }
 
 #[cfg(test)]
