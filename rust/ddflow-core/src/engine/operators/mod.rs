@@ -43,6 +43,7 @@ pub mod records;
 pub mod reduce;
 pub mod reduce_chain;
 pub mod reduce_errors;
+pub mod reduce_history;
 pub mod reduce_index;
 pub mod reduce_python;
 pub mod scale;

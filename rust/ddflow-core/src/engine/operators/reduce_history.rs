@@ -1,0 +1,272 @@
+//! One key's histories for `reduce`: its input and output histories read out of the two
+//! arrangements, and advanced by the meet of the key's new times and consolidated before the
+//! reduce computes interesting times and accumulations (see "Reduce" in `ENGINE.md`).
+
+use super::reduce_errors::ReduceErrors;
+use crate::engine::arrangement::Reader;
+use crate::lattice::{Lattice, Time};
+use crate::updates::Updates;
+
+/// Histories shorter than this are used as read: advancing and consolidating them costs
+/// more than it saves. Instructions under `valgrind --tool=callgrind` of `bfs_bench 1000
+/// 2000 1000 4000` / `bfs_bench 100000 1000000 1000 10000`: no advancing 1,301 M / 4,465 M;
+/// from 4 updates 1,023 M / 4,534 M; from 8 1,035 M / 4,491 M (with the packed sort of
+/// [`consolidate_tail`]; 1,180 M / 4,492 M comparing row slices).
+const ADVANCE_MIN_HISTORY: usize = 8;
+
+/// The histories phase 1 reads: the input history of the key at hand; the output histories
+/// of every key with work, flat (key `i`'s rows are `out_offs[i]..out_offs[i + 1]`, read
+/// again in phase 3); the times of the key's input, output and error histories (`edits`);
+/// and per key whether its times have at most two non-zero coordinates.
+#[derive(Default)]
+pub(super) struct Histories {
+    pub(super) input: Updates,
+    pub(super) outputs: Updates,
+    pub(super) out_offs: Vec<usize>,
+    pub(super) edits: Vec<Time>,
+    pub(super) two_d: Vec<bool>,
+    /// One key's history while it is consolidated.
+    tail: TailScratch,
+}
+
+/// Buffers of [`consolidate_tail`].
+#[derive(Default)]
+struct TailScratch {
+    perm: Vec<u32>,
+    packed: Vec<(u64, u64, u64, i64)>,
+    key: Vec<u64>,
+    tmp: Updates,
+}
+
+/// Consolidates the updates `u[from..]` (one key's history, rows of `kw` key words then the
+/// value) in place: sorted by (row, time), equal ones summed, zeros dropped. A sum outside
+/// `i64` keeps its updates as they are (they still sum to it). One key's few rows are sorted
+/// by comparison (the radix sorter's setup cost more than the sort on the 100k/1M BFS); a
+/// value of at most one word with times of at most two coordinates (the BFS) sorts packed
+/// tuples instead of comparing row slices.
+fn consolidate_tail(u: &mut Updates, from: usize, kw: usize, sc: &mut TailScratch) {
+    let w = u.width;
+    if from >= u.len() {
+        return;
+    }
+    let two_d = u.times[from..].iter().all(|t| t.0[2] == 0 && t.0[3] == 0);
+    if w <= kw + 1 && two_d {
+        let p = &mut sc.packed;
+        p.clear();
+        p.extend((from..u.len()).map(|i| {
+            let v = if w > kw { u.rows[i * w + kw] } else { 0 };
+            (v, u.times[i].0[0], u.times[i].0[1], u.diffs[i])
+        }));
+        p.sort_unstable_by_key(|e| (e.0, e.1, e.2));
+        sc.key.clear();
+        sc.key.extend_from_slice(&u.rows[from * w..from * w + kw]);
+        u.truncate(from);
+        let mut g = 0;
+        while g < p.len() {
+            let (v, x, y, _) = p[g];
+            let mut e = g;
+            let mut total = 0i128;
+            while e < p.len() && (p[e].0, p[e].1, p[e].2) == (v, x, y) {
+                total += p[e].3 as i128;
+                e += 1;
+            }
+            let t = Time([x, y, 0, 0]);
+            let mut push = |d: i64| {
+                u.rows.extend_from_slice(&sc.key);
+                if w > kw {
+                    u.rows.push(v);
+                }
+                u.times.push(t);
+                u.diffs.push(d);
+            };
+            match i64::try_from(total) {
+                Ok(0) => {}
+                Ok(d) => push(d),
+                Err(_) => p[g..e].iter().for_each(|q| push(q.3)),
+            }
+            g = e;
+        }
+        return;
+    }
+    let row = |i: u32| &u.rows[i as usize * w..(i as usize + 1) * w];
+    let perm = &mut sc.perm;
+    perm.clear();
+    perm.extend(from as u32..u.len() as u32);
+    perm.sort_unstable_by(|&a, &b| {
+        row(a)
+            .cmp(row(b))
+            .then_with(|| u.times[a as usize].cmp(&u.times[b as usize]))
+    });
+    let tmp = &mut sc.tmp;
+    if tmp.width != w {
+        *tmp = Updates::new(w);
+    }
+    tmp.clear();
+    let mut g = 0;
+    while g < perm.len() {
+        let first = perm[g] as usize;
+        let mut e = g + 1;
+        let mut total = u.diffs[first] as i128;
+        while e < perm.len()
+            && u.times[perm[e] as usize] == u.times[first]
+            && row(perm[e]) == row(perm[g])
+        {
+            total += u.diffs[perm[e] as usize] as i128;
+            e += 1;
+        }
+        match i64::try_from(total) {
+            Ok(0) => {}
+            Ok(d) => tmp.push(row(perm[g]), u.times[first], d),
+            Err(_) => {
+                for &i in &perm[g..e] {
+                    tmp.push(row(i), u.times[i as usize], u.diffs[i as usize]);
+                }
+            }
+        }
+        g = e;
+    }
+    u.truncate(from);
+    u.extend(tmp);
+}
+
+impl Histories {
+    /// Empties the histories for input rows of `in_width` words and output rows of
+    /// `out_width` words.
+    pub(super) fn reset(&mut self, in_width: usize, out_width: usize) {
+        if self.input.width != in_width {
+            self.input = Updates::new(in_width);
+        }
+        if self.outputs.width != out_width {
+            self.outputs = Updates::new(out_width);
+        }
+        self.outputs.clear();
+        self.out_offs.clear();
+        self.out_offs.push(0);
+        self.two_d.clear();
+    }
+
+    /// Advances the times of the key's input and output histories (`outputs[out_lo..]`, the
+    /// last key read) by the meet `m` of its new times and consolidates them, then recomputes
+    /// its edit times. Every candidate time `t` is a join with some new time, so `t >= m`,
+    /// and then `e <= t` iff `e v m <= t`: accumulations at candidate times do not change,
+    /// and neither do the interesting times (each is a join that includes a new time).
+    /// History from earlier rounds collapses to the few updates still live (a proposal made
+    /// and withdrawn in older rounds cancels), so everything after reads less.
+    #[inline]
+    pub(super) fn advance_key(
+        &mut self,
+        key: &[u64],
+        out_lo: usize,
+        new_times: &[Time],
+        errors: &ReduceErrors,
+    ) {
+        let Some(m) = new_times.iter().copied().reduce(|a, b| a.meet(&b)) else {
+            return;
+        };
+        let kw = key.len();
+        let advance = |u: &mut Updates, from: usize| {
+            let mut moved = false;
+            for t in &mut u.times[from..] {
+                let a = t.join(&m);
+                moved |= a != *t;
+                *t = a;
+            }
+            moved
+        };
+        if self.input.len() >= ADVANCE_MIN_HISTORY && advance(&mut self.input, 0) {
+            consolidate_tail(&mut self.input, 0, kw, &mut self.tail);
+        }
+        let out_len = self.outputs.len() - out_lo;
+        if out_len >= ADVANCE_MIN_HISTORY && advance(&mut self.outputs, out_lo) {
+            consolidate_tail(&mut self.outputs, out_lo, kw, &mut self.tail);
+            *self.out_offs.last_mut().expect("offsets") = self.outputs.len();
+        }
+        self.edits.clear();
+        self.edits.extend_from_slice(&self.input.times);
+        self.edits.extend_from_slice(&self.outputs.times[out_lo..]);
+        errors.times_of(key, &mut self.edits);
+    }
+
+    /// Reads `key`'s input and output histories (unconsolidated) and its edit times; returns
+    /// where its output history starts in `outputs`.
+    #[inline]
+    pub(super) fn read_key(
+        &mut self,
+        key: &[u64],
+        (input, output): (&mut Reader, &mut Reader),
+        errors: &ReduceErrors,
+    ) -> usize {
+        self.input.clear();
+        input.key_history(key, &mut self.input);
+        let out_lo = self.outputs.len();
+        output.key_history(key, &mut self.outputs);
+        self.out_offs.push(self.outputs.len());
+        self.edits.clear();
+        self.edits.extend_from_slice(&self.input.times);
+        self.edits.extend_from_slice(&self.outputs.times[out_lo..]);
+        errors.times_of(key, &mut self.edits);
+        out_lo
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{consolidate_tail, TailScratch};
+    use crate::lattice::Time;
+    use crate::updates::Updates;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// The reference: per (row, time), the diffs summed, zero sums absent.
+    fn summed(u: &Updates, from: usize) -> BTreeMap<(Vec<u64>, Time), i128> {
+        let mut acc = BTreeMap::new();
+        for i in from..u.len() {
+            *acc.entry((u.row(i).to_vec(), u.times[i])).or_insert(0) += u.diffs[i] as i128;
+        }
+        acc.retain(|_, d| *d != 0);
+        acc
+    }
+
+    proptest! {
+        /// One key's history (key word 9, `vw` value words, 2-D or 3-D times) after a prefix
+        /// of another key: consolidated in place, prefix untouched, sorted, no zero or
+        /// repeated (row, time) left, equal to the reference, for the packed path (`vw <= 1`,
+        /// 2-D) and the general one.
+        #[test]
+        fn consolidate_tail_matches_reference(
+            vw in 0usize..3,
+            three_d in any::<bool>(),
+            ups in prop::collection::vec((0u64..3, 0u64..3, 0u64..3, 0u64..2, -2i64..3), 0..30),
+        ) {
+            let w = 1 + vw;
+            let mut u = Updates::new(w);
+            u.push(&vec![1; w], Time::default(), 5);
+            for &(v, x, y, z, d) in &ups {
+                let mut row = vec![9u64];
+                row.extend(std::iter::repeat_n(v, vw));
+                let t = Time([x, y, if three_d { z } else { 0 }, 0]);
+                u.push(&row, t, d);
+            }
+            let want = summed(&u, 1);
+            consolidate_tail(&mut u, 1, 1, &mut TailScratch::default());
+            prop_assert_eq!((u.row(0).to_vec(), u.diffs[0]), (vec![1; w], 5));
+            prop_assert_eq!(summed(&u, 1), want);
+            for i in 2..u.len() {
+                prop_assert!((u.row(i - 1), u.times[i - 1]) < (u.row(i), u.times[i]));
+            }
+            prop_assert!(u.diffs[1..].iter().all(|&d| d != 0));
+        }
+    }
+
+    /// A sum outside int64 keeps its updates instead of wrapping.
+    #[test]
+    fn consolidate_tail_keeps_overflowing_sums() {
+        let mut u = Updates::new(2);
+        for _ in 0..3 {
+            u.push(&[9, 4], Time::default(), i64::MAX);
+        }
+        consolidate_tail(&mut u, 0, 1, &mut TailScratch::default());
+        assert_eq!(u.len(), 3);
+        assert!(u.diffs.iter().all(|&d| d == i64::MAX));
+    }
+}
