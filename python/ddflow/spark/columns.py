@@ -47,11 +47,15 @@ def dtype_of(spark_type: T.DataType) -> str:
     raise NotCompilable(f"type {spark_type}")
 
 
-def _overflow(label: str, what: str) -> Column:
+def _overflow(label: str, what: str, may_raise: bool = True) -> Column:
+    if not may_raise:
+        # Collect mode: an overflowing record must become an error row, which only the Rust
+        # evaluator's stage can produce.
+        raise NotCompilable(f"int64 {what} can overflow (errors are collected as data)")
     return F.raise_error(F.lit(f"ddflow: {label}: int64 overflow in {what}"))
 
 
-def _arith(op: str, a: Typed, b: Typed, label: str) -> Typed:
+def _arith(op: str, a: Typed, b: Typed, label: str, may_raise: bool = True) -> Typed:
     (ca, ta), (cb, tb) = a, b
     if ta not in ("int64", "float64") or tb not in ("int64", "float64"):
         raise NotCompilable(f"{op} on {ta}, {tb}")
@@ -67,7 +71,7 @@ def _arith(op: str, a: Typed, b: Typed, label: str) -> Typed:
         bad = ca.bitwiseXOR(r).bitwiseAND(cb.bitwiseXOR(r)) < 0
     else:
         bad = ca.bitwiseXOR(cb).bitwiseAND(ca.bitwiseXOR(r)) < 0
-    return F.when(bad, _overflow(label, op)).otherwise(r), "int64"
+    return F.when(bad, _overflow(label, op, may_raise)).otherwise(r), "int64"
 
 
 _CMP: dict[str, Callable[[Column, Column], Column]] = {
@@ -96,10 +100,14 @@ def _compare(op: str, a: Typed, b: Typed) -> Typed:
     return _CMP[op](ca, cb), "bool"
 
 
-def compile_expr(expr: Mapping[str, Any], columns: Mapping[str, Typed], label: str) -> Typed:
+def compile_expr(
+    expr: Mapping[str, Any], columns: Mapping[str, Typed], label: str, may_raise: bool = True
+) -> Typed:
     """The Spark Column and ddflow dtype of expression JSON ``expr`` over ``columns``.
 
-    Raises :class:`NotCompilable` when no exactly equivalent Spark expression is known.
+    Raises :class:`NotCompilable` when no exactly equivalent Spark expression is known, or
+    (``may_raise=False``, for ``errors="collect"``) when the expression would have to fail
+    the Spark task on some record.
     """
     op = expr["op"]
     if op == "col":
@@ -124,20 +132,20 @@ def compile_expr(expr: Mapping[str, Any], columns: Mapping[str, Typed], label: s
             raise NotCompilable(f"literal of {dtype}")
         return F.lit(value).cast(SPARK_TYPES[dtype]), dtype
     if op == "alias":
-        return compile_expr(expr["arg"], columns, label)
+        return compile_expr(expr["arg"], columns, label, may_raise)
     if op in ("add", "sub", "mul"):
-        args = [compile_expr(a, columns, label) for a in expr["args"]]
+        args = [compile_expr(a, columns, label, may_raise) for a in expr["args"]]
         acc = args[0]
         for nxt in args[1:]:
-            acc = _arith(op, acc, nxt, label)
+            acc = _arith(op, acc, nxt, label, may_raise)
         return acc
     if op in _CMP:
-        args = [compile_expr(a, columns, label) for a in expr["args"]]
+        args = [compile_expr(a, columns, label, may_raise) for a in expr["args"]]
         if len(args) != 2:
             raise NotCompilable(f"{op} of {len(args)} arguments")
         return _compare(op, args[0], args[1])
     if op in ("and", "or"):
-        args = [compile_expr(a, columns, label) for a in expr["args"]]
+        args = [compile_expr(a, columns, label, may_raise) for a in expr["args"]]
         if any(t != "bool" for _, t in args):
             raise NotCompilable(f"{op} on non-bool")
         acc_c = args[0][0]
@@ -145,25 +153,25 @@ def compile_expr(expr: Mapping[str, Any], columns: Mapping[str, Typed], label: s
             acc_c = (acc_c & c) if op == "and" else (acc_c | c)
         return acc_c, "bool"
     if op == "not":
-        c, t = compile_expr(expr["arg"], columns, label)
+        c, t = compile_expr(expr["arg"], columns, label, may_raise)
         if t != "bool":
             raise NotCompilable("not on non-bool")
         return ~c, "bool"
     if op == "neg":
-        c, t = compile_expr(expr["arg"], columns, label)
+        c, t = compile_expr(expr["arg"], columns, label, may_raise)
         if t == "float64":
             return -c, t
         if t == "int64":
-            return F.when(c == F.lit(_I64_MIN), _overflow(label, "neg")).otherwise(-c), t
+            return F.when(c == F.lit(_I64_MIN), _overflow(label, "neg", may_raise)).otherwise(-c), t
         raise NotCompilable(f"neg on {t}")
     if op in ("min_of", "max_of"):
-        args = [compile_expr(a, columns, label) for a in expr["args"]]
+        args = [compile_expr(a, columns, label, may_raise) for a in expr["args"]]
         if any(t != "int64" for _, t in args):
             raise NotCompilable(f"{op} on non-int64")
         fn = F.least if op == "min_of" else F.greatest
         return fn(*[c for c, _ in args]), "int64"
     if op == "cast":
-        c, t = compile_expr(expr["arg"], columns, label)
+        c, t = compile_expr(expr["arg"], columns, label, may_raise)
         to = expr["dtype"]
         if to == t:
             return c, t
@@ -173,9 +181,9 @@ def compile_expr(expr: Mapping[str, Any], columns: Mapping[str, Typed], label: s
             return c != F.lit(0), "bool"
         raise NotCompilable(f"cast {t} -> {to}")
     if op == "when":
-        cond, tc = compile_expr(expr["cond"], columns, label)
-        then, tt = compile_expr(expr["then"], columns, label)
-        other, to = compile_expr(expr["otherwise"], columns, label)
+        cond, tc = compile_expr(expr["cond"], columns, label, may_raise)
+        then, tt = compile_expr(expr["then"], columns, label, may_raise)
+        other, to = compile_expr(expr["otherwise"], columns, label, may_raise)
         if tc != "bool":
             raise NotCompilable("when condition not bool")
         if tt == to:

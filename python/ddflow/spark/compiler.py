@@ -32,6 +32,8 @@ from ddflow.input import InputSession
 from ddflow.spark import executor as ex
 from ddflow.spark import validate
 from ddflow.spark.columns import NotCompilable, compile_expr, dtype_of, scale_diffs
+from ddflow.spark.error_frames import ErrorFrames
+from ddflow.spark.error_rows import ERROR_FIELDS
 from ddflow.spark.progress import Meter
 from ddflow.spark.schemas import (
     DIFF,
@@ -89,6 +91,7 @@ class Compiler:
         meter: Meter | None,
         reduce_state: str = "store",
         state_dir: str | None = None,
+        errors: str = "raise",
     ) -> None:
         self.spark = spark
         self.flow = flow
@@ -104,6 +107,12 @@ class Compiler:
                 f"run_on_spark: reduce_state must be 'store' or 'shuffle', got {reduce_state!r}"
             )
         self.reduce_state = reduce_state
+        if errors not in ("raise", "collect"):
+            raise PlanError(f"run_on_spark: errors must be 'raise' or 'collect', got {errors!r}")
+        self.collect = errors == "collect"
+        """Data errors become error rows (``error_frames.py``) instead of failing the job."""
+        self.iteration: int | None = None
+        """The superstep being compiled (None outside iterates): the iteration of its errors."""
         self.state_parent = _state_parent(spark, state_dir) if reduce_state == "store" else None
         self.store: StateStore | None = None
         """Created by the first stateful reduce superstep (``State.reduce_step``)."""
@@ -118,6 +127,7 @@ class Compiler:
         fns = flow._dispatcher
         self.fns = ex.FnTable({i: fns[i] for i in range(len(fns))})
         self.state = State(self, checkpoint)
+        self.errors = ErrorFrames(spark, self.dims)
         self.driver = IterateDriver(self)
 
     # -- helpers ------------------------------------------------------------------------------
@@ -158,11 +168,12 @@ class Compiler:
                 for i, name in enumerate(names)
             }
             try:
+                strict = not self.collect
                 if op == "select":
-                    cols = [compile_expr(e, typed, node["label"]) for e in node["exprs"]]
+                    cols = [compile_expr(e, typed, node["label"], strict) for e in node["exprs"]]
                     out = df.select(*[c.alias(ccol(j)) for j, (c, _) in enumerate(cols)], *tn, DIFF)
                 else:
-                    pred, t = compile_expr(node["predicate"], typed, node["label"])
+                    pred, t = compile_expr(node["predicate"], typed, node["label"], strict)
                     if t != "bool":
                         raise NotCompilable("non-bool predicate")
                     out = df.where(pred)
@@ -203,7 +214,17 @@ class Compiler:
                 for j, t in enumerate(spec.out_types)
             ]
             schema = T.StructType(fields + time_fields(self.dims))
-        return map_in_arrow(df, functools.partial(ex.expr_batches, spec), schema)
+        return self._fallible(n, df, functools.partial(ex.expr_batches, spec), schema)
+
+    def _fallible(self, n: int, df: DataFrame, fn: Any, schema: T.StructType) -> DataFrame:
+        """``mapInArrow(fn)`` of a stage that can fail on a record. In collect mode its output
+        also has the error columns (every column nullable); the error rows are split off."""
+        if not self.collect:
+            return map_in_arrow(df, fn, schema)
+        fields = [T.StructField(f.name, f.dataType, True) for f in schema.fields]
+        fields += [T.StructField(e, T.StringType(), True) for e in ERROR_FIELDS]
+        tagged = map_in_arrow(df, fn, T.StructType(fields))
+        return self.errors.split(n, tagged, schema.names, self.iteration)
 
     def expr_spec(self, n: int, df: DataFrame, names: list[str]) -> ex.ExprSpec:
         """Select or filter node ``n`` for the Rust evaluator, on input ``df`` (columns
@@ -231,6 +252,7 @@ class Compiler:
             tuple(out_types),
             self.dims,
             json.dumps(node),
+            self.collect,
         )
         return spec
 
@@ -256,9 +278,16 @@ class Compiler:
             ]
             schema = T.StructType(fields + time_fields(self.dims))
         spec = ex.PySpec(
-            kind, fn_id, node["label"], tuple(names), out_types, self.dims, json.dumps(node)
+            kind,
+            fn_id,
+            node["label"],
+            tuple(names),
+            out_types,
+            self.dims,
+            json.dumps(node),
+            self.collect,
         )
-        return map_in_arrow(df, functools.partial(ex.py_batches, spec, table), schema)
+        return self._fallible(n, df, functools.partial(ex.py_batches, spec, table), schema)
 
     def union(self, n: int, frames: Sequence[DataFrame]) -> DataFrame:
         first = frames[0]
@@ -302,7 +331,12 @@ class Compiler:
         cond = [F.col(ccol(i)) == F.col(f"_r{i}") for i in range(k)]
         joined = left.join(r, on=functools.reduce(lambda a, b: a & b, cond), how="inner")
         times = [F.greatest(F.col(t), F.col(f"_r{t}")).alias(t) for t in tn]
-        diff = (F.col(DIFF) * F.col("_rd")).alias(DIFF)
+        # Spark's long product wraps silently; try_multiply gives null where it leaves int64.
+        product = F.try_multiply(F.col(DIFF), F.col("_rd"))
+        overflow = F.raise_error(
+            F.lit(f"ddflow: {node['label']}: a join's diff product leaves int64 on Spark")
+        )
+        diff = F.when(product.isNull(), overflow).otherwise(product).alias(DIFF)
         lcols = [F.col(ccol(i)) for i in range(nl)]
         if kind == "join":
             rcols = [F.col(f"_r{i}").alias(ccol(nl + i - k)) for i in range(k, nr)]
@@ -315,7 +349,9 @@ class Compiler:
 
     # -- reduce -------------------------------------------------------------------------------
 
-    def reduce_spec(self, n: int, arr_df: DataFrame) -> ex.ReduceSpec:
+    def reduce_spec(self, n: int, arr_df: DataFrame, collect: bool = False) -> ex.ReduceSpec:
+        """Reduce node ``n`` for the partition functions; ``collect``: its data errors become
+        error rows (top level only)."""
         node = self.nodes[n]
         arr = node["inputs"][0]
         k = self.key_len(arr)
@@ -357,6 +393,7 @@ class Compiler:
             out_types=tuple(out_types),
             dims=self.dims,
             schema=pa.schema(fields),
+            collect=collect,
         )
 
     def _reducer_types(
@@ -430,6 +467,10 @@ class Compiler:
     ) -> DataFrame:
         keys = [ccol(i) for i in range(spec.n_keys)]
         schema = spark_schema(spec.schema)
+        if spec.collect:
+            schema = T.StructType(
+                schema.fields + [T.StructField(e, T.StringType(), True) for e in ERROR_FIELDS]
+            )
         fn = functools.partial(ex.reduce_partition, spec, self.fns, stateful, counter)
         return map_in_arrow(tagged.repartition(self.partitions, *keys), fn, schema)
 
@@ -457,8 +498,16 @@ class Compiler:
     # -- top level ----------------------------------------------------------------------------
 
     def top(self, n: int) -> DataFrame:
+        """Top-level node ``n``'s whole history (memoized)."""
         if n in self.memo:
             return self.memo[n]
+        inside, self.iteration = self.iteration, None
+        try:
+            return self._top(n)
+        finally:
+            self.iteration = inside
+
+    def _top(self, n: int) -> DataFrame:
         node = self.nodes[n]
         op = node["op"]
         ins = node["inputs"]
@@ -471,8 +520,10 @@ class Compiler:
             self.note(n, "Spark equi-join on the key, time = greatest, diff = product")
         elif op == "reduce":
             arr_df = self.top(ins[0])
-            spec = self.reduce_spec(n, arr_df)
+            spec = self.reduce_spec(n, arr_df, collect=self.collect)
             raw = self.reduce_run(spec, self.reduce_input(arr_df, spec), stateful=False)
+            if self.collect:
+                self.errors.split(n, raw, raw.columns, None)
             df = self.reduce_output(raw, spec)
             self.note(n, "repartition(key) + engine reduce operator in mapInArrow, whole history")
         elif op == "leave":

@@ -8,8 +8,8 @@ over records or keys in Python.
 Data errors: a record that makes an expression, a user function or an aggregate fail is
 an error update on the embedded engine. Here the partition function reruns the failing batch
 through the embedded engine's own operator (a one-node plan) to get exactly those error
-updates (operator, message, values, time), and fails the task with a ``DataError`` carrying
-them; the driver re-raises it as ``DataError`` (``progress.Meter``).
+updates, then fails the task with a ``DataError`` or, with ``errors="collect"``, emits them
+as error rows beside the output of the records that succeeded (``error_rows.py``).
 
 Column naming inside the backend (see ``runner.py``): record columns ``_c0..``, outer time
 coordinates ``_t0..``, the signed count ``_d``; reduce state batches also carry value columns
@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from ddflow.callbacks import _HANDLERS, ROW, Registered
 from ddflow.errors import DataError, UserFunctionError
+from ddflow.spark import error_rows as er
 from ddflow.spark.store import StateStore
 
 __all__ = [
@@ -43,9 +44,6 @@ __all__ = [
     "reduce_partition_stored",
     "to_numpy",
 ]
-
-DATA_ERROR = "ddflow data error on Spark"
-"""The first words of a ``DataError`` raised in a task (found again in Spark's exception)."""
 
 DIFF = "_d"
 TAG = "_g"
@@ -136,7 +134,9 @@ class PySpec:
     out_types: tuple[pa.DataType, ...]
     dims: int
     node_json: str = ""
-    """The plan node, for rerunning a failing batch on the engine (``data_errors``)."""
+    """The plan node, for rerunning a failing batch on the engine (``error_rows.rerun``)."""
+    collect: bool = False
+    """Data errors become error rows (``errors="collect"``) instead of failing the task."""
 
 
 def py_batches(
@@ -152,11 +152,14 @@ def py_batches(
         try:
             result = fns(spec.fn_id, spec.kind, payload)
         except Exception as exc:
-            _raise_data_errors(spec.node_json, spec.in_names, spec.dims, fns, batch)
+            if spec.collect:
+                yield from _collected(spec, fns, batch, exc)
+                continue
+            er.raise_data_errors(spec.node_json, spec.in_names, spec.dims, fns, batch)
             exc.add_note(f"ddflow: raised by {spec.label} on Spark")
             raise
         if spec.kind == "filter_py":
-            yield batch.filter(pa.array(result))
+            yield _out(spec, batch.filter(pa.array(result)))
             continue
         if spec.kind == "flat_map_py":
             rows = pa.array(np.asarray(result.pop(ROW), dtype=np.int64))
@@ -166,7 +169,7 @@ def py_batches(
             for v, t in zip(result.values(), spec.out_types, strict=True)
         ]
         names = [f"_c{j}" for j in range(len(cols))] + tnames + [DIFF]
-        yield pa.RecordBatch.from_arrays(cols + rest, names=names)
+        yield _out(spec, pa.RecordBatch.from_arrays(cols + rest, names=names))
 
 
 # -- expressions the Spark compiler cannot translate exactly ------------------------------------
@@ -184,7 +187,9 @@ class ExprSpec:
     out_types: tuple[pa.DataType, ...]
     dims: int
     node_json: str = ""
-    """The plan node, for rerunning a failing batch on the engine (``data_errors``)."""
+    """The plan node, for rerunning a failing batch on the engine (``error_rows.rerun``)."""
+    collect: bool = False
+    """Data errors become error rows (``errors="collect"``) instead of failing the task."""
 
 
 def expr_batches(spec: ExprSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -200,16 +205,55 @@ def expr_batches(spec: ExprSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[
         try:
             values = [np.asarray(_core.eval_expr(e, payload, n)) for e in spec.exprs]
         except Exception as exc:
-            _raise_data_errors(spec.node_json, spec.in_names, spec.dims, FnTable({}), batch)
+            if spec.collect:
+                yield from _collected(spec, FnTable({}), batch, exc)
+                continue
+            er.raise_data_errors(spec.node_json, spec.in_names, spec.dims, FnTable({}), batch)
             exc.add_note(f"ddflow: raised by {spec.label} on Spark")
             raise
         if spec.is_filter:
-            yield batch.filter(pa.array(values[0].astype(bool)))
+            yield _out(spec, batch.filter(pa.array(values[0].astype(bool))))
             continue
         cols = [_arrow(v, t, spec.label) for v, t in zip(values, spec.out_types, strict=True)]
         rest = [batch.column(t) for t in tnames] + [batch.column(DIFF)]
         names = [f"_c{j}" for j in range(len(cols))] + tnames + [DIFF]
-        yield pa.RecordBatch.from_arrays(cols + rest, names=names)
+        yield _out(spec, pa.RecordBatch.from_arrays(cols + rest, names=names))
+
+
+def _out(spec: PySpec | ExprSpec, batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A stage's output batch: with the (null) error columns in collect mode."""
+    return er.without_errors(batch) if spec.collect else batch
+
+
+def _collected(
+    spec: PySpec | ExprSpec, fns: FnTable, batch: pa.RecordBatch, exc: Exception
+) -> Iterator[pa.RecordBatch]:
+    """Collect mode, ``batch`` failed: the output of its records that succeed, then its error
+    rows, both found by rerunning it on the engine's operator. Re-raises ``exc`` when the
+    failure is not about the data (no error updates)."""
+    try:
+        result = er.rerun(spec.node_json, spec.in_names, spec.dims, fns, batch)
+    except Exception:
+        raise exc from None
+    if not result.errors:
+        exc.add_note(f"ddflow: raised by {spec.label} on Spark")
+        raise exc
+    filters = spec.is_filter if isinstance(spec, ExprSpec) else spec.kind == "filter_py"
+    types = (
+        [batch.schema.field(f"_c{i}").type for i in range(len(spec.in_names))]
+        if filters
+        else list(spec.out_types)
+    )
+    fields = [pa.field(f"_c{j}", t) for j, t in enumerate(types)]
+    fields += [pa.field(tcol(j), pa.int64()) for j in range(spec.dims)]
+    data = pa.schema([*fields, pa.field(DIFF, pa.int64())])
+    n = len(result.diffs)
+    if n:
+        cols = [_arrow(c, t, spec.label) for c, t in zip(result.columns, types, strict=True)]
+        cols += [pa.array(result.times[:, j]) for j in range(spec.dims)]
+        cols.append(pa.array(result.diffs))
+        yield er.without_errors(pa.RecordBatch.from_arrays(cols, schema=data))
+    yield er.error_batch(result.errors, data, spec.dims)
 
 
 # -- reduce: the embedded engine's operator on a partition --------------------------------------
@@ -231,69 +275,11 @@ class ReduceSpec:
     dims: int
     schema: pa.Schema
     """The tagged state schema (input and output of the partition function)."""
-
-
-# -- data errors: the failing batch rerun on the embedded engine --------------------------------
-
-
-def _describe(errors: Sequence[tuple[int, str, str, str, list[int], int]]) -> str:
-    lines = [
-        f"  operator {label}: {message} (values: {values}; time {tuple(time)}, diff {diff})"
-        for _node, label, message, values, time, diff in errors[:5]
-    ]
-    if len(errors) > 5:
-        lines.append(f"  ... and {len(errors) - 5} more")
-    return f"{DATA_ERROR}:\n" + "\n".join(lines)
-
-
-def _as_dicts(errors: Sequence[tuple[int, str, str, str, list[int], int]]) -> list[dict[str, Any]]:
-    return [
-        {"operator": label, "message": m, "values": v, "time": tuple(t), "diff": d}
-        for _n, label, m, v, t, d in errors
-    ]
-
-
-def data_errors(
-    node_json: str, in_names: Sequence[str], dims: int, fns: FnTable, batch: pa.RecordBatch
-) -> list[tuple[int, str, str, str, list[int], int]]:
-    """The error updates the embedded engine's operator (``node_json``, one plan node)
-    gives for ``batch`` (record columns ``_c0..``, times, diffs)."""
-    from ddflow import _core
-
-    node = dict(json.loads(node_json), id=1, inputs=[0], scope=0)
-    nodes = [
-        {"id": 0, "op": "input", "scope": 0, "inputs": [], "columns": list(in_names),
-         "label": f"{node['label']} (Spark batch input)", "name": "batch"},
-        node,
-        {"id": 2, "op": "capture", "scope": 0, "inputs": [1], "columns": node["columns"],
-         "label": f"{node['label']} (capture)"},
-    ]  # fmt: skip
-    plan = {"version": 1, "time_dims": dims, "scopes": [{"id": 0, "parent": None}],
-            "nodes": nodes}  # fmt: skip
-    engine = _core.Engine(json.dumps(plan, separators=(",", ":")), 1, fns)
-    engine.set_logging(False)
-    columns = [to_numpy(batch.column(f"_c{i}")) for i in range(len(in_names))]
-    times = np.column_stack([batch.column(tcol(j)).to_numpy() for j in range(dims)])
-    diffs = batch.column(DIFF).to_numpy().astype(np.int64)
-    engine.push(0, columns, np.ascontiguousarray(times.astype(np.int64)), diffs)
-    engine.close_input(0)
-    engine.run()
-    return list(engine.errors_take())
-
-
-def _raise_data_errors(
-    node_json: str, in_names: Sequence[str], dims: int, fns: FnTable, batch: pa.RecordBatch
-) -> None:
-    """Raises ``DataError`` when the engine turns ``batch`` into error updates; returns
-    otherwise (the caller re-raises its own exception)."""
-    if not node_json:
-        return
-    try:
-        errors = data_errors(node_json, in_names, dims, fns, batch)
-    except Exception:
-        return
-    if errors:
-        raise DataError(_describe(errors), _as_dicts(errors))
+    collect: bool = False
+    """At top level, data errors become error rows (``errors="collect"``): the output
+    schema is ``schema`` plus the error columns. Inside an iterate a reduce's data error
+    still fails the task (its partition function recomputes a key's whole history each
+    superstep, so it cannot tell new errors from old ones)."""
 
 
 def _mini_plan(spec: ReduceSpec) -> str:
@@ -319,8 +305,11 @@ def _mini_plan(spec: ReduceSpec) -> str:
     return json.dumps(plan, separators=(",", ":"))
 
 
-def _run_reduce(spec: ReduceSpec, fns: FnTable, table: pa.Table) -> pa.Table:
-    """The reduce's output updates for the input updates in ``table`` (key, val, time, diff).
+def _run_reduce(
+    spec: ReduceSpec, fns: FnTable, table: pa.Table
+) -> tuple[pa.Table, list[er.RawError]]:
+    """The reduce's output updates for the input updates in ``table`` (key, val, time, diff),
+    and its error updates.
 
     Runs the embedded engine's own reduce operator on the whole table at once.
     """
@@ -331,7 +320,7 @@ def _run_reduce(spec: ReduceSpec, fns: FnTable, table: pa.Table) -> pa.Table:
     tnames = [tcol(j) for j in range(spec.dims)]
     out_names = keys + [f"_o{i}" for i in range(spec.n_outs)]
     if table.num_rows == 0:
-        return spec.schema.empty_table().select([*out_names, *tnames, DIFF])
+        return spec.schema.empty_table().select([*out_names, *tnames, DIFF]), []
     engine = _core.Engine(_mini_plan(spec), 1, fns)
     engine.set_logging(False)
     columns = [to_numpy(table[c]) for c in keys + vals]
@@ -344,12 +333,12 @@ def _run_reduce(spec: ReduceSpec, fns: FnTable, table: pa.Table) -> pa.Table:
     except Exception as exc:
         exc.add_note(f"ddflow: raised by {spec.label} on Spark")
         raise
-    errors = engine.errors_take()
-    if errors:
-        raise DataError(_describe(errors), _as_dicts(errors))
+    errors = list(engine.errors_take())
     out_cols, out_times, out_diffs = engine.capture_take(3)
     n = len(out_diffs)
-    out_times = np.asarray(out_times, dtype=np.int64).reshape(n, -1)
+    if n == 0:
+        return spec.schema.empty_table().select([*out_names, *tnames, DIFF]), errors
+    out_times = np.asarray(out_times, dtype=np.int64).reshape(n, spec.dims)
     key_types = [spec.schema.field(k).type for k in keys]
     arrays = [
         _arrow(np.asarray(c), t, spec.label)
@@ -357,7 +346,13 @@ def _run_reduce(spec: ReduceSpec, fns: FnTable, table: pa.Table) -> pa.Table:
     ]
     arrays += [pa.array(out_times[:, j]) for j in range(spec.dims)]
     arrays.append(pa.array(np.asarray(out_diffs, dtype=np.int64)))
-    return pa.table(arrays, names=[*out_names, *tnames, DIFF])
+    return pa.table(arrays, names=[*out_names, *tnames, DIFF]), errors
+
+
+def _fail(errors: Sequence[er.RawError]) -> None:
+    """Fails the task with a ``DataError`` when there are error updates."""
+    if errors:
+        raise DataError(er.describe(errors), er.as_dicts(errors))
 
 
 def _widen(table: pa.Table, schema: pa.Schema, tag: int) -> pa.Table:
@@ -396,8 +391,14 @@ def reduce_partition(
     is_delta = pc.equal(table[TAG], TAG_DELTA_IN)
     delta = table.filter(is_delta).select([*keys, *vals, *tnames, DIFF])
     if not stateful:
-        out = consolidate(_run_reduce(spec, fns, delta), [*keys, *outs, *tnames])
-        yield from _widen(out, spec.schema, TAG_DELTA_OUT).to_batches()
+        fresh, errors = _run_reduce(spec, fns, delta)
+        if not spec.collect:
+            _fail(errors)
+        out = _widen(consolidate(fresh, [*keys, *outs, *tnames]), spec.schema, TAG_DELTA_OUT)
+        for batch in out.to_batches():
+            yield er.without_errors(batch) if spec.collect else batch
+        if errors:
+            yield er.error_batch(errors, spec.schema, spec.dims)
         return
     if delta.num_rows == 0:
         yield from table.to_batches()
@@ -441,7 +442,8 @@ def _reduce_step(
     new_in = consolidate(
         pa.concat_tables([in_acc, delta.cast(in_acc.schema)]), [*keys, *vals, *tnames]
     )
-    fresh = _run_reduce(spec, fns, new_in)
+    fresh, errors = _run_reduce(spec, fns, new_in)
+    _fail(errors)
     negated = out_acc.set_column(
         out_acc.schema.get_field_index(DIFF), DIFF, pc.negate(out_acc[DIFF])
     )

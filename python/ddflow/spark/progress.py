@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from ddflow.errors import DataError
-from ddflow.spark.executor import DATA_ERROR
+from ddflow.spark.error_rows import DATA_ERROR
 
 __all__ = ["Superstep", "Meter", "data_error"]
 

@@ -24,9 +24,11 @@ from pyspark.sql import DataFrame, SparkSession
 from ddflow.capture import Capture
 from ddflow.collection import Collection
 from ddflow.dataflow import Dataflow
+from ddflow.errors import PlanError
 from ddflow.input import InputSession
 from ddflow.spark import fused
 from ddflow.spark.compiler import Compiler
+from ddflow.spark.error_frames import ErrorFrames
 from ddflow.spark.progress import Meter, Superstep
 from ddflow.spark.validate import UnsupportedOperatorError
 
@@ -50,9 +52,22 @@ class SparkResult(Mapping[Any, DataFrame]):
     supersteps: list[Superstep] = field(default_factory=list)
     stages: list[str] = field(default_factory=list)
     """How each node was compiled (``explain()``)."""
+    error_frames: ErrorFrames | None = None
+    """The run's error rows (``errors="collect"``)."""
+    upstream: Callable[[int], frozenset[int]] | None = None
+    """The plan nodes whose errors reach a node."""
 
     def __getitem__(self, key: Any) -> DataFrame:
         return self.frames[self.keys[id(key)]]
+
+    def errors(self, key: Any) -> DataFrame:
+        """The consolidated error updates upstream of output ``key`` (a run with
+        ``errors="collect"``): ``operator``, ``message``, ``values``, ``time`` (or
+        ``time_0..``), ``iteration`` (the superstep inside an iterate, else empty), ``diff``;
+        the same rows as the embedded engine's ``capture(errors="collect").errors()``."""
+        if self.error_frames is None or self.upstream is None:
+            raise PlanError('SparkResult.errors: run_on_spark(..., errors="collect") collects them')
+        return self.error_frames.of(self.upstream(self.keys[id(key)]))
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.frames)
@@ -78,6 +93,7 @@ def run_on_spark(
     progress: bool | Callable[[str], None] = False,
     reduce_state: str = "store",
     state_dir: str | None = None,
+    errors: str = "raise",
 ) -> SparkResult:
     """Runs ``flow`` on Spark over complete input histories and returns its output histories.
 
@@ -100,6 +116,15 @@ def run_on_spark(
     mode, the SparkContext's checkpoint directory on a cluster). The store is deleted when
     the run returns.
 
+    ``errors``: what a record that makes an operator fail (an expression's division by zero
+    or overflow, a user function's exception, an aggregate's overflow) does. ``"raise"``: the
+    job fails with a ``DataError`` naming the operator, message, values and time.
+    ``"collect"``: it becomes an error update, as on the embedded engine; the outputs hold
+    the updates of every record that succeeded and ``result.errors(c)`` the error updates
+    upstream of ``c`` (a bad record never stops the run; retracting it retracts its error).
+    Inside an iterate, collect mode runs the loop operator by operator (no fused
+    supersteps), and a reduce's data error there still fails the job.
+
     Schema problems and unsupported operators raise before any Spark job runs.
     """
     log: Callable[[str], None] | None
@@ -111,7 +136,16 @@ def run_on_spark(
         log = None
     meter = Meter(spark, log)
     compiler = Compiler(
-        spark, flow, inputs, outputs, partitions, checkpoint, meter, reduce_state, state_dir
+        spark,
+        flow,
+        inputs,
+        outputs,
+        partitions,
+        checkpoint,
+        meter,
+        reduce_state,
+        state_dir,
+        errors,
     )
     frames: dict[int, DataFrame] = {}
     keys: dict[int, int] = {}
@@ -122,6 +156,10 @@ def run_on_spark(
             keys[id(out)] = n
     finally:
         compiler.state.close()
+    if compiler.collect:
+        return SparkResult(
+            frames, keys, meter.phases, compiler.stages, compiler.errors, flow._upstream
+        )
     return SparkResult(frames, keys, meter.phases, compiler.stages)
 
 

@@ -69,7 +69,9 @@ class IterateDriver:
             if n == var or any(i in variant for i in nodes[n]["inputs"]):
                 variant.add(n)
         join_inputs = {i for n in members if nodes[n]["op"] == "join" for i in nodes[n]["inputs"]}
-        shape = fused.detect(c, members, variant, var)
+        # Fused tasks fail on a data error; collecting errors takes the operator-by-operator
+        # path, whose stages emit error rows.
+        shape = None if c.collect else fused.detect(c, members, variant, var)
         if shape is not None:
             lazy0 = self._deltas(0, members, variant, join_inputs, source, None, lazy=True)
             out = fused.run(c, shape, lazy0, max_it)
@@ -116,10 +118,15 @@ class IterateDriver:
                 holder["next"] = nxt if count else None
                 return count
 
-            if c.meter is not None:
-                c.meter.run(f"superstep {i}", i, superstep)
-            else:
-                superstep()
+            c.iteration = i
+            try:
+                if c.meter is not None:
+                    c.meter.run(f"superstep {i}", i, superstep)
+                else:
+                    superstep()
+                c.errors.end_superstep(c.state.cut)
+            finally:
+                c.iteration = None
             c.state.after_superstep(i)
             var_next = holder["next"]
             if var_next is None:
