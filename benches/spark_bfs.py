@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     lines += [
         "",
-        f"Hot keys: `count(by=\"dist\")` alone over the whole BFS output history ({n_dists:,} "
+        f'Hot keys: `count(by="dist")` alone over the whole BFS output history ({n_dists:,} '
         f"updates of (node, dist), {n_keys} distinct distances, so every time of a distance "
         f"in one partition): {h_secs:.2f} s in all; its reduce stage "
         + (

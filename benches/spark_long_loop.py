@@ -88,9 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     eei.close()
     eri.close()
     eflow.run()
-    want = sorted(
-        (r["dist"], r["count"], r["time"], r["diff"]) for r in cap.updates().to_pylist()
-    )
+    want = sorted((r["dist"], r["count"], r["time"], r["diff"]) for r in cap.updates().to_pylist())
     same = got == want
 
     steps = [s for s in result.supersteps if s.phase.startswith("superstep")]

@@ -138,9 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         want, secs_e = run_embedded(edges)
         got = spark.read.parquet(out_dir).toPandas()
         got_rows = sorted(map(tuple, got[["dist", "count", "time", "diff"]].to_numpy().tolist()))
-        want_rows = sorted(
-            (r["dist"], r["count"], r["time"], r["diff"]) for r in want.to_pylist()
-        )
+        want_rows = sorted((r["dist"], r["count"], r["time"], r["diff"]) for r in want.to_pylist())
         same = got_rows == want_rows
         print(
             f"embedded engine: {secs_e:.1f} s; spark / embedded = {total / secs_e:.1f}x; "
