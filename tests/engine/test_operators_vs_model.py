@@ -70,6 +70,16 @@ def _py_summary(group: list[tuple[m.Record, int]]) -> list[tuple[m.Record, int]]
     return [(row, 1) for row in _pos_summary(group)]
 
 
+def _size(group: list[tuple[m.Record, int]]) -> list[m.Record]:
+    """Per key: the number of distinct values, a row even when there are none (the engine
+    must not call a reducer for a key whose input is empty, so (0,) must never appear)."""
+    return [(len(group),)]
+
+
+def _py_size(group: list[tuple[m.Record, int]]) -> list[tuple[m.Record, int]]:
+    return [(row, 1) for row in _size(group)]
+
+
 def _flat(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     reps = np.maximum(cols["v"], 0)
     rows = np.repeat(np.arange(len(cols["k"]), dtype=np.int64), reps)
@@ -286,6 +296,12 @@ CASES: list[Case] = [
             i["a"], "k", python_reducer(_pos_summary, ("v",), ("n", "total")), ("n", "total")
         ),
         lambda r: m.reduce(r["a"], "k", m.PyReduce(_py_summary, ("n", "total"))),
+    ),
+    Case(
+        "reduce_python_never_sees_an_empty_key",
+        ("a",),
+        lambda dd, i: reduce_python(i["a"], "k", python_reducer(_size, ("v",), ("n",)), ("n",)),
+        lambda r: m.reduce(r["a"], "k", m.PyReduce(_py_size, ("n",))),
     ),
     Case(
         "count_by",

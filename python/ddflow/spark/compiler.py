@@ -76,6 +76,16 @@ def _state_parent(spark: SparkSession, state_dir: str | None) -> str:
     )
 
 
+def _out_schema(spec: ex.ReduceSpec) -> T.StructType:
+    """The Spark schema of a reduce partition function's output: the tagged state schema,
+    plus the error columns in collect mode."""
+    schema = spark_schema(spec.schema)
+    if not spec.collect:
+        return schema
+    errors = [T.StructField(e, T.StringType(), True) for e in ERROR_FIELDS]
+    return T.StructType(schema.fields + errors)
+
+
 class Compiler:
     """Compiles the plan nodes an output needs into DataFrames (lazily, memoized); runs each
     iterate scope through an ``IterateDriver`` when its ``leave`` is first needed."""
@@ -351,7 +361,7 @@ class Compiler:
 
     def reduce_spec(self, n: int, arr_df: DataFrame, collect: bool = False) -> ex.ReduceSpec:
         """Reduce node ``n`` for the partition functions; ``collect``: its data errors become
-        error rows (top level only)."""
+        error rows."""
         node = self.nodes[n]
         arr = node["inputs"][0]
         k = self.key_len(arr)
@@ -466,13 +476,8 @@ class Compiler:
         counter: Accumulator[int] | None = None,
     ) -> DataFrame:
         keys = [ccol(i) for i in range(spec.n_keys)]
-        schema = spark_schema(spec.schema)
-        if spec.collect:
-            schema = T.StructType(
-                schema.fields + [T.StructField(e, T.StringType(), True) for e in ERROR_FIELDS]
-            )
         fn = functools.partial(ex.reduce_partition, spec, self.fns, stateful, counter)
-        return map_in_arrow(tagged.repartition(self.partitions, *keys), fn, schema)
+        return map_in_arrow(tagged.repartition(self.partitions, *keys), fn, _out_schema(spec))
 
     def reduce_run_stored(
         self,
@@ -489,11 +494,10 @@ class Compiler:
         bucketed = tagged.withColumn(
             ex.BUCKET, F.pmod(F.hash(*[F.col(k) for k in keys]), F.lit(self.partitions))
         )
-        schema = spark_schema(spec.schema)
         fn = functools.partial(
             ex.reduce_partition_stored, spec, self.fns, self.store, n, version, counter
         )
-        return map_in_arrow(bucketed.repartition(self.partitions, *keys), fn, schema)
+        return map_in_arrow(bucketed.repartition(self.partitions, *keys), fn, _out_schema(spec))
 
     # -- top level ----------------------------------------------------------------------------
 

@@ -50,11 +50,17 @@ class ErrorFrames:
         return [tcol(j) for j in range(self.dims)]
 
     def split(
-        self, n: int, tagged: DataFrame, data_cols: Sequence[str], iteration: int | None
+        self,
+        n: int,
+        tagged: DataFrame,
+        data_cols: Sequence[str],
+        iteration: int | None,
+        materialized: bool = False,
     ) -> DataFrame:
         """The data rows of stage output ``tagged`` (columns ``data_cols``); its error rows
-        are kept as node ``n``'s, at ``iteration`` (None: outside an iterate)."""
-        if iteration is not None:
+        are kept as node ``n``'s, at ``iteration`` (None: outside an iterate).
+        ``materialized``: ``tagged`` is a checkpoint already (nothing to persist or cut)."""
+        if iteration is not None and not materialized:
             tagged = tagged.persist()
             self._cached.append(tagged)
         iters = (
@@ -71,7 +77,8 @@ class ErrorFrames:
             iters.alias(ITERATION),
             DIFF,
         )
-        (self._pending if iteration is not None else self.frames).append(errors)
+        pending = iteration is not None and not materialized
+        (self._pending if pending else self.frames).append(errors)
         return tagged.where(F.col(ERR_OP).isNull()).select(*data_cols)
 
     def end_superstep(self, cut: Callable[[DataFrame], DataFrame]) -> None:

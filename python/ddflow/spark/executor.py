@@ -276,10 +276,8 @@ class ReduceSpec:
     schema: pa.Schema
     """The tagged state schema (input and output of the partition function)."""
     collect: bool = False
-    """At top level, data errors become error rows (``errors="collect"``): the output
-    schema is ``schema`` plus the error columns. Inside an iterate a reduce's data error
-    still fails the task (its partition function recomputes a key's whole history each
-    superstep, so it cannot tell new errors from old ones)."""
+    """Data errors become error rows (``errors="collect"``): the partition function's
+    output schema is ``schema`` plus the error columns."""
 
 
 def _mini_plan(spec: ReduceSpec) -> str:
@@ -395,20 +393,38 @@ def reduce_partition(
         if not spec.collect:
             _fail(errors)
         out = _widen(consolidate(fresh, [*keys, *outs, *tnames]), spec.schema, TAG_DELTA_OUT)
-        for batch in out.to_batches():
-            yield er.without_errors(batch) if spec.collect else batch
-        if errors:
-            yield er.error_batch(errors, spec.schema, spec.dims)
+        yield from _outputs(spec, out, errors)
         return
     if delta.num_rows == 0:
-        yield from table.to_batches()
+        yield from _outputs(spec, table, [])
         return
     state = table.filter(pc.invert(is_delta))
-    new_state, out_delta = _reduce_step(spec, fns, state, delta)
+    new_state, out_delta, err_delta = _reduce_step(spec, fns, state, delta)
     if counter is not None:
         counter.add(out_delta.num_rows)
-    yield from new_state.to_batches()
-    yield from _widen(out_delta, spec.schema, TAG_DELTA_OUT).to_batches()
+    out = _widen(out_delta, spec.schema, TAG_DELTA_OUT)
+    yield from _outputs(spec, pa.concat_tables([new_state, out]), err_delta)
+
+
+def _outputs(
+    spec: ReduceSpec, table: pa.Table, errors: Sequence[er.RawError]
+) -> Iterator[pa.RecordBatch]:
+    """A reduce partition's output batches (tagged schema; in collect mode with the error
+    columns, then the error rows)."""
+    for batch in table.to_batches():
+        yield er.without_errors(batch) if spec.collect else batch
+    if errors:
+        yield er.error_batch(errors, spec.schema, spec.dims)
+
+
+def _error_difference(new: Sequence[er.RawError], old: Sequence[er.RawError]) -> list[er.RawError]:
+    """The error updates ``new - old``, consolidated (exact Python ints)."""
+    sums: dict[tuple[Any, ...], int] = {}
+    for sign, errors in ((1, new), (-1, old)):
+        for node, label, message, values, time, diff in errors:
+            key = (int(node), label, message, values, tuple(int(c) for c in time))
+            sums[key] = sums.get(key, 0) + sign * int(diff)
+    return [(*key[:4], list(key[4]), d) for key, d in sorted(sums.items()) if d]
 
 
 def _names(spec: ReduceSpec) -> tuple[list[str], list[str], list[str], list[str]]:
@@ -423,14 +439,18 @@ def _names(spec: ReduceSpec) -> tuple[list[str], list[str], list[str], list[str]
 
 def _reduce_step(
     spec: ReduceSpec, fns: FnTable, state: pa.Table, delta: pa.Table
-) -> tuple[pa.Table, pa.Table]:
+) -> tuple[pa.Table, pa.Table, list[er.RawError]]:
     """One superstep of a stateful reduce on one partition's keys.
 
     ``state``: the accumulated input (tag 1) and output (tag 2) rows in the tagged schema;
     ``delta``: the new input updates (keys, values, times, diff). Returns the new state (tagged
-    schema) and the output updates of this iteration: ``reduce(accumulated input) -
-    accumulated output``, computed only for the keys with new input; the state rows of the
-    other keys are passed on as they came.
+    schema), the output updates of this iteration: ``reduce(accumulated input) -
+    accumulated output``, computed only for the keys with new input (the state rows of the
+    other keys are passed on as they came), and in collect mode the error updates of this
+    iteration: the errors of the keys with new input on their new accumulated input minus
+    those on their previous one (a key's errors depend on its input history alone; the
+    previous run is repeated rather than stored, so collect mode costs a second reduce run
+    over those keys).
     """
     keys, vals, outs, tnames = _names(spec)
     touched = delta.select(keys).group_by(keys, use_threads=False).aggregate([])
@@ -443,7 +463,12 @@ def _reduce_step(
         pa.concat_tables([in_acc, delta.cast(in_acc.schema)]), [*keys, *vals, *tnames]
     )
     fresh, errors = _run_reduce(spec, fns, new_in)
-    _fail(errors)
+    if spec.collect:
+        old = _run_reduce(spec, fns, in_acc)[1] if in_acc.num_rows else []
+        err_delta = _error_difference(errors, old)
+    else:
+        _fail(errors)
+        err_delta = []
     negated = out_acc.set_column(
         out_acc.schema.get_field_index(DIFF), DIFF, pc.negate(out_acc[DIFF])
     )
@@ -461,7 +486,7 @@ def _reduce_step(
             _widen(new_out, spec.schema, TAG_OUT_ACC),
         ]
     )
-    return new_state, out_delta
+    return new_state, out_delta, err_delta
 
 
 BUCKET = "_b"
@@ -504,8 +529,8 @@ def reduce_partition_stored(
         state = store.load(node, bucket, version)
         if state is None:
             state = spec.schema.empty_table()
-        new_state, out_delta = _reduce_step(spec, fns, state, delta)
+        new_state, out_delta, err_delta = _reduce_step(spec, fns, state, delta)
         store.save(node, bucket, version, new_state)
         if counter is not None:
             counter.add(out_delta.num_rows)
-        yield from _widen(out_delta, spec.schema, TAG_DELTA_OUT).to_batches()
+        yield from _outputs(spec, _widen(out_delta, spec.schema, TAG_DELTA_OUT), err_delta)

@@ -185,7 +185,7 @@ def fused_superstep(
             state = store.load(spec.reduce_node, bucket, version)
             if state is None:
                 state = rs.schema.empty_table()
-            new_state, out_delta = ex._reduce_step(rs, fns, state, delta)
+            new_state, out_delta, _ = ex._reduce_step(rs, fns, state, delta)
             store.save(spec.reduce_node, bucket, version, new_state)
             _maybe_fault(version)
         else:

@@ -123,7 +123,8 @@ def run_on_spark(
     the updates of every record that succeeded and ``result.errors(c)`` the error updates
     upstream of ``c`` (a bad record never stops the run; retracting it retracts its error).
     Inside an iterate, collect mode runs the loop operator by operator (no fused
-    supersteps), and a reduce's data error there still fails the job.
+    supersteps), and a reduce there runs twice on the keys with new input (new and previous
+    accumulated input) to find its new error updates.
 
     Schema problems and unsupported operators raise before any Spark job runs.
     """

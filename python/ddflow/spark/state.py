@@ -95,7 +95,7 @@ class State:
         c = self.c
         spec = self.reduce_specs.get(n)
         if spec is None:
-            spec = self.reduce_specs[n] = c.reduce_spec(n, delta)
+            spec = self.reduce_specs[n] = c.reduce_spec(n, delta, collect=c.collect)
         tagged = c.reduce_input(delta, spec)
         if c.reduce_state == "store":
             return self._reduce_step_stored(n, spec, tagged, i)
@@ -104,8 +104,17 @@ class State:
         counter = c.spark.sparkContext.accumulator(0)
         self.reduce_counts[n] = counter
         raw = self.cut(c.reduce_run(spec, tagged, stateful=True, counter=counter))
-        self.reduce_state[n] = raw.where(F.col(TAG).isin(ex.TAG_IN_ACC, ex.TAG_OUT_ACC))
+        self.reduce_state[n] = raw.where(F.col(TAG).isin(ex.TAG_IN_ACC, ex.TAG_OUT_ACC)).select(
+            *spec.schema.names
+        )
+        self._split_errors(n, spec, raw, i)
         return c.reduce_output(raw, spec)
+
+    def _split_errors(self, n: int, spec: ex.ReduceSpec, raw: DataFrame, i: int) -> None:
+        """Collect mode: keeps the error rows of reduce ``n``'s superstep ``i`` (``raw`` is
+        cut already, so they are read from the checkpoint, not recomputed)."""
+        if spec.collect:
+            self.c.errors.split(n, raw, raw.columns, i, materialized=True)
 
     def _reduce_step_stored(
         self, n: int, spec: ex.ReduceSpec, tagged: DataFrame, i: int
@@ -119,6 +128,7 @@ class State:
         counter = c.spark.sparkContext.accumulator(0)
         self.reduce_counts[n] = counter
         raw = self.cut(c.reduce_run_stored(n, spec, tagged, i, counter))
+        self._split_errors(n, spec, raw, i)
         return c.reduce_output(raw, spec)
 
     def ensure_store(self) -> StateStore:

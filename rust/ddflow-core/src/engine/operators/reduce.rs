@@ -635,7 +635,8 @@ impl Desired {
 
     /// A group of a Python aggregate: its accumulated values gathered into `py` for the
     /// callback of phase 2, which writes its rows; or the error when the accumulation
-    /// failed.
+    /// failed. A key whose input accumulates to nothing has no output and is not handed to
+    /// the callback (a reducer never sees an empty group, as in differential dataflow).
     #[inline]
     fn push_python(
         &mut self,
@@ -646,7 +647,7 @@ impl Desired {
     ) {
         let start = self.counts.len();
         let err = acc.err().map(|e| e.to_string());
-        if err.is_none() {
+        if err.is_none() && !counts.is_empty() {
             py.push(self.groups.len(), vals, counts);
         }
         self.groups.push(Group {
