@@ -60,7 +60,12 @@ def _embedded(build: Build, data: Data) -> tuple[list[Any], list[ErrRow]]:
 
 
 def _spark(
-    spark: SparkSession, build: Build, data: Data, dims: int, **kwargs: Any
+    spark: SparkSession,
+    build: Build,
+    data: Data,
+    dims: int,
+    results: list[Any] | None = None,
+    **kwargs: Any,
 ) -> tuple[list[Any], list[ErrRow]]:
     flow = dd.Dataflow()
     sessions, outputs = build(flow)
@@ -73,6 +78,8 @@ def _spark(
         errors="collect",
         **kwargs,
     )
+    if results is not None:
+        results.append(result)
     tcols = ["time"] if dims == 1 else [f"time_{j}" for j in range(dims)]
     rows = []
     for k, o in enumerate(outputs):
@@ -199,6 +206,55 @@ def test_bfs_in_collect_mode_runs_unfused_and_equals_the_engine(spark: SparkSess
     edges = [(int(s), int(d), int(t), 1) for s, d, t in rng.integers(0, 30, (80, 3))]
     data: Data = {"edges": (("src", "dst"), edges), "roots": (("node",), [(0, 0, 1)])}
     assert check(spark, build, data) == []
+
+
+def _bfs_with_a_bad_edge(flow: dd.Dataflow) -> Any:
+    # BFS whose step divides by (dst - 3): every edge into node 3 fails in the fused chain.
+    ei, edges = flow.new_input(("src", "dst"), name="edges")
+    ri, roots = flow.new_input(("node",), name="roots")
+    nodes = roots.select("node", dist=dd.lit(0))
+
+    def step(dists: dd.Collection) -> dd.Collection:
+        return (
+            dists.join(edges, left_on="node", right_on="src")
+            .select(node=dd.col("dst"), dist=dd.col("dist") + 6 // (dd.col("dst") - 3))
+            .concat(nodes)
+            .reduce(by="node", agg=dd.min("dist"))
+        )
+
+    return {"edges": ei, "roots": ri}, [nodes.iterate(step)]
+
+
+def test_a_fused_loop_with_a_data_error_reruns_operator_by_operator(
+    spark: SparkSession,
+) -> None:
+    data: Data = {
+        "edges": (
+            ("src", "dst"),
+            [(0, 1, 0, 1), (1, 2, 0, 1), (2, 3, 1, 1), (2, 3, 4, -1), (1, 5, 2, 1), (5, 6, 3, 1)],
+        ),
+        "roots": (("node",), [(0, 0, 1)]),
+    }
+    want_rows, want_errors = _embedded(_bfs_with_a_bad_edge, data)
+    results: list[Any] = []
+    got_rows, got_errors = _spark(spark, _bfs_with_a_bad_edge, data, 1, results=results)
+    assert got_rows == want_rows
+    assert got_errors == want_errors
+    assert got_errors and all("division by zero" in e[1] for e in got_errors)
+    assert "met a data error" in results[0].explain()
+
+
+def test_a_fused_loop_without_errors_stays_fused(spark: SparkSession) -> None:
+    data: Data = {
+        "edges": (("src", "dst"), [(0, 1, 0, 1), (1, 2, 0, 1), (2, 4, 1, 1), (1, 5, 2, 1)]),
+        "roots": (("node",), [(0, 0, 1)]),
+    }
+    results: list[Any] = []
+    rows, errors = _spark(spark, _bfs_with_a_bad_edge, data, 1, results=results)
+    assert (rows, errors) == _embedded(_bfs_with_a_bad_edge, data)
+    assert errors == []
+    text = results[0].explain()
+    assert "fused" in text and "met a data error" not in text, text
 
 
 def test_errors_need_collect_mode(spark: SparkSession) -> None:

@@ -236,9 +236,12 @@ class Compiler:
         tagged = map_in_arrow(df, fn, T.StructType(fields))
         return self.errors.split(n, tagged, schema.names, self.iteration)
 
-    def expr_spec(self, n: int, df: DataFrame, names: list[str]) -> ex.ExprSpec:
+    def expr_spec(
+        self, n: int, df: DataFrame, names: list[str], collect: bool | None = None
+    ) -> ex.ExprSpec:
         """Select or filter node ``n`` for the Rust evaluator, on input ``df`` (columns
-        ``names``); output types found by evaluating on an empty batch."""
+        ``names``); output types found by evaluating on an empty batch. ``collect``: whether
+        its data errors become error rows (default: the run's ``errors`` mode)."""
         from ddflow import _core
 
         node = self.nodes[n]
@@ -262,7 +265,7 @@ class Compiler:
             tuple(out_types),
             self.dims,
             json.dumps(node),
-            self.collect,
+            self.collect if collect is None else collect,
         )
         return spec
 

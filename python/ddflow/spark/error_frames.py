@@ -92,6 +92,18 @@ class ErrorFrames:
         self._pending = []
         self._cached = []
 
+    def mark(self) -> tuple[int, int, int]:
+        """A point to ``rollback`` to."""
+        return len(self.frames), len(self._pending), len(self._cached)
+
+    def rollback(self, mark: tuple[int, int, int]) -> None:
+        """Forgets the error rows kept since ``mark`` (a fused loop abandoned for the
+        operator-by-operator path, which finds them again)."""
+        frames, pending, cached = mark
+        for df in self._cached[cached:]:
+            df.unpersist()
+        del self.frames[frames:], self._pending[pending:], self._cached[cached:]
+
     def of(self, nodes: Collection[int]) -> DataFrame:
         """The consolidated error updates of ``nodes``: ``operator``, ``message``,
         ``values``, ``time`` (or ``time_0..``), ``iteration``, ``diff``, sorted by time."""

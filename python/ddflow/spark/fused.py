@@ -151,7 +151,9 @@ def _chain_steps(
             df = delta0.get(src) if src is not None else None
             if df is None:
                 return None
-            spec = c.expr_spec(n, df, list(c.nodes[src]["columns"]))
+            # A fused task fails on a data error (collect mode then reruns the loop
+            # operator by operator), so its expressions never emit error rows.
+            spec = c.expr_spec(n, df, list(c.nodes[src]["columns"]), collect=False)
             steps.append(ft.ChainStep("expr", expr=spec))
     return tuple(steps)
 

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from ddflow.errors import DataError
 from ddflow.spark import executor as ex
+from ddflow.spark.error_rows import DATA_ERROR
 from ddflow.spark.executor import BUCKET, DIFF, TAG, FnTable, ReduceSpec, tcol
 from ddflow.spark.store import StateStore
 
@@ -121,7 +122,7 @@ def _join(spec: FusedSpec, var: pa.Table, inv: pa.Table) -> pa.Table:
         cols.append(pc.multiply_checked(joined[DIFF], joined["_rd"]))
     except pa.ArrowInvalid as exc:
         raise DataError(
-            f"{ex.DATA_ERROR}:\n  operator {spec.join_label}: diff overflow ({exc})", []
+            f"{DATA_ERROR}:\n  operator {spec.join_label}: diff overflow ({exc})", []
         ) from None
     n_out = spec.n_var + spec.n_inv - k
     return pa.table(cols, names=[f"_c{i}" for i in range(n_out)] + tn + [DIFF])

@@ -122,8 +122,8 @@ def run_on_spark(
     ``"collect"``: it becomes an error update, as on the embedded engine; the outputs hold
     the updates of every record that succeeded and ``result.errors(c)`` the error updates
     upstream of ``c`` (a bad record never stops the run; retracting it retracts its error).
-    Inside an iterate, collect mode runs the loop operator by operator (no fused
-    supersteps), and a reduce there runs twice on the keys with new input (new and previous
+    Inside an iterate, a fused loop that meets a data error runs again operator by
+    operator, and a reduce there runs twice on the keys with new input (new and previous
     accumulated input) to find its new error updates.
 
     Schema problems and unsupported operators raise before any Spark job runs.

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ddflow.errors import DataError
 from ddflow.spark import fused
 from ddflow.spark.schemas import DIFF
 from ddflow.spark.state import consolidate
@@ -69,12 +70,9 @@ class IterateDriver:
             if n == var or any(i in variant for i in nodes[n]["inputs"]):
                 variant.add(n)
         join_inputs = {i for n in members if nodes[n]["op"] == "join" for i in nodes[n]["inputs"]}
-        # Fused tasks fail on a data error; collecting errors takes the operator-by-operator
-        # path, whose stages emit error rows.
-        shape = None if c.collect else fused.detect(c, members, variant, var)
+        shape = fused.detect(c, members, variant, var)
         if shape is not None:
-            lazy0 = self._deltas(0, members, variant, join_inputs, source, None, lazy=True)
-            out = fused.run(c, shape, lazy0, max_it)
+            out = self._fused(shape, members, variant, join_inputs, source, max_it)
             if out is not None:
                 c.state.drop_scope(members)
                 self.scope_out[scope] = {leave: out for leave in leaves}
@@ -139,6 +137,48 @@ class IterateDriver:
             out = c.top(nodes[source]["inputs"][0]).limit(0)
         self.scope_out[scope] = {leave: out for leave in leaves}
         return self.scope_out[scope]
+
+    def _fused(
+        self,
+        shape: fused.Shape,
+        members: list[int],
+        variant: set[int],
+        join_inputs: set[int],
+        source: int,
+        max_it: int | None,
+    ) -> DataFrame | None:
+        """The loop's output by fused supersteps, or None when it does not fuse after all.
+
+        Fused tasks fail on a data error. With ``errors="collect"`` the loop is fused
+        optimistically: a data error abandons the fused run (its stored state and the error
+        rows kept since it began) and the caller reruns the loop operator by operator, whose
+        stages emit error rows. Errors are rare, so a loop without them keeps the fused
+        speed."""
+        c = self.c
+        mark = c.errors.mark()
+        c.iteration = 0
+        try:
+            lazy0 = self._deltas(0, members, variant, join_inputs, source, None, lazy=True)
+        finally:
+            c.iteration = None
+        try:
+            out = fused.run(c, shape, lazy0, max_it)
+        except DataError:
+            if not c.collect:
+                raise
+            c.errors.rollback(mark)
+            c.state.drop_scope(members)
+            c.note(
+                shape.reduce,
+                "fused supersteps met a data error; the loop ran again operator by operator "
+                "to collect it",
+            )
+            return None
+        if out is None:
+            c.errors.rollback(mark)
+        else:
+            c.errors.end_superstep(c.state.cut)
+        return out
 
     def _notes(self, members: list[int], variant: set[int]) -> None:
         c = self.c
