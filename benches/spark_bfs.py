@@ -167,6 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--naive-versions", type=int, default=2)
     p.add_argument("--out", default="benches/results/spark_bfs.md")
     p.add_argument("--profile", action="store_true")
+    p.add_argument(
+        "--errors",
+        choices=["raise", "collect"],
+        default="raise",
+        help="run_on_spark's errors mode (collect: errors as data; their count is printed)",
+    )
     args = p.parse_args(argv)
     command = "python benches/spark_bfs.py " + " ".join(argv if argv is not None else sys.argv[1:])
     load_before = _load()
@@ -210,9 +216,12 @@ def main(argv: list[str] | None = None) -> int:
         [counts],
         partitions=args.partitions,
         progress=lambda s: print(s, flush=True),
+        errors=args.errors,
     )
     t_steps = time.perf_counter() - start
     result[counts].write.mode("overwrite").parquet(f"{tmp}/counts")
+    if args.errors == "collect":
+        print(f"error updates upstream of the counts: {result.errors(counts).count()}")
     total = time.perf_counter() - start
     steps = [s for s in result.supersteps if s.phase.startswith("superstep")]
     got = pq.read_table(f"{tmp}/counts")
