@@ -336,3 +336,15 @@ def test_a_join_product_outside_int64_raises_instead_of_wrapping(spark: SparkSes
     result = run_on_spark(spark, flow, {ai: frames(spark, big, 1)["a"]}, [out])
     with pytest.raises(Exception, match="leaves int64"):
         result[out].collect()
+
+
+def test_a_consolidated_diff_outside_int64_raises_instead_of_wrapping(
+    spark: SparkSession,
+) -> None:
+    flow = dd.Dataflow()
+    ai, a = flow.new_input(("k", "v"), name="a")
+    out = a.select("k")
+    big: Data = {"a": (("k", "v"), [(1, 1, 0, 2**62), (1, 2, 0, 2**62)])}
+    result = run_on_spark(spark, flow, {ai: frames(spark, big, 1)["a"]}, [out])
+    with pytest.raises(Exception, match="leaves int64"):
+        result[out].collect()

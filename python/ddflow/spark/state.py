@@ -21,9 +21,16 @@ __all__ = ["State", "consolidate"]
 
 
 def consolidate(df: DataFrame) -> DataFrame:
-    """Sums ``diff`` per distinct record and time, dropping zeros."""
+    """Sums ``diff`` per distinct record and time, dropping zeros. A sum outside int64 fails
+    the job (Spark's ``sum`` of longs would wrap silently; ``try_sum`` gives null instead,
+    turned into an error naming the problem; the embedded engine sums exactly and raises
+    ``OverflowError`` where such a total is read)."""
     keys = [c for c in df.columns if c != DIFF]
-    return df.groupBy(*keys).agg(F.sum(DIFF).alias(DIFF)).where(F.col(DIFF) != 0)
+    total = F.try_sum(DIFF)
+    overflow = F.raise_error(F.lit("ddflow: a consolidated diff leaves int64 on Spark"))
+    summed = df.groupBy(*keys).agg(total.alias(DIFF))
+    checked = F.when(F.col(DIFF).isNull(), overflow).otherwise(F.col(DIFF)).alias(DIFF)
+    return summed.select(*keys, checked).where(F.col(DIFF) != 0)
 
 
 class State:
