@@ -1,45 +1,104 @@
-"""Issue 16 on Spark: plans with ``advance_iteration`` or ``delay`` (prioritized SSSP and
-label propagation) fail before any Spark job with an error naming the operator."""
+"""Programming with time on Spark: ``advance_iteration`` holds updates for a later
+superstep and ``delay`` is the identity (a superstep bundles each iteration already).
+Prioritized SSSP, plain SSSP and a hand-written loop with ``advance_iteration`` must give
+exactly the embedded engine's output, with 1-D and 2-D times; a bad value fails the run
+naming the operator."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pytest
 from pyspark.sql import SparkSession
 
 import ddflow as dd
-from ddflow.spark import UnsupportedOperatorError, run_on_spark
+from ddflow.spark import run_on_spark
 
-from .conftest import frames
+from .conftest import Data, check_equal, frames, on_spark
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(240)
 
 
-def test_prioritized_sssp_is_rejected_before_any_job(spark: SparkSession) -> None:
-    flow = dd.Dataflow()
-    edges_in, edges = flow.new_input(("src", "dst", "w"), name="edges")
-    roots_in, roots = flow.new_input(("node",), name="roots")
-    dists = dd.algorithms.sssp(edges, roots, prioritized=True)
-    data = {
-        "edges": (("src", "dst", "w"), [(0, 1, 3, 0, 1)]),
+def _sssp(prioritized: bool) -> Any:
+    def build(flow: dd.Dataflow) -> Any:
+        ei, edges = flow.new_input(("src", "dst", "w"), name="edges")
+        ri, roots = flow.new_input(("node",), name="roots")
+        return {"edges": ei, "roots": ri}, [
+            dd.algorithms.sssp(edges, roots, prioritized=prioritized)
+        ]
+
+    return build
+
+
+def _graph(dims: int, seed: int = 3) -> Data:
+    rng = np.random.default_rng(seed)
+    edges = []
+    for s, d, w in rng.integers(0, 12, (30, 3)):
+        t = tuple(int(x) for x in rng.integers(0, 3, dims))
+        edges.append((int(s), int(d), int(w) + 1, t if dims > 1 else t[0], 1))
+    # Retract a few edges later, so distances grow back.
+    for s, d, w, t, _ in edges[:5]:
+        later = tuple(c + 2 for c in t) if dims > 1 else t + 2
+        edges.append((s, d, w, later, -1))
+    zero = (0,) * dims if dims > 1 else 0
+    return {"edges": (("src", "dst", "w"), edges), "roots": (("node",), [(0, zero, 1)])}
+
+
+@pytest.mark.parametrize("dims", [1, 2])
+def test_prioritized_sssp_equals_the_engine(spark: SparkSession, dims: int) -> None:
+    got = check_equal(spark, _sssp(True), _graph(dims), dims)
+    assert got
+    # Same result as the unprioritized loop (the priorities only reorder the work).
+    assert got == check_equal(spark, _sssp(False), _graph(dims), dims)
+
+
+def test_held_updates_skip_empty_iterations(spark: SparkSession) -> None:
+    # One long edge: the proposal for node 1 (distance 50) is held until iteration 50; the
+    # iterations between change nothing and are skipped, not run.
+    data: Data = {
+        "edges": (("src", "dst", "w"), [(0, 1, 50, 0, 1), (1, 2, 1, 0, 1)]),
         "roots": (("node",), [(0, 0, 1)]),
     }
-    dfs = frames(spark, data, 1)
-    sc = spark.sparkContext
-    sc.setJobGroup("issue16-reject", "advance_iteration must fail before any job")
-    try:
-        with pytest.raises(
-            UnsupportedOperatorError, match=r"advance_iteration@.*'advance_iteration'"
-        ):
-            run_on_spark(spark, flow, {edges_in: dfs["edges"], roots_in: dfs["roots"]}, [dists])
-        assert list(sc.statusTracker().getJobIdsForGroup("issue16-reject")) == []
-    finally:
-        sc.setJobGroup("", "")
+    got, result = on_spark(spark, _sssp(True), data)
+    assert {(r[1], r[2]) for r in got} == {(0, 0), (1, 50), (2, 51)}
+    steps = [s for s in result.supersteps if s.phase.startswith("superstep")]
+    assert len(steps) < 10, [s.phase for s in steps]
 
 
-def test_delay_is_rejected_with_its_name(spark: SparkSession) -> None:
+def test_delay_is_the_identity(spark: SparkSession) -> None:
+    def build(flow: dd.Dataflow) -> Any:
+        ai, a = flow.new_input(("x",), name="xs")
+        inner = a.iterate(lambda v: v.delay().select(x=dd.col("x") // 2).concat(v).distinct())
+        return {"xs": ai}, [a.delay(), inner]
+
+    check_equal(spark, build, {"xs": (("x",), [(9, 0, 1), (40, 1, 1), (9, 3, -1)])})
+
+
+def test_a_negative_value_fails_naming_the_operator(spark: SparkSession) -> None:
     flow = dd.Dataflow()
-    inp, coll = flow.new_input(("x",), name="xs")
-    out = coll.delay()
-    dfs = frames(spark, {"xs": (("x",), [(1, 0, 1)])}, 1)
-    with pytest.raises(UnsupportedOperatorError, match=r"delay@.*'delay' is not supported"):
-        run_on_spark(spark, flow, {inp: dfs["xs"]}, [out])
+    ai, a = flow.new_input(("x",), name="xs")
+    out = a.iterate(lambda v: v.advance_iteration(dd.col("x") - 5).concat(v).distinct())
+    dfs = frames(spark, {"xs": (("x",), [(9, 0, 1), (2, 1, 1)])}, 1)
+    with pytest.raises(dd.DataError, match=r"advance_iteration@.*value -3 is negative"):
+        run_on_spark(spark, flow, {ai: dfs["xs"]}, [out])
+
+
+def test_a_value_past_max_iterations_fails(spark: SparkSession) -> None:
+    flow = dd.Dataflow()
+    ai, a = flow.new_input(("x",), name="xs")
+    out = a.iterate(lambda v: v.advance_iteration("x").concat(v).distinct(), max_iterations=5)
+    dfs = frames(spark, {"xs": (("x",), [(9, 0, 1)])}, 1)
+    with pytest.raises(dd.DataError, match=r"value 9 is beyond the iterate's last iteration 4"):
+        run_on_spark(spark, flow, {ai: dfs["xs"]}, [out])
+
+
+def test_explain_spark_names_the_time_operators(spark: SparkSession) -> None:
+    from ddflow.spark import explain_spark
+
+    flow = dd.Dataflow()
+    sessions, outs = _sssp(True)(flow)
+    dfs = frames(spark, _graph(1), 1)
+    text = explain_spark(spark, flow, {sessions[n]: df for n, df in dfs.items()}, outs)
+    assert "advance_iteration: updates beyond the superstep held" in text, text
+    assert "delay: identity" in text, text

@@ -202,6 +202,9 @@ class Compiler:
             return df.select(*[c for c in df.columns if c != DIFF], (-F.col(DIFF)).alias(DIFF))
         if op == "scale":
             return scale_diffs(df, DIFF, int(node["factor"]), node["label"])
+        if op == "delay":
+            # A superstep handles each iteration's updates together already.
+            return df
         if op == "consolidate":
             if note:
                 self.note(n, "groupBy(record, time).sum(diff)")
@@ -268,6 +271,32 @@ class Compiler:
             self.collect if collect is None else collect,
         )
         return spec
+
+    def native_value(
+        self, n: int, df: DataFrame, names: list[str], expr: Any, out: str
+    ) -> DataFrame:
+        """``df`` (columns ``names``) with column ``out``: int64 expression ``expr`` of node
+        ``n``, evaluated by the Rust evaluator in ``mapInArrow``."""
+        from ddflow import _core
+
+        label = self.nodes[n]["label"]
+        texts = [json.dumps({"op": "col", "name": name}) for name in names]
+        texts.append(json.dumps(expr, separators=(",", ":")))
+        types = [arrow_type(df.schema[ccol(i)].dataType) for i in range(len(names))]
+        empty = {
+            name: ex.to_numpy(pa.array([], type=t)) for name, t in zip(names, types, strict=True)
+        }
+        if arrow_type_of_numpy(np.asarray(_core.eval_expr(texts[-1], empty, 0))) != pa.int64():
+            raise SchemaTypeError(f"{label}: the value must be an int64 expression")
+        spec = ex.ExprSpec(
+            label, tuple(names), tuple(texts), False, (*types, pa.int64()), self.dims
+        )
+        k = len(names)
+        fields = [T.StructField(ccol(j), spark_of_arrow(t), True) for j, t in enumerate(types)]
+        fields.append(T.StructField(ccol(k), T.LongType(), True))
+        schema = T.StructType(fields + time_fields(self.dims))
+        valued = map_in_arrow(df, functools.partial(ex.expr_batches, spec), schema)
+        return valued.withColumnRenamed(ccol(k), out)
 
     def _py(self, n: int, df: DataFrame, names: list[str]) -> DataFrame:
         node = self.nodes[n]

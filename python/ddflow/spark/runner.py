@@ -260,6 +260,9 @@ def explain_spark(
             "enter_arrangement": "loop-invariant: partitioned by key and checkpointed once",
             "variable": "iteration 0: source; i+1: result at i (minus source at 0)",
             "leave": "sum of the result's deltas over all supersteps",
+            "advance_iteration": "updates beyond the superstep held (checkpointed) until "
+            "their iteration; empty iterations skipped",
+            "delay": "identity (a superstep bundles each iteration's updates)",
         }[op]
         lines.append(f"{indent}#{n} {op}: {how}  [{node['label']}]")
     return "\n".join(lines)

@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 
 from ddflow.errors import DataError
 from ddflow.spark import fused
+from ddflow.spark.held import Held
 from ddflow.spark.schemas import DIFF
 from ddflow.spark.state import consolidate
 from ddflow.spark.validate import UnsupportedOperatorError
@@ -41,6 +42,8 @@ class IterateDriver:
     def __init__(self, compiler: Compiler) -> None:
         self.c = compiler
         self.scope_out: dict[int, dict[int, DataFrame]] = {}
+        self.held = Held(compiler, None)
+        """The current scope's updates held by ``advance_iteration``."""
 
     def run_scope(self, scope: int) -> dict[int, DataFrame]:
         """The leave outputs of ``scope``, by leave node."""
@@ -64,10 +67,13 @@ class IterateDriver:
             if nodes[n]["op"] == "leave" and nodes[nodes[n]["inputs"][0]]["scope"] == scope
         ]
         max_it = c.plan.scopes[scope].max_iterations
-        # Nodes that depend on the variable change at every iteration; the others only at 0.
+        # Nodes that depend on the variable change at every iteration; the others only at 0
+        # (an advance_iteration also releases held updates later).
         variant: set[int] = set()
         for n in members:
-            if n == var or any(i in variant for i in nodes[n]["inputs"]):
+            if n == var or nodes[n]["op"] == "advance_iteration":
+                variant.add(n)
+            elif any(i in variant for i in nodes[n]["inputs"]):
                 variant.add(n)
         join_inputs = {i for n in members if nodes[n]["op"] == "join" for i in nodes[n]["inputs"]}
         shape = fused.detect(c, members, variant, var)
@@ -78,6 +84,7 @@ class IterateDriver:
                 self.scope_out[scope] = {leave: out for leave in leaves}
                 return self.scope_out[scope]
         self._notes(members, variant)
+        self.held = Held(c, max_it)
         parts: list[DataFrame] = []
         var_next: DataFrame | None = None
         i = 0
@@ -100,6 +107,7 @@ class IterateDriver:
                     parts.append(res)
                 if max_it is not None and i + 1 >= max_it:
                     holder["next"] = None
+                    holder["went_on"] = False
                     return None
                 nxt: DataFrame | None = res
                 if i == 0:
@@ -127,9 +135,15 @@ class IterateDriver:
                 c.iteration = None
             c.state.after_superstep(i)
             var_next = holder["next"]
-            if var_next is None:
+            if var_next is not None:
+                i += 1
+                continue
+            # Nothing fed back: the loop is done unless advance_iteration holds updates for
+            # a later iteration; the iterations before it change nothing and are skipped.
+            release = self.held.next_release() if holder.get("went_on", True) else None
+            if release is None or (max_it is not None and release >= max_it):
                 break
-            i += 1
+            i = release
         c.state.drop_scope(members)
         if parts:
             out = consolidate(functools.reduce(lambda a, b: a.unionByName(b), parts))
@@ -245,6 +259,8 @@ class IterateDriver:
                 delta[n] = self._delta_join(n, delta)
             elif op == "reduce":
                 delta[n] = None if lazy else state.reduce_step(n, delta.get(ins[0]), i)
+            elif op == "advance_iteration":
+                delta[n] = self.held.step(n, delta[ins[0]], i)
             elif op == "leave":
                 continue
             else:

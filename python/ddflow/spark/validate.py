@@ -35,7 +35,7 @@ SUPPORTED_OPS = frozenset(
     {
         "input", "select", "filter", "map_py", "filter_py", "flat_map_py", "concat", "negate",
         "scale", "consolidate", "arrange", "join", "reduce", "enter", "enter_arrangement",
-        "variable", "leave",
+        "variable", "leave", "advance_iteration", "delay",
     }
 )  # fmt: skip
 """Plan operators the Spark backend runs (``capture``/``probe`` are outputs, not stages)."""
