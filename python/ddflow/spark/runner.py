@@ -6,8 +6,10 @@ The work is split by job: ``validate.py`` (inputs and plan, before any job), ``c
 (plan nodes to DataFrame operations), ``supersteps.py`` (the iterate driver), ``fused.py``
 and ``fused_tasks.py`` (iterate bodies run as one stage per superstep), ``state.py``
 (checkpoints, invariant arrangements, join and reduce state), ``store.py`` (the reduce state
-store), ``executor.py`` (the partition functions ``mapInArrow`` runs), ``progress.py``
-(per-superstep measurements and lines).
+store), ``executor.py`` (the partition functions ``mapInArrow`` runs), ``held.py``
+(``advance_iteration``'s held updates), ``error_rows.py`` and ``error_frames.py`` (data
+errors in tasks, and as data with ``errors="collect"``), ``progress.py`` (per-superstep
+measurements and lines).
 """
 
 from __future__ import annotations
