@@ -5,10 +5,12 @@
 //! times form a chain, the one-pass path) and two-dimensional times (partially ordered, the
 //! interesting-times path; keys whose times happen to form a chain still take the one-pass
 //! path), fed in random batches. Counts may go negative: `min`/`max`/`top_k`/`distinct`
-//! consider values with positive count only, `count` and `sum` are signed.
+//! consider values with positive count only, `count` and `sum` are signed. `PySize` is a
+//! Python-style reducer (a callback, here in Rust) writing every key's number of values with
+//! non-zero count; it must never be handed a key whose input accumulates to nothing.
 
 use ddflow_core::encoding::DType;
-use ddflow_core::engine::column::{Column, NoCallbacks};
+use ddflow_core::engine::column::{Callbacks, Column, NoCallbacks, Payload, Reply};
 use ddflow_core::engine::plan::Plan;
 use ddflow_core::engine::Engine;
 use ddflow_core::lattice::PartialOrder;
@@ -26,6 +28,35 @@ enum Agg {
     Max,
     Distinct,
     TopK,
+    PySize,
+}
+
+/// The callback of `Agg::PySize`: per group, the number of values it was handed (one row
+/// per group, so an empty group would show up as an output row of 0).
+struct SizeReducer;
+
+impl Callbacks for SizeReducer {
+    fn call(
+        &self,
+        _func: u64,
+        kind: &str,
+        _label: &str,
+        payload: Payload,
+    ) -> ddflow_core::Result<Reply> {
+        let Payload::Reduce { offsets, .. } = payload else {
+            panic!("unexpected {kind} callback");
+        };
+        let sizes: Vec<u64> = offsets.windows(2).map(|w| (w[1] - w[0]) as u64).collect();
+        Ok(Reply::Columns {
+            offsets: Some((0..=sizes.len() as i64).collect()),
+            columns: vec![Column {
+                dtype: DType::Int64,
+                words: sizes,
+            }],
+            row_index: None,
+            counts: None,
+        })
+    }
 }
 
 impl Agg {
@@ -37,6 +68,7 @@ impl Agg {
             Agg::Max => r#"{"kind":"max","column":0}"#,
             Agg::Distinct => r#"{"kind":"distinct"}"#,
             Agg::TopK => r#"{"kind":"top_k","k":2,"column":0,"descending":true}"#,
+            Agg::PySize => r#"{"kind":"python","fn":0,"columns":1}"#,
         }
     }
 
@@ -77,6 +109,11 @@ impl Agg {
             }
             Agg::Distinct => out.extend(positive.iter().map(|&v| (v, 1))),
             Agg::TopK => out.extend(positive.iter().rev().take(2).map(|&v| (v, 1))),
+            Agg::PySize => {
+                if !acc.is_empty() {
+                    out.insert(acc.len() as i64, 1);
+                }
+            }
         }
         out
     }
@@ -116,7 +153,11 @@ fn time(c: [u64; 2], dims: usize) -> Time {
 /// Runs the reduce, feeding updates grouped by first time coordinate, `per_step` distinct
 /// first coordinates per engine run. Returns captured `(key, out, time, diff)`.
 fn run(agg: Agg, dims: usize, updates: &[Upd], per_step: u64) -> Vec<(i64, i64, Time, i64)> {
-    let mut e = Engine::new(plan(agg, dims), 1, Arc::new(NoCallbacks)).expect("engine");
+    let callbacks: Arc<dyn Callbacks> = match agg {
+        Agg::PySize => Arc::new(SizeReducer),
+        _ => Arc::new(NoCallbacks),
+    };
+    let mut e = Engine::new(plan(agg, dims), 1, callbacks).expect("engine");
     let mut sorted = updates.to_vec();
     sorted.sort_by_key(|u| u.2);
     let mut out = Vec::new();
@@ -216,6 +257,7 @@ fn agg() -> impl Strategy<Value = Agg> {
         Just(Agg::Max),
         Just(Agg::Distinct),
         Just(Agg::TopK),
+        Just(Agg::PySize),
     ]
 }
 
