@@ -488,6 +488,8 @@ def main(argv: list[str] | None = None) -> int:
     specs = SEED_ROWS if specs == "seed" else specs
     rows = [] if args.no_rows else [parse_row(s, updates) for s in specs.split(",") if s.strip()]
     micro_ts = [int(t) for t in args.micro.split(",")] if args.micro else []
+    if any(t <= 0 for t in micro_ts):
+        parser.error(f"--micro: times must be positive, got {args.micro}")
 
     if not args.no_build:
         build_dd()
