@@ -21,7 +21,7 @@ from ddflow.capture import Capture
 from ddflow.collection import Collection
 from ddflow.engine import EngineFactory, EngineLike, native_engine
 from ddflow.errorlog import ErrorLog
-from ddflow.errors import PlanError, ReentrancyError
+from ddflow.errors import DdflowError, PlanError, ReentrancyError
 from ddflow.input import InputSession
 from ddflow.plan import ImportTraceOp, InputOp, Plan, PlanText, user_location
 from ddflow.times import Time, TimeShape, is_int
@@ -258,11 +258,21 @@ class Dataflow:
             session.flush()
         return engine
 
-    def _deliver(self) -> None:
-        """Calls capture subscribers with newly completed updates."""
+    def _deliver(self, poll_all: bool = False) -> None:
+        """Calls capture subscribers with newly completed updates. ``poll_all``: every other
+        capture also takes its new updates from the engine into its consolidated native
+        state (after ``run_until`` / ``run``), so the engine does not hold a long run's raw
+        output until the capture is first read (measured: peak RSS of a 100,000-update BFS
+        run read once at the end, 230 MB -> 130 MB). A capture that cannot take them (a
+        total outside int64) keeps them pending, losing nothing, and raises when read."""
         for cap in self._captures:
             if cap._subscribers:
                 cap._deliver()
+            elif poll_all:
+                try:
+                    cap._poll()
+                except DdflowError:
+                    pass
 
     # -- running ------------------------------------------------------------------------------
 
@@ -296,7 +306,7 @@ class Dataflow:
         engine = self._flush()
         with self._run_guard(f"run_until({time!r})"):
             engine.run_until(list(coords))
-        self._deliver()
+        self._deliver(poll_all=True)
 
     def run(self) -> None:
         """Runs until all work is done (all outputs complete once every input is closed)."""
@@ -307,7 +317,7 @@ class Dataflow:
             else:
                 while engine.step():
                     pass
-        self._deliver()
+        self._deliver(poll_all=True)
 
     # -- errors as data -----------------------------------------------------------------------
 
