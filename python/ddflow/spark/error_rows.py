@@ -54,7 +54,7 @@ ERR_VALS = "_ev"
 ERROR_FIELDS = (ERR_OP, ERR_MSG, ERR_VALS)
 """The error columns of a stage's output in ``errors="collect"`` mode (null on data rows)."""
 
-RawError = tuple[int, str, str, str, Sequence[int], int]
+RawError = tuple[int, str, str, str, list[int], int]
 """An error update as the engine hands it out: node, operator label, message, values, time,
 diff."""
 

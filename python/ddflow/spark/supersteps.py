@@ -213,12 +213,12 @@ class IterateDriver:
                     )
                 c.note(n, how)
             elif op == "join":
-                how = [
+                sides = [
                     ("invariant" if i not in variant else "variant") for i in c.nodes[n]["inputs"]
                 ]
                 c.note(
                     n,
-                    f"per superstep delta join (sides {how[0]}, {how[1]}): Spark "
+                    f"per superstep delta join (sides {sides[0]}, {sides[1]}): Spark "
                     f"equi-join, time = greatest, diff = product",
                 )
 
