@@ -161,3 +161,19 @@ def test_missing_library_is_a_clear_import_error(
     monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(ImportError, match=f"{method}.. needs {module}"):
         getattr(cap, method)()
+
+
+def test_run_until_moves_new_updates_into_the_capture_without_a_read() -> None:
+    # The engine must not hold a long run's raw output until the capture is first read:
+    # run_until hands every capture its completed updates (consolidated natively).
+    flow = dd.Dataflow()
+    inp, coll = flow.new_input({"k": "int64"})
+    cap = coll.capture()
+    for t in range(3):
+        inp.update_at((t,), t, 1)
+        inp.update_at((t,), t, 1)
+    inp.advance_to(3)
+    flow.run_until(3)
+    assert cap._native is not None
+    assert cap._native.completed_upper() is not None
+    assert cap.updates().to_pylist() == [{"k": t, "time": t, "diff": 2} for t in range(3)]

@@ -348,3 +348,13 @@ def test_a_consolidated_diff_outside_int64_raises_instead_of_wrapping(
     result = run_on_spark(spark, flow, {ai: frames(spark, big, 1)["a"]}, [out])
     with pytest.raises(Exception, match="leaves int64"):
         result[out].collect()
+
+
+def test_negating_the_least_int64_diff_raises_instead_of_wrapping(spark: SparkSession) -> None:
+    flow = dd.Dataflow()
+    ai, a = flow.new_input(("k", "v"), name="a")
+    out = a.negate()
+    least: Data = {"a": (("k", "v"), [(1, 1, 0, -(2**63))])}
+    result = run_on_spark(spark, flow, {ai: frames(spark, least, 1)["a"]}, [out])
+    with pytest.raises(Exception, match="int64 overflow in negate"):
+        result[out].collect()

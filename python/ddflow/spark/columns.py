@@ -21,7 +21,14 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-__all__ = ["NotCompilable", "compile_expr", "SPARK_TYPES", "dtype_of"]
+__all__ = [
+    "NotCompilable",
+    "compile_expr",
+    "SPARK_TYPES",
+    "dtype_of",
+    "negate_diffs",
+    "scale_diffs",
+]
 
 SPARK_TYPES: dict[str, T.DataType] = {
     "int64": T.LongType(),
@@ -195,6 +202,14 @@ def compile_expr(
 
 
 _I64_MAX = 2**63 - 1
+
+
+def negate_diffs(df: DataFrame, diff: str, label: str) -> DataFrame:
+    """Every diff (column ``diff``) negated. The one int64 without a negation fails the job
+    naming ``label`` (Spark would wrap it to itself; the engine negates exactly)."""
+    d = F.col(diff)
+    negated = F.when(d == F.lit(_I64_MIN), _overflow(label, "negate")).otherwise(-d)
+    return df.select(*[c for c in df.columns if c != diff], negated.alias(diff))
 
 
 def scale_diffs(df: DataFrame, diff: str, factor: int, label: str) -> DataFrame:

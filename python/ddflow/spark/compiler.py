@@ -31,7 +31,13 @@ from ddflow.errors import PlanError, SchemaTypeError
 from ddflow.input import InputSession
 from ddflow.spark import executor as ex
 from ddflow.spark import validate
-from ddflow.spark.columns import NotCompilable, compile_expr, dtype_of, scale_diffs
+from ddflow.spark.columns import (
+    NotCompilable,
+    compile_expr,
+    dtype_of,
+    negate_diffs,
+    scale_diffs,
+)
 from ddflow.spark.error_frames import ErrorFrames
 from ddflow.spark.error_rows import ERROR_FIELDS
 from ddflow.spark.progress import Meter
@@ -199,7 +205,7 @@ class Compiler:
                 self.note(n, "Python batch function in mapInArrow (one call per Arrow batch)")
             return self._py(n, df, names)
         if op == "negate":
-            return df.select(*[c for c in df.columns if c != DIFF], (-F.col(DIFF)).alias(DIFF))
+            return negate_diffs(df, DIFF, node["label"])
         if op == "scale":
             return scale_diffs(df, DIFF, int(node["factor"]), node["label"])
         if op == "delay":
@@ -243,57 +249,62 @@ class Compiler:
         self, n: int, df: DataFrame, names: list[str], collect: bool | None = None
     ) -> ex.ExprSpec:
         """Select or filter node ``n`` for the Rust evaluator, on input ``df`` (columns
-        ``names``); output types found by evaluating on an empty batch. ``collect``: whether
-        its data errors become error rows (default: the run's ``errors`` mode)."""
-        from ddflow import _core
-
+        ``names``). ``collect``: whether its data errors become error rows (default: the
+        run's ``errors`` mode)."""
         node = self.nodes[n]
         is_filter = node["op"] == "filter"
         exprs = [node["predicate"]] if is_filter else list(node["exprs"])
+        return self._eval_spec(
+            node["label"],
+            df,
+            names,
+            exprs,
+            is_filter,
+            json.dumps(node),
+            self.collect if collect is None else collect,
+        )
+
+    def _eval_spec(
+        self,
+        label: str,
+        df: DataFrame,
+        names: list[str],
+        exprs: list[Any],
+        is_filter: bool,
+        node_json: str = "",
+        collect: bool = False,
+    ) -> ex.ExprSpec:
+        """Expressions ``exprs`` over ``df`` (columns ``names``) for the Rust evaluator; a
+        select's output types found by evaluating on an empty batch."""
+        from ddflow import _core
+
         texts = tuple(json.dumps(e, separators=(",", ":")) for e in exprs)
         empty = {
             name: ex.to_numpy(pa.array([], type=arrow_type(df.schema[ccol(i)].dataType)))
             for i, name in enumerate(names)
         }
-        out_types: list[pa.DataType] = []
-        if not is_filter:
-            for t in texts:
-                v = np.asarray(_core.eval_expr(t, empty, 0))
-                out_types.append(arrow_type_of_numpy(v))
-        spec = ex.ExprSpec(
-            node["label"],
-            tuple(names),
-            texts,
-            is_filter,
-            tuple(out_types),
-            self.dims,
-            json.dumps(node),
-            self.collect if collect is None else collect,
+        out_types = tuple(
+            arrow_type_of_numpy(np.asarray(_core.eval_expr(t, empty, 0)))
+            for t in ([] if is_filter else texts)
         )
-        return spec
+        return ex.ExprSpec(
+            label, tuple(names), texts, is_filter, out_types, self.dims, node_json, collect
+        )
 
     def native_value(
         self, n: int, df: DataFrame, names: list[str], expr: Any, out: str
     ) -> DataFrame:
         """``df`` (columns ``names``) with column ``out``: int64 expression ``expr`` of node
         ``n``, evaluated by the Rust evaluator in ``mapInArrow``."""
-        from ddflow import _core
-
         label = self.nodes[n]["label"]
-        texts = [json.dumps({"op": "col", "name": name}) for name in names]
-        texts.append(json.dumps(expr, separators=(",", ":")))
-        types = [arrow_type(df.schema[ccol(i)].dataType) for i in range(len(names))]
-        empty = {
-            name: ex.to_numpy(pa.array([], type=t)) for name, t in zip(names, types, strict=True)
-        }
-        if arrow_type_of_numpy(np.asarray(_core.eval_expr(texts[-1], empty, 0))) != pa.int64():
+        passed = [{"op": "col", "name": name} for name in names]
+        spec = self._eval_spec(label, df, names, [*passed, expr], False)
+        if spec.out_types[-1] != pa.int64():
             raise SchemaTypeError(f"{label}: the value must be an int64 expression")
-        spec = ex.ExprSpec(
-            label, tuple(names), tuple(texts), False, (*types, pa.int64()), self.dims
-        )
         k = len(names)
-        fields = [T.StructField(ccol(j), spark_of_arrow(t), True) for j, t in enumerate(types)]
-        fields.append(T.StructField(ccol(k), T.LongType(), True))
+        fields = [
+            T.StructField(ccol(j), spark_of_arrow(t), True) for j, t in enumerate(spec.out_types)
+        ]
         schema = T.StructType(fields + time_fields(self.dims))
         valued = map_in_arrow(df, functools.partial(ex.expr_batches, spec), schema)
         return valued.withColumnRenamed(ccol(k), out)
@@ -386,8 +397,7 @@ class Compiler:
         semi = joined.select(*lcols, *times, diff)
         if kind == "semijoin":
             return semi
-        neg = semi.select(*[c for c in semi.columns if c != DIFF], (-F.col(DIFF)).alias(DIFF))
-        return left.unionByName(neg)
+        return left.unionByName(negate_diffs(semi, DIFF, node["label"]))
 
     # -- reduce -------------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from pyspark.sql import types as T
 
 from ddflow.spark.error_rows import ERR_MSG, ERR_OP, ERR_VALS
 from ddflow.spark.schemas import DIFF, tcol
+from ddflow.spark.state import consolidate
 
 __all__ = ["ErrorFrames", "NODE", "ITERATION"]
 
@@ -122,13 +123,7 @@ class ErrorFrames:
                 ]
             )
             rows = self.spark.createDataFrame([], schema)
-        keys = [ERR_OP, ERR_MSG, ERR_VALS, *tnames, ITERATION]
-        summed = (
-            rows.where(F.col(NODE).isin(sorted(nodes)))
-            .groupBy(*keys)
-            .agg(F.sum(DIFF).alias(DIFF))
-            .where(F.col(DIFF) != 0)
-        )
+        summed = consolidate(rows.where(F.col(NODE).isin(sorted(nodes))).drop(NODE))
         return summed.select(
             F.col(ERR_OP).alias("operator"),
             F.col(ERR_MSG).alias("message"),

@@ -21,10 +21,10 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from ddflow.errors import DataError
 from ddflow.spark import fused
+from ddflow.spark.columns import negate_diffs
 from ddflow.spark.held import Held
 from ddflow.spark.schemas import DIFF
 from ddflow.spark.state import consolidate
@@ -113,9 +113,7 @@ class IterateDriver:
                 if i == 0:
                     src = delta[source]
                     assert src is not None
-                    neg = src.select(
-                        *[x for x in src.columns if x != DIFF], (-F.col(DIFF)).alias(DIFF)
-                    )
+                    neg = negate_diffs(src, DIFF, nodes[var]["label"])
                     nxt = c.state.cut(consolidate(neg if res is None else res.unionByName(neg)))
                 if nxt is None:
                     holder["next"] = None
