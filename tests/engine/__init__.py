@@ -1,1 +1,2 @@
-"""Engine tests: the ddflow engine against a brute-force model and the issue 9 checks."""
+"""Engine tests: the ddflow engine against a brute-force model (``model.py``) and plain
+references (BFS, Dijkstra, union-find), across feeding schedules and worker counts."""

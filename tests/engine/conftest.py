@@ -1,7 +1,7 @@
 """Helpers for the engine tests: random histories, feeding inputs, reading captures.
 
 Nothing here is session state: every helper is a plain function that tests import. The
-points where the tests assume details of the public API that issue 9 leaves open are
+points where the tests assume details of the public API beyond the operators' semantics are
 gathered at the bottom (``API assumptions``) so that they can be adjusted in one place.
 
 The engine suites import ``ddflow`` at collection: a missing or broken native module fails
@@ -118,7 +118,7 @@ def random_graph(seed: int, nodes: int, edges: int) -> list[tuple[int, int]]:
 
 
 def sliding_window(edges: Sequence[tuple[int, int]], m_edges: int, rounds: int) -> list[m.Update]:
-    """The seed's workload: ``edges[:m]`` at time 0, round ``r`` (1-based) at time ``r`` adds
+    """The sliding-window workload: ``edges[:m]`` at time 0, round ``r`` (1-based) at time ``r`` adds
     ``edges[m + r - 1]`` and removes ``edges[r - 1]``."""
     ups: list[m.Update] = [(e, (0,), 1) for e in edges[:m_edges]]
     for r in range(1, rounds + 1):
@@ -287,7 +287,7 @@ def new_flow(dims: int, workers: int = 1) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
-# API assumptions (issue 9 leaves these open; adjust here if the implementation differs)
+# API assumptions (details the tests rely on; adjust here if the implementation differs)
 #
 # * ``insert`` / ``remove`` / ``update`` act at the input's current time (its ``advance_to``).
 # * ``dd.top_k(column, k, descending=False)``; ``dd.distinct()`` and ``dd.count()`` are calls.

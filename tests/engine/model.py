@@ -6,7 +6,7 @@ diffs of updates at times ``<= t`` in the product order, zero counts dropped. An
 a plain function from accumulated collections (:class:`Rel`) to an accumulated collection,
 and :func:`evaluate` applies such a function from scratch at every time of the lattice that
 the input times generate (their closure under join), then turns the results back into
-consolidated output updates. The rules are those of ``DESIGN.md`` and issue 9:
+consolidated output updates. The rules it implements:
 
 * ``select`` / ``filter`` / ``map`` / ``flat_map`` / ``concat`` / ``negate`` act per record;
 * ``join`` is bilinear on the accumulated collections; ``semijoin`` multiplies a left record's

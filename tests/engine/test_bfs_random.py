@@ -1,4 +1,4 @@
-"""Issue 9, done-when 4: ``dd.algorithms.bfs`` under random edge changes equals a plain BFS.
+"""``dd.algorithms.bfs`` under random edge changes equals a plain BFS at every time.
 
 Random graphs receive random edge insertions and deletions, each at its own time; the
 accumulated ``(node, dist)`` collection at every time must equal a textbook BFS of the graph

@@ -1,4 +1,4 @@
-"""Issue 9, done-when 6: bad input raises a ``DdflowError`` and loses nothing accepted before.
+"""Bad input raises a ``DdflowError`` and loses nothing accepted before.
 
 Each kind of bad input (a time behind the input's ``advance_to``, ``advance_to`` going
 backwards, a record of the wrong arity or types, a reducer returning the wrong shape, an
@@ -6,7 +6,7 @@ expression naming a missing column) raises a ``ddflow.DdflowError`` subclass who
 names the operator or input, the column and the value; afterwards the same flow accepts more
 input and its outputs equal what the accepted input alone gives.
 
-Issue 15 changed what happens once a record is inside the dataflow: a user function that raises
+Once a record is inside the dataflow, errors are data: a user function that raises
 (or returns something malformed) on some records makes those records *error updates*; the run
 goes on, reading an output where the error is live raises ``DataError`` naming the operator, the
 exception and the values, and retracting the record retracts the error.

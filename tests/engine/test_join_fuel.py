@@ -1,4 +1,4 @@
-"""Fueled joins (issue 16): a join activation emits at most ``DDFLOW_JOIN_FUEL`` products and
+"""Fueled joins: a join activation emits at most ``DDFLOW_JOIN_FUEL`` products and
 resumes the rest of its delta rule in later passes, holding its output frontier back until
 done. With a tiny fuel every join case must still match the model at every time and produce
 the same consolidated updates as with the default fuel, and BFS under random edge changes

@@ -190,7 +190,7 @@ SEED_EDGES: list[m.Update] = [
 ]
 
 
-def test_seed_example_in_the_model() -> None:
+def test_four_edge_bfs_example_in_the_model() -> None:
     res = m.evaluate(
         {"edges": (("src", "dst"), SEED_EDGES), "roots": (("node",), [((0,), (0,), 1)])},
         lambda r: m.select(m.bfs(r["edges"], r["roots"]), dist=lambda w: w["dist"]),

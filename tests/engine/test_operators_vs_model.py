@@ -1,4 +1,4 @@
-"""Issue 9, done-when 3: every operator agrees with the brute-force model at every time.
+"""Every operator agrees with the brute-force model at every time.
 
 Random small collections with 1-D and 2-D times go through each operator (and a few chains);
 the engine's consolidated ``updates()`` must equal the model's, and ``at(t)`` must equal the

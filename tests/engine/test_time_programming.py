@@ -1,4 +1,4 @@
-"""Issue 16, programming with time: ``advance_iteration``, ``delay``, SSSP and prioritized
+"""Programming with time: ``advance_iteration``, ``delay``, SSSP and prioritized
 label propagation.
 
 References are brute force: Dijkstra and union-find on the graph accumulated at each time
@@ -297,7 +297,7 @@ def test_advance_iteration_errors_name_operator_and_value() -> None:
     with pytest.raises(
         dd.DdflowError, match=r"advance_iteration@.*col\(\"v\"\) - 10.* = -7 is negative"
     ):
-        flow.run_until(1)  # errors as data (issue 15): the run goes on,
+        flow.run_until(1)  # errors as data: the run goes on,
         cap.at(0)  # and reading the output raises DataError
 
     flow = dd.Dataflow(workers=1)
@@ -306,7 +306,7 @@ def test_advance_iteration_errors_name_operator_and_value() -> None:
     inp.update_at((1, 7), time=0)
     inp.advance_to(1)
     with pytest.raises(dd.DdflowError, match=r"advance_iteration@.* = 7 .*max_iterations=5"):
-        flow.run_until(1)  # errors as data (issue 15): the run goes on,
+        flow.run_until(1)  # errors as data: the run goes on,
         cap.at(0)  # and reading the output raises DataError
 
     flow = dd.Dataflow(workers=1)
@@ -315,5 +315,5 @@ def test_advance_iteration_errors_name_operator_and_value() -> None:
     inp.update_at((1, 7), time=0)
     inp.advance_to(1)
     with pytest.raises(dd.DdflowError, match=r"advance_iteration@.*int64.*float64"):
-        flow.run_until(1)  # errors as data (issue 15): the run goes on,
+        flow.run_until(1)  # errors as data: the run goes on,
         cap.at(0)  # and reading the output raises DataError

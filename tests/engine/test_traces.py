@@ -1,4 +1,4 @@
-"""Issue 16, arrangements across dataflows: trace handles and ``import_trace``.
+"""Arrangements across dataflows: trace handles and ``import_trace``.
 
 A BFS dataflow attached to a live, already-updated edge trace must produce, from the attach
 time on, exactly what a BFS fed the whole history from the start produces (and what a plain

@@ -1,4 +1,4 @@
-"""Issue 9, done-when 5: ``workers=1, 2, 4`` produce identical outputs.
+"""``workers=1, 2, 4`` produce identical outputs.
 
 The sharded engine must give the same consolidated ``updates()`` table (same rows, same order,
 same column types) as one worker, for the BFS workload and for operators whose state is keyed

@@ -1,4 +1,4 @@
-"""Issue 15, errors as data: a record that makes an operator fail becomes an error update.
+"""Errors as data: a record that makes an operator fail becomes an error update.
 
 The error flows to every output downstream and retracts like data: reading an output at a
 time where it is live raises ``DataError`` naming the operator, the message and the values;
@@ -21,7 +21,8 @@ def _rows(table: Any) -> list[dict[str, Any]]:
 
 
 def test_division_by_zero_retracted() -> None:
-    """The issue's required test: 10 // k with k = 0 inserted at time 0, retracted at 1."""
+    """10 // k with k = 0 inserted at time 0 is a live error at 0 and gone once k = 0 is
+    retracted at 1."""
     f = dd.Dataflow()
     i, c = f.new_input(("k",))
     u, other = f.new_input(("x",))

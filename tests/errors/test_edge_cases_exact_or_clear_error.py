@@ -1,8 +1,12 @@
-"""Issue 15, "Found": one test per reproduction, each now a clear error or the exact answer.
+"""Edge cases give the exact answer or a clear error, never a wrong answer, lost updates, a
+crash or a hang: diffs and sums at the int64 bounds, keys of mismatched dtypes, lone
+surrogates in strings, out-of-range ``workers`` / ``max_iterations`` / ``time_dims``, a loop
+body from another dataflow, callbacks calling back into the running dataflow, and kernel
+arguments.
 
-Prelude of the issue: ``f = dd.Dataflow(); i, c = f.new_input(("k",))``. Each test names the
-bullet it covers. Errors must be ``DdflowError`` subclasses whose message names the operator
-or input, the column or argument, and the value; nothing accepted earlier may be lost.
+Most tests start from ``f = dd.Dataflow(); i, c = f.new_input(("k",))`` (``_flow``). Errors
+must be ``DdflowError`` subclasses whose message names the operator or input, the column or
+argument, and the value; nothing accepted earlier may be lost.
 """
 
 from __future__ import annotations
@@ -29,11 +33,12 @@ def _rows(table: Any) -> list[dict[str, Any]]:
     return list(table.to_pylist())
 
 
-# -- silent wrong results -------------------------------------------------------------------
+# -- exact answers, not silently wrong ones -------------------------------------------------
 
 
 def test_capture_sums_are_exact_or_a_clear_overflow() -> None:
-    """Capture.updates()/at() summed diffs with pyarrow, which wraps (2 * 2**62 -> -2**63)."""
+    """Capture.updates()/at() sum diffs exactly: a sum outside int64 (2 * 2**62) is an
+    OverflowError naming the record and the sum, not a wrapped -2**63."""
     f, i, c = _flow()
     out = c.capture()
     i.update_at((1,), 0, BIG)
@@ -51,7 +56,8 @@ def test_capture_sums_are_exact_or_a_clear_overflow() -> None:
 
 
 def test_negate_of_min_diff_is_exact() -> None:
-    """negate() of diff=-2**63 wrapped (and panicked in debug builds)."""
+    """negate() of diff=-2**63 does not wrap: negated twice it is exact, and a capture
+    holding -(-2**63) raises an OverflowError naming 2**63."""
     f, i, c = _flow()
     twice = c.negate().negate().capture()
     once = c.negate().capture()
@@ -65,8 +71,8 @@ def test_negate_of_min_diff_is_exact() -> None:
 
 
 def test_arrangement_overflow_loses_nothing() -> None:
-    """An int64 overflow inside an arrangement dropped its whole batch: unrelated records in
-    it were gone and later answers silently wrong. The issue's example: count(by="k") after
+    """An int64 overflow inside an arrangement is an error update for that key only: the
+    other records of its batch are kept and later answers are right. count(by="k") after
     two diff=2**62 updates of one record plus (2, 2)."""
     f, i, c = _flow(("k", "v"))
     counts = c.count(by="k").capture()
@@ -124,8 +130,9 @@ def test_sum_overflow_across_times_is_an_error_then_recovers() -> None:
 
 @pytest.mark.parametrize("vectorized", [True, False])
 def test_threshold_result_outside_int64_is_a_clear_error(vectorized: bool) -> None:
-    """threshold(..., vectorized=True) returning uint64 2**64-1 was read as -1; returning
-    2**63 gave a bare OverflowError. Now an error update naming the operator and value."""
+    """A threshold result outside int64 (uint64 2**64-1 from a vectorized function, 2**63
+    from a scalar one) is an error update naming the operator and value, not -1 or a bare
+    OverflowError."""
     f, i, c = _flow()
     if vectorized:
         out = c.threshold(
@@ -145,7 +152,8 @@ def test_threshold_result_outside_int64_is_a_clear_error(vectorized: bool) -> No
 
 
 def test_join_of_int_and_str_keys_is_an_error() -> None:
-    """A join of an int key with a str key returned nothing and raised nothing."""
+    """A join of an int key with a str key raises SchemaTypeError (instead of silently
+    matching nothing), and the dataflow runs on."""
     f = dd.Dataflow()
     a, ca = f.new_input(("k", "v"))
     b, cb = f.new_input(("k", "w"))
@@ -162,12 +170,12 @@ def test_join_of_int_and_str_keys_is_an_error() -> None:
     f.run_until(1)
 
 
-# -- lost updates ---------------------------------------------------------------------------
+# -- no lost updates ------------------------------------------------------------------------
 
 
 def test_lone_surrogate_rejected_when_accepted_and_nothing_lost() -> None:
-    """update_at accepted "\\ud800"; advance_to then raised UnicodeEncodeError and the
-    records buffered before and after it were gone."""
+    """update_at refuses "\\ud800" at once, naming the column and the value; the records
+    buffered before and after it are kept."""
     f, i, c = _flow(("s",))
     out = c.capture()
     i.update_at(("a",), 0)
@@ -205,12 +213,13 @@ def test_fast_path_checks_strings_too() -> None:
     assert _rows(out.at(0)) == [{"s": "a", "n": 1, "diff": 1}]
 
 
-# -- crashes and hangs ----------------------------------------------------------------------
+# -- no crashes or hangs --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("workers", [0, -1, 2**62, 10**9, 257, True, 1.5, "2"])
 def test_workers_bounded(workers: Any) -> None:
-    """Dataflow(workers=2**62) reached Python as PanicException; 10**9 aborted the process."""
+    """Dataflow(workers=...) outside 1..MAX_WORKERS (or not an int) is a PlanError naming
+    the bound, not a panic or an abort."""
     with pytest.raises(dd.PlanError) as ei:
         dd.Dataflow(workers=workers)
     assert "workers" in str(ei.value) and str(dd.dataflow.MAX_WORKERS) in str(ei.value)
@@ -226,8 +235,8 @@ def test_engine_rejects_too_many_workers_directly() -> None:
 
 @pytest.mark.parametrize("bad", [True, False, 0, -1, 2**63, 2**64, 1.0, "3"])
 def test_max_iterations_validated(bad: Any) -> None:
-    """max_iterations=True or 2**64 passed the check and the plan reader dropped it: the
-    loop never ended."""
+    """max_iterations must be a positive int64 (not a bool, float or str); anything else is a
+    PlanError naming the value, and the plan is left as it was."""
     f, i, c = _flow()
     with pytest.raises(dd.PlanError) as ei:
         c.iterate(lambda x: x, max_iterations=bad)
@@ -255,11 +264,12 @@ def test_max_iterations_bounds_the_loop() -> None:
     assert _rows(out.at(0)) == [{"k": 5, "diff": 1}]  # the body applied 5 times
 
 
-# -- unclear errors -------------------------------------------------------------------------
+# -- clear errors ---------------------------------------------------------------------------
 
 
 def test_iterate_body_from_another_dataflow() -> None:
-    """It gave IndexError and could corrupt both plans."""
+    """An iterate body returning (or joining with) a collection of another dataflow is a
+    PlanError, and neither plan is changed."""
     f, i, c = _flow()
     g, j, d = _flow()
     before_f, before_g = f.plan(), g.plan()
@@ -278,8 +288,8 @@ def test_iterate_body_from_another_dataflow() -> None:
 
 @pytest.mark.parametrize("call", ["run_until", "advance_to", "updates", "step", "update_batch"])
 def test_callback_calling_back_into_running_dataflow(call: str) -> None:
-    """Calling run_until/advance_to/updates() from inside a callback gave
-    RuntimeError: Already borrowed."""
+    """Calling run_until/advance_to/updates()/step()/update_batch from inside a callback
+    raises ReentrancyError naming the running call; the dataflow runs on afterwards."""
     f, i, c = _flow()
     calls = {"n": 0}
     holder: dict[str, Any] = {}
@@ -309,7 +319,7 @@ def test_callback_calling_back_into_running_dataflow(call: str) -> None:
     assert _rows(out.at(0)) == [{"k": 1, "diff": 1}]
 
 
-# -- errors reported late -------------------------------------------------------------------
+# -- errors reported early ------------------------------------------------------------------
 
 
 def test_time_dims_checked_at_construction() -> None:
@@ -345,8 +355,8 @@ def test_time_shape_checked_against_nesting() -> None:
 
 
 def test_kernel_arguments_and_strings_name_the_argument() -> None:
-    """Surrogates in kernels.consolidate gave a bare UnicodeEncodeError; Trace(["int64"], -1)
-    and exert(-1) gave plain OverflowErrors naming no argument."""
+    """Kernel argument errors are InvalidValueErrors naming the row or argument: a lone
+    surrogate in kernels.consolidate, Trace(["int64"], -1), exert(-1)."""
     from ddflow import kernels as K
 
     with pytest.raises(dd.InvalidValueError) as ei:
@@ -361,8 +371,8 @@ def test_kernel_arguments_and_strings_name_the_argument() -> None:
 
 
 def test_join_diff_product_outside_int64_is_an_error_update() -> None:
-    """Join diffs multiply: 2**62 x 2**62 does not fit int64 (it used to be an error that
-    stopped the run); now an error update, retracted with the record."""
+    """Join diffs multiply: 2**62 x 2**62 does not fit int64, which is an error update for
+    that key (the run goes on), retracted with the record."""
     f, i, c = _flow()
     out = c.join(c, on="k").capture()
     i.update_at((1,), 0, BIG)

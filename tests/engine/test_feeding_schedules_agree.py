@@ -1,9 +1,9 @@
-"""Issue 9, done-when 2: the seed's Ways 1, 2 and 3 give identical consolidated output.
+"""Three ways of feeding and running the same BFS give identical consolidated output.
 
 A random 100-node, 100-edge graph, node 0 as root, 10 sliding-window rounds (round ``r`` at
 time ``r`` adds ``edges[100 + r - 1]`` and removes ``edges[r - 1]``). Way 1 runs each round
-to completion, Way 2 loads everything and then runs, Way 3 alternates loading a round with a
-few ``step()`` calls. With everything preloaded, one invocation of the BFS reduce must cover
+to completion (``run_until`` after every round), Way 2 loads every round first and then runs
+once, Way 3 alternates loading a round with a few ``step()`` calls. With everything preloaded, one invocation of the BFS reduce must cover
 more than one round ("time last" execution).
 """
 
@@ -101,7 +101,7 @@ def _expected(updates: list[m.Update]) -> dict[int, dict[m.Record, int]]:
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_ways_agree(seed: int) -> None:
+def test_three_feeding_schedules_agree(seed: int) -> None:
     updates = _workload(seed)
     results = {name: way(updates) for name, way in (("1", _way1), ("2", _way2), ("3", _way3))}
     tables = {name: caps["dists"].updates() for name, (_, caps) in results.items()}

@@ -1,4 +1,5 @@
-"""Issue 9, done-when 1: the seed's BFS example gives exactly the seed's distance changes.
+"""A four-edge BFS example gives exactly its expected distance changes, whether its updates
+are preloaded, fed one time at a time, or fed through ``insert`` / ``remove`` / ``close``.
 
 Edges ``(0,3)+1@0, (0,2)+1@5, (2,3)+1@10, (0,3)-1@11`` and root 0 at time 0: the distance
 multiset changes by ``(0,+1,@0) (1,+1,@0) (1,+1,@5) (1,-1,@11) (2,+1,@11)``.
@@ -59,7 +60,7 @@ def _check(caps: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("batch", [False, True])
-def test_seed_example_preloaded(batch: bool) -> None:
+def test_four_edge_example_preloaded(batch: bool) -> None:
     flow, edges_in, roots_in, caps = _build()
     feed(roots_in, [((0,), (0,), 1)], columns=("node",), batch=batch)
     feed(edges_in, SEED_EDGES, columns=("src", "dst"), batch=batch)
@@ -69,7 +70,7 @@ def test_seed_example_preloaded(batch: bool) -> None:
     _check(caps)
 
 
-def test_seed_example_one_time_at_a_time() -> None:
+def test_four_edge_example_one_time_at_a_time() -> None:
     flow, edges_in, roots_in, caps = _build()
     roots_in.update_at((0,), time=0, diff=1)
     for t in range(12):
@@ -84,7 +85,7 @@ def test_seed_example_one_time_at_a_time() -> None:
     _check(caps)
 
 
-def test_seed_example_insert_remove_and_close() -> None:
+def test_four_edge_example_insert_remove_and_close() -> None:
     flow, edges_in, roots_in, caps = _build()
     roots_in.insert((0,))
     edges_in.insert((0, 3))

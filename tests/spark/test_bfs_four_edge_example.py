@@ -1,4 +1,6 @@
-"""The seed's BFS example on Spark equals the embedded engine's output."""
+"""A four-edge BFS example (``tests/engine/test_bfs_four_edge_example.py``), followed by a
+count by distance, gives the embedded engine's output on Spark, also with reliable checkpoints and
+a progress callback."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ def bfs_counts(flow: dd.Dataflow) -> tuple[dict[str, dd.InputSession], list[dd.C
     return {"edges": edges_in, "roots": roots_in}, [counts]
 
 
-def test_seed_example(spark: SparkSession) -> None:
+def test_four_edge_example(spark: SparkSession) -> None:
     data = {
         "edges": (("src", "dst"), [(0, 3, 0, 1), (0, 2, 5, 1), (2, 3, 10, 1), (0, 3, 11, -1)]),
         "roots": (("node",), [(0, 0, 1)]),
@@ -30,7 +32,7 @@ def test_seed_example(spark: SparkSession) -> None:
     assert (0, 2, 1, (11,), 1) in got  # dist 2 appears once (0,3) is removed
 
 
-def test_seed_example_reliable_checkpoints_and_progress(
+def test_four_edge_example_reliable_checkpoints_and_progress(
     spark: SparkSession, tmp_path: pathlib.Path
 ) -> None:
     data = {
