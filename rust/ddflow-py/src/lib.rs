@@ -4,13 +4,12 @@
 //! released, and maps core errors to `ddflow` exception classes (see [`errors`]).
 //! One file per area: `kernels.rs` (sort, consolidate, traces, lattice, interesting times),
 //! `expr.rs` (expression evaluation), `engine.rs` (dataflows), `capture.rs` (capture
-//! state), `batch.rs` (batch operators); `convert.rs` is the one numpy <-> core conversion
-//! module they all use (with the bindings' uint64 policy).
+//! state); `convert/` is the one numpy <-> core conversion module they all use (with the
+//! bindings' uint64 policy, in `convert/uint64.rs`).
 
 // PyO3 0.23's #[pymethods] expansion trips this lint on every `PyResult` method.
 #![allow(clippy::useless_conversion)]
 
-mod batch;
 mod capture;
 mod convert;
 mod engine;
@@ -24,11 +23,14 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add(
+        "PLAN_OPERATORS",
+        ddflow_core::engine::plan::OPERATORS.to_vec(),
+    )?;
     kernels::register(m)?;
     engine::register(m)?;
     capture::register(m)?;
     errors::register(m)?;
     expr::register(m)?;
-    batch::register(m)?;
     Ok(())
 }

@@ -62,8 +62,13 @@ impl Agg {
 
 /// The operator of a node, with its own arguments (JSON: `"op"` and the fields of the
 /// node beside the common ones, see `PLAN.md`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+///
+/// This enum is the one definition of the operator catalogue: the engine's operator
+/// registry ([`Node::operator`]), the names the Python package builds plans with (checked
+/// against [`OPERATORS`] by the agreement test) and the Spark backend's registry all follow it.
+#[derive(Clone, Debug, Serialize, Deserialize, strum::IntoStaticStr, strum::VariantNames)]
 #[serde(tag = "op", rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Op {
     Input {
         name: String,
@@ -146,6 +151,9 @@ pub enum JoinKind {
     Semijoin,
     Antijoin,
 }
+
+/// Every operator's plan name, in declaration order (the `"op"` tag of a node).
+pub const OPERATORS: &[&str] = <Op as strum::VariantNames>::VARIANTS;
 
 /// One node of the plan.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -230,31 +238,7 @@ pub const PLAN_VERSION: u64 = 1;
 impl Node {
     /// The operator's short name (as in the plan JSON).
     pub fn op_name(&self) -> &'static str {
-        match &self.op {
-            Op::Input { .. } => "input",
-            Op::Select { .. } => "select",
-            Op::Filter { .. } => "filter",
-            Op::MapPy { .. } => "map_py",
-            Op::FlatMapPy { .. } => "flat_map_py",
-            Op::FilterPy { .. } => "filter_py",
-            Op::Concat => "concat",
-            Op::Negate => "negate",
-            Op::Scale { .. } => "scale",
-            Op::Consolidate => "consolidate",
-            Op::AdvanceIteration { .. } => "advance_iteration",
-            Op::Delay => "delay",
-            Op::Arrange { .. } => "arrange",
-            Op::Join { .. } => "join",
-            Op::Reduce { .. } => "reduce",
-            Op::Enter => "enter",
-            Op::EnterArrangement => "enter_arrangement",
-            Op::ImportTrace { .. } => "import_trace",
-            Op::Variable { .. } => "variable",
-            Op::Leave => "leave",
-            Op::InspectPy { .. } => "inspect_py",
-            Op::Capture => "capture",
-            Op::Probe => "probe",
-        }
+        (&self.op).into()
     }
 
     /// The upstream nodes feeding each of the node's input ports (`variable`: the source,
@@ -305,7 +289,7 @@ impl Node {
                 plan.time_dims + plan.scopes[self.scope].depth,
             )),
             Op::Delay => Box::new(delay::DelayState::new()),
-            Op::Consolidate => Box::new(consolidate::Consolidate::default()),
+            Op::Consolidate => Box::new(consolidate::Consolidate::new(self.columns.len())),
             Op::Arrange { key } => Box::new(arrange::Arrange::new(key, self.columns.len())),
             Op::Join { kind } => Box::new(join::Join::new(*kind)),
             Op::Reduce { agg } => Box::new(reduce::Reduce::new(
@@ -558,6 +542,19 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn catalogue_names_are_the_json_tags() {
+        for name in OPERATORS {
+            let parsed = serde_json::from_value::<Op>(serde_json::json!({ "op": name }));
+            if let Err(e) = parsed {
+                assert!(!e.to_string().contains("unknown variant"), "{name}: {e}");
+            }
+        }
+        let plan =
+            one_node(r#"{"id":1,"op":"negate","scope":0,"inputs":[0],"columns":["a"]}"#).unwrap();
+        assert_eq!(plan.nodes[1].op_name(), "negate");
+    }
 
     #[test]
     fn round_trips_through_json() {

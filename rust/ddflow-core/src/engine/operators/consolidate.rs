@@ -1,5 +1,9 @@
 //! `consolidate`: holds updates until their time is complete, then emits them summed per
-//! (row, time).
+//! (row, time) across every message that arrived for those times.
+//!
+//! With several workers the updates are routed by the whole row, so equal rows meet on one
+//! worker and cancel there: the output holds each (row, time) at most once, with a non-zero
+//! diff. An `iterate` body whose only consolidation is this operator reaches its fixed point.
 
 use super::buffer::Buffer;
 use super::{take_all, Operator, Output, RunCtx};
@@ -9,9 +13,37 @@ use crate::error::Result;
 use crate::lattice::{Antichain, Time};
 
 /// A `consolidate` node: the updates not yet complete.
-#[derive(Default)]
 pub struct Consolidate {
     buffer: Buffer,
+    /// Every column of the row: the exchange key.
+    all_columns: Vec<usize>,
+}
+
+impl Consolidate {
+    /// A consolidate over rows of `width` columns.
+    pub fn new(width: usize) -> Self {
+        Consolidate {
+            buffer: Buffer::default(),
+            all_columns: (0..width).collect(),
+        }
+    }
+}
+
+/// Concatenates messages of equal schema (in order of first appearance) and consolidates
+/// each concatenation, dropping what cancels.
+fn merge_and_consolidate(ready: Vec<Msg>) -> Result<Vec<Msg>> {
+    let mut merged: Vec<Msg> = Vec::new();
+    for m in ready {
+        match merged.iter_mut().find(|x| x.schema == m.schema) {
+            Some(x) => x.upd.extend(&m.upd),
+            None => merged.push(m),
+        }
+    }
+    for m in &mut merged {
+        consolidate(&mut m.upd)?;
+    }
+    merged.retain(|m| !m.upd.is_empty());
+    Ok(merged)
 }
 
 impl Operator for Consolidate {
@@ -22,16 +54,17 @@ impl Operator for Consolidate {
         frontier: &Antichain<Time>,
     ) -> Result<Output> {
         self.buffer.extend(take_all(inputs));
-        let mut msgs = Vec::new();
-        for mut m in self.buffer.extract_complete(frontier) {
-            consolidate(&mut m.upd)?;
-            msgs.push(m);
-        }
-        let did = !msgs.is_empty();
+        let ready = self.buffer.extract_complete(frontier);
+        let did = !ready.is_empty();
+        let msgs = merge_and_consolidate(ready)?;
         Ok(Output { msgs, did })
     }
 
     fn held(&self, held: &mut Antichain<Time>) {
         self.buffer.held(held);
+    }
+
+    fn exchange_key(&self) -> Option<&[usize]> {
+        Some(&self.all_columns)
     }
 }
