@@ -15,7 +15,7 @@ As a same-script peer, it times the radix kernels against numpy on 1e7 elements:
 ``np.sort`` of pairs packed into one uint64 (numpy's fastest route for small ids), and
 ``sort_values`` against ``np.sort``.
 
-Targets (issue 8): at most 1.5 s for the 10M-edge arrangement (differential-dataflow 0.26
+Targets: at most 1.5 s for the 10M-edge arrangement (differential-dataflow 0.26
 takes 3.1-3.3 s on this machine kind with 1 worker), at most 8 bytes per edge for u32 ids
 and 16 for u64 ids.
 

@@ -1,5 +1,5 @@
-"""BFS from scratch vs attached to a live edge arrangement, ddflow beside differential-dataflow
-(issue 16, seed 002), and the latency of a small job while a large BFS attaches beside it.
+"""BFS from scratch vs attached to a live edge arrangement, ddflow beside differential-dataflow,
+and the latency of a small job while a large BFS attaches beside it.
 
 Both systems read the same graph file (``benches/gen_graph.py``, seed 0) and run BFS from
 node 0 (edges arranged by source; the histogram of distances is compared). Per graph, four

@@ -1,9 +1,9 @@
-"""The main job against the issue's target table: updates/s, load time and peak memory.
+"""The main job against its target table: updates/s, load time and peak memory.
 
 Runs ``python -m ddflow.examples.bfs NODES EDGES BATCH ROUNDS --workers W`` (high
 resolution: every update at its own time) once per row, each in its own process, so that peak
 memory (the child's ``ru_maxrss`` from ``wait4``) and CPU time are per run. Each row is
-compared with the differential-dataflow 0.26 reference numbers from issue 9 (same workload:
+compared with differential-dataflow 0.26 reference numbers (``Row.dd_*``, same workload:
 G(n, m), node 0 as root, 100,000 sliding-window updates each at its own time, each batch run
 to completion).
 
@@ -68,7 +68,8 @@ ROWS: tuple[Row, ...] = (
     Row("1m-b1000-w1", 1_000_000, 10_000_000, 1_000, 100_000, 1, 17_000, 7.1, 550),
     Row("1m-b1000-w2", 1_000_000, 10_000_000, 1_000, 100_000, 2, 29_500, 4.0),
 )
-"""The issue's target table, one row per (graph, batch, workers)."""
+"""The target table, one row per (graph, batch, workers), with the differential-dataflow
+0.26 reference numbers: updates/s, and load seconds and peak MB where known."""
 
 _SUMMARY = re.compile(
     r"load (?P<load>[\d.]+) s, updates (?P<upd>[\d.]+) s, (?P<rate>[\d,]+) updates/s, "

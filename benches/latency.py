@@ -14,7 +14,7 @@ With the operator log on (``--log on``, the engine's default, as in the main job
 also sums the log per operator kind over the measured updates: invocations per update and the
 engine's own nanoseconds, a profile of where one update's time goes.
 
-Reference: differential-dataflow 0.26 on this machine kind, p50 33 us, p99 1.5 ms (issue 9).
+Reference: differential-dataflow 0.26 on this machine kind, p50 33 us, p99 1.5 ms.
 
 Usage::
 

@@ -1,4 +1,4 @@
-"""Latency stability (issue 12 item 5): CDFs of single-update latencies after many prior updates.
+"""Latency stability: CDFs of single-update latencies after many prior updates.
 
 On the 1k-node / 2k-edge graph (``benches/gen_graph.py``, seed 0) both peers of
 ``benches/side_by_side.py`` run the distance-counts job (BFS from node 0, nodes per distance)

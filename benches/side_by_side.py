@@ -11,7 +11,7 @@ run to completion. Per run: load time, update time, updates/s, the child's peak 
 ``VmHWM``: ``os.wait4``'s ``ru_maxrss`` also counts this forking process's pages) and CPU time
 (``os.wait4``). Checks: both peers end with the same distance histogram; on the 1k-node graph
 both produce the same whole consolidated output history (sorted sets of
-``(dist, count, time, diff)``). ``--micro`` runs the count micro-case of issue 12 on both:
+``(dist, count, time, diff)``). ``--micro`` runs the count micro-case on both:
 ``count`` over 20 keys on 100,000 live records, one batch of T distinct times with 20 updates
 each, run to completion (ns per update), and compares the outputs too.
 
@@ -22,7 +22,7 @@ Rows are named ``GRAPH-bBATCH-wWORKERS[-uUPDATES]`` with GRAPH one of ``1k`` (1,
     python benches/side_by_side.py --rows 1k-b10-w1,1k-b1000-w2 --repeat 3
     python benches/side_by_side.py --rows 1m-b1000-w1-u20000 --micro 1000,4000
     python benches/side_by_side.py --quick                          # 10,000 updates, 1k only
-    python benches/side_by_side.py --rows seed --out benches/results/seed_table.md  # item 6
+    python benches/side_by_side.py --rows seed --out benches/results/seed_table.md  # full grid
 
 ``--repeat K`` runs each row K times (peers alternating) and keeps each peer's fastest run by
 update time. The table goes to ``benches/results/side_by_side.md`` (``--out``) with the
@@ -63,7 +63,8 @@ QUICK_ROWS = "1k-b1000-w1,1k-b1000-w2"
 SEED_ROWS = ",".join(
     f"{g}-b{b}-w{w}" for g in ("1k", "1m") for b in (10, 100, 1000, 10000, 100000) for w in (1, 2)
 )
-"""``--rows seed``: the seed table of issue 12 item 6 (run it with ``--updates``)."""
+"""``--rows seed``: the full grid, the 1k and 1m graphs at every batch size on 1 and 2 workers
+(run it with ``--updates``)."""
 _ROW = re.compile(
     r"^(?P<graph>1k|100k|1m)-b(?P<batch>\d+)-w(?P<workers>\d+)(?:-u(?P<updates>\d+))?$"
 )

@@ -1,4 +1,4 @@
-"""Weighted shortest paths, plain vs prioritized (seed 001's table, issue 16).
+"""Weighted shortest paths, plain vs prioritized.
 
 For each row (GRAPH and weight range) and each variant, one child process builds the SSSP
 dataflow from one node (the source of the last initial edge) on a G(n, m) random graph with
@@ -8,7 +8,7 @@ and removes edge ``r`` at time ``r + 1``), fed together and run to completion (*
 Reported per run: compute seconds, update seconds, the child's peak RSS (its own
 ``VmHWM``), the number of scheduling passes and the number of nodes reached.
 
-Variants (the columns of seed 001):
+Variants (the columns of the table):
 
 * ``plain``: ``dd.algorithms.sssp(..., prioritized=False)``: relax every edge every round;
 * ``advanced``: each proposal's iteration advanced to its distance (``advance_iteration``),

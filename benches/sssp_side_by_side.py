@@ -1,15 +1,15 @@
-"""Weighted SSSP on ddflow beside differential-dataflow, same input, one run (issue 16).
+"""Weighted SSSP on ddflow beside differential-dataflow, same input, one run.
 
-Seed 001's experiment on both systems: a random graph (``benches/gen_graph.py``, seed 0) with
+The same experiment on both systems: a random graph (``benches/gen_graph.py``, seed 0) with
 integer weights uniform in ``1..W`` (a weights file written here, seed 1: one u32 per edge),
 read by both. SSSP from the source of edge ``M - 1``: the ``M`` edges at time 0 run to
 completion (*compute*), then ``UPDATES`` single-edge updates (update ``r`` adds edge ``M + r``
 and removes edge ``r`` at time ``r + 1``, each at its own time), fed together and run to
-completion (*update*). Variants, the columns of seed 001:
+completion (*update*). Variants, the columns of the table:
 
 * ``plain``: every proposal at the iteration that produced it;
 * ``advanced``: each proposal's iteration set to its distance (ddflow
-  ``advance_iteration(dist)``; DD: the seed's ``inner.map`` on ``t.inner``);
+  ``advance_iteration(dist)``; DD: ``inner.map_in_place`` setting ``t.inner``);
 * ``delayed``: advanced, then bundled by time (ddflow ``delay()``, i.e.
   ``dd.algorithms.sssp(prioritized=True)``; DD: the record-level delay operator of
   ``benches/peers/dd_sssp``, which timely 0.32 lacks).
