@@ -175,7 +175,7 @@ def test_sssp_batching_invariance(prioritized: bool) -> None:
 @pytest.mark.timeout(120)
 def test_prioritized_sssp_uses_fewer_reduce_updates_with_spread_weights() -> None:
     """With weights 1 or 1000 the prioritized form explores short paths first, so its
-    ``reduce`` emits fewer changes than the plain form (seed 001's point), same result."""
+    ``reduce`` emits fewer changes than the plain form, with the same result."""
     rng = random.Random(11)
     nodes = 60
     distinct = {

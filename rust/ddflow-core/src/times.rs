@@ -4,9 +4,10 @@
 //! times of new updates. The output of `reduce` can only change at the *interesting times*:
 //! the lattice joins of any subset of `edits` with a non-empty subset of `new_times`.
 //!
-//! [`interesting_times_reference`] is the simple quadratic algorithm (from the design notes
-//! this project follows); [`interesting_times`] computes the same sorted set with an
-//! output-sensitive sweep over coordinates, described on the function;
+//! [`interesting_times_reference`] is the simple quadratic algorithm (pairwise joins, then
+//! closure under join; the reference the faster ones are checked against);
+//! [`interesting_times`] computes the same sorted set with an output-sensitive sweep over
+//! coordinates, described on the function;
 //! [`interesting_times_2d`] is the faster sweep `reduce` uses when times have at most two
 //! non-zero coordinates (an outer time and one iteration). For one-dimensional times the
 //! interesting times are the distinct times at or after the least new time, which
