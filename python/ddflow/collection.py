@@ -400,7 +400,8 @@ class Collection:
         left_on: Keys | None = None,
         right_on: Keys | None = None,
     ) -> Collection:
-        """Rows whose key occurs in ``other`` (count times ``other``'s count of the key)."""
+        """Rows whose key occurs in ``other``: each row with its own count, while the key's
+        accumulated count in ``other`` is positive (set semantics, as SQL's ``EXISTS``)."""
         from ddflow.joins import join
 
         return join("semijoin", self, other, on, left_on, right_on, None)
@@ -413,7 +414,8 @@ class Collection:
         left_on: Keys | None = None,
         right_on: Keys | None = None,
     ) -> Collection:
-        """This collection minus its ``semijoin`` with ``other``."""
+        """Rows whose key does not occur in ``other`` (accumulated count not positive): this
+        collection minus its ``semijoin``, never negative (SQL's ``NOT EXISTS``)."""
         from ddflow.joins import join
 
         return join("antijoin", self, other, on, left_on, right_on, None)

@@ -7,6 +7,12 @@ in its own scope and entered into the join's scope when it comes from an enclosi
 Output columns: ``join`` gives the key columns (named as on the left), the left's other columns,
 then the right's other columns (names on both sides need ``suffixes=``); ``semijoin`` and
 ``antijoin`` keep the left's columns in the left's order.
+
+``semijoin`` and ``antijoin`` have set semantics: a left row keeps its own count while its
+key's accumulated count on the right is positive (semijoin), or while it is not (antijoin).
+The right side is first reduced to its keys with positive count (a ``count`` per key, kept
+where positive, each key once), so a key present twice on the right does not double the
+left row, and ``antijoin`` (left minus semijoin) never goes negative.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ddflow.arrangement import Arrangement
 from ddflow.errors import PlanError
+from ddflow.expr import col
 from ddflow.plan import JoinKind, JoinOp, user_location
 from ddflow.wiring import arrange, common_scope, enter_arrangement, resolve_names, same_flow
 
@@ -114,6 +121,25 @@ def _arranged(
     return enter_arrangement(arr, scope, label)
 
 
+def _positive_keys(side: Collection | Arrangement, keys: list[str], label: str) -> Collection:
+    """The keys whose accumulated count in ``side`` is positive, each with count 1."""
+    if isinstance(side, Arrangement):
+        if list(side.key) == keys:
+            counted = side.count()
+        elif side.source is not None:
+            counted = side.source.count(by=keys)
+        else:
+            raise PlanError(
+                f"{label}: the imported arrangement is keyed by {list(side.key)}; join it on "
+                f"that key (it cannot be re-arranged by {keys})"
+            )
+    else:
+        counted = side.count(by=keys)
+    count_column = counted.columns[-1]
+    positive = counted.filter(col(count_column) > 0)
+    return positive._select_columns(keys, f"{label} (keys with positive count)")
+
+
 def join(
     kind: JoinKind,
     left: Collection | Arrangement,
@@ -143,7 +169,11 @@ def join(
     mark = plan.mark()
     try:
         la = _arranged(left, lkeys, scope, label, keys_only=False)
-        ra = _arranged(right, rkeys, scope, label, keys_only=kind != "join")
+        if kind == "join":
+            ra = _arranged(right, rkeys, scope, label, keys_only=False)
+        else:
+            keys = _positive_keys(right, rkeys, label)
+            ra = _arranged(keys, rkeys, scope, label, keys_only=True)
         notes = [f"{', '.join(lkeys)} = {', '.join(rkeys)}"]
         node = plan.add(JoinOp(kind), scope, [la.node, ra.node], columns, label, notes=notes)
         result = Collection(flow, node, tuple(columns), scope)

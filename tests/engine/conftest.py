@@ -118,8 +118,8 @@ def random_graph(seed: int, nodes: int, edges: int) -> list[tuple[int, int]]:
 
 
 def sliding_window(edges: Sequence[tuple[int, int]], m_edges: int, rounds: int) -> list[m.Update]:
-    """The sliding-window workload: ``edges[:m]`` at time 0, round ``r`` (1-based) at time ``r`` adds
-    ``edges[m + r - 1]`` and removes ``edges[r - 1]``."""
+    """The sliding-window workload: ``edges[:m]`` at time 0, round ``r`` (1-based) at time
+    ``r`` adds ``edges[m + r - 1]`` and removes ``edges[r - 1]``."""
     ups: list[m.Update] = [(e, (0,), 1) for e in edges[:m_edges]]
     for r in range(1, rounds + 1):
         ups.append((edges[m_edges + r - 1], (r,), 1))

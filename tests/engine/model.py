@@ -9,8 +9,9 @@ the input times generate (their closure under join), then turns the results back
 consolidated output updates. The rules it implements:
 
 * ``select`` / ``filter`` / ``map`` / ``flat_map`` / ``concat`` / ``negate`` act per record;
-* ``join`` is bilinear on the accumulated collections; ``semijoin`` multiplies a left record's
-  count by the right side's total count for its key; ``antijoin`` is left minus semijoin;
+* ``join`` is bilinear on the accumulated collections; ``semijoin`` keeps a left record with
+  its own count while the right side's total count for its key is positive; ``antijoin`` is
+  left minus semijoin;
 * ``reduce`` applies an aggregate per key to the key's records with non-zero count:
   ``min`` / ``max`` / ``top_k`` / ``distinct`` look at values with positive count, ``sum`` is
   the signed weighted sum (present whenever the key is), ``count`` is the signed sum of
@@ -325,7 +326,8 @@ def semijoin(
     left_on: str | Sequence[str] | None = None,
     right_on: str | Sequence[str] | None = None,
 ) -> Rel:
-    """Left records times the right's total count for their key (left's columns kept)."""
+    """Left records (with their own counts) whose key's total count on the right is positive
+    (left's columns kept)."""
     lk, rk = _keys(left, right, on, left_on, right_on)
     lkp, _ = _split(left, lk)
     rkp, _ = _split(right, rk)
@@ -334,7 +336,10 @@ def semijoin(
         _add(key_count, tuple(r[i] for i in rkp), c)
     return _rel(
         left.columns,
-        ((r, c * key_count.get(tuple(r[i] for i in lkp), 0)) for r, c in left.counts.items()),
+        (
+            (r, c if key_count.get(tuple(r[i] for i in lkp), 0) > 0 else 0)
+            for r, c in left.counts.items()
+        ),
     )
 
 

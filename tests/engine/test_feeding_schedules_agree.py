@@ -3,8 +3,8 @@
 A random 100-node, 100-edge graph, node 0 as root, 10 sliding-window rounds (round ``r`` at
 time ``r`` adds ``edges[100 + r - 1]`` and removes ``edges[r - 1]``). Way 1 runs each round
 to completion (``run_until`` after every round), Way 2 loads every round first and then runs
-once, Way 3 alternates loading a round with a few ``step()`` calls. With everything preloaded, one invocation of the BFS reduce must cover
-more than one round ("time last" execution).
+once, Way 3 alternates loading a round with a few ``step()`` calls. With everything
+preloaded, one invocation of the BFS reduce must cover more than one round ("time last" execution).
 """
 
 from __future__ import annotations
