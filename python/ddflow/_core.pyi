@@ -6,9 +6,9 @@ that also accepts lists and pyarrow arrays):
 * Columns are 1-D numpy arrays: ``int64``, ``uint64``, ``float64``, ``bool``, or ``object``
   arrays of ``str`` (``U``/``T`` string arrays are converted; narrower ints and floats are
   widened; other sequences go through ``numpy.asarray``). One conversion module
-  (``rust/ddflow-py/src/convert.rs``) converts every array the module takes, with one
+  (``rust/ddflow-py/src/convert/``) converts every array the module takes, with one
   uint64 policy: the kernels keep uint64 record columns as their own type; engine inputs,
-  captures, batch operators and ``eval_expr`` read uint64 columns, and the engine side its
+  captures and ``eval_expr`` read uint64 columns, and the engine side its
   times and diffs, as int64 where every value fits (:class:`ddflow.errors.OverflowError`
   ``"<what>: value <v> at row <i> does not fit in int64"`` otherwise). The kernels' times
   and diffs are int64 only (``ddflow.kernels`` converts uint64 ones with the same check).
@@ -41,6 +41,8 @@ _Untimed = tuple[list[_OutColumn], npt.NDArray[np.int64]]
 
 __version__: str
 """The package version."""
+PLAN_OPERATORS: list[str]
+"""Every plan operator's name (the engine's ``plan::Op`` variants): the operator catalogue."""
 
 # --- sorting and consolidation ---------------------------------------------------------
 
@@ -72,30 +74,6 @@ def consolidate_pairs(
 
 def release_sort_buffers() -> None:
     """Frees the calling thread's radix-sort scratch buffers (reused across calls)."""
-
-# --- operators on whole batches (``ddflow_core::batch``) -----------------------------------
-# A batch is ``(columns, times, diffs)`` as ``consolidate`` takes it; ``time_dims`` is the
-# number of time coordinates of the returned ``(n, time_dims)`` times. An *arranged* batch
-# has its key columns first and is sorted and consolidated, as ``batch_arrange`` returns it.
-
-def batch_arrange(batch: _Updates, key: list[int], time_dims: int) -> _Updates:
-    """The columns ``key`` (indices) first, then the others in order; sorted by (record,
-    time) and consolidated."""
-
-def batch_join(
-    kind: str, key_width: int, left: _Updates, right: _Updates, time_dims: int
-) -> _Updates:
-    """``"join"``, ``"semijoin"`` or ``"antijoin"`` of two arranged batches on their first
-    ``key_width`` columns: key, left vals (, right vals), time the join of the two times, diff
-    the product. Raises ``UnsortedInputError`` for a batch that is not arranged and
-    ``OverflowError`` for a diff product outside int64."""
-
-def batch_reduce(
-    agg_json: str, key_width: int, names: list[str], batch: _Updates, time_dims: int
-) -> _Updates:
-    """A built-in aggregate (a ``reduce`` node's ``agg`` JSON, see PLAN.md) per key of an
-    arranged batch whose columns are ``names`` (keys first), all times complete: key columns,
-    then the aggregate's columns. A key whose aggregate fails raises."""
 
 # --- lattice -----------------------------------------------------------------------------
 
@@ -434,9 +412,6 @@ class CaptureState:
 
     def completed_upper(self) -> list[int] | None:
         """The least upper bound of the completed updates' times (``None`` before any)."""
-
-    def pending_len(self) -> int:
-        """Updates held because their time is not complete yet."""
 
     def heap_bytes(self) -> int:
         """Heap bytes held."""

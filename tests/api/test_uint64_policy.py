@@ -1,7 +1,7 @@
-"""The one uint64 policy of the column boundary (``rust/ddflow-py/src/convert.rs``, and
+"""The one uint64 policy of the column boundary (``rust/ddflow-py/src/convert/uint64.rs``, and
 ``ddflow.dtypes.uint64_as_int64`` on the Python side): the kernel API keeps uint64 record
-columns as their own type; engine inputs, captures, batch operators, expressions, and
-times and diffs everywhere read them as int64 where every value fits, and raise
+columns as their own type; engine inputs, captures, expressions, and times and diffs
+everywhere read them as int64 where every value fits, and raise
 ``OverflowError`` naming the first value and its row where one does not."""
 
 from __future__ import annotations
@@ -55,15 +55,6 @@ def test_expressions_read_uint64_as_int64() -> None:
         _core.eval_expr(text, {"u": TOO_BIG})
 
 
-def test_batch_operators_read_uint64_as_int64() -> None:
-    times = np.zeros(3, dtype=np.int64)
-    cols, _, diffs = _core.batch_arrange(([FITS], times, np.ones(3, dtype=np.int64)), [0], 1)
-    assert cols[0].dtype == np.int64 and sorted(cols[0].tolist()) == [0, 3, 2**63 - 1]
-    assert list(diffs) == [1, 1, 1]
-    with pytest.raises(OverflowError, match="does not fit in int64"):
-        _core.batch_arrange(([TOO_BIG], times[:2], np.ones(2, dtype=np.int64)), [0], 1)
-
-
 BIG_MSG = r"value 9223372036854775808 at row 1 does not fit in int64"
 
 
@@ -92,28 +83,27 @@ def test_update_batch_messages_name_the_value_and_row() -> None:
 
 
 def test_native_engine_side_reads_uint64_as_int64() -> None:
-    """The native module decides the same without the Python package in front: batch
-    operators' columns, times and diffs, and a capture's columns."""
-    times = np.zeros(2, dtype=np.int64)
+    """The native module decides the same without the Python package in front: a
+    capture's columns, times and diffs."""
+    times = np.zeros((2, 1), dtype=np.int64)
     ones = np.ones(2, dtype=np.int64)
-    for batch, what in [
-        (([TOO_BIG], times, ones), "batch, column 0"),
-        (([ones], TOO_BIG, ones), "batch"),
-        (([ones], times, TOO_BIG), "batch: diffs"),
+    for args, what in [
+        (([TOO_BIG], times, ones), "capture: column 0"),
+        (([ones], TOO_BIG, ones), "capture"),
+        (([ones], times, TOO_BIG), "capture: diffs"),
     ]:
+        state = _core.CaptureState("cap", ["k"], 1, "history")
         with pytest.raises(OverflowError, match=f"{what}: {BIG_MSG}"):
-            _core.batch_arrange(batch, [0], 1)
-    # Narrower unsigned ints always fit and are widened.
-    cols, t, d = _core.batch_arrange(
-        ([np.array([7, 5], dtype=np.uint8)], times.astype(np.uint32), ones.astype(np.uint16)),
-        [0],
-        1,
-    )
-    assert cols[0].dtype == np.int64 and sorted(cols[0].tolist()) == [5, 7]
-    assert t.dtype == np.int64 and d.dtype == np.int64
+            state.absorb(*args, [[1]])
+    # Narrower unsigned ints always fit and are widened; uint64 that fits is int64.
     state = _core.CaptureState("cap", ["k"], 1, "history")
-    with pytest.raises(OverflowError, match=f"capture: column 0: {BIG_MSG}"):
-        state.absorb([TOO_BIG], times.reshape(2, 1), ones, [[1]])
+    state.absorb(
+        [np.array([7, 5], dtype=np.uint8)], times.astype(np.uint32), ones.astype(np.uint16), [[1]]
+    )
+    state.absorb([np.array([2**63 - 1], dtype=np.uint64)], times[:1], ones[:1], [[1]])
+    cols, t, d = state.kept()
+    assert cols[0].dtype == np.int64 and sorted(cols[0].tolist()) == [5, 7, 2**63 - 1]
+    assert t.dtype == np.int64 and d.dtype == np.int64
 
 
 def test_kernel_api_keeps_uint64_and_checks_the_rest() -> None:

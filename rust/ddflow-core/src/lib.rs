@@ -12,8 +12,6 @@
 //! * [`times`]: interesting times for `reduce`.
 //! * [`expr`]: column expressions evaluated on whole columns.
 //! * [`engine`]: dataflow plans and the embedded engine that runs them.
-//! * [`batch`]: the engine's operators on whole batches, for backends that move batches
-//!   themselves.
 //! * [`capture`]: completing and consolidating a capture's output, keeping its history or
 //!   only its current state.
 
@@ -21,7 +19,6 @@
 // zipped columns read worse there.
 #![allow(clippy::needless_range_loop)]
 
-pub mod batch;
 pub mod capture;
 pub mod encoding;
 pub mod engine;

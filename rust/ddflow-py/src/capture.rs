@@ -146,11 +146,6 @@ impl PyCaptureState {
             .map(|t| t.0[..self.time_dims].iter().map(|&c| c as i64).collect())
     }
 
-    /// Updates held because their time is not complete yet.
-    fn pending_len(&self) -> usize {
-        self.inner.pending_len()
-    }
-
     /// Heap bytes held.
     fn heap_bytes(&self) -> usize {
         self.inner.heap_bytes()

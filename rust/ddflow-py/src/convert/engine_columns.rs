@@ -1,0 +1,135 @@
+//! The engine's typed columns ([`Column`]: a dtype and core words) in and out: from numpy
+//! arrays or Arrow string buffers (offsets and UTF-8 bytes, interned without the GIL), to
+//! numpy arrays or, for a capture's string columns, Arrow buffers again; and a callback's
+//! bool mask. uint64 is read as int64 ([`Unsigned::AsInt64`]).
+
+use super::columns_in::{readonly, slice1};
+use super::{
+    col_to_py, decode_column, err, hold, prepare, untyped1, ColHold, ColOut, Enc, Unsigned,
+};
+use ddflow_core::encoding::{DType, Interner};
+use ddflow_core::engine::column::Column;
+use ddflow_core::{Error, Result as CoreResult};
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+/// Reads one engine column (an input's, a callback result's or a capture's) from a numpy
+/// array, a sequence, or Arrow string buffers; `what` names it in errors. uint64 is read as int64 ([`Unsigned::AsInt64`]).
+pub fn column_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
+    let py = obj.py();
+    if let Ok(buffers) = obj.getattr("_ddflow_utf8") {
+        let (offsets, data): (PyReadonlyArray1<i64>, PyReadonlyArray1<u8>) = buffers.extract()?;
+        let (offsets, data) = (offsets.as_slice()?, data.as_slice()?);
+        let words = py.allow_threads(|| utf8_column(offsets, data, what));
+        return Ok(Column {
+            dtype: DType::Str,
+            words: words.map_err(err)?,
+        });
+    }
+    let (arr, ty) = prepare(what, obj, Unsigned::AsInt64)?;
+    let dtype = ty.dtype().expect("Unsigned::AsInt64 reads uint64 as int64");
+    Ok(match hold(what, &arr, ty)? {
+        // Interned ids are the words already.
+        ColHold::Str(ids) => Column { dtype, words: ids },
+        held => Column {
+            dtype,
+            words: held.view().core_words(),
+        },
+    })
+}
+
+/// Interns the strings of an Arrow-layout column (`ddflow.dtypes.Utf8Column`: int64 offsets
+/// and UTF-8 bytes): value `i` is `data[offsets[i]..offsets[i + 1]]`. Offsets must be
+/// non-decreasing and within `data`; the bytes must be UTF-8, each value starting and ending
+/// on a character boundary. Runs without the GIL and without any per-value Python object.
+pub fn utf8_column(offsets: &[i64], data: &[u8], what: &str) -> CoreResult<Vec<u64>> {
+    let n = offsets.len().saturating_sub(1);
+    let bad = |i: usize, why: &str| {
+        Error::Value(format!(
+            "{what}: string buffers are malformed at row {i} ({why})"
+        ))
+    };
+    let (lo, hi) = match (offsets.first(), offsets.last()) {
+        (Some(&lo), Some(&hi)) => (lo, hi),
+        _ => return Ok(Vec::new()),
+    };
+    if lo < 0 || hi < lo || hi as usize > data.len() {
+        return Err(bad(0, "offsets outside the data buffer"));
+    }
+    let text = std::str::from_utf8(&data[lo as usize..hi as usize]).map_err(|e| {
+        let at = lo as usize + e.valid_up_to();
+        let row = offsets
+            .partition_point(|&o| (o as usize) <= at)
+            .saturating_sub(1);
+        Error::Value(format!(
+            "{what}: value at row {row} is not valid UTF-8 text (byte {at})"
+        ))
+    })?;
+    let mut strings: Vec<&str> = Vec::with_capacity(n);
+    for i in 0..n {
+        let (a, b) = (offsets[i], offsets[i + 1]);
+        if b < a {
+            return Err(bad(i, "offsets decrease"));
+        }
+        let (a, b) = ((a - lo) as usize, (b - lo) as usize);
+        match text.get(a..b) {
+            Some(s) => strings.push(s),
+            None => return Err(bad(i, "a value splits a character")),
+        }
+    }
+    let mut words = Vec::with_capacity(n);
+    Interner::intern_all(strings, &mut words);
+    Ok(words)
+}
+
+/// An engine column as a numpy array (str columns become object arrays of str).
+pub fn column_to_py<'py>(py: Python<'py>, col: &Column) -> PyResult<Bound<'py, PyAny>> {
+    let out = decode_column(col.dtype.into(), &col.words, 1, 0, Enc::Core).map_err(err)?;
+    Ok(col_to_py(py, out))
+}
+
+/// Record columns of row-major `rows` (`schema.len()` words each) for a capture: numpy
+/// arrays, a str column as the tuple `(int32 or int64 offsets, uint8 UTF-8 bytes)` of its
+/// Arrow layout (so Python builds a pyarrow array without touching each value).
+pub fn rows_to_arrow_py<'py>(
+    py: Python<'py>,
+    schema: &[DType],
+    rows: &[u64],
+) -> PyResult<Bound<'py, PyList>> {
+    let w = schema.len();
+    let cols = schema
+        .iter()
+        .enumerate()
+        .map(|(c, &d)| -> PyResult<Bound<'py, PyAny>> {
+            let col = decode_column(d.into(), rows, w, c, Enc::Core).map_err(err)?;
+            let ColOut::Str(strings) = col else {
+                return Ok(col_to_py(py, col));
+            };
+            let total: usize = strings.iter().map(|s| s.len()).sum();
+            let mut data = Vec::with_capacity(total);
+            let mut ends = Vec::with_capacity(strings.len() + 1);
+            ends.push(0usize);
+            for s in &strings {
+                data.extend_from_slice(s.as_bytes());
+                ends.push(data.len());
+            }
+            let offsets = if total <= i32::MAX as usize {
+                PyArray1::from_iter(py, ends.iter().map(|&e| e as i32)).into_any()
+            } else {
+                PyArray1::from_iter(py, ends.iter().map(|&e| e as i64)).into_any()
+            };
+            Ok(PyTuple::new(py, [offsets, PyArray1::from_vec(py, data).into_any()])?.into_any())
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, cols)
+}
+
+/// A 1-D bool mask (a filter callback's result): any array or sequence numpy casts to bool.
+pub fn bools_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<bool>> {
+    let np = obj.py().import("numpy")?;
+    let a = np.call_method1("ascontiguousarray", (obj, "bool"))?;
+    let a = untyped1(what, &a)?;
+    let held = readonly::<bool>(what, &a)?;
+    Ok(slice1(&held).into_owned())
+}
