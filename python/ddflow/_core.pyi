@@ -25,7 +25,7 @@ that also accepts lists and pyarrow arrays):
   ``TimeError``.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, final
 
 import numpy as np
@@ -339,9 +339,9 @@ class Engine:
     ) -> tuple[list[npt.NDArray[Any]], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Updates captured since the last take: (columns, times (n, time_dims), diffs)."""
 
-    def capture_poll(self, node: int, state: CaptureState) -> _Timed | None:
+    def capture_poll(self, node: int, state: CaptureState) -> CaptureBatch | None:
         """Takes a capture's new updates into ``state``; returns those its frontier completes,
-        consolidated (``None`` if there are none)."""
+        consolidated (``None`` if there are none), converted only when unpacked."""
 
     def errors_take(self) -> list[tuple[int, str, str, str, list[int], int]]:
         """Error updates since the last call: ``(node, label, message, values, time, diff)``."""
@@ -381,6 +381,18 @@ def _plan_round_trip(plan_json: str) -> str:
 # --- capture state (rust/ddflow-py/src/capture.rs) ---------------------------------------
 
 @final
+class CaptureBatch:
+    """Newly completed updates, consolidated, held natively until unpacked:
+    ``columns, times, diffs = batch`` converts them (a ``_Timed`` triple) at that moment, so
+    a poll whose result nobody reads converts nothing."""
+
+    def __len__(self) -> int:
+        """Number of updates."""
+
+    def __iter__(self) -> Iterator[Any]:
+        """The columns, the ``(n, time_dims)`` times and the diffs, converted now."""
+
+@final
 class CaptureState:
     """A capture's pending updates and what it keeps of completed ones (``keep``:
     ``"history"`` or ``"state"``). Output is consolidated per (record, time) with checked
@@ -393,7 +405,7 @@ class CaptureState:
         times: npt.NDArray[np.int64],
         diffs: npt.NDArray[np.int64],
         frontier: list[list[int]],
-    ) -> _Timed | None:
+    ) -> CaptureBatch | None:
         """Adds raw updates (from an engine other than the native one); returns those
         ``frontier`` completes, consolidated (``None`` if there are none)."""
 

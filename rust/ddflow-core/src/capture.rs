@@ -23,6 +23,10 @@ use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Lattice, PartialOrder, Time, MAX_DIMS};
 use crate::sort::RadixSorter;
 use crate::updates::Updates;
+use history::History;
+pub use history::Kept;
+
+mod history;
 
 /// What a capture keeps of its completed updates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,49 +50,6 @@ impl CaptureMode {
     }
 }
 
-/// Completed updates, stored compactly: a time keeps only its leading `dims` coordinates.
-/// Batches are appended as they complete; a `(record, time)` appears at most once, since no
-/// update arrives at a time after it is complete.
-#[derive(Debug, Default)]
-struct History {
-    dims: usize,
-    width: usize,
-    rows: Vec<u64>,
-    coords: Vec<u64>,
-    diffs: Vec<i64>,
-}
-
-impl History {
-    fn len(&self) -> usize {
-        self.diffs.len()
-    }
-
-    fn time(&self, i: usize) -> Time {
-        Time::from_coords(&self.coords[i * self.dims..(i + 1) * self.dims])
-    }
-
-    fn append(&mut self, upd: &Updates) {
-        self.rows.extend_from_slice(&upd.rows);
-        for t in &upd.times {
-            self.coords.extend_from_slice(&t.0[..self.dims]);
-        }
-        self.diffs.extend_from_slice(&upd.diffs);
-    }
-
-    fn to_updates(&self) -> Updates {
-        Updates {
-            width: self.width,
-            rows: self.rows.clone(),
-            times: (0..self.len()).map(|i| self.time(i)).collect(),
-            diffs: self.diffs.clone(),
-        }
-    }
-
-    fn heap_bytes(&self) -> usize {
-        (self.rows.capacity() + self.coords.capacity() + self.diffs.capacity()) * 8
-    }
-}
-
 /// The updates a capture holds, and what it keeps of those already complete.
 #[derive(Debug)]
 pub struct CaptureState {
@@ -102,6 +63,8 @@ pub struct CaptureState {
     history: History,
     /// `State`: the accumulated collection (every time the minimum), sorted by record.
     state: Updates,
+    /// Coordinates per time.
+    dims: usize,
     /// The least upper bound of every completed update's time.
     completed_upper: Option<Time>,
     sorter: RadixSorter,
@@ -117,18 +80,16 @@ impl CaptureState {
         time_dims: usize,
     ) -> CaptureState {
         let width = columns.len();
+        let dims = time_dims.clamp(1, MAX_DIMS);
         CaptureState {
             label: label.to_string(),
             columns: columns.to_vec(),
             mode,
             schema: None,
             pending: Updates::new(width),
-            history: History {
-                dims: time_dims.clamp(1, MAX_DIMS),
-                width,
-                ..History::default()
-            },
+            history: History::new(width, dims),
             state: Updates::new(width),
+            dims,
             completed_upper: None,
             sorter: RadixSorter::new(),
         }
@@ -154,12 +115,13 @@ impl CaptureState {
         self.pending.len()
     }
 
-    /// Adds raw updates handed out by the engine (their records have dtypes `schema`).
+    /// Adds raw updates handed out by the engine (their records have dtypes `schema`); when
+    /// nothing is pending they become the pending updates without a copy.
     ///
     /// # Errors
     /// [`Error::Type`] if `schema` differs from that of earlier updates; [`Error::Shape`] if
     /// the records have another width.
-    pub fn absorb(&mut self, schema: Option<Schema>, updates: &Updates) -> Result<()> {
+    pub fn absorb(&mut self, schema: Option<Schema>, updates: Updates) -> Result<()> {
         if updates.is_empty() {
             return Ok(());
         }
@@ -182,7 +144,11 @@ impl CaptureState {
             (None, s) => self.schema = s,
             _ => {}
         }
-        self.pending.extend(updates);
+        if self.pending.is_empty() {
+            self.pending = updates;
+        } else {
+            self.pending.extend(&updates);
+        }
         Ok(())
     }
 
@@ -196,18 +162,28 @@ impl CaptureState {
     /// `i64`. The capture then keeps what it held before the call.
     pub fn complete(&mut self, frontier: &Antichain<Time>) -> Result<Updates> {
         let w = self.pending.width;
-        let mut done = Updates::new(w);
-        let mut rest = Updates::new(w);
-        for i in 0..self.pending.len() {
-            let t = self.pending.times[i];
-            let out = if frontier.less_equal(&t) {
-                &mut rest
-            } else {
-                &mut done
-            };
-            out.push(self.pending.row(i), t, self.pending.diffs[i]);
-        }
+        let (done, mut rest) = if self.pending.times.iter().all(|t| !frontier.less_equal(t)) {
+            // The common case, everything complete: the pending updates move as they are.
+            (
+                std::mem::replace(&mut self.pending, Updates::new(w)),
+                Updates::new(w),
+            )
+        } else {
+            let mut done = Updates::new(w);
+            let mut rest = Updates::new(w);
+            for i in 0..self.pending.len() {
+                let t = self.pending.times[i];
+                let out = if frontier.less_equal(&t) {
+                    &mut rest
+                } else {
+                    &mut done
+                };
+                out.push(self.pending.row(i), t, self.pending.diffs[i]);
+            }
+            (done, rest)
+        };
         if done.is_empty() {
+            self.pending = rest;
             return Ok(done);
         }
         let mut fresh = done;
@@ -242,13 +218,13 @@ impl CaptureState {
         Ok(fresh)
     }
 
-    /// Every completed update kept: in `History` mode all of them, consolidated per
-    /// `(record, time)`, in the order they completed; in `State` mode the accumulated
-    /// collection (times the minimum) sorted by record words.
-    pub fn kept(&self) -> Updates {
+    /// Every completed update kept, by column: in `History` mode all of them, consolidated
+    /// per `(record, time)`, in the order they completed (borrowed, no copy); in `State`
+    /// mode the accumulated collection (times the minimum) sorted by record words.
+    pub fn kept(&self) -> Kept<'_> {
         match self.mode {
-            CaptureMode::History => self.history.to_updates(),
-            CaptureMode::State => self.state.clone(),
+            CaptureMode::History => self.history.kept(),
+            CaptureMode::State => Kept::from_updates(&self.state, self.dims),
         }
     }
 
@@ -273,14 +249,7 @@ impl CaptureState {
                 Ok(self.state.clone())
             }
             CaptureMode::History => {
-                let h = &self.history;
-                let mut acc = Updates::new(h.width);
-                for i in 0..h.len() {
-                    if h.time(i).less_equal(time) {
-                        let row = &h.rows[i * h.width..(i + 1) * h.width];
-                        acc.push(row, Time::minimum(), h.diffs[i]);
-                    }
-                }
+                let mut acc = self.history.up_to(time);
                 if let Err(e) = self.sorter.consolidate_updates(&mut acc) {
                     return Err(self.overflow(&acc, false).unwrap_or(e));
                 }

@@ -5,9 +5,14 @@
 //! (a test double, a remote executor) feeds it numpy columns through `absorb`. Output leaves
 //! as numpy arrays, string columns as their Arrow buffers `(offsets, utf8 bytes)`, so Python
 //! builds pyarrow arrays without touching each value.
+//!
+//! A poll decodes nothing it does not have to: the newly completed updates come back as a
+//! [`PyCaptureBatch`], which converts them only when unpacked (a capture without
+//! subscribers drops it unread), and the history is read from the columns the core keeps.
 
 use crate::convert::{
-    column_from_py, i64s_from_py, rows_to_arrow_py, time_from_list, times_from_py, times_to_py,
+    column_from_py, coords_to_py, i64s_from_py, rows_to_arrow_py, time_from_list, times_from_py,
+    times_to_py, words_to_arrow_py,
 };
 use crate::errors::IntoPyResult;
 use ddflow_core::capture::{CaptureMode, CaptureState};
@@ -16,7 +21,7 @@ use ddflow_core::engine::column::{columns_to_rows, Schema};
 use ddflow_core::{Antichain, Time, Updates};
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyIterator, PyTuple};
 use std::sync::Arc;
 
 /// A capture's pending updates and what it keeps of completed ones.
@@ -29,24 +34,25 @@ pub struct PyCaptureState {
 
 impl PyCaptureState {
     /// Adds raw updates and returns those `frontier` completes (`None` if there are none).
-    pub(crate) fn poll_with<'py>(
+    pub(crate) fn poll_with(
         &mut self,
-        py: Python<'py>,
+        py: Python<'_>,
         schema: Option<Schema>,
         updates: Updates,
         frontier: &Antichain<Time>,
-    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    ) -> PyResult<Option<PyCaptureBatch>> {
         let state = &mut self.inner;
         let fresh = py
             .allow_threads(|| {
-                state.absorb(schema, &updates)?;
+                state.absorb(schema, updates)?;
                 state.complete(frontier)
             })
             .py()?;
-        if fresh.is_empty() {
-            return Ok(None);
-        }
-        self.timed_batch(py, &fresh).map(Some)
+        Ok((!fresh.is_empty()).then(|| PyCaptureBatch {
+            schema: self.schema(),
+            time_dims: self.time_dims,
+            updates: fresh,
+        }))
     }
 
     fn schema(&self) -> Vec<DType> {
@@ -54,14 +60,6 @@ impl PyCaptureState {
             .schema()
             .map(|s| s.to_vec())
             .unwrap_or_else(|| vec![DType::Int64; self.width])
-    }
-
-    /// `(columns, times (n, time_dims), diffs)`.
-    fn timed_batch<'py>(&self, py: Python<'py>, upd: &Updates) -> PyResult<Bound<'py, PyTuple>> {
-        let cols = rows_to_arrow_py(py, &self.schema(), &upd.rows)?;
-        let times = times_to_py(py, &upd.times, self.time_dims, false)?;
-        let diffs = PyArray1::from_slice(py, &upd.diffs);
-        PyTuple::new(py, [cols.into_any(), times, diffs.into_any()])
     }
 
     /// `(columns, diffs)`.
@@ -93,7 +91,7 @@ impl PyCaptureState {
         times: Bound<'py, PyAny>,
         diffs: Bound<'py, PyAny>,
         frontier: Vec<Vec<i64>>,
-    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    ) -> PyResult<Option<PyCaptureBatch>> {
         let what = "capture";
         let cols = columns
             .iter()
@@ -116,7 +114,11 @@ impl PyCaptureState {
     /// Everything kept: `History`: `(columns, times, diffs)` of every completed update;
     /// `State`: `(columns, times, diffs)` of the accumulated collection (times all zero).
     fn kept<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        self.timed_batch(py, &self.inner.kept())
+        let kept = self.inner.kept();
+        let cols = words_to_arrow_py(py, &self.schema(), &kept.columns)?;
+        let times = coords_to_py(py, &kept.coords, kept.dims)?;
+        let diffs = PyArray1::from_slice(py, &kept.diffs);
+        PyTuple::new(py, [cols.into_any(), times, diffs.into_any()])
     }
 
     /// The accumulated collection at a completed `time`: `(columns, diffs)`.
@@ -152,6 +154,31 @@ impl PyCaptureState {
     }
 }
 
+/// Newly completed updates, consolidated, held in Rust until unpacked as
+/// `columns, times, diffs = batch` (converted to numpy then, once per unpacking).
+#[pyclass(name = "CaptureBatch", module = "ddflow._core")]
+pub struct PyCaptureBatch {
+    schema: Vec<DType>,
+    time_dims: usize,
+    updates: Updates,
+}
+
+#[pymethods]
+impl PyCaptureBatch {
+    /// Number of updates.
+    fn __len__(&self) -> usize {
+        self.updates.len()
+    }
+
+    /// `(columns, times (n, time_dims), diffs)`, converted now.
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyIterator>> {
+        let cols = rows_to_arrow_py(py, &self.schema, &self.updates.rows)?;
+        let times = times_to_py(py, &self.updates.times, self.time_dims, false)?;
+        let diffs = PyArray1::from_slice(py, &self.updates.diffs);
+        PyTuple::new(py, [cols.into_any(), times, diffs.into_any()])?.try_iter()
+    }
+}
+
 fn frontier_from(elems: &[Vec<i64>], dims: usize) -> PyResult<Antichain<Time>> {
     let times = elems
         .iter()
@@ -162,5 +189,6 @@ fn frontier_from(elems: &[Vec<i64>], dims: usize) -> PyResult<Antichain<Time>> {
 
 /// Registers the class.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyCaptureState>()
+    m.add_class::<PyCaptureState>()?;
+    m.add_class::<PyCaptureBatch>()
 }

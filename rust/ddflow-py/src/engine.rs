@@ -5,7 +5,7 @@
 //! is kept aside and re-raised as itself (with a note naming the operator) when the engine
 //! call returns.
 
-use crate::capture::PyCaptureState;
+use crate::capture::{PyCaptureBatch, PyCaptureState};
 use crate::convert::{
     bools_from_py, column_from_py, column_to_py, i64s_from_py, time_from_list, times_from_py,
     times_to_py,
@@ -15,7 +15,7 @@ use ddflow_core::engine::column::{Callbacks, Column, Payload, Reply};
 use ddflow_core::engine::plan::Plan;
 use ddflow_core::{Error, Result as CoreResult};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList};
 use std::sync::{Arc, Mutex};
 
 /// Callbacks into Python through one dispatcher function.
@@ -303,7 +303,7 @@ impl PyEngine {
         py: Python<'py>,
         node: usize,
         mut state: PyRefMut<'py, PyCaptureState>,
-    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    ) -> PyResult<Option<PyCaptureBatch>> {
         let (schema, updates) = self.engine.capture_take_updates(node).py()?;
         let frontier = self.engine.frontier(node).py()?;
         state.poll_with(py, schema, updates, &frontier)

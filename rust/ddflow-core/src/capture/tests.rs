@@ -102,7 +102,7 @@ fn run(mode: CaptureMode, steps: Vec<Step>) {
             upd.push(&[a, b], t, d);
             all.push((vec![a, b], t, d));
         }
-        cap.absorb(schema(), &upd).unwrap();
+        cap.absorb(schema(), upd.clone()).unwrap();
         // The frontier only advances: every new element is above an old one (none: closed).
         frontier = Antichain::from_iter_minimal(
             f.iter()
@@ -128,7 +128,7 @@ fn run(mode: CaptureMode, steps: Vec<Step>) {
         });
         match mode {
             CaptureMode::History => {
-                assert_eq!(as_map(&cap.kept()), expect);
+                assert_eq!(as_map(&cap.kept().to_updates()), expect);
                 for a in 0..4 {
                     for b in 0..4 {
                         let t = time(a, b);
@@ -138,11 +138,14 @@ fn run(mode: CaptureMode, steps: Vec<Step>) {
             }
             CaptureMode::State => {
                 assert_eq!(
-                    as_state(&cap.kept()),
+                    as_state(&cap.kept().to_updates()),
                     accumulate(&expect, &time(u64::MAX, u64::MAX))
                 );
                 let bigger = time(100, 100);
-                assert_eq!(as_state(&cap.at(&bigger).unwrap()), as_state(&cap.kept()));
+                assert_eq!(
+                    as_state(&cap.at(&bigger).unwrap()),
+                    as_state(&cap.kept().to_updates())
+                );
                 if let Some(u) = upper.filter(|u| *u != Time::minimum()) {
                     let below = Time::minimum();
                     assert!(!u.less_equal(&below));
@@ -180,7 +183,7 @@ fn overflow_names_the_capture_and_the_record() {
         let mut upd = Updates::new(2);
         upd.push(&[words[0], 7], time(1, 0), i64::MAX);
         upd.push(&[words[0], 7], time(1, 0), 1);
-        cap.absorb(schema.clone(), &upd).unwrap();
+        cap.absorb(schema.clone(), upd.clone()).unwrap();
         let e = cap.complete(&Antichain::from_elem(time(2, 0))).unwrap_err();
         assert_eq!(e.operator(), Some("totals"));
         assert!(matches!(e.cause(), Error::Overflow(_)), "{e}");
@@ -197,12 +200,12 @@ fn overflow_names_the_capture_and_the_record() {
     upd.push(&[words[0], 7], time(1, 0), i64::MAX);
     upd.push(&[words[0], 7], time(2, 0), i64::MAX);
     let mut hist = CaptureState::new("h", CaptureMode::History, &names(2), 2);
-    hist.absorb(schema.clone(), &upd).unwrap();
+    hist.absorb(schema.clone(), upd.clone()).unwrap();
     assert_eq!(hist.complete(&Antichain::new()).unwrap().len(), 2);
     let e = hist.at(&time(3, 0)).unwrap_err();
     assert!(matches!(e.cause(), Error::Overflow(_)));
     let mut state = CaptureState::new("s", CaptureMode::State, &names(2), 2);
-    state.absorb(schema, &upd).unwrap();
+    state.absorb(schema, upd.clone()).unwrap();
     assert!(matches!(
         state.complete(&Antichain::new()).unwrap_err().cause(),
         Error::Overflow(_)
@@ -214,10 +217,10 @@ fn mismatched_dtypes_are_a_type_error() {
     let mut cap = CaptureState::new("c", CaptureMode::History, &names(1), 1);
     let mut upd = Updates::new(1);
     upd.push(&[1], Time::minimum(), 1);
-    cap.absorb(Some(Arc::new(vec![DType::Int64])), &upd)
+    cap.absorb(Some(Arc::new(vec![DType::Int64])), upd.clone())
         .unwrap();
     let e = cap
-        .absorb(Some(Arc::new(vec![DType::Str])), &upd)
+        .absorb(Some(Arc::new(vec![DType::Str])), upd.clone())
         .unwrap_err();
     assert!(matches!(e.cause(), Error::Type(_)) && e.operator() == Some("c"));
 }

@@ -13,6 +13,7 @@ use ddflow_core::{Error, Result as CoreResult};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
+use std::borrow::Cow;
 
 /// Reads one engine column (an input's, a callback result's or a capture's) from a numpy
 /// array, a sequence, or Arrow string buffers; `what` names it in errors. uint64 is read as int64 ([`Unsigned::AsInt64`]).
@@ -89,9 +90,8 @@ pub fn column_to_py<'py>(py: Python<'py>, col: &Column) -> PyResult<Bound<'py, P
     Ok(col_to_py(py, out))
 }
 
-/// Record columns of row-major `rows` (`schema.len()` words each) for a capture: numpy
-/// arrays, a str column as the tuple `(int32 or int64 offsets, uint8 UTF-8 bytes)` of its
-/// Arrow layout (so Python builds a pyarrow array without touching each value).
+/// Record columns of row-major `rows` (`schema.len()` words each) for a capture: see
+/// [`arrow_column_py`]. One strided pass per column.
 pub fn rows_to_arrow_py<'py>(
     py: Python<'py>,
     schema: &[DType],
@@ -101,28 +101,48 @@ pub fn rows_to_arrow_py<'py>(
     let cols = schema
         .iter()
         .enumerate()
-        .map(|(c, &d)| -> PyResult<Bound<'py, PyAny>> {
-            let col = decode_column(d.into(), rows, w, c, Enc::Core).map_err(err)?;
-            let ColOut::Str(strings) = col else {
-                return Ok(col_to_py(py, col));
-            };
-            let total: usize = strings.iter().map(|s| s.len()).sum();
-            let mut data = Vec::with_capacity(total);
-            let mut ends = Vec::with_capacity(strings.len() + 1);
-            ends.push(0usize);
-            for s in &strings {
-                data.extend_from_slice(s.as_bytes());
-                ends.push(data.len());
-            }
-            let offsets = if total <= i32::MAX as usize {
-                PyArray1::from_iter(py, ends.iter().map(|&e| e as i32)).into_any()
-            } else {
-                PyArray1::from_iter(py, ends.iter().map(|&e| e as i64)).into_any()
-            };
-            Ok(PyTuple::new(py, [offsets, PyArray1::from_vec(py, data).into_any()])?.into_any())
-        })
+        .map(|(c, &d)| arrow_column_py(py, decode_column(d.into(), rows, w, c, Enc::Core)))
         .collect::<PyResult<Vec<_>>>()?;
     PyList::new(py, cols)
+}
+
+/// Record columns already split by column (one slice of core words each) for a capture:
+/// see [`arrow_column_py`]. One contiguous pass per column.
+pub fn words_to_arrow_py<'py>(
+    py: Python<'py>,
+    schema: &[DType],
+    columns: &[Cow<'_, [u64]>],
+) -> PyResult<Bound<'py, PyList>> {
+    let cols = schema
+        .iter()
+        .zip(columns)
+        .map(|(&d, words)| arrow_column_py(py, decode_column(d.into(), words, 1, 0, Enc::Core)))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, cols)
+}
+
+/// One decoded capture column as Python receives it: a numpy array, or a str column as the
+/// tuple `(int32 or int64 offsets, uint8 UTF-8 bytes)` of its Arrow layout (so Python
+/// builds a pyarrow array without touching each value).
+fn arrow_column_py(py: Python<'_>, col: CoreResult<ColOut>) -> PyResult<Bound<'_, PyAny>> {
+    let strings = match col.map_err(err)? {
+        ColOut::Str(strings) => strings,
+        other => return Ok(col_to_py(py, other)),
+    };
+    let total: usize = strings.iter().map(|s| s.len()).sum();
+    let mut data = Vec::with_capacity(total);
+    let mut ends = Vec::with_capacity(strings.len() + 1);
+    ends.push(0usize);
+    for s in &strings {
+        data.extend_from_slice(s.as_bytes());
+        ends.push(data.len());
+    }
+    let offsets = if total <= i32::MAX as usize {
+        PyArray1::from_iter(py, ends.iter().map(|&e| e as i32)).into_any()
+    } else {
+        PyArray1::from_iter(py, ends.iter().map(|&e| e as i64)).into_any()
+    };
+    Ok(PyTuple::new(py, [offsets, PyArray1::from_vec(py, data).into_any()])?.into_any())
 }
 
 /// A 1-D bool mask (a filter callback's result): any array or sequence numpy casts to bool.

@@ -170,6 +170,12 @@ pub fn times_to_py<'py>(
     Ok(PyArray2::from_owned_array(py, arr).into_any())
 }
 
+/// Times stored as flat coordinates (`k` each) as an `(n, k)` int64 numpy array (one
+/// copy).
+pub fn coords_to_py<'py>(py: Python<'py>, coords: &[u64], k: usize) -> PyResult<Bound<'py, PyAny>> {
+    flat_times_to_py(py, coords.iter().map(|&c| c as i64).collect(), k)
+}
+
 /// Flattens times to `k` coordinates each (used to build outputs without the GIL).
 pub fn flatten_times(times: &[Time], k: usize) -> Vec<i64> {
     let mut flat = Vec::with_capacity(times.len() * k);
