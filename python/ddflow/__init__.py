@@ -11,6 +11,26 @@ the exact output changes::
     edges_in.update_at((0, 3), time=0, diff=+1); roots_in.insert(0)
     edges_in.advance_to(1); roots_in.advance_to(1); flow.run_until(1)
     out.updates()   # pyarrow.Table: node, dist, time, diff
+
+The package is built in layers; a module imports only from its own layer or below, never in
+a circle (``tests/api/test_layers.py`` checks both against this table)::
+
+    5 owner:    dataflow
+    4 handles:  collection, records
+    3 runtime:  engine, input, capture, traces
+    2 plan:     expr, plan, callbacks, functions, aggregates, builder, joins, reducing
+    1 values:   _core, errors, dtypes, times, errorlog, kernels
+
+1. values: the native module, errors, dtypes and time coordinates, the error log, kernels.
+2. plan: expressions, the plan's operator nodes, user functions and aggregates, and the
+   builders that add nodes (:class:`~ddflow.builder.PlanBuilder`; joins and reduces).
+3. runtime: the engine and its view when shared (:mod:`~ddflow.engine`), and what reads or
+   feeds a running dataflow through the :class:`~ddflow.engine.Runtime` interface: inputs,
+   captures and probes, trace handles.
+4. handles: ``Collection`` and ``Arrangement``, which build through the
+   :class:`~ddflow.records.PlanOwner` interface.
+5. owner: ``Dataflow``, which implements both interfaces. ``algorithms``, ``examples`` and
+   ``spark`` sit on top of the package.
 """
 
 from __future__ import annotations
@@ -18,10 +38,9 @@ from __future__ import annotations
 from ddflow import _core as _core
 from ddflow import algorithms
 from ddflow.aggregates import count, distinct, max, min, reducer, sum, top_k
-from ddflow.arrangement import Arrangement
 from ddflow.callbacks import ReduceBatch
 from ddflow.capture import Capture, Probe
-from ddflow.collection import Collection
+from ddflow.collection import Arrangement, Collection
 from ddflow.dataflow import Dataflow
 from ddflow.errors import (
     ColumnNotFoundError,

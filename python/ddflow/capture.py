@@ -12,18 +12,16 @@ one Python object per value) and sorts them by time, then record.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from ddflow._core import CaptureState
+from ddflow.engine import Runtime
 from ddflow.errorlog import describe
 from ddflow.errors import DataError, InvalidValueError, PlanError, TimeError
 from ddflow.times import Time, frontier_passed
-
-if TYPE_CHECKING:
-    from ddflow._core import CaptureState
-    from ddflow.dataflow import Dataflow
 
 __all__ = ["Capture", "Probe", "KEEP_MODES"]
 
@@ -44,13 +42,13 @@ def _arrow(column: Any) -> pa.Array:
 class _Frontiered:
     """A top-level node whose frontier the engine reports."""
 
-    def __init__(self, flow: Dataflow, node: int, label: str) -> None:
+    def __init__(self, flow: Runtime, node: int, label: str) -> None:
         self.flow = flow
         self.node = node
         self.label = label
 
     def _raw_frontier(self) -> list[list[int]]:
-        engine = self.flow._engine_started()
+        engine = self.flow.started_engine()
         return [] if engine is None else [list(f) for f in engine.frontier(self.node)]
 
     def frontier(self) -> list[Time]:
@@ -58,14 +56,14 @@ class _Frontiered:
 
         Before the dataflow starts this is the least time.
         """
-        if self.flow._engine_started() is None:
-            return [self.flow._times.to_user(self.flow._times.zero())]
-        return [self.flow._times.to_user(f) for f in self._raw_frontier()]
+        if self.flow.started_engine() is None:
+            return [self.flow.time_shape.to_user(self.flow.time_shape.zero())]
+        return [self.flow.time_shape.to_user(f) for f in self._raw_frontier()]
 
     def done(self, time: Time) -> bool:
         """Whether every output at times ``<= time`` is final (the frontier has passed it)."""
-        coords = self.flow._times.normalize(time, f"{self.label}: done()", fix=False)
-        if self.flow._engine_started() is None:
+        coords = self.flow.time_shape.normalize(time, f"{self.label}: done()", fix=False)
+        if self.flow.started_engine() is None:
             return False
         return frontier_passed(self._raw_frontier(), coords)
 
@@ -82,7 +80,7 @@ class Capture(_Frontiered):
 
     def __init__(
         self,
-        flow: Dataflow,
+        flow: Runtime,
         node: int,
         columns: Sequence[str],
         label: str,
@@ -106,23 +104,21 @@ class Capture(_Frontiered):
     # -- pulling from the engine --------------------------------------------------------------
 
     def _dims(self) -> int:
-        times = self.flow._times
+        times = self.flow.time_shape
         return times.dims or len(times.zero())
 
     def _state(self) -> CaptureState:
         if self._native is None:
-            from ddflow._core import CaptureState
-
             self._native = CaptureState(self.label, list(self.columns), self._dims(), self.keep)
         return self._native
 
     def _poll(self) -> None:
         """Takes new updates from the engine into the native state; keeps the newly completed
         ones for subscribers."""
-        engine = self.flow._engine_started()
+        engine = self.flow.started_engine()
         if engine is None:
             return
-        self.flow._poll_errors()
+        self.flow.poll_errors()
         fresh = engine.capture_poll(self.node, self._state())
         if fresh is not None and self._subscribers:
             self._undelivered.append(self._timed(*fresh))
@@ -212,7 +208,7 @@ class Capture(_Frontiered):
             )
         self._poll()
         self._check_errors("updates()")
-        if self._native is None or self.flow._engine_started() is None:
+        if self._native is None or self.flow.started_engine() is None:
             return self._empty(with_time=True)
         return self._sorted(self._timed(*self._state().kept()), with_time=True)
 
@@ -221,7 +217,7 @@ class Capture(_Frontiered):
         (its count), sorted by record. Works with either ``keep``."""
         self._poll()
         self._check_errors("state()")
-        if self._native is None or self.flow._engine_started() is None:
+        if self._native is None or self.flow.started_engine() is None:
             return self._empty(with_time=False)
         return self._sorted(self._untimed(*self._state().state()), with_time=False)
 
@@ -231,15 +227,15 @@ class Capture(_Frontiered):
         Raises ``TimeError`` if ``time`` is not complete yet, or (``keep="state"``) if updates
         after ``time`` have already been folded into the state.
         """
-        coords = self.flow._times.normalize(time, f"{self.label}: at()", fix=False)
+        coords = self.flow.time_shape.normalize(time, f"{self.label}: at()", fix=False)
         self._poll()
-        if self.flow._engine_started() is None or not frontier_passed(self._raw_frontier(), coords):
+        if self.flow.started_engine() is None or not frontier_passed(self._raw_frontier(), coords):
             raise TimeError(
                 f"{self.label}: time {time!r} is not complete yet (frontier "
                 f"{self.frontier()}); advance the inputs past it and run_until({time!r})"
             )
         if self.errors_mode == "raise":
-            live = self.flow._error_log.live_at(coords, self.flow._upstream(self.node))
+            live = self.flow.poll_errors().live_at(coords, self.flow.upstream(self.node))
             if live:
                 self._raise_data_error(f"at({time!r})", live)
         acc = self._state().at(list(coords))
@@ -270,13 +266,15 @@ class Capture(_Frontiered):
 
     def _check_errors(self, what: str) -> None:
         if self.errors_mode == "raise":
-            first = self.flow._error_log.first_live(self.flow._upstream(self.node), self._complete)
+            first = self.flow.poll_errors().first_live(
+                self.flow.upstream(self.node), self._complete
+            )
             if first is not None:
                 time, live = first
                 self._raise_data_error(f"{what} (time {self._user(time)!r})", live)
 
     def _user(self, coords: Sequence[int]) -> Any:
-        return self.flow._times.to_user(coords)
+        return self.flow.time_shape.to_user(coords)
 
     def _complete(self, coords: Sequence[int]) -> bool:
         return frontier_passed(self._raw_frontier(), tuple(coords))
@@ -295,18 +293,18 @@ class Capture(_Frontiered):
         """The error updates upstream of this capture at completed times, consolidated:
         ``operator``, ``message``, ``values``, ``time``, ``diff``."""
         self._poll()
-        return self.flow._error_log.table(
-            self.flow._upstream(self.node), self._complete, self._user
+        return self.flow.poll_errors().table(
+            self.flow.upstream(self.node), self._complete, self._user
         )
 
     def errors_at(self, time: Time) -> list[dict[str, Any]]:
         """The errors upstream of this capture live at ``time`` (which must be complete):
         dicts with ``operator``, ``message``, ``values``, ``count``, ``since``."""
-        coords = self.flow._times.normalize(time, f"{self.label}: errors_at()", fix=False)
+        coords = self.flow.time_shape.normalize(time, f"{self.label}: errors_at()", fix=False)
         self._poll()
-        if self.flow._engine_started() is None or not frontier_passed(self._raw_frontier(), coords):
+        if self.flow.started_engine() is None or not frontier_passed(self._raw_frontier(), coords):
             raise TimeError(f"{self.label}: time {time!r} is not complete yet")
-        live = self.flow._error_log.live_at(coords, self.flow._upstream(self.node))
+        live = self.flow.poll_errors().live_at(coords, self.flow.upstream(self.node))
         for e in live:
             e["since"] = self._user(e["since"])
         return live

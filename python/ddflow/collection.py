@@ -1,289 +1,45 @@
-"""``Collection``: a multiset of records changing over time, and its operators.
+"""``Collection`` and ``Arrangement``: the handles users build dataflows with.
 
-A Collection is a handle on one node of the plan: it knows its dataflow, its node id, its
-column names and its scope. Every operator appends nodes to the plan and returns a new handle;
-nothing runs until the dataflow is driven (``flow.run_until`` ...). Column expressions
-(``dd.col("dist") + 1``) run in Rust; Python functions (``map``, ``filter`` with a function, ...)
-are the escape hatch, called once per batch of columns.
+A :class:`Collection` is a multiset of records changing over time, at one node of the plan;
+its record-wise operators come from :class:`~ddflow.records.RecordOperators`, and this module
+adds those that combine collections or keep state (``concat``, joins, reductions, ``iterate``)
+and the outputs (``capture``, ``probe``). An :class:`Arrangement` is a collection indexed by
+key, whose one trace many joins and reduces share, also inside ``iterate`` (through
+``enter_arrangement``, without a copy); ``Collection.arrange_by_key(on=...)`` and
+``arrange_by_self()`` return one. Its columns are the key columns, then the other columns in
+the source collection's order.
+
+The node-level work is done by the operator builders (:mod:`ddflow.joins`,
+:mod:`ddflow.reducing`, :mod:`ddflow.builder`); the handles check their arguments, hand the
+builders their nodes and wrap the nodes they get back.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from ddflow import functions
-from ddflow.arrangement import Arrangement
-from ddflow.callbacks import ROW, Registered
-from ddflow.errors import ColumnNotFoundError, DdflowError, PlanError
-from ddflow.expr import Expr, col, lit
-from ddflow.plan import (
-    AdvanceIterationOp,
-    CaptureOp,
-    ConcatOp,
-    ConsolidateOp,
-    DelayOp,
-    FilterOp,
-    FilterPyOp,
-    FlatMapPyOp,
-    InspectPyOp,
-    LeaveOp,
-    MapPyOp,
-    NegateOp,
-    OpSpec,
-    ProbeOp,
-    ScaleOp,
-    SelectOp,
-    VariableOp,
-    python_op,
-    user_location,
-)
+from ddflow import joins, reducing
+from ddflow.aggregates import Aggregate, ThresholdAggregate, count, distinct
+from ddflow.builder import ArrangedNode, Node, resolve_names
+from ddflow.capture import Capture, Probe
+from ddflow.errors import PlanError
+from ddflow.plan import CaptureOp, ConcatOp, JoinKind, LeaveOp, ProbeOp, VariableOp, user_location
+from ddflow.records import PlanOwner, RecordOperators
 from ddflow.times import MAX_TIME_DIMS, is_int
-from ddflow.wiring import arrange, common_scope, enter_collection, resolve_names, same_flow
+from ddflow.traces import TraceHandle
 
-if TYPE_CHECKING:
-    from ddflow.aggregates import Aggregate
-    from ddflow.capture import Capture, Probe
-    from ddflow.dataflow import Dataflow
-
-__all__ = ["Collection"]
+__all__ = ["Collection", "Arrangement", "enter_collection"]
 
 Keys = str | Sequence[str]
-
 
 _INT64_MAX = 2**63 - 1
 
 
-def _expr_text(expr: Expr) -> str:
-    """An expression as Python-like text (its repr), or compact JSON."""
-    text = repr(expr)
-    if text.startswith("<"):
-        text = json.dumps(expr.to_json(), separators=(",", ":"))
-    return text
-
-
-def _as_expr(value: object, label: str) -> Expr:
-    """An expression from an Expr, a column name (str) or a literal value (a number, bool)."""
-    if isinstance(value, Expr):
-        return value
-    if isinstance(value, str):
-        return col(value)
-    try:
-        return lit(value)  # type: ignore[arg-type]
-    except DdflowError:
-        raise PlanError(
-            f"{label}: expected an expression, a column name or a literal, got {value!r}"
-        ) from None
-
-
-def _check_columns(expr: Expr, columns: Sequence[str], label: str) -> None:
-    """Raises ``ColumnNotFoundError`` naming the operator if ``expr`` reads a missing column."""
-    for name in expr.columns():
-        if name not in columns:
-            raise ColumnNotFoundError(
-                f"{label}: column {name!r} not found in expression {_expr_text(expr)}; "
-                f"available columns are {list(columns)}"
-            )
-
-
-class Collection:
+class Collection(RecordOperators):
     """A collection of records with named columns, at one node of a dataflow plan."""
 
-    __slots__ = ("flow", "node", "columns", "scope")
-
-    def __init__(self, flow: Dataflow, node: int, columns: Sequence[str], scope: int) -> None:
-        """Wraps plan node ``node``; built by ``Dataflow.new_input`` and operators."""
-        self.flow = flow
-        self.node = node
-        self.columns: tuple[str, ...] = tuple(columns)
-        """The column names, in order."""
-        self.scope = scope
-        """The scope (0: top level; iterate bodies have their own)."""
-
-    def __repr__(self) -> str:
-        op = self.flow._plan.nodes[self.node]["op"]
-        where = "" if self.scope == 0 else f", scope {self.scope}"
-        return f"Collection(#{self.node} {op}: ({', '.join(self.columns)}){where})"
-
-    # -- internal helpers -------------------------------------------------------------------
-
-    def derive_node(self, node: int, columns: Sequence[str], scope: int) -> Collection:
-        """A handle on another node of the same dataflow."""
-        return Collection(self.flow, node, columns, scope)
-
-    def _add(
-        self,
-        spec: OpSpec,
-        columns: Sequence[str],
-        label: str,
-        notes: Sequence[str] = (),
-        inputs: Sequence[int] | None = None,
-        scope: int | None = None,
-    ) -> Collection:
-        """Appends a node running ``spec`` on this collection (or ``inputs``) and returns its
-        handle."""
-        scope = self.scope if scope is None else scope
-        node = self.flow._plan.add(
-            spec, scope, [self.node] if inputs is None else inputs, columns, label, notes
-        )
-        return Collection(self.flow, node, columns, scope)
-
-    def _select_columns(self, names: Sequence[str], label: str) -> Collection:
-        """A ``select`` of column references (projection / reordering)."""
-        exprs = [col(n).to_json() for n in names]
-        return self._add(SelectOp(exprs), names, label, [", ".join(names)])
-
-    def _register(self, entry: Registered) -> int:
-        self.flow._plan.check_building(entry.label)
-        return self.flow._dispatcher.register(entry)
-
-    # -- expressions ------------------------------------------------------------------------
-
-    def select(self, *exprs: Expr | str, **named: Expr | str | int | float | bool) -> Collection:
-        """Columns computed by expressions: ``select("node", dist=dd.col("d") + 1)``.
-
-        Positional arguments are column names or expressions, named like Polars (the
-        outermost ``.alias(..)``, else the leftmost column); keyword arguments name their
-        expression (a str is a column name, numbers and bools are literals).
-        """
-        label = f"select@{user_location()}"
-        names: list[str] = []
-        items: list[Expr] = []
-        for e in exprs:
-            expr = _as_expr(e, label)
-            names.append(expr.output_name())
-            items.append(expr)
-        for name, value in named.items():
-            names.append(name)
-            items.append(_as_expr(value, label))
-        return self._select(names, items, label)
-
-    def _select(self, names: list[str], items: list[Expr], label: str) -> Collection:
-        if not names:
-            raise PlanError(f"{label}: select needs at least one column")
-        for expr in items:
-            _check_columns(expr, self.columns, label)
-        notes = [f"{n} = {_expr_text(e)}" for n, e in zip(names, items, strict=True)]
-        return self._add(SelectOp([e.to_json() for e in items]), names, label, notes)
-
-    def with_columns(self, **named: Expr | str | int | float | bool) -> Collection:
-        """All columns, with ``named`` ones replaced in place or appended at the end."""
-        label = f"with_columns@{user_location()}"
-        exprs = {n: _as_expr(e, label) for n, e in named.items()}
-        names = list(self.columns) + [n for n in exprs if n not in self.columns]
-        items = [exprs[n] if n in exprs else col(n) for n in names]
-        return self._select(names, items, label)
-
-    def rename(self, mapping: Mapping[str, str] | None = None, **names: str) -> Collection:
-        """Columns renamed (``rename(old="new")`` or ``rename({"old": "new"})``), same order."""
-        label = f"rename@{user_location()}"
-        renames = {**(mapping or {}), **names}
-        for old in renames:
-            if old not in self.columns:
-                raise ColumnNotFoundError(
-                    f"{label}: column {old!r} not found; available columns are "
-                    f"{list(self.columns)}"
-                )
-        out = [renames.get(c, c) for c in self.columns]
-        return self._select(out, [col(c) for c in self.columns], label)
-
-    def filter(self, predicate: Expr | Callable[[dict[str, Any]], Any]) -> Collection:
-        """Rows where a bool expression holds, or where a batch function returns True.
-
-        A function gets ``{column: numpy array}`` and returns a bool array.
-        """
-        label = f"filter@{user_location()}"
-        if isinstance(predicate, Expr):
-            _check_columns(predicate, self.columns, label)
-            return self._add(
-                FilterOp(predicate.to_json()), self.columns, label, [_expr_text(predicate)]
-            )
-        if callable(predicate):
-            fn_id = self._register(Registered("filter_py", predicate, label))
-            return self._add(FilterPyOp(fn_id), self.columns, label, [_fn_name(predicate)])
-        raise PlanError(f"{label}: expected an expression or a function, got {predicate!r}")
-
-    # -- Python functions -------------------------------------------------------------------
-
-    def map(
-        self,
-        fn: Callable[[dict[str, Any]], Any],
-        columns: Sequence[str] | None = None,
-    ) -> Collection:
-        """Columns computed by a Python function on each batch.
-
-        ``fn`` gets ``{column: numpy array}`` and returns a dict of equal-length columns (or a
-        tuple, with ``columns=``). Output names are ``columns`` or, when omitted, the keys
-        ``fn`` returns when called once on an empty batch while the plan is built.
-        """
-        label = f"map@{user_location()}"
-        return self._map("map_py", fn, columns, label)
-
-    def flat_map(
-        self,
-        fn: Callable[[dict[str, Any]], Any],
-        columns: Sequence[str] | None = None,
-    ) -> Collection:
-        """Any number of rows per input row, computed by a Python function on each batch.
-
-        ``fn`` gets ``{column: numpy array}`` and returns a dict of equal-length columns plus
-        ``"__row__"``: for each output row, the index of its input row (whose time and diff it
-        takes).
-        """
-        label = f"flat_map@{user_location()}"
-        return self._map("flat_map_py", fn, columns, label)
-
-    def _map(
-        self,
-        kind: str,
-        fn: Callable[[dict[str, Any]], Any],
-        columns: Sequence[str] | None,
-        label: str,
-    ) -> Collection:
-        if not callable(fn):
-            raise PlanError(f"{label}: expected a function, got {fn!r}")
-        self.flow._plan.check_building(label)
-        if columns is None:
-            drop = (ROW,) if kind == "flat_map_py" else ()
-            names = functions.discover_columns(fn, self.columns, label, drop=drop)
-        else:
-            names = _names(columns, label)
-        fn_id = self._register(Registered(kind, fn, label, columns=names))
-        return self._add(python_op(kind, fn_id), names, label, [_fn_name(fn)])
-
-    def map_rows(
-        self, fn: Callable[[tuple[Any, ...]], Any], columns: Sequence[str] | None = None
-    ) -> Collection:
-        """Maps each record (a tuple) to one record (a tuple; a bare value for one column).
-
-        ``columns`` names the output (default: the input's columns). Runs a Python loop
-        per batch: prefer expressions or ``map`` for speed.
-        """
-        label = f"map_rows@{user_location()}"
-        names = self.columns if columns is None else _names(columns, label)
-        batch_fn = functions.rows_map(fn, self.columns, names, label)
-        fn_id = self._register(Registered("map_py", batch_fn, label, columns=names))
-        return self._add(MapPyOp(fn_id), names, label, [f"rows: {_fn_name(fn)}"])
-
-    def filter_rows(self, fn: Callable[[tuple[Any, ...]], Any]) -> Collection:
-        """Records (tuples) for which ``fn`` is truthy (a Python loop per batch)."""
-        label = f"filter_rows@{user_location()}"
-        batch_fn = functions.rows_filter(fn, self.columns)
-        fn_id = self._register(Registered("filter_py", batch_fn, label))
-        return self._add(FilterPyOp(fn_id), self.columns, label, [f"rows: {_fn_name(fn)}"])
-
-    def flat_map_rows(
-        self,
-        fn: Callable[[tuple[Any, ...]], Iterable[Any]],
-        columns: Sequence[str] | None = None,
-    ) -> Collection:
-        """Each record (a tuple) to any number of records (``fn`` returns an iterable)."""
-        label = f"flat_map_rows@{user_location()}"
-        names = self.columns if columns is None else _names(columns, label)
-        batch_fn = functions.rows_flat_map(fn, self.columns, names, label)
-        fn_id = self._register(Registered("flat_map_py", batch_fn, label, columns=names))
-        return self._add(FlatMapPyOp(fn_id), names, label, [f"rows: {_fn_name(fn)}"])
+    __slots__ = ()
 
     # -- multiset operators -----------------------------------------------------------------
 
@@ -298,82 +54,17 @@ class Collection:
                 raise PlanError(
                     f"{label}: columns {list(other.columns)} differ from {list(self.columns)}"
                 )
-        same_flow(label, *items)
-        scope = common_scope(label, *items)
-        plan = self.flow._plan
-        plan.check_building(label)
-        mark = plan.mark()
-        try:
+        _same_flow(label, *items)
+        builder = self._builder
+        scope = builder.common_scope(label, *(item.scope for item in items))
+        with builder.atomic(label):
             aligned = []
             for item in items:
-                item = enter_collection(item, scope, label)
-                if item.columns != self.columns:
-                    item = item._select_columns(self.columns, f"{label} (column order)")
-                aligned.append(item)
-            return aligned[0]._add(
-                ConcatOp(), self.columns, label, inputs=[c.node for c in aligned], scope=scope
-            )
-        except BaseException:
-            plan.rollback(mark)
-            raise
-
-    def negate(self) -> Collection:
-        """Every count negated."""
-        return self._add(NegateOp(), self.columns, f"negate@{user_location()}")
-
-    def scale(self, factor: int) -> Collection:
-        """Every count multiplied by ``factor`` (an int64; ``negate()`` is ``scale(-1)``)."""
-        label = f"scale@{user_location()}"
-        if (
-            isinstance(factor, bool)
-            or not isinstance(factor, int)
-            or not -(2**63) <= factor < 2**63
-        ):
-            raise PlanError(f"{label}: factor must be an int64, got {factor!r}")
-        return self._add(ScaleOp(factor), self.columns, label, [f"factor={factor}"])
-
-    def consolidate(self) -> Collection:
-        """The same collection with updates summed per (record, time) once times complete."""
-        return self._add(ConsolidateOp(), self.columns, f"consolidate@{user_location()}")
-
-    # -- programming with time --------------------------------------------------------------
-
-    def advance_iteration(self, value: Expr | str) -> Collection:
-        """Inside ``iterate``: each update's iteration coordinate becomes
-        ``max(current, value)``, for ``value`` an int64 expression on its record
-        (``advance_iteration(dd.col("dist"))``; a str is a column name).
-
-        Every update of a record moves by the same rule, so at iteration ``i`` the
-        collection holds the records whose value is at most ``i``: work on records with
-        large values waits for later iterations (prioritized SSSP, label propagation). The
-        ``iterate`` reaches the same fixed point when its body re-derives the result from
-        its sources in every round and the records held back only delay it (as SSSP's
-        ``min`` over proposals and roots does). A negative value, or one
-        at or past the iterate's ``max_iterations``, raises ``DdflowError`` naming this
-        operator and the value. Follow it with ``delay()`` when values spread over many
-        iterations.
-        """
-        label = f"advance_iteration@{user_location()}"
-        if self.scope == 0:
-            raise PlanError(
-                f"{label}: advance_iteration moves the iteration coordinate, so it only "
-                f"applies to collections of an iterate body (outer collections enter the "
-                f"body when combined with its collections)"
-            )
-        expr = _as_expr(value, label)
-        _check_columns(expr, self.columns, label)
-        return self._add(
-            AdvanceIterationOp(expr.to_json()), self.columns, label, [_expr_text(expr)]
-        )
-
-    def delay(self) -> Collection:
-        """The same updates, held and bundled by time until their time is complete.
-
-        Downstream operators then see each distinct time once, whatever the number of
-        updates spread over future times (priority-queue behaviour after
-        ``advance_iteration``). The collection's contents at every time are unchanged.
-        """
-        return self._add(DelayOp(), self.columns, f"delay@{user_location()}")
+                ref = builder.enter(item._ref(), scope, label)
+                if ref.columns != self.columns:
+                    ref = builder.select_columns(ref, self.columns, f"{label} (column order)")
+                aligned.append(ref)
+            return self._wrap(builder.add(ConcatOp(), aligned, self.columns, label))
 
     # -- joins ------------------------------------------------------------------------------
 
@@ -388,9 +79,7 @@ class Collection:
     ) -> Collection:
         """Pairs of rows with equal keys: key columns (left names), left's other columns,
         right's other columns. Names on both sides need ``suffixes=("_l", "_r")``."""
-        from ddflow.joins import join
-
-        return join("join", self, other, on, left_on, right_on, suffixes)
+        return _join("join", self, other, on, left_on, right_on, suffixes)
 
     def semijoin(
         self,
@@ -402,9 +91,7 @@ class Collection:
     ) -> Collection:
         """Rows whose key occurs in ``other``: each row with its own count, while the key's
         accumulated count in ``other`` is positive (set semantics, as SQL's ``EXISTS``)."""
-        from ddflow.joins import join
-
-        return join("semijoin", self, other, on, left_on, right_on, None)
+        return _join("semijoin", self, other, on, left_on, right_on, None)
 
     def antijoin(
         self,
@@ -416,9 +103,7 @@ class Collection:
     ) -> Collection:
         """Rows whose key does not occur in ``other`` (accumulated count not positive): this
         collection minus its ``semijoin``, never negative (SQL's ``NOT EXISTS``)."""
-        from ddflow.joins import join
-
-        return join("antijoin", self, other, on, left_on, right_on, None)
+        return _join("antijoin", self, other, on, left_on, right_on, None)
 
     # -- reductions -------------------------------------------------------------------------
 
@@ -432,24 +117,16 @@ class Collection:
         """Per key: ``by`` columns, then the aggregate's columns (``dd.min("dist")`` writes
         ``dist``). ``agg`` may be a Python reducer function (see ``dd.reducer``), whose output
         columns are ``columns``."""
-        from ddflow.reducing import reduce_collection
-
-        return reduce_collection(self, by, agg, columns, "reduce")
+        return self._reduce(by, agg, columns, f"reduce@{user_location()}")
 
     def count(self, by: Keys | None = None) -> Collection:
         """``by`` columns (default: all) and ``count``, the signed sum of counts (absent at 0)."""
-        from ddflow.aggregates import count
-        from ddflow.reducing import reduce_collection
-
         keys = self.columns if by is None else by
-        return reduce_collection(self, keys, count(), None, "count", project=True)
+        return self._reduce(keys, count(), None, f"count@{user_location()}", project=True)
 
     def distinct(self) -> Collection:
         """Each record with positive accumulated count, with count 1."""
-        from ddflow.aggregates import distinct
-        from ddflow.reducing import reduce_collection
-
-        return reduce_collection(self, self.columns, distinct(), None, "distinct")
+        return self._reduce(self.columns, distinct(), None, f"distinct@{user_location()}")
 
     def threshold(self, fn: Callable[[Any], Any], *, vectorized: bool = False) -> Collection:
         """Each record with count ``fn(c)`` for its accumulated signed count ``c``.
@@ -457,22 +134,36 @@ class Collection:
         ``fn`` is called once per distinct count value in a batch (with a numpy int64), or
         once per batch with the int64 array of counts when ``vectorized``.
         """
-        from ddflow.aggregates import ThresholdAggregate
-        from ddflow.reducing import reduce_collection
-
+        label = f"threshold@{user_location()}"
         if not callable(fn):
-            raise PlanError(f"threshold@{user_location()}: expected a function, got {fn!r}")
+            raise PlanError(f"{label}: expected a function, got {fn!r}")
         agg = ThresholdAggregate(fn, vectorized)
-        return reduce_collection(self, self.columns, agg, None, "threshold")
+        return self._reduce(self.columns, agg, None, label)
+
+    def _reduce(
+        self,
+        by: Keys,
+        agg: Aggregate | Callable[[Any], Any],
+        columns: Sequence[str] | None,
+        label: str,
+        project: bool = False,
+    ) -> Collection:
+        ref = reducing.reduce_collection(
+            self._builder, self._ref(), by, agg, columns, label, project=project
+        )
+        return self._wrap(ref)
 
     def arrange_by_key(self, on: Keys) -> Arrangement:
         """This collection indexed by ``on``: a trace that joins and reduces share."""
         label = f"arrange_by_key@{user_location()}"
-        return arrange(self, resolve_names(on, self.columns, label), label)
+        return self._arrange(resolve_names(on, self.columns, label), label)
 
     def arrange_by_self(self) -> Arrangement:
         """This collection indexed by the whole record."""
-        return arrange(self, self.columns, f"arrange_by_self@{user_location()}")
+        return self._arrange(self.columns, f"arrange_by_self@{user_location()}")
+
+    def _arrange(self, key: Sequence[str], label: str) -> Arrangement:
+        return Arrangement(self.flow, self._builder.arrange(self._ref(), key, label))
 
     # -- iteration --------------------------------------------------------------------------
 
@@ -496,21 +187,19 @@ class Collection:
                 f"{label}: max_iterations must be None or an int from 1 to 2**63-1, "
                 f"got {max_iterations!r}"
             )
-        plan = self.flow._plan
-        plan.check_building(label)
-        mark = plan.mark()
-        n_fns = len(self.flow._dispatcher)
-        depth = plan.depth(self.scope) + 1
-        dims = self.flow._times.dims or 1
-        if dims + depth > MAX_TIME_DIMS:
-            raise PlanError(
-                f"{label}: iterate nested {depth} deep with {dims}-coordinate times needs "
-                f"{dims + depth} time coordinates; the engine supports {MAX_TIME_DIMS}"
-            )
-        scope = plan.new_scope(self.scope, max_iterations, label)
-        self.flow._times.max_depth = max(self.flow._times.max_depth, depth)
-        try:
-            source = enter_collection(self, scope, label)
+        builder = self._builder
+        plan, times = builder.plan, builder.times
+        with builder.atomic(label):
+            depth = plan.depth(self.scope) + 1
+            dims = times.dims or 1
+            if dims + depth > MAX_TIME_DIMS:
+                raise PlanError(
+                    f"{label}: iterate nested {depth} deep with {dims}-coordinate times needs "
+                    f"{dims + depth} time coordinates; the engine supports {MAX_TIME_DIMS}"
+                )
+            scope = plan.new_scope(self.scope, max_iterations, label)
+            times.max_depth = max(times.max_depth, depth)
+            source = self._wrap(builder.enter(self._ref(), scope, label))
             var = source._add(VariableOp(), self.columns, f"{label} (variable)")
             result = body(var)
             if not isinstance(result, Collection):
@@ -526,40 +215,17 @@ class Collection:
                 )
             if not plan.is_ancestor(result.scope, scope):
                 raise PlanError(f"{label}: the body returned a collection from another scope")
-            result = enter_collection(result, scope, label)
-            if result.columns != self.columns:
-                result = result._select_columns(self.columns, f"{label} (column order)")
-            if result.node == var.node:
-                result = var._add(ConcatOp(), self.columns, f"{label} (result)")
-            plan.nodes[var.node]["result"] = result.node
+            ref = builder.enter(result._ref(), scope, label)
+            if ref.columns != self.columns:
+                ref = builder.select_columns(ref, self.columns, f"{label} (column order)")
+            if ref.node == var.node:
+                ref = builder.add(ConcatOp(), [ref], self.columns, f"{label} (result)")
+            plan.nodes[var.node]["result"] = ref.node
             plan.close_scope(scope)
-            return result._add(LeaveOp(), self.columns, f"{label} (leave)", scope=self.scope)
-        except BaseException:
-            plan.rollback(mark)
-            self.flow._dispatcher.truncate(n_fns)
-            raise
+            left = builder.add(LeaveOp(), [ref], self.columns, f"{label} (leave)", scope=self.scope)
+            return self._wrap(left)
 
     # -- outputs ----------------------------------------------------------------------------
-
-    def inspect(self, fn: Callable[[tuple[Any, ...], Any, int], Any]) -> Collection:
-        """Passes the collection through, calling ``fn(record, time, diff)`` for each update.
-
-        Inside ``iterate`` times carry the iteration coordinates. Runs a Python loop.
-        """
-        label = f"inspect@{user_location()}"
-        entry = Registered(
-            "inspect_py", fn, label, batch=False, to_user_time=self.flow._times.to_user
-        )
-        fn_id = self._register(entry)
-        return self._add(InspectPyOp(fn_id, batch=False), self.columns, label, [_fn_name(fn)])
-
-    def inspect_batch(self, fn: Callable[[dict[str, Any]], Any]) -> Collection:
-        """Passes the collection through, calling ``fn`` with each batch of updates: a dict of
-        the columns plus ``time`` (int64, shape (n, time coordinates)) and ``diff``."""
-        label = f"inspect_batch@{user_location()}"
-        self._check_reserved(label)
-        fn_id = self._register(Registered("inspect_py", fn, label, batch=True))
-        return self._add(InspectPyOp(fn_id, batch=True), self.columns, label, [_fn_name(fn)])
 
     def capture(self, errors: str = "raise", keep: str = "history") -> Capture:
         """Keeps this collection's output for ``updates()``, ``state()``, ``at(t)`` and
@@ -574,8 +240,6 @@ class Collection:
         collection at the capture's frontier (``state()``), so memory is bounded by the live
         data of a long-running job. ``subscribe`` works with either.
         """
-        from ddflow.capture import Capture
-
         label = f"capture@{user_location()}"
         if errors not in ("raise", "collect"):
             raise PlanError(f'{label}: errors must be "raise" or "collect", got {errors!r}')
@@ -584,26 +248,14 @@ class Collection:
         self._check_top(label)
         self._check_reserved(label)
         node = self._add(CaptureOp(), self.columns, label).node
-        cap = Capture(self.flow, node, self.columns, label, errors=errors, keep=keep)
-        self.flow._captures.append(cap)
-        return cap
+        return self.flow.new_capture(node, self.columns, label, errors, keep)
 
     def probe(self) -> Probe:
         """A probe on this collection's frontier: ``probe.done(t)``."""
-        from ddflow.capture import Probe
-
         label = f"probe@{user_location()}"
         self._check_top(label)
         node = self._add(ProbeOp(), self.columns, label).node
-        return Probe(self.flow, node, label)
-
-    def _check_reserved(self, label: str) -> None:
-        for reserved in ("time", "diff"):
-            if reserved in self.columns:
-                raise PlanError(
-                    f"{label}: column {reserved!r} would clash with the updates' {reserved!r} "
-                    f"column; rename it first (rename({reserved}=...))"
-                )
+        return self.flow.new_probe(node, label)
 
     def _check_top(self, label: str) -> None:
         if self.scope != 0:
@@ -613,14 +265,153 @@ class Collection:
             )
 
 
-def _names(columns: Sequence[str], label: str) -> tuple[str, ...]:
-    """Output column names given by the user."""
-    names = (columns,) if isinstance(columns, str) else tuple(columns)
-    if not names or not all(isinstance(c, str) for c in names):
-        raise PlanError(f"{label}: columns must be a non-empty list of str, got {columns!r}")
-    return names
+class Arrangement:
+    """A keyed, shared index of a collection (an ``arrange`` node of the plan)."""
+
+    __slots__ = ("flow", "node", "key", "columns", "scope", "source")
+
+    def __init__(self, flow: PlanOwner, ref: ArrangedNode) -> None:
+        """Wraps an arranged node; built by ``Collection.arrange_by_key`` and
+        ``Dataflow.import_trace``."""
+        self.flow = flow
+        self.node = ref.node
+        self.key = ref.key
+        """The key column names."""
+        self.columns = ref.columns
+        """Key columns, then value columns."""
+        self.scope = ref.scope
+        self.source = None if ref.source is None else Collection(flow, *_fields(ref.source))
+        """The collection that was arranged (in its own scope); None for an arrangement
+        imported from another dataflow (``Dataflow.import_trace``)."""
+
+    @property
+    def vals(self) -> tuple[str, ...]:
+        """The value (non-key) column names."""
+        return self.columns[len(self.key) :]
+
+    def __repr__(self) -> str:
+        return (
+            f"Arrangement(#{self.node}, key=({', '.join(self.key)}), "
+            f"vals=({', '.join(self.vals)}), scope {self.scope})"
+        )
+
+    def _ref(self) -> ArrangedNode:
+        source = None if self.source is None else self.source._ref()
+        return ArrangedNode(self.node, self.key, self.columns, self.scope, source)
+
+    def as_collection(self) -> Collection:
+        """The arranged collection itself, in this arrangement's scope."""
+        if self.source is None:
+            raise PlanError(
+                f"{self!r} was imported from another dataflow; join or reduce it instead"
+            )
+        return enter_collection(self.source, self.scope, self.flow.builder.label(self.node))
+
+    def trace(self) -> TraceHandle:
+        """A handle on this (top-level) arrangement's trace that other dataflows can import
+        (``Dataflow.import_trace``). Until ``close()`` (or until it is dropped) the trace is
+        not compacted past the handle's frontier (``set_frontier``)."""
+        op = self.flow.builder.op(self.node)
+        if self.scope != 0 or op != "arrange":
+            raise PlanError(
+                f"{self!r}: only top-level arrangements built in this dataflow have trace "
+                f"handles (this one is {op!r} in scope {self.scope})"
+            )
+        return self.flow.new_trace_handle(self.node, self.key, self.columns)
+
+    def join(
+        self,
+        other: Collection | Arrangement,
+        on: str | Sequence[str] | None = None,
+        *,
+        left_on: str | Sequence[str] | None = None,
+        right_on: str | Sequence[str] | None = None,
+        suffixes: tuple[str, str] | None = None,
+    ) -> Collection:
+        """Joins on this arrangement's key (see ``Collection.join``)."""
+        return _join("join", self, other, on, left_on, right_on, suffixes)
+
+    def semijoin(
+        self,
+        other: Collection | Arrangement,
+        on: str | Sequence[str] | None = None,
+        *,
+        left_on: str | Sequence[str] | None = None,
+        right_on: str | Sequence[str] | None = None,
+    ) -> Collection:
+        """Rows whose key occurs in ``other`` (see ``Collection.semijoin``)."""
+        return _join("semijoin", self, other, on, left_on, right_on, None)
+
+    def antijoin(
+        self,
+        other: Collection | Arrangement,
+        on: str | Sequence[str] | None = None,
+        *,
+        left_on: str | Sequence[str] | None = None,
+        right_on: str | Sequence[str] | None = None,
+    ) -> Collection:
+        """Rows whose key does not occur in ``other`` (see ``Collection.antijoin``)."""
+        return _join("antijoin", self, other, on, left_on, right_on, None)
+
+    def reduce(
+        self,
+        agg: Aggregate | Callable[[Any], Any],
+        *,
+        columns: Sequence[str] | None = None,
+    ) -> Collection:
+        """Reduces each key's values with ``agg`` (see ``Collection.reduce``)."""
+        return self._reduce(agg, columns, f"reduce@{user_location()}")
+
+    def count(self) -> Collection:
+        """``(key..., count)``: the signed sum of counts per key, absent when zero."""
+        return self._reduce(count(), None, f"count@{user_location()}")
+
+    def distinct(self) -> Collection:
+        """Each (key, value) row with positive count, once."""
+        return self._reduce(distinct(), None, f"distinct@{user_location()}")
+
+    def _reduce(
+        self, agg: Aggregate | Callable[[Any], Any], columns: Sequence[str] | None, label: str
+    ) -> Collection:
+        ref = reducing.reduce_arranged(self.flow.builder, self._ref(), agg, columns, label)
+        return Collection(self.flow, *_fields(ref))
 
 
-def _fn_name(fn: Callable[..., Any]) -> str:
-    """A function's qualified name for ``explain()``."""
-    return str(getattr(fn, "__qualname__", repr(fn)))
+def enter_collection(coll: Collection, scope: int, label: str) -> Collection:
+    """``coll`` seen inside ``scope`` (a scope it encloses), through cached ``enter`` nodes."""
+    if coll.scope == scope:
+        return coll
+    return coll._wrap(coll.flow.builder.enter(coll._ref(), scope, label))
+
+
+def _fields(ref: Node) -> tuple[int, tuple[str, ...], int]:
+    return ref.node, ref.columns, ref.scope
+
+
+def _same_flow(label: str, *items: Collection | Arrangement) -> PlanOwner:
+    """The one dataflow all ``items`` belong to, or ``PlanError``."""
+    flow = items[0].flow
+    for item in items[1:]:
+        if item.flow is not flow:
+            raise PlanError(f"{label}: combines collections of different dataflows")
+    return flow
+
+
+def _join(
+    kind: JoinKind,
+    left: Collection | Arrangement,
+    right: Collection | Arrangement,
+    on: Keys | None,
+    left_on: Keys | None,
+    right_on: Keys | None,
+    suffixes: tuple[str, str] | None,
+) -> Collection:
+    """A join of ``kind`` between two handles."""
+    label = f"{kind}@{user_location()}"
+    if not isinstance(right, Collection | Arrangement):
+        raise PlanError(f"{label}: expected a Collection or Arrangement, got {right!r}")
+    flow = _same_flow(label, left, right)
+    ref = joins.join(
+        flow.builder, kind, left._ref(), right._ref(), on, left_on, right_on, suffixes, label
+    )
+    return Collection(flow, *_fields(ref))

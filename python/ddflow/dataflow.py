@@ -4,6 +4,12 @@ Operators on collections append nodes to the dataflow's plan. The engine is crea
 by the first call that needs it (pushing data, advancing an input, stepping, running); from
 the first update or run on, the plan is frozen and adding operators raises ``PlanError``.
 The outer time shape (``time_dims``) is fixed by the first time seen, or declared.
+
+The dataflow is the owner at the top of the package's layers: the handles it gives out see
+it through two narrow interfaces it implements, :class:`~ddflow.records.PlanOwner`
+(collections and arrangements: the plan builder, new captures, probes and trace handles) and
+:class:`~ddflow.engine.Runtime` (inputs, captures, probes, trace handles: the engine, the
+time shape, errors).
 """
 
 from __future__ import annotations
@@ -12,23 +18,29 @@ import json
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
+from ddflow.builder import ArrangedNode, PlanBuilder
 from ddflow.callbacks import Dispatcher
-from ddflow.capture import Capture
-from ddflow.collection import Collection
-from ddflow.engine import EngineFactory, EngineLike, native_engine
+from ddflow.capture import Capture, Probe
+from ddflow.collection import Arrangement, Collection
+from ddflow.engine import (
+    AttachedEngine,
+    Engine,
+    EngineFactory,
+    EngineSideHandle,
+    SharedState,
+    native_engine,
+    remap_functions,
+)
 from ddflow.errorlog import ErrorLog
 from ddflow.errors import DdflowError, PlanError, ReentrancyError
 from ddflow.input import InputSession
 from ddflow.plan import ImportTraceOp, InputOp, Plan, PlanText, user_location
 from ddflow.times import Time, TimeShape, is_int
-
-if TYPE_CHECKING:
-    from ddflow.arrangement import Arrangement
-    from ddflow.traces import TraceHandle
+from ddflow.traces import TraceHandle
 
 __all__ = ["Dataflow", "MAX_WORKERS"]
 
@@ -54,18 +66,16 @@ class Dataflow:
         if not is_int(workers) or not 1 <= workers <= MAX_WORKERS:
             raise PlanError(f"workers must be an int from 1 to {MAX_WORKERS}, got {workers!r}")
         self.workers = int(workers)
-        self._plan = Plan()
-        self._times = TimeShape(time_dims)
-        self._dispatcher = Dispatcher()
+        self.builder = PlanBuilder(TimeShape(time_dims))
+        """The plan under construction, with its user functions and time shape."""
         self._inputs: list[InputSession] = []
         self._captures: list[Capture] = []
-        self._engine_obj: EngineLike | None = None
+        self._engine_obj: Engine | None = None
         self._log = bool(log)
         self._error_log = ErrorLog()
-        self._upstream_cache: dict[int, frozenset[int]] = {}
         self._running: str | None = None
         """The engine call in progress (``run_until`` ...), while callbacks may run."""
-        self._trace_handles: list[weakref.ref[TraceHandle]] = []
+        self._trace_handles: list[weakref.ref[EngineSideHandle]] = []
         """Handles on this dataflow's arrangements (registered when the engine starts)."""
         self._released_handles: list[int] = []
         """Engine handle ids of dropped handles, released at the next engine call."""
@@ -77,14 +87,29 @@ class Dataflow:
     def __repr__(self) -> str:
         state = "running" if self._engine_obj is not None else "building"
         return (
-            f"Dataflow(workers={self.workers}, time_dims={self._times.dims}, "
+            f"Dataflow(workers={self.workers}, time_dims={self.time_dims}, "
             f"{len(self._plan.nodes)} nodes, {state})"
         )
 
     @property
     def time_dims(self) -> int | None:
         """The number of outer time coordinates (None until fixed)."""
-        return self._times.dims
+        return self.time_shape.dims
+
+    @property
+    def time_shape(self) -> TimeShape:
+        """The shape of the outer times (``Runtime``)."""
+        return self.builder.times
+
+    @property
+    def _plan(self) -> Plan:
+        """``builder.plan``, under the name the Spark backend reads it by."""
+        return self.builder.plan
+
+    @property
+    def _dispatcher(self) -> Dispatcher:
+        """``builder.functions``, under the name the Spark backend reads it by."""
+        return self.builder.functions
 
     # -- building -----------------------------------------------------------------------------
 
@@ -105,6 +130,26 @@ class Dataflow:
         self._inputs.append(session)
         return session, Collection(self, node, names, 0)
 
+    def new_capture(
+        self, node: int, columns: tuple[str, ...], label: str, errors: str, keep: str
+    ) -> Capture:
+        """A capture reading ``capture`` node ``node`` (``PlanOwner``; see
+        ``Collection.capture``)."""
+        cap = Capture(self, node, columns, label, errors=errors, keep=keep)
+        self._captures.append(cap)
+        return cap
+
+    def new_probe(self, node: int, label: str) -> Probe:
+        """A probe on ``probe`` node ``node`` (``PlanOwner``; see ``Collection.probe``)."""
+        return Probe(self, node, label)
+
+    def new_trace_handle(
+        self, node: int, key: tuple[str, ...], columns: tuple[str, ...]
+    ) -> TraceHandle:
+        """A trace handle on the top-level arrangement at ``node`` (``PlanOwner``; see
+        ``Arrangement.trace``)."""
+        return TraceHandle(self, node, key, columns, self.builder.label(node))
+
     def import_trace(self, trace: TraceHandle) -> Arrangement:
         """Another dataflow's arrangement, through a trace handle, as an arrangement here.
 
@@ -114,23 +159,21 @@ class Dataflow:
         ``step``/``run_until``/``run`` on either dataflow drive both. Both need the same
         ``workers`` and time shape; only arrangements of one engine can be imported.
         """
-        from ddflow.arrangement import Arrangement
-        from ddflow.traces import TraceHandle
-
         label = f"import_trace@{user_location()}"
         if not isinstance(trace, TraceHandle):
             raise PlanError(f"{label}: expected a TraceHandle (arrangement.trace()), got {trace!r}")
-        trace._check_open(label)
-        if trace.flow is self:
+        trace.check_open(label)
+        host = _owner(trace)
+        if host is self:
             raise PlanError(f"{label}: the trace is this dataflow's own; use the arrangement")
-        root = trace.flow._root()
+        root = host._root()
         if self._host is not None and self._host._root() is not root:
             raise PlanError(f"{label}: a dataflow can import traces of one engine only")
         if root is self or self._engine_obj is not None:
             raise PlanError(f"{label}: this dataflow has already started")
-        if trace.flow.workers != self.workers:
+        if host.workers != self.workers:
             raise PlanError(
-                f"{label}: the trace's dataflow has workers={trace.flow.workers}, this one "
+                f"{label}: the trace's dataflow has workers={host.workers}, this one "
                 f"workers={self.workers}; they must run in one engine"
             )
         node = self._plan.add(
@@ -141,9 +184,9 @@ class Dataflow:
             label,
             [f"from {trace.label}", f"key=({', '.join(trace.key)})"],
         )
-        self._host = trace.flow
+        self._host = host
         self._imports.append((node, trace))
-        return Arrangement(self, node, trace.key, trace.columns, 0, None)
+        return Arrangement(self, ArrangedNode(node, trace.key, trace.columns, 0, None))
 
     def _root(self) -> Dataflow:
         """The dataflow that created the engine this one runs in (itself if not attached)."""
@@ -154,16 +197,16 @@ class Dataflow:
 
     def plan(self) -> dict[str, Any]:
         """The plan as a JSON-able dict (the engine's input; see PLAN.md)."""
-        return self._plan.to_json(self._times.dims or 1)
+        return self._plan.to_json(self.time_shape.dims or 1)
 
     def explain(self) -> PlanText:
         """The plan as readable text: one line per node (op, inputs, columns, arguments,
         label with the user's file:line), indented by iterate scope."""
-        return self._plan.explain(self._times.dims)
+        return self._plan.explain(self.time_shape.dims)
 
-    # -- engine -------------------------------------------------------------------------------
+    # -- engine (the ``Runtime`` its inputs, captures and trace handles use) -----------------
 
-    def _start(self) -> None:
+    def freeze(self) -> None:
         """Freezes the plan: the dataflow has received data or been run."""
         self._plan.frozen = True
 
@@ -186,74 +229,86 @@ class Dataflow:
         finally:
             self._running = None
 
-    def _engine_started(self) -> EngineLike | None:
+    def started_engine(self) -> Engine | None:
         """The engine if it exists."""
         self._check_idle()
         return self._engine_obj
 
-    def _engine(self) -> EngineLike:
+    def engine(self) -> Engine:
         """The engine, created (and the plan frozen) on first use."""
         self._check_idle()
         if self._engine_obj is None:
-            self._start()
+            self.freeze()
             self._plan.validate()
-            dims = self._times.dims or len(self._times.zero())
+            dims = self.time_shape.dims or len(self.time_shape.zero())
             if self._host is not None:
                 self._engine_obj = self._attach()
             else:
                 plan_json = self._plan.dumps(dims)
                 self._engine_obj = type(self).engine_factory(
-                    plan_json, self.workers, self._dispatcher
+                    plan_json, self.workers, self.builder.functions
                 )
                 if not self._log:
                     self._engine_obj.set_logging(False)
             for ref in self._trace_handles:
                 handle = ref()
                 if handle is not None:
-                    handle._register(self._engine_obj)
+                    handle.register(self._engine_obj)
         if self._released_handles:
             for hid in self._released_handles:
-                self._engine_obj.close_handle(hid)  # type: ignore[attr-defined]
+                self._engine_obj.close_handle(hid)
             self._released_handles.clear()
         return self._engine_obj
 
-    def _attach(self) -> EngineLike:
-        """Attaches this dataflow's plan to its host's engine (``import_trace``)."""
-        from ddflow.traces import AttachedEngine, SharedState, remap_functions
+    _engine = engine
+    """The name benchmarks call ``engine`` by."""
 
+    def track_handle(self, handle: EngineSideHandle) -> None:
+        """Registers ``handle`` with the engine now, or when the engine starts."""
+        self._trace_handles.append(weakref.ref(handle))
+        if self._engine_obj is not None:
+            handle.register(self._engine_obj)
+
+    def release_later(self, ids: list[int]) -> None:
+        """Queues engine handle ids for release at the next engine call (called by the
+        finalizer of a dropped trace handle, which may run while the engine is busy)."""
+        self._released_handles.extend(ids)
+
+    def _attach(self) -> Engine:
+        """Attaches this dataflow's plan to its host's engine (``import_trace``)."""
         assert self._host is not None
         root = self._root()
-        root_engine: Any = root._engine()
+        root_engine = root.engine()
         if not isinstance(root_engine, AttachedEngine):
             # From now on the dataflows sharing the engine all see it through wrappers.
             root_engine = AttachedEngine(root_engine, 0, len(root._plan.nodes), SharedState())
             root._engine_obj = root_engine
         raw = root_engine.engine
-        self._host._engine()
-        dims = root._times.dims or len(root._times.zero())
-        if self._times.dims is None:
-            self._times.fix(dims)
-        elif self._times.dims != dims:
+        self._host.engine()
+        times = self.time_shape
+        dims = root.time_shape.dims or len(root.time_shape.zero())
+        if times.dims is None:
+            times.fix(dims)
+        elif times.dims != dims:
             raise PlanError(
-                f"import_trace: this dataflow's times have {self._times.dims} coordinates, the "
+                f"import_trace: this dataflow's times have {times.dims} coordinates, the "
                 f"engine it attaches to {dims}"
             )
         plan = self._plan.to_json(dims)
         for node, trace in self._imports:
-            trace._check_open(f"import_trace (node {node})")
-            source_engine: Any = trace.flow._engine()
+            trace.check_open(f"import_trace (node {node})")
+            source_engine = _owner(trace).engine()
             offset = source_engine.offset if isinstance(source_engine, AttachedEngine) else 0
             plan["nodes"][node]["source"] = offset + trace.node
-        ids = [root._dispatcher.register(self._dispatcher[i]) for i in range(len(self._dispatcher))]
+        functions = self.builder.functions
+        ids = [root.builder.functions.register(functions[i]) for i in range(len(functions))]
         plan = remap_functions(plan, ids.__getitem__)
         offset = raw.attach(json.dumps(plan, separators=(",", ":")))
-        return AttachedEngine(  # type: ignore[return-value]
-            raw, offset, len(self._plan.nodes), root_engine.shared
-        )
+        return AttachedEngine(raw, offset, len(self._plan.nodes), root_engine.shared)
 
-    def _flush(self) -> EngineLike:
+    def _flush(self) -> Engine:
         """Hands every input's buffered updates to the engine."""
-        engine = self._engine()
+        engine = self.engine()
         for session in self._inputs:
             session.flush()
         return engine
@@ -302,7 +357,7 @@ class Dataflow:
 
         Advance the inputs first (``advance_to``): outputs complete only up to their frontiers.
         """
-        coords = self._times.normalize(time, "run_until")
+        coords = self.time_shape.normalize(time, "run_until")
         engine = self._flush()
         with self._run_guard(f"run_until({time!r})"):
             engine.run_until(list(coords))
@@ -321,51 +376,37 @@ class Dataflow:
 
     # -- errors as data -----------------------------------------------------------------------
 
-    def _poll_errors(self) -> ErrorLog:
-        """Takes new error updates from the engine into the dataflow's error log."""
-        engine = self._engine_started()
+    def poll_errors(self) -> ErrorLog:
+        """Takes new error updates from the engine into the dataflow's error log; returns
+        the log."""
+        engine = self.started_engine()
         if engine is not None:
-            self._error_log.dims = self._times.dims or 1
+            self._error_log.dims = self.time_shape.dims or 1
             self._error_log.add(engine.errors_take())
         return self._error_log
 
-    def _upstream(self, node: int) -> frozenset[int]:
+    def upstream(self, node: int) -> frozenset[int]:
         """Every node whose output can reach ``node`` (itself included), following inputs
         and the feedback edge of each ``iterate`` variable."""
-        cached = self._upstream_cache.get(node)
-        if cached is not None:
-            return cached
-        nodes = self._plan.nodes
-        seen = {node}
-        stack = [node]
-        while stack:
-            n = nodes[stack.pop()]
-            preds = list(n["inputs"])
-            if n["op"] == "variable" and n.get("result") is not None:
-                preds.append(n["result"])
-            for p in preds:
-                if p not in seen:
-                    seen.add(p)
-                    stack.append(p)
-        result = frozenset(seen)
-        if self._plan.frozen:
-            self._upstream_cache[node] = result
-        return result
+        return self.builder.upstream(node)
+
+    _upstream = upstream
+    """The name the Spark backend calls ``upstream`` by."""
 
     def errors(self) -> pa.Table:
         """Every error update so far, consolidated: ``operator``, ``message``, ``values``
         (the offending record), ``time``, ``diff``. An error is live at ``t`` while its diffs
         at times ``<= t`` sum to non-zero; ``errors_at(t)`` lists those."""
-        log = self._poll_errors()
-        return log.table(None, lambda t: True, self._times.to_user)
+        log = self.poll_errors()
+        return log.table(None, lambda t: True, self.time_shape.to_user)
 
     def errors_at(self, time: Time) -> list[dict[str, Any]]:
         """The errors live at ``time`` anywhere in the dataflow: dicts with ``operator``,
         ``message``, ``values``, ``count`` and ``since`` (their first time)."""
-        coords = self._times.normalize(time, "errors_at", fix=False)
-        live = self._poll_errors().live_at(coords)
+        coords = self.time_shape.normalize(time, "errors_at", fix=False)
+        live = self.poll_errors().live_at(coords)
         for e in live:
-            e["since"] = self._times.to_user(e["since"])
+            e["since"] = self.time_shape.to_user(e["since"])
         return live
 
     # -- introspection ------------------------------------------------------------------------
@@ -374,9 +415,16 @@ class Dataflow:
         """One dict per operator invocation so far: ``node``, ``label``, ``op``, ``lower``,
         ``upper`` (time antichains), ``updates_in``, ``updates_out``, ``nanos``, ``python``
         (whether Python was entered)."""
-        engine = self._engine_started()
+        engine = self.started_engine()
         return [] if engine is None else [dict(entry) for entry in engine.log()]
 
     def log_table(self) -> pa.Table:
         """``log()`` as a pyarrow Table."""
         return pa.Table.from_pylist(self.log())
+
+
+def _owner(trace: TraceHandle) -> Dataflow:
+    """The dataflow whose arrangement ``trace`` holds (every trace handle is made by one)."""
+    owner = trace.flow
+    assert isinstance(owner, Dataflow)
+    return owner

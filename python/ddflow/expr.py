@@ -33,7 +33,13 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from ddflow.errors import OverflowError, SchemaTypeError
+from ddflow.errors import (
+    ColumnNotFoundError,
+    DdflowError,
+    OverflowError,
+    PlanError,
+    SchemaTypeError,
+)
 
 __all__ = [
     "DTYPES",
@@ -46,6 +52,9 @@ __all__ = [
     "max_of",
     "min_of",
     "when",
+    "as_expr",
+    "check_columns",
+    "expr_text",
 ]
 
 DTYPES: tuple[str, ...] = ("int64", "float64", "bool", "str")
@@ -481,3 +490,38 @@ def when(cond: IntoExpr) -> When:
     ``.when(c2).then(b)`` before ``.otherwise`` for more cases.
     """
     return When((), _into_expr(cond))
+
+
+# -- expressions as operator arguments ---------------------------------------------------------
+
+
+def expr_text(expr: Expr) -> str:
+    """An expression as Python-like text (its repr), or compact JSON."""
+    text = repr(expr)
+    if text.startswith("<"):
+        text = json.dumps(expr.to_json(), separators=(",", ":"))
+    return text
+
+
+def as_expr(value: object, label: str) -> Expr:
+    """An expression from an Expr, a column name (str) or a literal value (a number, bool)."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, str):
+        return col(value)
+    try:
+        return lit(value)  # type: ignore[arg-type]
+    except DdflowError:
+        raise PlanError(
+            f"{label}: expected an expression, a column name or a literal, got {value!r}"
+        ) from None
+
+
+def check_columns(expr: Expr, columns: tuple[str, ...] | list[str], label: str) -> None:
+    """Raises ``ColumnNotFoundError`` naming the operator if ``expr`` reads a missing column."""
+    for name in expr.columns():
+        if name not in columns:
+            raise ColumnNotFoundError(
+                f"{label}: column {name!r} not found in expression {expr_text(expr)}; "
+                f"available columns are {list(columns)}"
+            )

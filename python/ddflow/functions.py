@@ -16,7 +16,15 @@ import numpy as np
 from ddflow.callbacks import ROW
 from ddflow.errors import PlanError, UserFunctionError
 
-__all__ = ["discover_columns", "rows_map", "rows_filter", "rows_flat_map", "Batch"]
+__all__ = [
+    "discover_columns",
+    "rows_map",
+    "rows_filter",
+    "rows_flat_map",
+    "Batch",
+    "output_names",
+    "function_name",
+]
 
 Batch = dict[str, np.ndarray]
 """A batch of columns: column name -> numpy array (object arrays for ``str``)."""
@@ -129,3 +137,16 @@ def rows_flat_map(
         return cols
 
     return batch_fn
+
+
+def output_names(columns: str | Sequence[str], label: str) -> tuple[str, ...]:
+    """Output column names given by the user."""
+    names = (columns,) if isinstance(columns, str) else tuple(columns)
+    if not names or not all(isinstance(c, str) for c in names):
+        raise PlanError(f"{label}: columns must be a non-empty list of str, got {columns!r}")
+    return names
+
+
+def function_name(fn: Callable[..., Any]) -> str:
+    """A function's qualified name for ``explain()``."""
+    return str(getattr(fn, "__qualname__", repr(fn)))

@@ -10,7 +10,7 @@ takes whole numpy / pyarrow columns.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from ddflow.dtypes import (
     scalar_dtype,
     to_column,
 )
+from ddflow.engine import Runtime
 from ddflow.errors import (
     ColumnNotFoundError,
     DdflowError,
@@ -33,9 +34,6 @@ from ddflow.errors import (
     TimeError,
 )
 from ddflow.times import Coords, Time, is_int, less_equal
-
-if TYPE_CHECKING:
-    from ddflow.dataflow import Dataflow
 
 __all__ = ["InputSession"]
 
@@ -85,7 +83,7 @@ class InputSession:
 
     def __init__(
         self,
-        flow: Dataflow,
+        flow: Runtime,
         node: int,
         name: str,
         columns: Sequence[str],
@@ -125,11 +123,11 @@ class InputSession:
         """The input's current time (its frontier, set by ``advance_to``); None when closed."""
         if self._closed:
             return None
-        return self.flow._times.to_user(self._current())
+        return self.flow.time_shape.to_user(self._current())
 
     def _current(self) -> Coords:
         if self._frontier is None:
-            self._frontier = self.flow._times.zero()
+            self._frontier = self.flow.time_shape.zero()
         return self._frontier
 
     def _what(self) -> str:
@@ -174,7 +172,7 @@ class InputSession:
             raise SchemaTypeError(f"{self._what()}: diff must be an int, got {diff!r}")
         check_int64(int(diff), f"{self._what()}: diff")
         coords = self._time(time)
-        self.flow._start()
+        self.flow.freeze()
         self._commit_dtypes(new_dtypes)
         for buf, v in zip(self._buf_cols, values, strict=True):
             buf.append(v)
@@ -199,7 +197,7 @@ class InputSession:
         if time is not None:
             return time
         self._check_open()
-        return self.flow._times.to_user(self._current())
+        return self.flow.time_shape.to_user(self._current())
 
     def _record(self, record: Any) -> list[Any]:
         """The record's values in column order, checking arity."""
@@ -277,12 +275,12 @@ class InputSession:
 
     def _time(self, time: Time) -> Coords:
         """A validated time for a new update: the right shape, not before the frontier."""
-        coords = self.flow._times.normalize(time, self._what())
+        coords = self.flow.time_shape.normalize(time, self._what())
         frontier = self._current()
         if not less_equal(frontier, coords):
             raise TimeError(
                 f"{self._what()}: time {time!r} is not in the future of the input's frontier "
-                f"{self.flow._times.to_user(frontier)!r} (set by advance_to)"
+                f"{self.flow.time_shape.to_user(frontier)!r} (set by advance_to)"
             )
         return coords
 
@@ -313,14 +311,14 @@ class InputSession:
         fixes = self._check_batch_dtypes(arrays)
         time_arr = self._batch_times(times, n)
         diff_arr = self._batch_diffs(diffs, n)
-        self.flow._start()
+        self.flow.freeze()
         if n == 0:
             self._commit_dtypes(fixes)
             return
         self.flush()
         # The dtypes are fixed once the engine has accepted the batch: it refuses a first
         # batch whose dtypes disagree with a column the plan links it with (a join key, say).
-        self.flow._engine().push(self.node, arrays, time_arr, diff_arr)
+        self.flow.engine().push(self.node, arrays, time_arr, diff_arr)
         self._accepted = True
         self._commit_dtypes(fixes)
 
@@ -385,8 +383,8 @@ class InputSession:
     def _batch_times(self, times: Any, n: int) -> np.ndarray:
         what = self._what()
         if times is None:
-            times = self.flow._times.to_user(self._current())
-        shape = self.flow._times
+            times = self.flow.time_shape.to_user(self._current())
+        shape = self.flow.time_shape
         arr = shape.array(times, n, what)
         frontier = np.asarray(self._current(), dtype=np.int64)
         if n and arr.shape[1] == frontier.shape[0]:
@@ -418,16 +416,16 @@ class InputSession:
     def advance_to(self, time: Time) -> None:
         """Promises no more updates at times not ``>= time``; lets outputs before it complete."""
         self._check_open()
-        coords = self.flow._times.normalize(time, f"{self._what()}: advance_to")
+        coords = self.flow.time_shape.normalize(time, f"{self._what()}: advance_to")
         current = self._current()
         if not less_equal(current, coords):
             raise TimeError(
                 f"{self._what()}: advance_to({time!r}) would go backwards from "
-                f"{self.flow._times.to_user(current)!r}"
+                f"{self.flow.time_shape.to_user(current)!r}"
             )
-        self.flow._start()
+        self.flow.freeze()
         self.flush()
-        self.flow._engine().advance_input(self.node, list(coords))
+        self.flow.engine().advance_input(self.node, list(coords))
         self._frontier = coords
         if self._fast is not None:
             self._sync_frontier()
@@ -436,9 +434,9 @@ class InputSession:
         """Closes the input: no more updates; outputs can complete for every time."""
         if self._closed:
             return
-        self.flow._start()
+        self.flow.freeze()
         self.flush()
-        self.flow._engine().close_input(self.node)
+        self.flow.engine().close_input(self.node)
         self._closed = True
         self._fast = None
 
@@ -463,7 +461,7 @@ class InputSession:
         diffs = np.asarray(self._buf_diffs, dtype=np.int64)
         # Cleared only once the engine has accepted the batch: on error nothing is lost...
         try:
-            self.flow._engine().push(self.node, arrays, times, diffs)
+            self.flow.engine().push(self.node, arrays, times, diffs)
         except SchemaTypeError as exc:
             if self._accepted:
                 raise

@@ -18,25 +18,25 @@ left row, and ``antijoin`` (left minus semijoin) never goes negative.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from ddflow.arrangement import Arrangement
+from ddflow.aggregates import count
+from ddflow.builder import ArrangedNode, Node, PlanBuilder, resolve_names
 from ddflow.errors import PlanError
-from ddflow.expr import col
-from ddflow.plan import JoinKind, JoinOp, user_location
-from ddflow.wiring import arrange, common_scope, enter_arrangement, resolve_names, same_flow
+from ddflow.expr import col, expr_text
+from ddflow.plan import FilterOp, JoinKind, JoinOp, user_location
+from ddflow.reducing import reduce_arranged, reduce_collection
 
-if TYPE_CHECKING:
-    from ddflow.collection import Collection
-
-__all__ = ["join", "join_columns"]
+__all__ = ["join", "join_columns", "Side"]
 
 Keys = str | Sequence[str] | None
 
+Side = Node | ArrangedNode
+"""One input of a join: a collection or an arrangement."""
+
 
 def _keys(
-    left: Collection | Arrangement,
-    right: Collection | Arrangement,
+    left: Side,
+    right: Side,
     on: Keys,
     left_on: Keys,
     right_on: Keys,
@@ -49,8 +49,16 @@ def _keys(
         lk: Keys = on
         rk: Keys = on
     else:
-        lk = left_on if left_on is not None else getattr(left, "key", None)
-        rk = right_on if right_on is not None else getattr(right, "key", None)
+        lk = (
+            left_on
+            if left_on is not None
+            else (left.key if isinstance(left, ArrangedNode) else None)
+        )
+        rk = (
+            right_on
+            if right_on is not None
+            else (right.key if isinstance(right, ArrangedNode) else None)
+        )
         if lk is None or rk is None:
             raise PlanError(f"{label}: give the key columns with on= or left_on= and right_on=")
     assert lk is not None and rk is not None
@@ -94,68 +102,72 @@ def join_columns(
 
 
 def _arranged(
-    side: Collection | Arrangement, keys: list[str], scope: int, label: str, keys_only: bool
-) -> Arrangement:
+    builder: PlanBuilder, side: Side, keys: list[str], scope: int, label: str, keys_only: bool
+) -> ArrangedNode:
     """``side`` arranged by ``keys`` and entered into ``scope``.
 
     With ``keys_only`` (the right side of semijoin / antijoin) a collection is first projected
     to its key columns, unless an arrangement of it by those keys already exists.
     """
-    if isinstance(side, Arrangement):
+    if isinstance(side, ArrangedNode):
         if list(side.key) == keys:
             arr = side
         elif side.source is None:
-            raise PlanError(
-                f"{label}: the imported arrangement is keyed by {list(side.key)}; join it on "
-                f"that key (it cannot be re-arranged by {keys})"
-            )
+            raise _imported_key_error(side, keys, label)
         else:
-            arr = arrange(side.source, keys, label)
+            arr = builder.arrange(side.source, keys, label)
     else:
-        plan = side.flow._plan
-        idx = tuple(side.columns.index(k) for k in keys)
-        shared = plan.cached(("arrange", side.node, idx, side.scope)) is not None
+        shared = builder.is_arranged(side, keys)
         if keys_only and list(side.columns) != keys and not shared:
-            side = side._select_columns(keys, f"{label} (keys)")
-        arr = arrange(side, keys, label)
-    return enter_arrangement(arr, scope, label)
+            side = builder.select_columns(side, keys, f"{label} (keys)")
+        arr = builder.arrange(side, keys, label)
+    return builder.enter_arranged(arr, scope, label)
 
 
-def _positive_keys(side: Collection | Arrangement, keys: list[str], label: str) -> Collection:
+def _imported_key_error(side: ArrangedNode, keys: list[str], label: str) -> PlanError:
+    return PlanError(
+        f"{label}: the imported arrangement is keyed by {list(side.key)}; join it on "
+        f"that key (it cannot be re-arranged by {keys})"
+    )
+
+
+def _positive_keys(builder: PlanBuilder, side: Side, keys: list[str], label: str) -> Node:
     """The keys whose accumulated count in ``side`` is positive, each with count 1."""
-    if isinstance(side, Arrangement):
+    count_label = f"count@{user_location()}"
+    if isinstance(side, ArrangedNode):
         if list(side.key) == keys:
-            counted = side.count()
+            counted = reduce_arranged(builder, side, count(), None, count_label)
         elif side.source is not None:
-            counted = side.source.count(by=keys)
-        else:
-            raise PlanError(
-                f"{label}: the imported arrangement is keyed by {list(side.key)}; join it on "
-                f"that key (it cannot be re-arranged by {keys})"
+            counted = reduce_collection(
+                builder, side.source, keys, count(), None, count_label, project=True
             )
+        else:
+            raise _imported_key_error(side, keys, label)
     else:
-        counted = side.count(by=keys)
-    count_column = counted.columns[-1]
-    positive = counted.filter(col(count_column) > 0)
-    return positive._select_columns(keys, f"{label} (keys with positive count)")
+        counted = reduce_collection(builder, side, keys, count(), None, count_label, project=True)
+    positive = col(counted.columns[-1]) > 0
+    filtered = builder.add(
+        FilterOp(positive.to_json()),
+        [counted],
+        counted.columns,
+        f"filter@{user_location()}",
+        [expr_text(positive)],
+    )
+    return builder.select_columns(filtered, keys, f"{label} (keys with positive count)")
 
 
 def join(
+    builder: PlanBuilder,
     kind: JoinKind,
-    left: Collection | Arrangement,
-    right: Collection | Arrangement,
+    left: Side,
+    right: Side,
     on: Keys,
     left_on: Keys,
     right_on: Keys,
     suffixes: tuple[str, str] | None,
-) -> Collection:
+    label: str,
+) -> Node:
     """A ``join`` node of ``kind`` ``"join"``, ``"semijoin"`` or ``"antijoin"``."""
-    from ddflow.collection import Collection
-
-    label = f"{kind}@{user_location()}"
-    flow = same_flow(label, left, right)
-    if not isinstance(right, Collection | Arrangement):
-        raise PlanError(f"{label}: expected a Collection or Arrangement, got {right!r}")
     lkeys, rkeys = _keys(left, right, on, left_on, right_on, label)
     lvals = [c for c in left.columns if c not in lkeys]
     rvals = [c for c in right.columns if c not in rkeys]
@@ -163,23 +175,16 @@ def join(
         columns = join_columns(lkeys, lvals, rvals, suffixes, label)
     else:
         columns = [*lkeys, *lvals]
-    scope = common_scope(label, left, right)
-    plan = flow._plan
-    plan.check_building(label)
-    mark = plan.mark()
-    try:
-        la = _arranged(left, lkeys, scope, label, keys_only=False)
+    scope = builder.common_scope(label, left.scope, right.scope)
+    with builder.atomic(label):
+        la = _arranged(builder, left, lkeys, scope, label, keys_only=False)
         if kind == "join":
-            ra = _arranged(right, rkeys, scope, label, keys_only=False)
+            ra = _arranged(builder, right, rkeys, scope, label, keys_only=False)
         else:
-            keys = _positive_keys(right, rkeys, label)
-            ra = _arranged(keys, rkeys, scope, label, keys_only=True)
+            keys = _positive_keys(builder, right, rkeys, label)
+            ra = _arranged(builder, keys, rkeys, scope, label, keys_only=True)
         notes = [f"{', '.join(lkeys)} = {', '.join(rkeys)}"]
-        node = plan.add(JoinOp(kind), scope, [la.node, ra.node], columns, label, notes=notes)
-        result = Collection(flow, node, tuple(columns), scope)
-        if kind != "join" and isinstance(left, Collection) and tuple(columns) != left.columns:
-            result = result._select_columns(left.columns, f"{label} (column order)")
+        result = builder.add(JoinOp(kind), [la, ra], columns, label, notes, scope=scope)
+        if kind != "join" and isinstance(left, Node) and result.columns != left.columns:
+            result = builder.select_columns(result, left.columns, f"{label} (column order)")
         return result
-    except BaseException:
-        plan.rollback(mark)
-        raise

@@ -9,18 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ddflow.aggregates import Aggregate, PythonReducer, reducer
-from ddflow.arrangement import Arrangement
+from ddflow.builder import ArrangedNode, Node, PlanBuilder, resolve_names
 from ddflow.errors import PlanError
-from ddflow.plan import ReduceOp, user_location
-from ddflow.wiring import arrange, resolve_names
+from ddflow.plan import ReduceOp
 
-if TYPE_CHECKING:
-    from ddflow.collection import Collection
-
-__all__ = ["as_aggregate", "reduce_arrangement", "reduce_collection"]
+__all__ = ["as_aggregate", "reduce_arranged", "reduce_collection"]
 
 
 def as_aggregate(
@@ -40,66 +36,51 @@ def as_aggregate(
     )
 
 
-def reduce_arrangement(
-    arr: Arrangement,
+def reduce_arranged(
+    builder: PlanBuilder,
+    arr: ArrangedNode,
     agg: Aggregate | Callable[[Any], Any],
     columns: Sequence[str] | None,
-    opname: str,
-    label: str | None = None,
-) -> Collection:
+    label: str,
+) -> Node:
     """A ``reduce`` node reading ``arr``: key columns, then the aggregate's columns."""
-    from ddflow.collection import Collection
-
-    label = label or f"{opname}@{user_location()}"
     aggregate = as_aggregate(agg, columns, label)
-    flow = arr.flow
-    flow._plan.check_building(label)
-    mark = len(flow._dispatcher)
-    agg_json, out = aggregate.plan(arr.key, arr.vals, label, flow._dispatcher.register)
-    clash = [c for c in out if c in arr.key]
-    if clash:
-        flow._dispatcher.truncate(mark)
-        raise PlanError(
-            f"{label}: output column {clash[0]!r} of {aggregate.describe()} clashes with a key "
-            f"column; rename it with .alias(...)"
-        )
-    cols = (*arr.key, *out)
-    node = flow._plan.add(
-        ReduceOp(agg_json),
-        arr.scope,
-        [arr.node],
-        cols,
-        label,
-        notes=[f"by ({', '.join(arr.key)}): {aggregate.describe()}", f"agg={json.dumps(agg_json)}"],
-    )
-    return Collection(flow, node, cols, arr.scope)
+    with builder.atomic(label):
+        agg_json, out = aggregate.plan(arr.key, arr.vals, label, builder.register)
+        clash = [c for c in out if c in arr.key]
+        if clash:
+            raise PlanError(
+                f"{label}: output column {clash[0]!r} of {aggregate.describe()} clashes with a "
+                f"key column; rename it with .alias(...)"
+            )
+        notes = [
+            f"by ({', '.join(arr.key)}): {aggregate.describe()}",
+            f"agg={json.dumps(agg_json)}",
+        ]
+        return builder.add(ReduceOp(agg_json), [arr], (*arr.key, *out), label, notes)
 
 
 def reduce_collection(
-    coll: Collection,
+    builder: PlanBuilder,
+    coll: Node,
     by: str | Sequence[str],
     agg: Aggregate | Callable[[Any], Any],
     columns: Sequence[str] | None,
-    opname: str,
+    label: str,
     *,
     project: bool = False,
-) -> Collection:
+) -> Node:
     """Arranges ``coll`` by ``by`` (shared when possible) and reduces it with ``agg``.
 
     With ``project``, the other columns are dropped first (for aggregates that never look at
     them, such as ``count``): the arrangement then holds one ``(time, diff)`` history per key
     instead of one per distinct record, as differential-dataflow's ``map(key).count()``.
     """
-    label = f"{opname}@{user_location()}"
     as_aggregate(agg, columns, label)  # fail before adding nodes
-    mark = coll.flow._plan.mark()
-    try:
+    with builder.atomic(label):
         if project:
             names = resolve_names(by, coll.columns, label)
             if len(names) < len(coll.columns):
-                coll = coll._select_columns(names, label)
-        arr = arrange(coll, by, label)
-        return reduce_arrangement(arr, agg, columns, opname, label)
-    except BaseException:
-        coll.flow._plan.rollback(mark)
-        raise
+                coll = builder.select_columns(coll, names, label)
+        arr = builder.arrange(coll, by, label)
+        return reduce_arranged(builder, arr, agg, columns, label)

@@ -1,9 +1,9 @@
 """Helpers for the pure-Python API tests: a fake engine that records what Python hands it.
 
 These tests check plan building, ``explain()``, validation errors, time normalisation,
-input buffering and capture consolidation without running the Rust engine: the fake follows
-the ``ddflow.engine.EngineLike`` protocol, records every call, and returns scripted captures
-and frontiers.
+input buffering and capture consolidation without running the Rust engine: the fake has the
+methods of ``ddflow._core.Engine`` (typed in ``_core.pyi``) that they use, records every call,
+and returns scripted captures and frontiers.
 """
 
 from __future__ import annotations

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ddflow.aggregates import min as agg_min
-from ddflow.collection import Collection
+from ddflow.collection import Collection, enter_collection
 from ddflow.errors import ColumnNotFoundError, PlanError
 from ddflow.expr import Expr, col, lit
-from ddflow.wiring import enter_collection
 
 __all__ = ["bfs", "sssp", "reachability", "degrees", "connected_components"]
 
