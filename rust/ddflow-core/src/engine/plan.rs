@@ -51,6 +51,46 @@ pub enum Agg {
         func: u64,
         columns: usize,
     },
+    /// Several one-row aggregates of a group, computed in one pass over its vals: one
+    /// output row per group (the concatenation of the parts' columns) while any val has a
+    /// non-zero count (see `operators::aggregate_group`).
+    Group { aggs: Vec<GroupAgg> },
+}
+
+/// One part of an [`Agg::Group`] (JSON: `{"kind": ..., "column": i, "name": ...}`; `name`
+/// is optional and used only in error messages).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum GroupAgg {
+    /// Signed weighted sum of a val column (int64 or float64).
+    Sum {
+        column: usize,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        name: String,
+    },
+    /// Signed sum of counts.
+    Count {
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        name: String,
+    },
+    /// Weighted sum over the signed sum of counts, as float64.
+    Mean {
+        column: usize,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        name: String,
+    },
+    /// Least value of a val column among values with positive count.
+    Min {
+        column: usize,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        name: String,
+    },
+    /// Greatest value of a val column among values with positive count.
+    Max {
+        column: usize,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        name: String,
+    },
 }
 
 impl Agg {

@@ -5,7 +5,8 @@
 //! its count. Semantics (shared with the Python reference model): `min`/`max`/`top_k`
 //! consider values with positive count; `sum` is the signed weighted sum (present when any
 //! value has a non-zero count); `count` is the signed sum of counts (absent when zero);
-//! `distinct` keeps values with positive count, once.
+//! `distinct` keeps values with positive count, once. `group` (several one-row aggregates per
+//! key) is evaluated in `aggregate_group`.
 
 use crate::encoding::{decode_f64, decode_i64, encode_f64, encode_i64, DType};
 use crate::engine::plan::Agg;
@@ -60,6 +61,7 @@ pub fn output_dtypes(agg: &Agg, vals: &[DType], label: &str) -> Result<Option<Ve
         }
         Agg::ThresholdPy { .. } => vals.to_vec(),
         Agg::Python { .. } => return Ok(None),
+        Agg::Group { aggs } => super::aggregate_group::output_dtypes(aggs, vals, label)?,
     }))
 }
 
@@ -172,6 +174,11 @@ pub fn apply(
             return Err(Error::Plan(format!(
                 "{label}: Python aggregates are not built-in"
             )));
+        }
+        Agg::Group { aggs } => {
+            return super::aggregate_group::apply(
+                aggs, dtypes, vw, vals, counts, label, out_rows, out_counts,
+            );
         }
     }
     Ok(())

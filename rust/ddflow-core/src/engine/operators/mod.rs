@@ -17,7 +17,8 @@
 //! * [`reduce`]: `reduce` over an arrangement, with [`reduce_chain`] (keys whose times are
 //!   totally ordered), [`reduce_index`] (a key's history indexed for accumulation),
 //!   [`reduce_errors`] (errors as data), [`reduce_python`] (Python aggregates) and
-//!   [`aggregate`] (the built-in aggregates on one key's accumulated values);
+//!   [`aggregate`] (the built-in aggregates on one key's accumulated values) and
+//!   [`aggregate_group`] (several one-row aggregates per key);
 //! * [`capture`]: keeps its input for the engine's caller.
 //!
 //! Shared by several: [`records`] (expression binding per schema and per-record error
@@ -25,6 +26,7 @@
 
 pub mod advance;
 pub mod aggregate;
+pub mod aggregate_group;
 pub mod arrange;
 pub mod buffer;
 pub mod capture;

@@ -1,0 +1,225 @@
+//! Several one-row aggregates of a group (`Agg::Group`): `sum`, `count`, `mean`, `min` and
+//! `max` of one key's accumulated values, written as one output row.
+//!
+//! Input, as for every built-in aggregate: the key's values at one time as `(val row, count)`
+//! pairs with non-zero counts (counts may be negative). Output: at most one row, the
+//! concatenation of the parts' columns, with count 1. Semantics (shared with the Python
+//! reference model `tests/engine/model.py` and documented in `PLAN.md`):
+//!
+//! * the group is present while any of its vals has a non-zero count (a group exists while
+//!   it has rows); with no such val there is no row, and no error;
+//! * `count` is the signed sum of counts (it may be 0 or negative while the group is
+//!   present); `sum` is the signed weighted sum, accumulated in 128 bits so that only a
+//!   final value outside int64 is an error (the result does not depend on the order of the
+//!   vals, unlike a checked running int64 sum);
+//! * `mean` is `sum / count` as float64; when the counts sum to 0 it is undefined, which is an
+//!   error update (a division by zero) rather than a silent NaN or infinity;
+//! * `min` / `max` consider the vals with positive count; when none is positive (the group
+//!   is present only through negative counts) the value is undefined: an error update.
+//!
+//! Any error makes the whole row absent at that time and emits an error update naming the
+//! part (errors as data, see `reduce_errors`), so one bad part never yields a partial row.
+//!
+//! The parts are evaluated one after the other, each with its own tight loop over the vals
+//! (no per-value dispatch on the part's kind, nothing allocated per group), instead of one
+//! loop carrying a state per part: the work is the same `O(parts * vals)`, and the vals of
+//! one group are few and in cache.
+
+use super::aggregate::cmp_words;
+use crate::encoding::{decode_f64, decode_i64, encode_f64, encode_i64, DType};
+use crate::engine::plan::GroupAgg;
+use crate::error::{Error, Result};
+use std::cmp::Ordering;
+
+/// The val column a part reads (None for `count`).
+fn column_of(part: &GroupAgg) -> Option<usize> {
+    match part {
+        GroupAgg::Count { .. } => None,
+        GroupAgg::Sum { column, .. }
+        | GroupAgg::Mean { column, .. }
+        | GroupAgg::Min { column, .. }
+        | GroupAgg::Max { column, .. } => Some(*column),
+    }
+}
+
+/// A part as messages name it: `mean 'avg'`, or `mean of val column 1` without a name.
+fn describe(part: &GroupAgg) -> String {
+    let (kind, name) = match part {
+        GroupAgg::Sum { name, .. } => ("sum", name),
+        GroupAgg::Count { name } => ("count", name),
+        GroupAgg::Mean { name, .. } => ("mean", name),
+        GroupAgg::Min { name, .. } => ("min", name),
+        GroupAgg::Max { name, .. } => ("max", name),
+    };
+    match (name.is_empty(), column_of(part)) {
+        (false, _) => format!("{kind} '{name}'"),
+        (true, Some(c)) => format!("{kind} of val column {c}"),
+        (true, None) => kind.to_string(),
+    }
+}
+
+/// Output dtypes: `sum` keeps its column's (int64 or float64), `count` is int64, `mean`
+/// float64, `min` / `max` keep their column's.
+pub fn output_dtypes(aggs: &[GroupAgg], vals: &[DType], label: &str) -> Result<Vec<DType>> {
+    if aggs.is_empty() {
+        return Err(Error::Plan(format!(
+            "{label}: a group aggregate needs at least one part"
+        )));
+    }
+    aggs.iter()
+        .map(|part| {
+            let Some(c) = column_of(part) else {
+                return Ok(DType::Int64);
+            };
+            let d = vals.get(c).copied().ok_or_else(|| {
+                Error::Plan(format!(
+                    "{label}: {}: val column {c} out of range ({} val columns)",
+                    describe(part),
+                    vals.len()
+                ))
+            })?;
+            match part {
+                GroupAgg::Sum { .. } | GroupAgg::Mean { .. } => {
+                    if !matches!(d, DType::Int64 | DType::Float64) {
+                        return Err(Error::Type(format!(
+                            "{label}: {} needs an int64 or float64 column, got {}",
+                            describe(part),
+                            d.name()
+                        )));
+                    }
+                    Ok(if matches!(part, GroupAgg::Mean { .. }) {
+                        DType::Float64
+                    } else {
+                        d
+                    })
+                }
+                _ => Ok(d),
+            }
+        })
+        .collect()
+}
+
+/// Appends the group's row (and count 1) to `out_rows` / `out_counts`, or nothing when no
+/// val has a non-zero count. `vals` are row-major, `vw` words each; `dtypes` are the val
+/// dtypes. On error nothing is appended.
+#[allow(clippy::too_many_arguments)]
+pub fn apply(
+    aggs: &[GroupAgg],
+    dtypes: &[DType],
+    vw: usize,
+    vals: &[u64],
+    counts: &[i64],
+    label: &str,
+    out_rows: &mut Vec<u64>,
+    out_counts: &mut Vec<i64>,
+) -> Result<()> {
+    if counts.iter().all(|&c| c == 0) {
+        return Ok(());
+    }
+    let start = out_rows.len();
+    let res = write_row(aggs, dtypes, vw, vals, counts, label, out_rows);
+    if res.is_err() {
+        out_rows.truncate(start);
+    } else {
+        out_counts.push(1);
+    }
+    res
+}
+
+fn write_row(
+    aggs: &[GroupAgg],
+    dtypes: &[DType],
+    vw: usize,
+    vals: &[u64],
+    counts: &[i64],
+    label: &str,
+    out: &mut Vec<u64>,
+) -> Result<()> {
+    let word = |i: usize, c: usize| vals[i * vw + c];
+    let total: i128 = counts.iter().map(|&c| c as i128).sum();
+    let overflow =
+        |part: &GroupAgg| Error::Overflow(format!("{label}: {} overflows int64", describe(part)));
+    // The weighted sum of column `c`: exact in 128 bits for int64, else float64.
+    let sum = |c: usize| -> Sum {
+        if dtypes[c] == DType::Int64 {
+            Sum::Int(
+                counts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &n)| decode_i64(word(i, c)) as i128 * n as i128)
+                    .try_fold(0i128, |acc, p| acc.checked_add(p)),
+            )
+        } else {
+            Sum::Float(
+                counts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &n)| decode_f64(word(i, c)) * n as f64)
+                    .sum(),
+            )
+        }
+    };
+    for part in aggs {
+        match part {
+            GroupAgg::Count { .. } => {
+                let n = i64::try_from(total).map_err(|_| overflow(part))?;
+                out.push(encode_i64(n));
+            }
+            GroupAgg::Sum { column, .. } => match sum(*column) {
+                Sum::Int(s) => {
+                    let s = s
+                        .and_then(|s| i64::try_from(s).ok())
+                        .ok_or_else(|| overflow(part))?;
+                    out.push(encode_i64(s));
+                }
+                Sum::Float(s) => out.push(encode_f64(s)),
+            },
+            GroupAgg::Mean { column, .. } => {
+                if total == 0 {
+                    return Err(Error::DivisionByZero(format!(
+                        "{label}: {} is undefined: the group's counts sum to 0",
+                        describe(part)
+                    )));
+                }
+                let s = match sum(*column) {
+                    Sum::Int(s) => s.ok_or_else(|| overflow(part))? as f64,
+                    Sum::Float(s) => s,
+                };
+                out.push(encode_f64(s / total as f64));
+            }
+            GroupAgg::Min { column, .. } | GroupAgg::Max { column, .. } => {
+                let want = if matches!(part, GroupAgg::Min { .. }) {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                };
+                let d = dtypes[*column];
+                let mut best: Option<u64> = None;
+                for (i, &n) in counts.iter().enumerate() {
+                    let v = word(i, *column);
+                    if n > 0 && best.is_none_or(|b| cmp_words(d, v, b) == want) {
+                        best = Some(v);
+                    }
+                }
+                let b = best.ok_or_else(|| {
+                    Error::Value(format!(
+                        "{label}: {} is undefined: no value of the group has a positive count",
+                        describe(part)
+                    ))
+                })?;
+                out.push(b);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A weighted sum: exact int64 sums in 128 bits (None if even those overflow), or float64.
+enum Sum {
+    Int(Option<i128>),
+    Float(f64),
+}
+
+#[cfg(test)]
+#[path = "aggregate_group_tests.rs"]
+mod tests;

@@ -1,0 +1,298 @@
+//! Tests of `aggregate_group`: every part against a naive reference on random multisets of
+//! vals with negative counts, the order of the vals not mattering, dtypes and JSON.
+
+use super::*;
+use crate::encoding::encode_bool;
+use crate::engine::plan::Agg;
+use proptest::prelude::*;
+
+/// Val columns of the random groups: int64 `a`, float64 `b`, bool `c`.
+const DTYPES: [DType; 3] = [DType::Int64, DType::Float64, DType::Bool];
+
+fn all_parts() -> Vec<GroupAgg> {
+    let n = String::new;
+    vec![
+        GroupAgg::Count { name: n() },
+        GroupAgg::Sum {
+            column: 0,
+            name: "total".into(),
+        },
+        GroupAgg::Sum {
+            column: 1,
+            name: n(),
+        },
+        GroupAgg::Mean {
+            column: 0,
+            name: n(),
+        },
+        GroupAgg::Mean {
+            column: 1,
+            name: "avg".into(),
+        },
+        GroupAgg::Min {
+            column: 0,
+            name: n(),
+        },
+        GroupAgg::Max {
+            column: 1,
+            name: n(),
+        },
+        GroupAgg::Min {
+            column: 2,
+            name: n(),
+        },
+        GroupAgg::Max {
+            column: 2,
+            name: n(),
+        },
+    ]
+}
+
+/// A group's vals: `(a, b, c, count)`.
+type Vals = [(i64, f64, bool, i64)];
+
+/// What a group yields: no row, a row of decoded values, or an error of a kind.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    Absent,
+    Row(Vec<Value>),
+    Err(&'static str),
+}
+
+#[derive(Debug, PartialEq)]
+enum Value {
+    I(i64),
+    F(f64),
+    B(bool),
+}
+
+/// The reference: each part straight from its definition, over `(value, count)` pairs.
+fn reference(parts: &[GroupAgg], vals: &Vals) -> Outcome {
+    if vals.iter().all(|v| v.3 == 0) {
+        return Outcome::Absent;
+    }
+    let total: i128 = vals.iter().map(|v| v.3 as i128).sum();
+    let int_sum: i128 = vals.iter().map(|v| v.0 as i128 * v.3 as i128).sum();
+    let float_sum: f64 = vals.iter().map(|v| v.1 * v.3 as f64).sum();
+    let positive: Vec<_> = vals.iter().filter(|v| v.3 > 0).collect();
+    let mut row = Vec::new();
+    for p in parts {
+        let v = match p {
+            GroupAgg::Count { .. } => match i64::try_from(total) {
+                Ok(n) => Value::I(n),
+                Err(_) => return Outcome::Err("overflow"),
+            },
+            GroupAgg::Sum { column: 0, .. } => match i64::try_from(int_sum) {
+                Ok(s) => Value::I(s),
+                Err(_) => return Outcome::Err("overflow"),
+            },
+            GroupAgg::Sum { .. } => Value::F(float_sum),
+            GroupAgg::Mean { column, .. } => {
+                if total == 0 {
+                    return Outcome::Err("division by zero");
+                }
+                let s = if *column == 0 {
+                    int_sum as f64
+                } else {
+                    float_sum
+                };
+                Value::F(s / total as f64)
+            }
+            GroupAgg::Min { column, .. } | GroupAgg::Max { column, .. } => {
+                if positive.is_empty() {
+                    return Outcome::Err("value error");
+                }
+                let is_min = matches!(p, GroupAgg::Min { .. });
+                match column {
+                    0 => {
+                        let it = positive.iter().map(|v| v.0);
+                        Value::I(if is_min { it.min() } else { it.max() }.unwrap())
+                    }
+                    1 => {
+                        let it = positive.iter().map(|v| v.1);
+                        Value::F(if is_min {
+                            it.fold(f64::INFINITY, f64::min)
+                        } else {
+                            it.fold(f64::NEG_INFINITY, f64::max)
+                        })
+                    }
+                    _ => {
+                        let it = positive.iter().map(|v| v.2);
+                        Value::B(if is_min { it.min() } else { it.max() }.unwrap())
+                    }
+                }
+            }
+        };
+        row.push(v);
+    }
+    Outcome::Row(row)
+}
+
+/// Runs `apply` on the vals and decodes its result.
+fn run(parts: &[GroupAgg], vals: &Vals) -> Outcome {
+    let words: Vec<u64> = vals
+        .iter()
+        .flat_map(|v| [encode_i64(v.0), encode_f64(v.1), encode_bool(v.2)])
+        .collect();
+    let counts: Vec<i64> = vals.iter().map(|v| v.3).collect();
+    let (mut rows, mut out_counts) = (vec![7u64], vec![3i64]);
+    let res = apply(
+        parts,
+        &DTYPES,
+        3,
+        &words,
+        &counts,
+        "g",
+        &mut rows,
+        &mut out_counts,
+    );
+    let out_types = output_dtypes(parts, &DTYPES, "g").unwrap();
+    match res {
+        Err(e) => {
+            assert_eq!(
+                (rows.len(), out_counts.len()),
+                (1, 1),
+                "nothing appended on error"
+            );
+            let text = e.to_string();
+            assert!(text.contains("g: "), "{text}");
+            Outcome::Err(
+                ["overflow", "division by zero", "value error"]
+                    .into_iter()
+                    .find(|k| text.starts_with(k))
+                    .unwrap_or("other"),
+            )
+        }
+        Ok(()) if out_counts.len() == 1 => Outcome::Absent,
+        Ok(()) => {
+            assert_eq!(out_counts, vec![3, 1]);
+            assert_eq!(rows.len(), 1 + parts.len());
+            let row = rows[1..]
+                .iter()
+                .zip(&out_types)
+                .map(|(&w, d)| match d {
+                    DType::Int64 => Value::I(decode_i64(w)),
+                    DType::Float64 => Value::F(decode_f64(w)),
+                    _ => Value::B(w != 0),
+                })
+                .collect();
+            Outcome::Row(row)
+        }
+    }
+}
+
+fn int_value() -> impl Strategy<Value = i64> {
+    prop_oneof![8 => -6i64..7, 1 => Just(i64::MAX), 1 => Just(i64::MIN)]
+}
+
+fn group() -> impl Strategy<Value = Vec<(i64, f64, bool, i64)>> {
+    // Halves keep float sums exact, so the order of the vals cannot change them.
+    let val = (int_value(), -8i32..9, any::<bool>(), -3i64..4)
+        .prop_filter("non-zero count", |v| v.3 != 0)
+        .prop_map(|(a, b, c, n)| (a, f64::from(b) * 0.5, c, n));
+    proptest::collection::vec(val, 0..8)
+}
+
+fn parts() -> impl Strategy<Value = Vec<GroupAgg>> {
+    proptest::sample::subsequence(all_parts(), 1..=9).prop_shuffle()
+}
+
+proptest! {
+    #[test]
+    fn matches_the_reference(parts in parts(), vals in group()) {
+        prop_assert_eq!(run(&parts, &vals), reference(&parts, &vals));
+    }
+
+    #[test]
+    fn the_order_of_the_vals_does_not_matter(vals in group(), seed in any::<u64>()) {
+        let parts = all_parts();
+        let mut shuffled = vals.clone();
+        let n = shuffled.len();
+        if n > 1 {
+            for i in 0..n {
+                shuffled.swap(i, (seed.rotate_left(i as u32) as usize) % n);
+            }
+        }
+        prop_assert_eq!(run(&parts, &shuffled), run(&parts, &vals));
+    }
+}
+
+#[test]
+fn fixed_groups() {
+    let parts = all_parts();
+    // Present with count 0: sum and count are fine, mean is undefined.
+    let cancel = vec![(1, 0.5, true, 1), (2, 1.0, false, -1)];
+    let count_sum = [
+        GroupAgg::Count {
+            name: String::new(),
+        },
+        parts[1].clone(),
+    ];
+    assert_eq!(
+        run(&count_sum, &cancel),
+        Outcome::Row(vec![Value::I(0), Value::I(-1)])
+    );
+    assert_eq!(run(&parts, &cancel), Outcome::Err("division by zero"));
+    // Only negative counts: min/max undefined.
+    let negative = vec![(4, 2.0, true, -2)];
+    assert_eq!(run(&parts[5..6], &negative), Outcome::Err("value error"));
+    // An intermediate int64 overflow that the final sum does not have is not an error.
+    let big = vec![
+        (i64::MAX, 0.0, true, 1),
+        (i64::MAX, 0.0, true, 1),
+        (i64::MIN, 0.0, true, 1),
+    ];
+    assert_eq!(
+        run(&parts[1..2], &big),
+        Outcome::Row(vec![Value::I(i64::MAX - 1)])
+    );
+    assert_eq!(run(&parts, &[]), Outcome::Absent);
+}
+
+#[test]
+fn dtypes_and_refusals() {
+    let parts = all_parts();
+    let d = output_dtypes(&parts, &DTYPES, "g").unwrap();
+    use DType::*;
+    assert_eq!(
+        d,
+        vec![Int64, Int64, Float64, Float64, Float64, Int64, Float64, Bool, Bool]
+    );
+    let e = output_dtypes(
+        &[GroupAgg::Mean {
+            column: 2,
+            name: "m".into(),
+        }],
+        &DTYPES,
+        "g",
+    );
+    assert!(e
+        .unwrap_err()
+        .to_string()
+        .contains("mean 'm' needs an int64 or float64"));
+    let e = output_dtypes(
+        &[GroupAgg::Sum {
+            column: 5,
+            name: String::new(),
+        }],
+        &DTYPES,
+        "g",
+    );
+    assert!(e.unwrap_err().to_string().contains("out of range"));
+    assert!(output_dtypes(&[], &DTYPES, "g").is_err());
+}
+
+#[test]
+fn json_round_trip() {
+    let text = r#"{"kind":"group","aggs":[{"kind":"sum","column":0,"name":"total"},
+        {"kind":"count"},{"kind":"mean","column":1},{"kind":"min","column":2},
+        {"kind":"max","column":2,"name":"hi"}]}"#;
+    let agg = Agg::from_json(text).unwrap();
+    let Agg::Group { aggs } = &agg else {
+        panic!("{agg:?}")
+    };
+    assert_eq!(aggs.len(), 5);
+    let back = serde_json::to_string(&agg).unwrap();
+    assert_eq!(back, text.split_whitespace().collect::<String>());
+    assert!(Agg::from_json(r#"{"kind":"group","aggs":[{"kind":"distinct"}]}"#).is_err());
+}
