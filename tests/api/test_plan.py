@@ -116,15 +116,17 @@ def test_semijoin_and_antijoin_keep_left_columns() -> None:
     a = edges.antijoin(roots, left_on="src", right_on="node")
     assert a.columns == ("src", "dst")
     assert node(flow, a.node)["kind"] == "antijoin"
-    # the right side is projected to its keys, unless arranged by them already
+    # the right side is reduced to its keys with positive count (set semantics): a count
+    # per key, kept where positive, projected to the keys and arranged by them
     flow, edges, roots = _graph()
     s2 = roots.semijoin(edges, left_on="node", right_on="src")
     right_arr = node(flow, node(flow, s2.node)["inputs"][1])
-    assert right_arr["columns"] == ["src"]
-    edges.arrange_by_key("dst")
-    s3 = roots.semijoin(edges, left_on="node", right_on="dst")
-    right_arr = node(flow, node(flow, s3.node)["inputs"][1])
-    assert right_arr["columns"] == ["dst", "src"], "shares the left side's arrangement"
+    assert right_arr["op"] == "arrange" and right_arr["columns"] == ["src"]
+    keys = node(flow, right_arr["inputs"][0])
+    positive = node(flow, keys["inputs"][0])
+    counted = node(flow, positive["inputs"][0])
+    assert (keys["op"], positive["op"], counted["op"]) == ("select", "filter", "reduce")
+    assert counted["agg"] == {"kind": "count"}
     check_plan_invariants(flow.plan())
 
 

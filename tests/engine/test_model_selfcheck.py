@@ -143,16 +143,11 @@ def test_reduce_semantics_with_negative_counts() -> None:
     }
 
 
-def test_semijoin_and_antijoin_multiply_by_key_count() -> None:
+def test_semijoin_and_antijoin_have_set_semantics() -> None:
     left = m.Rel(("k", "v"), {(1, "a"): 1, (1, "b"): 2, (2, "c"): 1, (3, "d"): -1})
     right = m.Rel(("k",), {(1,): 2, (2,): -1})
-    assert m.semijoin(left, right, on="k").counts == {(1, "a"): 2, (1, "b"): 4, (2, "c"): -1}
-    assert m.antijoin(left, right, on="k").counts == {
-        (1, "a"): -1,
-        (1, "b"): -2,
-        (2, "c"): 2,
-        (3, "d"): -1,
-    }
+    assert m.semijoin(left, right, on="k").counts == {(1, "a"): 1, (1, "b"): 2}
+    assert m.antijoin(left, right, on="k").counts == {(2, "c"): 1, (3, "d"): -1}
 
 
 def test_join_column_naming() -> None:
