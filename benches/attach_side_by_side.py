@@ -388,8 +388,7 @@ def _write(
     checks: list[str],
 ) -> None:
     lines = [
-        "# BFS attached to a live arrangement: ddflow beside differential-dataflow "
-        "(issue 16, seed 002)",
+        "# BFS attached to a live arrangement: ddflow beside differential-dataflow",
         "",
         "Written by `benches/attach_side_by_side.py` (see its docstring). Both systems read "
         "the same graph file and run BFS from node 0 over edges arranged by source, 1 worker. "

@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     plot(curves, png, title)
     lines = [
-        "# Single-update latency after many prior updates (issue 12 item 5)",
+        "# Single-update latency after many prior updates",
         "",
         "Written by `benches/latency_cdf.py` (see its docstring). BFS distance counts on the "
         "1k-node / 2k-edge graph (`benches/gen_graph.py`, seed 0); after PRIOR updates "

@@ -243,7 +243,7 @@ def main() -> int:
     command = "python benches/sssp.py " + shlex.join(sys.argv[1:])
     text = "\n".join(
         [
-            "# SSSP: plain vs prioritized (issue 16)",
+            "# SSSP: plain vs prioritized",
             "",
             f"* command: `{command}`",
             f"* machine: {machine()}",

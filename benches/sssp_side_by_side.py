@@ -307,7 +307,7 @@ def _write(
     checks: list[str],
 ) -> None:
     lines = [
-        "# SSSP: ddflow beside differential-dataflow (issue 16, seed 001)",
+        "# SSSP: ddflow beside differential-dataflow",
         "",
         "Written by `benches/sssp_side_by_side.py` (see its docstring). Both systems read the "
         "same graph and weight files; SSSP from the source of the last initial edge, then "

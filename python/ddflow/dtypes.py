@@ -255,7 +255,7 @@ def from_arrow(values: Any, what: str) -> Any:
 
 def uint64_as_int64(arr: np.ndarray, what: str) -> np.ndarray:
     """An unsigned integer array (any shape) as int64: the package's side of the native
-    module's one uint64 policy (``rust/ddflow-py/src/convert.rs``). Every value must fit;
+    module's one uint64 policy (``rust/ddflow-py/src/convert/uint64.rs``). Every value must fit;
     the first that does not raises :class:`~ddflow.errors.OverflowError` naming it and its
     row, as the native module does. Nothing is wrapped."""
     if arr.dtype.itemsize == 8 and arr.size:

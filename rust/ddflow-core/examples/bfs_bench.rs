@@ -1,6 +1,6 @@
 //! BFS over a changing random graph driven from Rust: the engine without Python, for
 //! profiling. `cargo run --release --example bfs_bench -- NODES EDGES BATCH ROUNDS [WORKERS]`;
-//! with `DDFLOW_COUNTS=1` it runs the seed's distance-counts job (BFS, then `count` by
+//! with `DDFLOW_COUNTS=1` it runs the distance-counts job (BFS, then `count` by
 //! distance) instead of the plain BFS.
 
 use ddflow_core::encoding::DType;

@@ -1,4 +1,4 @@
-//! The differential-dataflow peer of `benches/attach_side_by_side.py`: seed 002's BFS from
+//! The differential-dataflow peer of `benches/attach_side_by_side.py`: BFS from
 //! scratch vs BFS attached to a live, already-built edge arrangement, on differential-dataflow
 //! 0.26 / timely 0.32 from crates.io. Graph files hold u32 little-endian `(src, dst)` pairs
 //! (`benches/gen_graph.py`); BFS runs from node 0 and reports the histogram of distances.
@@ -60,7 +60,7 @@ fn read_edges(path: &str, need: usize) -> Vec<Edge> {
     (0..need).map(|i| (word(2 * i), word(2 * i + 1))).collect()
 }
 
-/// BFS distances `(n, d)` over edges arranged by source (seed 002's attached computation).
+/// BFS distances `(n, d)` over edges arranged by source (the attached computation).
 fn bfs_arranged<'scope>(
     edges: Arranged<'scope, EdgeTrace>,
     roots: VecCollection<'scope, Time, Node>,

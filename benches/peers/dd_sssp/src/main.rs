@@ -1,4 +1,4 @@
-//! The differential-dataflow peer of `benches/sssp_side_by_side.py`: seed 001's weighted
+//! The differential-dataflow peer of `benches/sssp_side_by_side.py`: weighted
 //! single-source shortest paths on differential-dataflow 0.26 / timely 0.32 from crates.io.
 //!
 //! `dd_sssp VARIANT GRAPH WEIGHTS M UPDATES`
@@ -9,7 +9,7 @@
 //!   run to completion (*compute*); then update `r` (0-based) adds edge `M + r` and removes
 //!   edge `r` at time `r + 1`, all `UPDATES` fed together and run to completion (*update*).
 //! * `VARIANT`: `plain` (every proposal at the iteration that produced it), `advanced` (each
-//!   proposal's iteration coordinate set to `max(iteration, dist)`, the seed's `inner.map`),
+//!   proposal's iteration coordinate set to `max(iteration, dist)`),
 //!   `delayed` (advanced, then the `delay` operator below, which holds proposals by time and
 //!   releases each time's bundle once the input frontier has passed it).
 //!
@@ -64,8 +64,8 @@ fn read_u32s(path: &str, need: usize) -> Vec<u32> {
     (0..need).map(|i| u32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap())).collect()
 }
 
-/// Sets each proposal's iteration coordinate to `max(iteration, dist)` (seed 001's
-/// "waiting": a proposal of distance `d` is looked at in round `d`, not before).
+/// Sets each proposal's iteration coordinate to `max(iteration, dist)`: a proposal of
+/// distance `d` is looked at in round `d`, not before.
 fn advance<'scope>(
     proposals: VecCollection<'scope, Inner, (Node, Dist)>,
 ) -> VecCollection<'scope, Inner, (Node, Dist)> {
@@ -77,8 +77,8 @@ fn advance<'scope>(
 
 /// Record-level delay: holds each update under a capability for its own time and releases
 /// the bundle of a time once the input frontier has passed it, so the next operator receives
-/// every time's updates once, in one batch, and only when they can be acted on (seed 001's
-/// "waiting faster"; timely 0.32 has no record-level `delay` of its own). Each activation
+/// every time's updates once, in one batch, and only when they can be acted on (timely 0.32
+/// has no record-level `delay` of its own). Each activation
 /// looks at each distinct held time once, however many updates it holds.
 fn delay<'scope, D: Clone + 'static>(
     updates: VecCollection<'scope, Inner, D>,

@@ -8,7 +8,7 @@ pub const BFS_ROOTS: usize = 1;
 /// Capture node of [`bfs`]'s output `(node, dist)`.
 pub const BFS_CAPTURE: usize = 14;
 
-/// Breadth-first search distances from the roots, as in the seed: roots at distance 0;
+/// Breadth-first search distances from the roots: roots at distance 0;
 /// iterate { join distances with edges, propose `dist + 1` to each neighbour, concat the
 /// roots, keep the minimum per node }; capture `(node, dist)`.
 pub fn bfs() -> String {
@@ -46,7 +46,7 @@ pub fn bfs() -> String {
 /// Capture node of [`bfs_counts`]'s output `(dist, count)`.
 pub const BFS_COUNTS_CAPTURE: usize = 18;
 
-/// The seed's distance-counts job: [`bfs`], then the number of nodes at each distance
+/// The distance-counts job: [`bfs`], then the number of nodes at each distance
 /// (`dd.algorithms.bfs(edges, roots).count(by="dist")`, which projects to `dist` first, as
 /// differential-dataflow's `bfs(..).map(|(_, d)| d).count()`). The BFS capture stays at
 /// [`BFS_CAPTURE`]; the counts are captured at [`BFS_COUNTS_CAPTURE`].

@@ -11,7 +11,7 @@
 //! every product keeps its time, while buffered updates that became equal cancel (the added
 //! and removed edge meet nothing after both are past). Each pair of updates is formed
 //! exactly once, by whichever of the two comes later in the walk, so the output consolidates
-//! to the pairwise products (seed 000, "Quadratic behavior in `join`").
+//! to the pairwise products, without work quadratic in the keys' history lengths.
 //!
 //! Diffs in a buffer are summed exactly (`i128`); a product outside `i64` makes the caller
 //! fall back to the pairwise products for the key, which turn such products into error
