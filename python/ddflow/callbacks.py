@@ -6,8 +6,10 @@ reducers, ``threshold``, ``inspect``) and writes its id into the node; while the
 the engine calls ``dispatcher(fn_id, kind, payload)`` once per batch with the payloads described
 in PLAN.md ("Callbacks into Python"). The dispatcher converts payloads, calls the function,
 validates what it returns (raising :class:`~ddflow.errors.UserFunctionError` naming the operator,
-the column and the problem), and returns canonical numpy columns to the engine. An exception
-raised by the user's function propagates unchanged, with a note naming the operator.
+the column and the problem), and returns canonical numpy columns to the engine. An ordinary
+exception raised by the user's function becomes error updates for the records of that call
+(errors are data); only ``KeyboardInterrupt`` and ``ReentrancyError`` stop the run and are
+re-raised as themselves.
 """
 
 from __future__ import annotations
