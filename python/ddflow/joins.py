@@ -134,17 +134,24 @@ def _imported_key_error(side: ArrangedNode, keys: list[str], label: str) -> Plan
 def _positive_keys(builder: PlanBuilder, side: Side, keys: list[str], label: str) -> Node:
     """The keys whose accumulated count in ``side`` is positive, each with count 1."""
     count_label = f"count@{user_location()}"
+    source: Node
     if isinstance(side, ArrangedNode):
         if list(side.key) == keys:
-            counted = reduce_arranged(builder, side, count(), None, count_label)
+            source = side
         elif side.source is not None:
-            counted = reduce_collection(
-                builder, side.source, keys, count(), None, count_label, project=True
-            )
+            source = side.source
         else:
             raise _imported_key_error(side, keys, label)
     else:
-        counted = reduce_collection(builder, side, keys, count(), None, count_label, project=True)
+        source = side
+    if isinstance(source, ArrangedNode):
+        counted = reduce_arranged(builder, source, count(), None, count_label)
+    elif builder.is_arranged(source, keys):
+        # Count over the existing arrangement by these keys rather than arranging again.
+        shared = builder.arrange(source, keys, label)
+        counted = reduce_arranged(builder, shared, count(), None, count_label)
+    else:
+        counted = reduce_collection(builder, source, keys, count(), None, count_label, project=True)
     positive = col(counted.columns[-1]) > 0
     filtered = builder.add(
         FilterOp(positive.to_json()),

@@ -127,6 +127,12 @@ def test_semijoin_and_antijoin_keep_left_columns() -> None:
     counted = node(flow, positive["inputs"][0])
     assert (keys["op"], positive["op"], counted["op"]) == ("select", "filter", "reduce")
     assert counted["agg"] == {"kind": "count"}
+    # an existing arrangement of the right side by the keys is counted, not arranged again
+    shared = edges.arrange_by_key("dst")
+    s3 = roots.semijoin(edges, left_on="node", right_on="dst")
+    keys = node(flow, node(flow, node(flow, s3.node)["inputs"][1])["inputs"][0])
+    counted = node(flow, node(flow, keys["inputs"][0])["inputs"][0])
+    assert counted["inputs"] == [shared.node]
     check_plan_invariants(flow.plan())
 
 
