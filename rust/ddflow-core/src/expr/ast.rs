@@ -5,6 +5,7 @@
 //! operators, `&`/`|`, and methods such as [`Expr::floor_div`], [`Expr::lt`],
 //! [`Expr::alias`] and [`Expr::cast`].
 
+use super::func::Func;
 use crate::encoding::DType;
 use std::fmt;
 
@@ -101,6 +102,8 @@ pub enum Expr {
     MaxOf(Box<Expr>, Box<Expr>),
     /// `a.alias(name)`: renames the output column.
     Alias(Box<Expr>, String),
+    /// A library function ([`Func`]) of its operands.
+    Func(Func, Vec<Expr>),
 }
 
 /// The two-argument operators, for code that treats them uniformly.
@@ -326,6 +329,7 @@ impl Expr {
                 then,
                 otherwise,
             } => vec![cond, then, otherwise],
+            Expr::Func(_, args) => args.iter().collect(),
             _ => unreachable!("binary handled above"),
         }
     }
@@ -571,6 +575,7 @@ impl fmt::Display for Expr {
                 then,
                 otherwise,
             } => write!(f, "when({cond}).then({then}).otherwise({otherwise})"),
+            Expr::Func(func, args) => func.fmt_call(args, f),
             _ => unreachable!("binary handled above"),
         }
     }

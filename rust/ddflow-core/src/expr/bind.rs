@@ -64,6 +64,12 @@ pub(crate) enum Kind {
         lhs: Box<Node>,
         rhs: Box<Node>,
     },
+    /// A library function ([`super::func_bind`]).
+    Func {
+        func: Box<super::func_bind::BoundFunc>,
+        args: Vec<Node>,
+        src: String,
+    },
 }
 
 /// An expression bound to a schema: column indexes resolved and dtypes checked.
@@ -102,12 +108,12 @@ impl BoundExpr {
     }
 }
 
-fn is_num(d: DType) -> bool {
+pub(super) fn is_num(d: DType) -> bool {
     matches!(d, DType::Int64 | DType::Float64)
 }
 
 /// Promotes an int64 node to float64 (folding int literals).
-fn to_float(n: Node) -> Node {
+pub(super) fn to_float(n: Node) -> Node {
     match (n.dtype, &n.kind) {
         (DType::Int64, Kind::Const(Const::Int(v))) => Node {
             kind: Kind::Const(Const::Float(*v as f64)),
@@ -125,7 +131,7 @@ fn to_float(n: Node) -> Node {
 }
 
 /// Brings two numeric operands to a common dtype (float64 if either is).
-fn unify_num(a: Node, b: Node) -> (Node, Node, DType) {
+pub(super) fn unify_num(a: Node, b: Node) -> (Node, Node, DType) {
     if a.dtype == b.dtype {
         let d = a.dtype;
         (a, b, d)
@@ -276,7 +282,21 @@ impl Binder<'_> {
                     dtype,
                 }
             }
+            Expr::Func(func, args) => self.bind_func(e, func, args)?,
             _ => unreachable!("binary handled above"),
+        })
+    }
+
+    /// A library function (out of line: keeps the recursive [`Binder::bind`] frame small).
+    #[inline(never)]
+    fn bind_func(&mut self, e: &Expr, func: &super::func::Func, args: &[Expr]) -> Result<Node> {
+        let args = args
+            .iter()
+            .map(|a| self.bind(a))
+            .collect::<Result<Vec<_>>>()?;
+        super::func_bind::bind(func, args, e.to_string()).map_err(|err| match err {
+            Error::Type(msg) => self.type_err(e, msg),
+            other => other,
         })
     }
 

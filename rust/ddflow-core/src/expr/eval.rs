@@ -21,7 +21,7 @@ use crate::updates::Updates;
 const CHUNK: usize = 4096;
 
 #[inline]
-fn map1<T: Copy, O>(a: &Vals<'_, T>, f: impl Fn(T) -> O) -> Vals<'static, O> {
+pub(super) fn map1<T: Copy, O>(a: &Vals<'_, T>, f: impl Fn(T) -> O) -> Vals<'static, O> {
     match a.slice() {
         None => Vals::Const(f(a.get(0))),
         Some(x) => Vals::Owned(x.iter().map(|&x| f(x)).collect()),
@@ -29,7 +29,7 @@ fn map1<T: Copy, O>(a: &Vals<'_, T>, f: impl Fn(T) -> O) -> Vals<'static, O> {
 }
 
 #[inline]
-fn map2<A: Copy, B: Copy, O>(
+pub(super) fn map2<A: Copy, B: Copy, O>(
     a: &Vals<'_, A>,
     b: &Vals<'_, B>,
     f: impl Fn(A, B) -> O,
@@ -74,26 +74,30 @@ fn any2<A: Copy, B: Copy>(
 }
 
 /// The first row `< n` selected by `mask` where `bad(i)` holds.
-fn first_bad(n: usize, mask: Option<&[bool]>, bad: impl Fn(usize) -> bool) -> Option<usize> {
+pub(super) fn first_bad(
+    n: usize,
+    mask: Option<&[bool]>,
+    bad: impl Fn(usize) -> bool,
+) -> Option<usize> {
     (0..n).find(|&i| mask.is_none_or(|m| m[i]) && bad(i))
 }
 
-fn overflow(src: &str, i: usize, what: String) -> Error {
+pub(super) fn overflow(src: &str, i: usize, what: String) -> Error {
     Error::Overflow(format!("int64 overflow in {src} at row {i}: {what}"))
 }
 
 /// The rows an operation runs on: `n` rows of a chunk starting at row `off`, of which
 /// `mask` (if any) selects those whose failures count.
 #[derive(Clone, Copy)]
-struct Rows<'m> {
-    n: usize,
-    off: usize,
-    mask: Option<&'m [bool]>,
+pub(super) struct Rows<'m> {
+    pub(super) n: usize,
+    pub(super) off: usize,
+    pub(super) mask: Option<&'m [bool]>,
 }
 
 /// A checked int64 binary operation: `wrap` computes (never panics), `bad` flags rows to
 /// raise for, `err` builds the error for a flagged row's operands.
-fn checked_i64(
+pub(super) fn checked_i64(
     a: &Vals<'_, i64>,
     b: &Vals<'_, i64>,
     rows: Rows<'_>,
@@ -366,7 +370,29 @@ impl<'a> Ctx<'a> {
                     _ => unreachable!("bind unifies min/max operands"),
                 }
             }
+            Kind::Func { func, args, src } => self.eval_func(func, args, src, mask)?,
         })
+    }
+
+    /// A library function (out of line: keeps the recursive [`Ctx::eval`] frame small).
+    #[inline(never)]
+    fn eval_func(
+        &self,
+        func: &super::func_bind::BoundFunc,
+        args: &[Node],
+        src: &str,
+        mask: Option<&[bool]>,
+    ) -> Result<Value<'a>> {
+        let vals = args
+            .iter()
+            .map(|a| self.eval(a, mask))
+            .collect::<Result<Vec<_>>>()?;
+        let rows = Rows {
+            n: self.n,
+            off: self.offset,
+            mask,
+        };
+        super::func_eval::eval(func, vals, rows, src)
     }
 
     fn cast(&self, v: Value<'a>, to: DType, mask: Option<&[bool]>, src: &str) -> Result<Value<'a>> {

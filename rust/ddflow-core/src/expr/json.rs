@@ -111,6 +111,9 @@ fn parse(v: &Value, depth: usize) -> Result<Expr> {
             then: arg("then")?,
             otherwise: arg("otherwise")?,
         },
+        other if super::func::FUNC_OPS.contains(&other) => {
+            return super::func::parse(other, obj, v, |x| parse(x, depth + 1));
+        }
         other => return Err(plan_err(format!("unknown op {other:?}"), v)),
     })
 }
@@ -192,6 +195,7 @@ impl Expr {
                 "then": then.to_json(),
                 "otherwise": otherwise.to_json(),
             }),
+            Expr::Func(func, args) => func.to_json(args.iter().map(Expr::to_json).collect()),
             _ => unreachable!("binary handled above"),
         }
     }

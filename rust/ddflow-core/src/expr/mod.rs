@@ -95,8 +95,15 @@ mod ast;
 mod bind;
 mod column;
 mod eval;
+mod func;
+mod func_bind;
+mod func_eval;
+#[cfg(test)]
+mod func_tests;
 pub mod json;
+mod math;
 mod ops;
+mod strings;
 #[cfg(test)]
 mod tests;
 
@@ -104,3 +111,4 @@ pub use crate::encoding::DType;
 pub use ast::{col, lit, max_of, min_of, py_float_repr, when, BinaryOp, Expr, Scalar};
 pub use bind::BoundExpr;
 pub use column::{Column, ColumnRef};
+pub use func::{Func, FUNC_OPS};

@@ -1,0 +1,190 @@
+//! Binding of the library functions ([`Func`]): operand dtypes checked, int64 promoted to
+//! float64 where a function works on floats, literals of `is_in` converted to the operand's
+//! dtype (strings interned), patterns compiled.
+//!
+//! Result dtypes:
+//!
+//! | function | operand | result |
+//! |----------|---------|--------|
+//! | `is_in` | int64, float64, bool, str (values of the same kind; int64 with float64 compares as float64) | bool |
+//! | `abs`, `round`, `floor`, `ceil` | int64 / float64 | same (int64 `round`/`floor`/`ceil` are the identity) |
+//! | `sqrt`, `log`, `exp` | int64 / float64 | float64 |
+//! | `pow` | two numbers | float64 |
+//! | `rem` | two numbers | int64, or float64 if either is |
+//! | `str.len_chars` | str | int64 |
+//! | `str.to_lowercase` `to_uppercase` `strip_chars` `slice` `replace` | str | str |
+//! | `str.starts_with` `ends_with` `contains` `like` | str | bool |
+//! | `concat_str` | str, ... | str |
+
+use super::ast::Scalar;
+use super::bind::{is_num, to_float, unify_num, Const, Kind, Node};
+use super::func::Func;
+use super::strings::{like_regex, Matcher};
+use crate::encoding::{DType, Interner};
+use crate::error::{Error, Result};
+use regex::Regex;
+
+/// A bound library function (the operands are the node's `args`).
+#[derive(Clone, Debug)]
+pub(crate) enum BoundFunc {
+    /// Membership in constants of the operand's dtype.
+    IsIn(Vec<Const>),
+    Abs,
+    Round(u32),
+    Floor,
+    Ceil,
+    Sqrt,
+    Log,
+    Exp,
+    Pow,
+    Rem,
+    LenChars,
+    Lower,
+    Upper,
+    Strip,
+    StartsWith(String),
+    EndsWith(String),
+    Contains(Matcher),
+    Like(Regex),
+    Slice(i64, Option<i64>),
+    Replace(Matcher, String),
+    ConcatStr(String),
+}
+
+fn node(func: BoundFunc, args: Vec<Node>, dtype: DType, src: String) -> Node {
+    Node {
+        kind: Kind::Func {
+            func: Box::new(func),
+            args,
+            src,
+        },
+        dtype,
+    }
+}
+
+/// Binds `func` of bound operands `args`. Type errors are [`Error::Type`] with a message
+/// the caller places in context; a bad pattern is an [`Error::Plan`].
+pub(crate) fn bind(func: &Func, mut args: Vec<Node>, src: String) -> Result<Node> {
+    let name = func.json_name();
+    let dtypes: Vec<&str> = args.iter().map(|a| a.dtype.name()).collect();
+    let type_err =
+        |want: &str| Error::Type(format!("{name} needs {want}, got {}", dtypes.join(" and ")));
+    let d0 = args[0].dtype;
+    let numeric = |args: &[Node]| args.iter().all(|a| is_num(a.dtype));
+    let strings = |args: &[Node]| args.iter().all(|a| a.dtype == DType::Str);
+    Ok(match func {
+        Func::IsIn(values) => {
+            let kinds: Vec<DType> = values.iter().map(Scalar::dtype).collect();
+            let arg = args.pop().expect("one operand");
+            let all_num = is_num(d0) && kinds.iter().all(|&d| is_num(d));
+            let (arg, dtype) =
+                if all_num && (d0 == DType::Float64 || kinds.contains(&DType::Float64)) {
+                    (to_float(arg), DType::Float64)
+                } else if all_num || kinds.iter().all(|&d| d == d0) {
+                    (arg, d0)
+                } else {
+                    let vs: Vec<&str> = kinds.iter().map(|d| d.name()).collect();
+                    return Err(Error::Type(format!(
+                        "is_in values must match the operand's dtype {}, got [{}]",
+                        d0.name(),
+                        vs.join(", ")
+                    )));
+                };
+            let consts = values
+                .iter()
+                .map(|v| match (v, dtype) {
+                    (Scalar::Int64(x), DType::Float64) => Const::Float(*x as f64),
+                    (Scalar::Int64(x), _) => Const::Int(*x),
+                    (Scalar::Float64(x), _) => Const::Float(*x),
+                    (Scalar::Bool(x), _) => Const::Bool(*x),
+                    (Scalar::Str(x), _) => Const::Str(Interner::intern(x)),
+                })
+                .collect();
+            node(BoundFunc::IsIn(consts), vec![arg], DType::Bool, src)
+        }
+        Func::Abs | Func::Round(_) | Func::Floor | Func::Ceil => {
+            if !numeric(&args) {
+                return Err(type_err("an int64 or float64 operand"));
+            }
+            let arg = args.pop().expect("one operand");
+            if d0 == DType::Int64 && !matches!(func, Func::Abs) {
+                return Ok(arg);
+            }
+            let f = match func {
+                Func::Abs => BoundFunc::Abs,
+                Func::Round(d) => BoundFunc::Round(*d),
+                Func::Floor => BoundFunc::Floor,
+                _ => BoundFunc::Ceil,
+            };
+            node(f, vec![arg], d0, src)
+        }
+        Func::Sqrt | Func::Log | Func::Exp => {
+            if !numeric(&args) {
+                return Err(type_err("an int64 or float64 operand"));
+            }
+            let f = match func {
+                Func::Sqrt => BoundFunc::Sqrt,
+                Func::Log => BoundFunc::Log,
+                _ => BoundFunc::Exp,
+            };
+            let arg = to_float(args.pop().expect("one operand"));
+            node(f, vec![arg], DType::Float64, src)
+        }
+        Func::Pow | Func::Rem => {
+            if !numeric(&args) {
+                return Err(type_err("two int64 or float64 operands"));
+            }
+            let b = args.pop().expect("two operands");
+            let a = args.pop().expect("two operands");
+            if matches!(func, Func::Pow) {
+                node(
+                    BoundFunc::Pow,
+                    vec![to_float(a), to_float(b)],
+                    DType::Float64,
+                    src,
+                )
+            } else {
+                let (a, b, dtype) = unify_num(a, b);
+                node(BoundFunc::Rem, vec![a, b], dtype, src)
+            }
+        }
+        Func::ConcatStr(sep) => {
+            if !strings(&args) {
+                return Err(type_err("str operands (cast is not available for str)"));
+            }
+            node(BoundFunc::ConcatStr(sep.clone()), args, DType::Str, src)
+        }
+        _ => {
+            if !strings(&args) {
+                return Err(type_err("a str operand"));
+            }
+            let (f, dtype) = match func {
+                Func::LenChars => (BoundFunc::LenChars, DType::Int64),
+                Func::Lower => (BoundFunc::Lower, DType::Str),
+                Func::Upper => (BoundFunc::Upper, DType::Str),
+                Func::Strip => (BoundFunc::Strip, DType::Str),
+                Func::StartsWith(p) => (BoundFunc::StartsWith(p.clone()), DType::Bool),
+                Func::EndsWith(p) => (BoundFunc::EndsWith(p.clone()), DType::Bool),
+                Func::Contains { pattern, literal } => (
+                    BoundFunc::Contains(Matcher::new(pattern, *literal)?),
+                    DType::Bool,
+                ),
+                Func::Like(p) => (BoundFunc::Like(like_regex(p)?), DType::Bool),
+                Func::Slice { offset, length } => {
+                    func.validate()?;
+                    (BoundFunc::Slice(*offset, *length), DType::Str)
+                }
+                Func::Replace {
+                    pattern,
+                    value,
+                    literal,
+                } => (
+                    BoundFunc::Replace(Matcher::new(pattern, *literal)?, value.clone()),
+                    DType::Str,
+                ),
+                _ => unreachable!("handled above: {func:?}"),
+            };
+            node(f, args, dtype, src)
+        }
+    })
+}
