@@ -18,7 +18,7 @@ a circle (``tests/api/test_layers.py`` checks both against this table)::
     5 owner:    dataflow
     4 handles:  collection, records
     3 runtime:  engine, input, capture, traces
-    2 plan:     expr, plan, callbacks, functions, aggregates, builder, joins, reducing
+    2 plan:     expr, plan, callbacks, functions, aggregates, builder, joins, reducing, grouping
     1 values:   _core, errors, dtypes, times, errorlog, kernels
 
 1. values: the native module, errors, dtypes and time coordinates, the error log, kernels.
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from ddflow import _core as _core
 from ddflow import algorithms
-from ddflow.aggregates import count, distinct, max, min, reducer, sum, top_k
+from ddflow.aggregates import count, distinct, max, mean, min, reducer, sum, top_k
 from ddflow.callbacks import ReduceBatch
 from ddflow.capture import Capture, Probe
 from ddflow.collection import Arrangement, Collection
@@ -79,6 +79,7 @@ __all__ = [
     "min",
     "max",
     "sum",
+    "mean",
     "count",
     "distinct",
     "top_k",

@@ -1,5 +1,7 @@
-"""Aggregates for ``reduce``: ``dd.min``, ``dd.max``, ``dd.sum``, ``dd.count``, ``dd.distinct``,
-``dd.top_k`` (run in Rust) and :func:`reducer`, a Python function called once per batch of keys.
+"""Aggregates for ``reduce``: ``dd.min``, ``dd.max``, ``dd.sum``, ``dd.mean``, ``dd.count``,
+``dd.distinct``, ``dd.top_k`` (run in Rust) and :func:`reducer`, a Python function called once
+per batch of keys. ``min``, ``max``, ``sum``, ``mean`` and ``count`` are also the parts of
+``group_by(...).agg(...)`` (:mod:`ddflow.grouping`), where their argument may be an expression.
 
 An aggregate turns into the ``agg`` field of a ``reduce`` node (PLAN.md) given the key and
 value columns of the arrangement it reads, and names its output columns: ``dd.min("dist")``
@@ -10,18 +12,21 @@ keep the value columns; ``.alias(name)`` renames a one-column result.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
 from ddflow.callbacks import ReduceBatch, Registered
 from ddflow.errors import ColumnNotFoundError, PlanError
+from ddflow.expr import Expr, expr_text
 from ddflow.plan import (
     AggJson,
     ColumnAgg,
     CountAgg,
     DistinctAgg,
+    GroupAgg,
+    GroupColumnPart,
     PythonAgg,
     ThresholdAgg,
     TopKAgg,
@@ -32,6 +37,7 @@ __all__ = [
     "min",
     "max",
     "sum",
+    "mean",
     "count",
     "distinct",
     "top_k",
@@ -71,11 +77,14 @@ def _val_index(column: str, key: Sequence[str], vals: Sequence[str], label: str)
 
 @dataclass(frozen=True)
 class ColumnAggregate(Aggregate):
-    """``min`` / ``max`` / ``sum`` of one value column."""
+    """``min`` / ``max`` / ``sum`` / ``mean`` of one value column (``mean`` is a one-part
+    ``group`` aggregate). With ``expr`` (an expression argument, ``column`` its text) it is
+    only a part of ``group_by(...).agg(...)``, which computes the expression first."""
 
-    kind: Literal["min", "max", "sum"]
+    kind: Literal["min", "max", "sum", "mean"]
     column: str
     name: str | None = None
+    expr: Expr | None = field(default=None, compare=False, repr=False)
 
     def alias(self, name: str) -> ColumnAggregate:
         """The same aggregate writing column ``name``."""
@@ -85,8 +94,17 @@ class ColumnAggregate(Aggregate):
         self, key: Sequence[str], vals: Sequence[str], label: str, register: Register
     ) -> tuple[AggJson, tuple[str, ...]]:
         """``{"kind": kind, "column": i}`` writing one column."""
+        if self.expr is not None:
+            raise PlanError(
+                f"{label}: {self.describe()}: an expression argument needs "
+                f"group_by(...).agg(...); here compute it first with with_columns(...)"
+            )
         index = _val_index(self.column, key, vals, label)
-        return ColumnAgg(kind=self.kind, column=index), (self.name or self.column,)
+        name = self.name or self.column
+        if self.kind == "mean":
+            part = GroupColumnPart(kind="mean", column=index, name=name)
+            return GroupAgg(kind="group", aggs=[part]), (name,)
+        return ColumnAgg(kind=self.kind, column=index), (name,)
 
     def describe(self) -> str:
         """``min(dist)``."""
@@ -221,24 +239,50 @@ class ThresholdAggregate(Aggregate):
         return f"threshold {getattr(self.fn, '__qualname__', repr(self.fn))}"
 
 
-def min(column: str) -> ColumnAggregate:  # noqa: A001
+def min(column: str | Expr) -> ColumnAggregate:  # noqa: A001
     """The least value of ``column`` among values with positive count; writes ``column``."""
-    return ColumnAggregate("min", _name(column))
+    return _column_aggregate("min", column)
 
 
-def max(column: str) -> ColumnAggregate:  # noqa: A001
+def max(column: str | Expr) -> ColumnAggregate:  # noqa: A001
     """The greatest value of ``column`` among values with positive count; writes ``column``."""
-    return ColumnAggregate("max", _name(column))
+    return _column_aggregate("max", column)
 
 
-def sum(column: str) -> ColumnAggregate:  # noqa: A001
+def sum(column: str | Expr) -> ColumnAggregate:  # noqa: A001
     """The signed sum of ``column`` weighted by counts; writes ``column``."""
-    return ColumnAggregate("sum", _name(column))
+    return _column_aggregate("sum", column)
 
 
-def count() -> CountAggregate:
-    """The signed sum of counts per key (absent when zero); writes ``count``."""
+def mean(column: str | Expr) -> ColumnAggregate:
+    """The signed weighted sum of ``column`` over the signed sum of counts, as float64 (an
+    error update where the counts sum to 0); writes ``column``. Present while the key has a
+    value with non-zero count."""
+    return _column_aggregate("mean", column)
+
+
+def count(column: str | None = None) -> CountAggregate:
+    """The signed sum of counts per key (absent when zero in ``reduce``); writes ``count``.
+
+    ``count("col")`` (rows where ``col`` is not null, in SQL) is refused: ddflow has no nulls
+    yet, so it would always equal ``count()``."""
+    if column is not None:
+        raise PlanError(
+            f"count({column!r}): counting the non-null values of a column is not supported "
+            f"(there are no nulls, so it equals count()); use dd.count()"
+        )
     return CountAggregate()
+
+
+def _column_aggregate(
+    kind: Literal["min", "max", "sum", "mean"], column: str | Expr
+) -> ColumnAggregate:
+    """A column aggregate of a column name, ``dd.col(name)`` or another expression."""
+    if isinstance(column, Expr):
+        if column.op == "col":
+            return ColumnAggregate(kind, column.output_name())
+        return ColumnAggregate(kind, expr_text(column), expr=column)
+    return ColumnAggregate(kind, _name(column))
 
 
 def distinct() -> DistinctAggregate:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ddflow import joins, reducing
+from ddflow import grouping, joins, reducing
 from ddflow.aggregates import Aggregate, ThresholdAggregate, count, distinct
 from ddflow.builder import ArrangedNode, Node, resolve_names
 from ddflow.capture import Capture, Probe
@@ -139,6 +139,13 @@ class Collection(RecordOperators):
             raise PlanError(f"{label}: expected a function, got {fn!r}")
         agg = ThresholdAggregate(fn, vectorized)
         return self._reduce(self.columns, agg, None, label)
+
+    def group_by(self, *keys: str) -> grouping.GroupBy[Collection]:
+        """This collection grouped by ``keys`` (none: one global group), for several
+        aggregates per group: ``c.group_by("k").agg(total=dd.sum("x"), n=dd.count())``
+        (semantics in :mod:`ddflow.grouping`)."""
+        label = f"group_by@{user_location()}"
+        return grouping.GroupBy(self._builder, self._ref(), keys, self._wrap, label)
 
     def _reduce(
         self,

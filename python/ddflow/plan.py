@@ -137,7 +137,30 @@ class PythonAgg(TypedDict):
     columns: int
 
 
-AggJson = ColumnAgg | CountAgg | DistinctAgg | TopKAgg | ThresholdAgg | PythonAgg
+class GroupColumnPart(TypedDict):
+    """A part of a ``group`` aggregate reading value column ``column``; ``name`` is its
+    output column (for messages)."""
+
+    kind: Literal["sum", "mean", "min", "max"]
+    column: int
+    name: str
+
+
+class GroupCountPart(TypedDict):
+    """The ``count`` part of a ``group`` aggregate; ``name`` is its output column."""
+
+    kind: Literal["count"]
+    name: str
+
+
+class GroupAgg(TypedDict):
+    """Several one-row aggregates per key, one output column each, in one row."""
+
+    kind: Literal["group"]
+    aggs: list[GroupColumnPart | GroupCountPart]
+
+
+AggJson = ColumnAgg | CountAgg | DistinctAgg | TopKAgg | ThresholdAgg | PythonAgg | GroupAgg
 """A ``reduce`` aggregate as plan JSON (``{"kind": ..., ...}``, see PLAN.md)."""
 
 AGG_KINDS: dict[str, type] = {
@@ -149,6 +172,7 @@ AGG_KINDS: dict[str, type] = {
     "top_k": TopKAgg,
     "threshold_py": ThresholdAgg,
     "python": PythonAgg,
+    "group": GroupAgg,
 }
 """The TypedDict of each aggregate ``kind``."""
 

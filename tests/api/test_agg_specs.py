@@ -22,6 +22,7 @@ from ddflow.plan import (
     ColumnAgg,
     CountAgg,
     DistinctAgg,
+    GroupAgg,
     PythonAgg,
     ThresholdAgg,
     TopKAgg,
@@ -123,6 +124,23 @@ CASES: list[tuple[str, Build, type, dict[str, Any], list[dict[str, Any]]]] = [
         {"kind": "python", "fn": FN, "columns": 1},
         [{"k": 1, "n": 3, "diff": 1}, {"k": 2, "n": 1, "diff": 1}],
     ),
+    (
+        "group",
+        lambda c: c.group_by("k").agg(n=agg.count(), s=agg.sum("v"), m=agg.mean("v")),
+        GroupAgg,
+        {
+            "kind": "group",
+            "aggs": [
+                {"kind": "count", "name": "n"},
+                {"kind": "sum", "column": 0, "name": "s"},
+                {"kind": "mean", "column": 0, "name": "m"},
+            ],
+        },
+        [
+            {"k": 1, "n": 3, "s": 17, "m": 17 / 3, "diff": 1},
+            {"k": 2, "n": 1, "s": 9, "m": 9.0, "diff": 1},
+        ],
+    ),
 ]
 
 
@@ -133,6 +151,11 @@ def _conforms(value: Any, hint: Any) -> bool:
         return value in typing.get_args(hint)
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
+    if typing.get_origin(hint) is list:  # a list of TypedDicts: check each item's keys
+        items = typing.get_args(typing.get_args(hint)[0]) or typing.get_args(hint)
+        return isinstance(value, list) and all(
+            any(set(v) == set(typing.get_type_hints(t)) for t in items) for v in value
+        )
     return isinstance(value, hint)
 
 
