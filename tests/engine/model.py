@@ -15,7 +15,9 @@ consolidated output updates. The rules it implements:
 * ``reduce`` applies an aggregate per key to the key's records with non-zero count:
   ``min`` / ``max`` / ``top_k`` / ``distinct`` look at values with positive count, ``sum`` is
   the signed weighted sum (present whenever the key is), ``count`` is the signed sum of
-  counts (absent when zero);
+  counts (absent when zero); ``Aggs`` (``group_by().agg()``) writes several one-row
+  aggregates per key, present while the key has a non-zero record, no row (an error in the
+  engine) where ``mean`` divides by a zero count or ``min``/``max`` have no positive value;
 * ``distinct`` keeps records with positive count (count 1); ``threshold(f)`` gives count
   ``f(c)``;
 * ``iterate`` is the fixed point of repeated application of the body to the source.
@@ -39,6 +41,7 @@ Row = dict[str, Any]
 
 __all__ = [
     "Agg",
+    "Aggs",
     "Count",
     "Distinct",
     "Max",
@@ -487,6 +490,49 @@ class PyReduce(Agg):
         self, value_columns: tuple[str, ...], group: list[tuple[Record, int]]
     ) -> list[tuple[Record, int]]:
         return self.fn(sorted(group))
+
+
+@dataclass(frozen=True)
+class Aggs(Agg):
+    """Several one-row aggregates per key: ``parts`` are ``(name, kind, column)`` with kind
+    ``sum``/``count``/``mean``/``min``/``max`` (column None for ``count``). One row while the
+    key has a record with non-zero count; none where a part is undefined (:meth:`undefined`).
+    """
+
+    parts: tuple[tuple[str, str, str | None], ...]
+
+    def out_columns(self, value_columns: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(name for name, _, _ in self.parts)
+
+    def undefined(self, value_columns: tuple[str, ...], group: list[tuple[Record, int]]) -> bool:
+        """Whether a present group has a part without a value (an error update)."""
+        n = sum(c for _, c in group)
+        return bool(group) and any(
+            (kind == "mean" and n == 0) or (kind in ("min", "max") and not _positive(group))
+            for _, kind, _ in self.parts
+        )
+
+    def apply(
+        self, value_columns: tuple[str, ...], group: list[tuple[Record, int]]
+    ) -> list[tuple[Record, int]]:
+        if not group or self.undefined(value_columns, group):
+            return []
+        n = sum(c for _, c in group)
+        row: list[Any] = []
+        for _, kind, column in self.parts:
+            if kind == "count":
+                row.append(n)
+                continue
+            i = value_columns.index(str(column))
+            total = sum(v[i] * c for v, c in group)
+            positive = [v[i] for v in _positive(group)]
+            if kind == "sum":
+                row.append(total)
+            elif kind == "mean":
+                row.append(total / n)
+            else:
+                row.append(min(positive) if kind == "min" else max(positive))
+        return [(tuple(row), 1)]
 
 
 def reduce(rel: Rel, by: str | Sequence[str], agg: Agg) -> Rel:
