@@ -19,6 +19,7 @@ a circle (``tests/api/test_layers.py`` checks both against this table)::
     4 handles:  collection, records
     3 runtime:  engine, input, capture, traces
     2 plan:     expr, plan, callbacks, functions, aggregates, builder, joins, reducing, grouping
+    2 plan:     expr_functions, expr_str
     1 values:   _core, errors, dtypes, times, errorlog, kernels
 
 1. values: the native module, errors, dtypes and time coordinates, the error log, kernels.
@@ -58,7 +59,7 @@ from ddflow.errors import (
     UnsortedInputError,
     UserFunctionError,
 )
-from ddflow.expr import col, lit, max_of, min_of, when
+from ddflow.expr import col, concat_str, lit, max_of, min_of, when
 from ddflow.input import InputSession
 from ddflow.traces import TraceHandle
 
@@ -76,6 +77,7 @@ __all__ = [
     "when",
     "min_of",
     "max_of",
+    "concat_str",
     "min",
     "max",
     "sum",

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -40,6 +40,7 @@ from ddflow.errors import (
     PlanError,
     SchemaTypeError,
 )
+from ddflow.expr_functions import ExprFunctions, function_json, function_repr
 
 __all__ = [
     "DTYPES",
@@ -53,6 +54,7 @@ __all__ = [
     "min_of",
     "when",
     "as_expr",
+    "concat_str",
     "check_columns",
     "expr_text",
 ]
@@ -155,7 +157,7 @@ def _float_json(value: float) -> float | str:
     return value if _serde_reads_exactly(repr(abs(value))) else repr(value)
 
 
-class Expr:
+class Expr(ExprFunctions):
     """A column expression. Build with :func:`col`, :func:`lit`, :func:`when`, operators and
     methods; never evaluated in Python (``bool(expr)`` raises ``TypeError``)."""
 
@@ -234,7 +236,7 @@ class Expr:
                 "then": a[1].to_json(),
                 "otherwise": a[2].to_json(),
             }
-        raise AssertionError(f"unknown op {op!r}")
+        return function_json(self)  # the expression library (ddflow.expr_functions)
 
     def __repr__(self) -> str:
         """Python-like source, identical to the Rust ``Display`` used in error messages."""
@@ -257,7 +259,7 @@ class Expr:
             return f"{a[0]._receiver()}.alias({_quote(self._attrs['name'])})"
         if op == "when":
             return f"when({a[0]!r}).then({a[1]!r}).otherwise({a[2]!r})"
-        raise AssertionError(f"unknown op {op!r}")
+        return function_repr(self)  # the expression library (ddflow.expr_functions)
 
     __str__ = __repr__
 
@@ -277,7 +279,7 @@ class Expr:
         raise TypeError(
             f"the truth value of an expression is ambiguous ({self!r}): use & | ~ instead of "
             f"and / or / not, when(...).then(...).otherwise(...) instead of if/else, and no "
-            f"chained comparisons (a < x < b); `x in [...]` is not supported"
+            f"chained comparisons (a < x < b); use x.is_in([...]) for `x in [...]`"
         )
 
     def __iter__(self) -> Iterator[Any]:
@@ -421,6 +423,15 @@ def _fold(op: str, a: IntoExpr, b: IntoExpr, more: tuple[IntoExpr, ...]) -> Expr
     for c in more:
         out = Expr(op, (out, _into_expr(c)))
     return out
+
+
+def concat_str(exprs: Iterable[IntoExpr], separator: str = "") -> Expr:
+    """The strings of ``exprs`` (str expressions; a ``str`` is a literal) joined by
+    ``separator``, row by row: ``concat_str([col("first"), col("last")], separator=" ")``."""
+    parts = tuple(_into_expr(e) for e in exprs)
+    if not parts:
+        raise PlanError("concat_str needs at least one expression")
+    return parts[0]._concat(parts, separator)
 
 
 def min_of(a: IntoExpr, b: IntoExpr, *more: IntoExpr) -> Expr:
