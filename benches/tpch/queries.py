@@ -1,0 +1,448 @@
+"""The TPC-H queries written with ddflow's Python API: ``qN(tables) -> Collection``.
+
+``tables`` maps each TPC-H table name to a collection of its rows in the encodings of
+:mod:`benches.tpch.encoding` (dates as day numbers, decimals as hundredths), and every query
+uses the substitution parameters of the specification's validation run (as
+:mod:`benches.tpch.sql` does). Each result has the columns of the query's ``SELECT`` list,
+named as there; revenues and other decimal results are exact int64s at the scale the
+products give (``price * (100 - discount)`` is at scale 4), averages and ratios float64.
+``ORDER BY`` and ``LIMIT`` are left out: a collection has no order, and the whole result
+before the limit is what is compared.
+
+Correlated subqueries are decorrelated by hand (a ``reduce`` per correlation key joined
+back, ``EXISTS`` as ``semijoin``, ``NOT EXISTS`` / ``NOT IN`` as ``antijoin``), the left outer
+join of Q13 as a join plus an ``antijoin``, and comparisons against an average are
+multiplied out so they stay exact (``x < 0.2 * avg`` is ``5 * x * count < sum``).
+Aggregates go through :func:`benches.tpch.compat.group_agg` and ``LIKE`` / ``SUBSTRING``
+through its Python batch functions until those features land.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+
+from benches.tpch.compat import (
+    agg_count,
+    agg_max,
+    agg_mean,
+    agg_sum,
+    group_agg,
+    like,
+    like_flag,
+    substring,
+)
+from benches.tpch.encoding import days, year_of
+
+import ddflow as dd
+
+__all__ = ["QUERIES", "Tables", "build"]
+
+Tables = Mapping[str, dd.Collection]
+col = dd.col
+
+REVENUE = col("l_extendedprice") * (100 - col("l_discount"))
+"""``l_extendedprice * (1 - l_discount)`` at scale 4."""
+
+
+def _one_of(column: str, values: tuple[str | int, ...]) -> dd.Expr:
+    """``column IN (values)`` as equalities (until ``is_in`` lands)."""
+    out = col(column) == values[0]
+    for value in values[1:]:
+        out = out | (col(column) == value)
+    return out
+
+
+def _in_range(column: str, lo: str, hi: str) -> dd.Expr:
+    """``lo <= column < hi`` for ISO dates."""
+    return (col(column) >= days(lo)) & (col(column) < days(hi))
+
+
+def _nations_in(t: Tables, region: str) -> dd.Collection:
+    """``n_nationkey, n_name`` of the nations of ``region``."""
+    regions = t["region"].filter(col("r_name") == region).select("r_regionkey")
+    nations = t["nation"].select("n_nationkey", "n_name", "n_regionkey")
+    joined = nations.join(regions, left_on="n_regionkey", right_on="r_regionkey")
+    return joined.select("n_nationkey", "n_name")
+
+
+def _suppliers_in(t: Tables, nation: str) -> dd.Collection:
+    """The supplier rows of ``nation``."""
+    nations = t["nation"].filter(col("n_name") == nation).select("n_nationkey")
+    return t["supplier"].semijoin(nations, left_on="s_nationkey", right_on="n_nationkey")
+
+
+def q1(t: Tables) -> dd.Collection:
+    """Pricing summary report."""
+    li = t["lineitem"].filter(col("l_shipdate") <= days("1998-12-01") - 90)
+    price, disc, tax = col("l_extendedprice"), col("l_discount"), col("l_tax")
+    out = group_agg(
+        li,
+        ["l_returnflag", "l_linestatus"],
+        sum_qty=agg_sum("l_quantity"),
+        sum_base_price=agg_sum(price),
+        sum_disc_price=agg_sum(price * (100 - disc)),
+        sum_charge=agg_sum(price * (100 - disc) * (100 + tax)),
+        avg_qty=agg_mean("l_quantity"),
+        avg_price=agg_mean(price),
+        avg_disc=agg_mean(disc),
+        count_order=agg_count(),
+    )
+    return out.with_columns(
+        avg_qty=col("avg_qty") / 100, avg_price=col("avg_price") / 100,
+        avg_disc=col("avg_disc") / 100,
+    )  # fmt: skip
+
+
+def q2(t: Tables) -> dd.Collection:
+    """Minimum cost supplier (the minimum per part decorrelated as a ``reduce``)."""
+    supp = t["supplier"].select(
+        "s_suppkey", "s_nationkey", "s_acctbal", "s_name", "s_address", "s_phone", "s_comment"
+    )
+    supp = supp.join(_nations_in(t, "EUROPE"), left_on="s_nationkey", right_on="n_nationkey")
+    parts = t["part"].filter(col("p_size") == 15).filter(like("p_type", "%BRASS"))
+    parts = parts.select("p_partkey", "p_mfgr")
+    ps = t["partsupp"].select("ps_partkey", "ps_suppkey", "ps_supplycost")
+    ps = ps.semijoin(supp, left_on="ps_suppkey", right_on="s_suppkey")
+    ps = ps.semijoin(parts, left_on="ps_partkey", right_on="p_partkey")
+    cheapest = ps.select("ps_partkey", "ps_supplycost").reduce(
+        "ps_partkey", dd.min("ps_supplycost")
+    )
+    best = ps.join(cheapest, on=["ps_partkey", "ps_supplycost"])
+    best = best.join(parts, left_on="ps_partkey", right_on="p_partkey")
+    best = best.join(supp, left_on="ps_suppkey", right_on="s_suppkey")
+    best = best.rename(ps_partkey="p_partkey")
+    return best.select(
+        "s_acctbal", "s_name", "n_name", "p_partkey", "p_mfgr", "s_address", "s_phone",
+        "s_comment",
+    )  # fmt: skip
+
+
+def q3(t: Tables) -> dd.Collection:
+    """Shipping priority."""
+    cust = t["customer"].filter(col("c_mktsegment") == "BUILDING").select("c_custkey")
+    orders = t["orders"].filter(col("o_orderdate") < days("1995-03-15"))
+    orders = orders.select("o_orderkey", "o_custkey", "o_orderdate", "o_shippriority")
+    orders = orders.join(cust, left_on="o_custkey", right_on="c_custkey")
+    li = t["lineitem"].filter(col("l_shipdate") > days("1995-03-15"))
+    li = li.select("l_orderkey", rev=REVENUE)
+    j = li.join(orders, left_on="l_orderkey", right_on="o_orderkey")
+    return group_agg(j, ["l_orderkey", "o_orderdate", "o_shippriority"], revenue=agg_sum("rev"))
+
+
+def q4(t: Tables) -> dd.Collection:
+    """Order priority checking (``EXISTS`` as a semijoin)."""
+    late = t["lineitem"].filter(col("l_commitdate") < col("l_receiptdate")).select("l_orderkey")
+    orders = t["orders"].filter(_in_range("o_orderdate", "1993-07-01", "1993-10-01"))
+    orders = orders.select("o_orderkey", "o_orderpriority")
+    orders = orders.semijoin(late, left_on="o_orderkey", right_on="l_orderkey")
+    return group_agg(orders, ["o_orderpriority"], order_count=agg_count())
+
+
+def q5(t: Tables) -> dd.Collection:
+    """Local supplier volume."""
+    supp = t["supplier"].select("s_suppkey", "s_nationkey")
+    supp = supp.join(_nations_in(t, "ASIA"), left_on="s_nationkey", right_on="n_nationkey")
+    orders = t["orders"].filter(_in_range("o_orderdate", "1994-01-01", "1995-01-01"))
+    orders = orders.select("o_orderkey", "o_custkey")
+    cust = t["customer"].select("c_custkey", "c_nationkey")
+    orders = orders.join(cust, left_on="o_custkey", right_on="c_custkey")
+    li = t["lineitem"].select("l_orderkey", "l_suppkey", rev=REVENUE)
+    orders = orders.select("o_orderkey", "c_nationkey")
+    j = li.join(orders, left_on="l_orderkey", right_on="o_orderkey")
+    j = j.join(supp, left_on=["l_suppkey", "c_nationkey"], right_on=["s_suppkey", "s_nationkey"])
+    return group_agg(j, ["n_name"], revenue=agg_sum("rev"))
+
+
+def q6(t: Tables) -> dd.Collection:
+    """Forecasting revenue change."""
+    li = t["lineitem"].filter(
+        _in_range("l_shipdate", "1994-01-01", "1995-01-01")
+        & (col("l_discount") >= 5) & (col("l_discount") <= 7) & (col("l_quantity") < 2400)
+    )  # fmt: skip
+    return group_agg(li, [], revenue=agg_sum(col("l_extendedprice") * col("l_discount")))
+
+
+def q7(t: Tables) -> dd.Collection:
+    """Volume shipping."""
+    nations = t["nation"].filter(_one_of("n_name", ("FRANCE", "GERMANY")))
+    nations = nations.select("n_nationkey", "n_name")
+    supp = t["supplier"].select("s_suppkey", "s_nationkey")
+    supp = supp.join(nations, left_on="s_nationkey", right_on="n_nationkey")
+    supp = supp.select("s_suppkey", supp_nation=col("n_name"))
+    cust = t["customer"].select("c_custkey", "c_nationkey")
+    cust = cust.join(nations, left_on="c_nationkey", right_on="n_nationkey")
+    orders = t["orders"].select("o_orderkey", "o_custkey")
+    orders = orders.join(cust, left_on="o_custkey", right_on="c_custkey")
+    orders = orders.select("o_orderkey", cust_nation=col("n_name"))
+    li = t["lineitem"].filter(
+        (col("l_shipdate") >= days("1995-01-01")) & (col("l_shipdate") <= days("1996-12-31"))
+    )
+    li = li.select("l_orderkey", "l_suppkey", l_year=year_of("l_shipdate"), volume=REVENUE)
+    j = li.join(supp, left_on="l_suppkey", right_on="s_suppkey")
+    j = j.join(orders, left_on="l_orderkey", right_on="o_orderkey")
+    j = j.filter(col("supp_nation") != col("cust_nation"))
+    return group_agg(j, ["supp_nation", "cust_nation", "l_year"], revenue=agg_sum("volume"))
+
+
+def q8(t: Tables) -> dd.Collection:
+    """National market share."""
+    america = _nations_in(t, "AMERICA").select("n_nationkey")
+    cust = t["customer"].select("c_custkey", "c_nationkey")
+    cust = cust.semijoin(america, left_on="c_nationkey", right_on="n_nationkey")
+    orders = t["orders"].filter(
+        (col("o_orderdate") >= days("1995-01-01")) & (col("o_orderdate") <= days("1996-12-31"))
+    )
+    orders = orders.select("o_orderkey", "o_custkey", o_year=year_of("o_orderdate"))
+    orders = orders.semijoin(cust, left_on="o_custkey", right_on="c_custkey")
+    parts = t["part"].filter(col("p_type") == "ECONOMY ANODIZED STEEL").select("p_partkey")
+    supp = t["supplier"].select("s_suppkey", "s_nationkey")
+    supp = supp.join(t["nation"].select("n_nationkey", "n_name"), left_on="s_nationkey",
+                     right_on="n_nationkey")  # fmt: skip
+    li = t["lineitem"].select("l_orderkey", "l_partkey", "l_suppkey", volume=REVENUE)
+    li = li.semijoin(parts, left_on="l_partkey", right_on="p_partkey")
+    j = li.join(orders.select("o_orderkey", "o_year"), left_on="l_orderkey", right_on="o_orderkey")
+    j = j.join(supp.select("s_suppkey", "n_name"), left_on="l_suppkey", right_on="s_suppkey")
+    brazil = dd.when(col("n_name") == "BRAZIL").then(col("volume")).otherwise(0)
+    out = group_agg(j, ["o_year"], brazil=agg_sum(brazil), total=agg_sum("volume"))
+    return out.select("o_year", mkt_share=col("brazil") / col("total"))
+
+
+def q9(t: Tables) -> dd.Collection:
+    """Product type profit measure."""
+    parts = t["part"].filter(like("p_name", "%green%")).select("p_partkey")
+    li = t["lineitem"].select("l_orderkey", "l_partkey", "l_suppkey", "l_quantity", rev=REVENUE)
+    li = li.semijoin(parts, left_on="l_partkey", right_on="p_partkey")
+    ps = t["partsupp"].select("ps_partkey", "ps_suppkey", "ps_supplycost")
+    j = li.join(ps, left_on=["l_partkey", "l_suppkey"], right_on=["ps_partkey", "ps_suppkey"])
+    orders = t["orders"].select("o_orderkey", o_year=year_of("o_orderdate"))
+    j = j.join(orders, left_on="l_orderkey", right_on="o_orderkey")
+    supp = t["supplier"].select("s_suppkey", "s_nationkey")
+    supp = supp.join(t["nation"].select("n_nationkey", "n_name"), left_on="s_nationkey",
+                     right_on="n_nationkey").select("s_suppkey", nation=col("n_name"))  # fmt: skip
+    j = j.join(supp, left_on="l_suppkey", right_on="s_suppkey")
+    amount = col("rev") - col("ps_supplycost") * col("l_quantity")
+    return group_agg(j, ["nation", "o_year"], sum_profit=agg_sum(amount))
+
+
+def q10(t: Tables) -> dd.Collection:
+    """Returned item reporting (revenue per customer first, then the customer's columns)."""
+    orders = t["orders"].filter(_in_range("o_orderdate", "1993-10-01", "1994-01-01"))
+    orders = orders.select("o_orderkey", "o_custkey")
+    li = t["lineitem"].filter(col("l_returnflag") == "R").select("l_orderkey", rev=REVENUE)
+    j = li.join(orders, left_on="l_orderkey", right_on="o_orderkey")
+    per = group_agg(j, ["o_custkey"], revenue=agg_sum("rev"))
+    cust = t["customer"].select(
+        "c_custkey", "c_name", "c_acctbal", "c_phone", "c_nationkey", "c_address", "c_comment"
+    )
+    cust = cust.join(t["nation"].select("n_nationkey", "n_name"), left_on="c_nationkey",
+                     right_on="n_nationkey")  # fmt: skip
+    out = per.join(cust, left_on="o_custkey", right_on="c_custkey").rename(o_custkey="c_custkey")
+    return out.select(
+        "c_custkey", "c_name", "revenue", "c_acctbal", "n_name", "c_address", "c_phone",
+        "c_comment",
+    )  # fmt: skip
+
+
+def q11(t: Tables, sf: float = 1.0) -> dd.Collection:
+    """Important stock identification (``value > total * 0.0001 / SF`` as
+    ``value * 10000 * SF > total``)."""
+    scale = round(10000 * sf)
+    if scale < 1 or abs(scale - 10000 * sf) > 1e-9:
+        raise ValueError(f"Q11 needs 10000 * SF to be a whole number, SF is {sf}")
+    supp = _suppliers_in(t, "GERMANY").select("s_suppkey")
+    value = col("ps_supplycost") * col("ps_availqty")
+    ps = t["partsupp"].select("ps_partkey", "ps_suppkey", v=value)
+    ps = ps.semijoin(supp, left_on="ps_suppkey", right_on="s_suppkey")
+    per = group_agg(ps, ["ps_partkey"], value=agg_sum("v")).with_columns(_g=0)
+    total = group_agg(ps, [], total=agg_sum("v")).with_columns(_g=0)
+    j = per.join(total, on="_g").filter(col("value") * scale > col("total"))
+    return j.select("ps_partkey", "value")
+
+
+def q12(t: Tables) -> dd.Collection:
+    """Shipping modes and order priority."""
+    li = t["lineitem"].filter(
+        _one_of("l_shipmode", ("MAIL", "SHIP"))
+        & (col("l_commitdate") < col("l_receiptdate"))
+        & (col("l_shipdate") < col("l_commitdate"))
+        & _in_range("l_receiptdate", "1994-01-01", "1995-01-01")
+    )
+    li = li.select("l_orderkey", "l_shipmode")
+    orders = t["orders"].select("o_orderkey", "o_orderpriority")
+    j = li.join(orders, left_on="l_orderkey", right_on="o_orderkey")
+    high = _one_of("o_orderpriority", ("1-URGENT", "2-HIGH"))
+    return group_agg(
+        j,
+        ["l_shipmode"],
+        high_line_count=agg_sum(dd.when(high).then(1).otherwise(0)),
+        low_line_count=agg_sum(dd.when(high).then(0).otherwise(1)),
+    )
+
+
+def q13(t: Tables) -> dd.Collection:
+    """Customer distribution (the left outer join as a join plus an antijoin)."""
+    orders = t["orders"].filter(like("o_comment", "%special%requests%", negate=True))
+    per = orders.select("o_custkey").count(by="o_custkey")
+    cust = t["customer"].select("c_custkey")
+    some = cust.join(per, left_on="c_custkey", right_on="o_custkey")
+    none = cust.antijoin(per, left_on="c_custkey", right_on="o_custkey")
+    counts = some.select("c_custkey", c_count=col("count")).concat(
+        none.select("c_custkey", c_count=0)
+    )
+    return group_agg(counts, ["c_count"], custdist=agg_count())
+
+
+def q14(t: Tables) -> dd.Collection:
+    """Promotion effect."""
+    li = t["lineitem"].filter(_in_range("l_shipdate", "1995-09-01", "1995-10-01"))
+    li = li.select("l_partkey", rev=REVENUE)
+    parts = t["part"].map(like_flag("p_type", "PROMO%", "promo", ["p_partkey"]),
+                          columns=["p_partkey", "promo"])  # fmt: skip
+    j = li.join(parts, left_on="l_partkey", right_on="p_partkey")
+    out = group_agg(j, [], promo=agg_sum(col("promo") * col("rev")), total=agg_sum("rev"))
+    return out.select(promo_revenue=(col("promo") * 100) / col("total"))
+
+
+def q15(t: Tables) -> dd.Collection:
+    """Top supplier (the revenue view as a ``reduce``, its maximum as a global one)."""
+    li = t["lineitem"].filter(_in_range("l_shipdate", "1996-01-01", "1996-04-01"))
+    revenue = group_agg(li.select("l_suppkey", rev=REVENUE), ["l_suppkey"],
+                        total_revenue=agg_sum("rev"))  # fmt: skip
+    top = group_agg(revenue, [], total_revenue=agg_max("total_revenue"))
+    best = revenue.join(top, on="total_revenue")
+    supp = t["supplier"].select("s_suppkey", "s_name", "s_address", "s_phone")
+    out = supp.join(best, left_on="s_suppkey", right_on="l_suppkey")
+    return out.select("s_suppkey", "s_name", "s_address", "s_phone", "total_revenue")
+
+
+def q16(t: Tables) -> dd.Collection:
+    """Parts/supplier relationship (``NOT IN`` as an antijoin, ``count(DISTINCT)`` as
+    ``distinct`` then a count)."""
+    complaints = t["supplier"].filter(like("s_comment", "%Customer%Complaints%"))
+    parts = (
+        t["part"]
+        .filter((col("p_brand") != "Brand#45") & _one_of("p_size", (49, 14, 23, 45, 19, 3, 36, 9)))
+        .filter(like("p_type", "MEDIUM POLISHED%", negate=True))
+    )
+    parts = parts.select("p_partkey", "p_brand", "p_type", "p_size")
+    ps = t["partsupp"].select("ps_partkey", "ps_suppkey")
+    ps = ps.antijoin(complaints.select("s_suppkey"), left_on="ps_suppkey", right_on="s_suppkey")
+    j = ps.join(parts, left_on="ps_partkey", right_on="p_partkey")
+    pairs = j.select("p_brand", "p_type", "p_size", "ps_suppkey").distinct()
+    return group_agg(pairs, ["p_brand", "p_type", "p_size"], supplier_cnt=agg_count())
+
+
+def q17(t: Tables) -> dd.Collection:
+    """Small-quantity-order revenue (``l_quantity < 0.2 * avg`` as ``5 * q * n < sum``)."""
+    parts = t["part"].filter((col("p_brand") == "Brand#23") & (col("p_container") == "MED BOX"))
+    li = t["lineitem"].select("l_partkey", "l_quantity", "l_extendedprice")
+    li = li.semijoin(parts.select("p_partkey"), left_on="l_partkey", right_on="p_partkey")
+    stats = group_agg(li, ["l_partkey"], qsum=agg_sum("l_quantity"), qn=agg_count())
+    small = li.join(stats, on="l_partkey")
+    small = small.filter(col("l_quantity") * 5 * col("qn") < col("qsum"))
+    out = group_agg(small, [], total=agg_sum("l_extendedprice"))
+    return out.select(avg_yearly=col("total") / 700.0)
+
+
+def q18(t: Tables) -> dd.Collection:
+    """Large volume customer (an order's ``sum(l_quantity)`` is both the ``IN`` test and the
+    result column)."""
+    per = group_agg(t["lineitem"], ["l_orderkey"], sum_qty=agg_sum("l_quantity"))
+    big = per.filter(col("sum_qty") > 30000)
+    orders = t["orders"].select("o_orderkey", "o_custkey", "o_orderdate", "o_totalprice")
+    j = orders.join(big, left_on="o_orderkey", right_on="l_orderkey")
+    j = j.join(t["customer"].select("c_custkey", "c_name"), left_on="o_custkey",
+               right_on="c_custkey").rename(o_custkey="c_custkey")  # fmt: skip
+    return j.select("c_name", "c_custkey", "o_orderkey", "o_orderdate", "o_totalprice", "sum_qty")
+
+
+def q19(t: Tables) -> dd.Collection:
+    """Discounted revenue."""
+    li = t["lineitem"].filter(
+        _one_of("l_shipmode", ("AIR", "AIR REG")) & (col("l_shipinstruct") == "DELIVER IN PERSON")
+    )
+    li = li.select("l_partkey", "l_quantity", rev=REVENUE)
+    parts = t["part"].select("p_partkey", "p_brand", "p_container", "p_size")
+    j = li.join(parts, left_on="l_partkey", right_on="p_partkey")
+
+    def case(brand: str, size: str, quantity: int, max_size: int) -> dd.Expr:
+        kinds = ("BAG", "BOX", "PKG", "PACK") if size == "MED" else ("CASE", "BOX", "PACK", "PKG")
+        containers = tuple(f"{size} {kind}" for kind in kinds)
+        return (
+            (col("p_brand") == brand) & _one_of("p_container", containers)
+            & (col("l_quantity") >= quantity * 100) & (col("l_quantity") <= (quantity + 10) * 100)
+            & (col("p_size") >= 1) & (col("p_size") <= max_size)
+        )  # fmt: skip
+
+    j = j.filter(
+        case("Brand#12", "SM", 1, 5) | case("Brand#23", "MED", 10, 10)
+        | case("Brand#34", "LG", 20, 15)
+    )  # fmt: skip
+    return group_agg(j, [], revenue=agg_sum("rev"))
+
+
+def q20(t: Tables) -> dd.Collection:
+    """Potential part promotion (``ps_availqty > 0.5 * sum`` as ``200 * availqty > sum``)."""
+    forest = t["part"].filter(like("p_name", "forest%")).select("p_partkey")
+    li = t["lineitem"].filter(_in_range("l_shipdate", "1994-01-01", "1995-01-01"))
+    shipped = group_agg(li, ["l_partkey", "l_suppkey"], q=agg_sum("l_quantity"))
+    ps = t["partsupp"].select("ps_partkey", "ps_suppkey", "ps_availqty")
+    ps = ps.semijoin(forest, left_on="ps_partkey", right_on="p_partkey")
+    ps = ps.join(shipped, left_on=["ps_partkey", "ps_suppkey"], right_on=["l_partkey", "l_suppkey"])
+    ok = ps.filter(col("ps_availqty") * 200 > col("q")).select("ps_suppkey")
+    supp = _suppliers_in(t, "CANADA").semijoin(ok, left_on="s_suppkey", right_on="ps_suppkey")
+    return supp.select("s_name", "s_address")
+
+
+def q21(t: Tables) -> dd.Collection:
+    """Suppliers who kept orders waiting (``EXISTS`` another supplier: the order has more
+    than one distinct supplier; ``NOT EXISTS`` another late one: exactly one late)."""
+    li = t["lineitem"]
+    suppliers = li.select("l_orderkey", "l_suppkey").distinct().count(by="l_orderkey")
+    multi = suppliers.filter(col("count") > 1).select("l_orderkey")
+    late = li.filter(col("l_receiptdate") > col("l_commitdate")).select("l_orderkey", "l_suppkey")
+    late_suppliers = late.distinct().count(by="l_orderkey")
+    alone = late_suppliers.filter(col("count") == 1).select("l_orderkey")
+    finished = t["orders"].filter(col("o_orderstatus") == "F").select("o_orderkey")
+    l1 = late.semijoin(finished, left_on="l_orderkey", right_on="o_orderkey")
+    l1 = l1.semijoin(multi, on="l_orderkey").semijoin(alone, on="l_orderkey")
+    supp = _suppliers_in(t, "SAUDI ARABIA").select("s_suppkey", "s_name")
+    j = l1.join(supp, left_on="l_suppkey", right_on="s_suppkey")
+    return group_agg(j, ["s_name"], numwait=agg_count())
+
+
+def q22(t: Tables) -> dd.Collection:
+    """Global sales opportunity (``c_acctbal > avg`` as ``c_acctbal * n > sum``)."""
+    codes = ("13", "31", "23", "29", "30", "18", "17")
+    cust = (
+        t["customer"]
+        .map(
+            substring("c_phone", 1, 2, "cntrycode", ["c_custkey", "c_acctbal"]),
+            columns=["c_custkey", "c_acctbal", "cntrycode"],
+        )
+        .filter(_one_of("cntrycode", codes))
+    )
+    positive = cust.filter(col("c_acctbal") > 0)
+    avg = group_agg(positive, [], s=agg_sum("c_acctbal"), n=agg_count()).with_columns(_g=0)
+    idle = cust.antijoin(t["orders"].select("o_custkey"), left_on="c_custkey", right_on="o_custkey")
+    rich = idle.with_columns(_g=0).join(avg, on="_g")
+    rich = rich.filter(col("c_acctbal") * col("n") > col("s"))
+    return group_agg(rich, ["cntrycode"], numcust=agg_count(), totacctbal=agg_sum("c_acctbal"))
+
+
+QUERIES: dict[str, Callable[..., dd.Collection]] = {
+    f"q{i}": fn
+    for i, fn in enumerate(
+        [q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13, q14, q15, q16, q17, q18, q19,
+         q20, q21, q22],
+        start=1,
+    )
+}  # fmt: skip
+"""Every written query by name."""
+
+
+def build(name: str, tables: Tables, sf: float) -> dd.Collection:
+    """Query ``name`` over ``tables`` (Q11's threshold depends on the scale factor)."""
+    fn = QUERIES[name]
+    return partial(fn, sf=sf)(tables) if name == "q11" else fn(tables)
