@@ -13,8 +13,10 @@ Correlated subqueries are decorrelated by hand (a ``reduce`` per correlation key
 back, ``EXISTS`` as ``semijoin``, ``NOT EXISTS`` / ``NOT IN`` as ``antijoin``), the left outer
 join of Q13 as a join plus an ``antijoin``, and comparisons against an average are
 multiplied out so they stay exact (``x < 0.2 * avg`` is ``5 * x * count < sum``).
-Aggregates go through :func:`benches.tpch.compat.group_agg` and ``LIKE`` / ``SUBSTRING``
-through its Python batch functions until those features land.
+Aggregates are ``group_by(...).agg(...)`` on a ``select`` of the keys and the aggregates'
+arguments (a group is present while any of its rows is, whatever its other columns, so
+narrowing first keeps the reduce's state small); ``LIKE``, ``SUBSTRING`` and ``IN`` are the
+``.str`` expressions and ``is_in``.
 """
 
 from __future__ import annotations
@@ -22,16 +24,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import partial
 
-from benches.tpch.compat import (
-    agg_count,
-    agg_max,
-    agg_mean,
-    agg_sum,
-    group_agg,
-    like,
-    like_flag,
-    substring,
-)
 from benches.tpch.encoding import days, year_of
 
 import ddflow as dd
@@ -43,14 +35,6 @@ col = dd.col
 
 REVENUE = col("l_extendedprice") * (100 - col("l_discount"))
 """``l_extendedprice * (1 - l_discount)`` at scale 4."""
-
-
-def _one_of(column: str, values: tuple[str | int, ...]) -> dd.Expr:
-    """``column IN (values)`` as equalities (until ``is_in`` lands)."""
-    out = col(column) == values[0]
-    for value in values[1:]:
-        out = out | (col(column) == value)
-    return out
 
 
 def _in_range(column: str, lo: str, hi: str) -> dd.Expr:
@@ -75,18 +59,19 @@ def _suppliers_in(t: Tables, nation: str) -> dd.Collection:
 def q1(t: Tables) -> dd.Collection:
     """Pricing summary report."""
     li = t["lineitem"].filter(col("l_shipdate") <= days("1998-12-01") - 90)
+    li = li.select(
+        "l_returnflag", "l_linestatus", "l_quantity", "l_extendedprice", "l_discount", "l_tax"
+    )
     price, disc, tax = col("l_extendedprice"), col("l_discount"), col("l_tax")
-    out = group_agg(
-        li,
-        ["l_returnflag", "l_linestatus"],
-        sum_qty=agg_sum("l_quantity"),
-        sum_base_price=agg_sum(price),
-        sum_disc_price=agg_sum(price * (100 - disc)),
-        sum_charge=agg_sum(price * (100 - disc) * (100 + tax)),
-        avg_qty=agg_mean("l_quantity"),
-        avg_price=agg_mean(price),
-        avg_disc=agg_mean(disc),
-        count_order=agg_count(),
+    out = li.group_by("l_returnflag", "l_linestatus").agg(
+        sum_qty=dd.sum("l_quantity"),
+        sum_base_price=dd.sum(price),
+        sum_disc_price=dd.sum(price * (100 - disc)),
+        sum_charge=dd.sum(price * (100 - disc) * (100 + tax)),
+        avg_qty=dd.mean("l_quantity"),
+        avg_price=dd.mean(price),
+        avg_disc=dd.mean(disc),
+        count_order=dd.count(),
     )
     return out.with_columns(
         avg_qty=col("avg_qty") / 100, avg_price=col("avg_price") / 100,
@@ -100,7 +85,7 @@ def q2(t: Tables) -> dd.Collection:
         "s_suppkey", "s_nationkey", "s_acctbal", "s_name", "s_address", "s_phone", "s_comment"
     )
     supp = supp.join(_nations_in(t, "EUROPE"), left_on="s_nationkey", right_on="n_nationkey")
-    parts = t["part"].filter(col("p_size") == 15).filter(like("p_type", "%BRASS"))
+    parts = t["part"].filter(col("p_size") == 15).filter(col("p_type").str.like("%BRASS"))
     parts = parts.select("p_partkey", "p_mfgr")
     ps = t["partsupp"].select("ps_partkey", "ps_suppkey", "ps_supplycost")
     ps = ps.semijoin(supp, left_on="ps_suppkey", right_on="s_suppkey")
@@ -127,7 +112,8 @@ def q3(t: Tables) -> dd.Collection:
     li = t["lineitem"].filter(col("l_shipdate") > days("1995-03-15"))
     li = li.select("l_orderkey", rev=REVENUE)
     j = li.join(orders, left_on="l_orderkey", right_on="o_orderkey")
-    return group_agg(j, ["l_orderkey", "o_orderdate", "o_shippriority"], revenue=agg_sum("rev"))
+    j = j.select("l_orderkey", "o_orderdate", "o_shippriority", "rev")
+    return j.group_by("l_orderkey", "o_orderdate", "o_shippriority").agg(revenue=dd.sum("rev"))
 
 
 def q4(t: Tables) -> dd.Collection:
@@ -136,7 +122,7 @@ def q4(t: Tables) -> dd.Collection:
     orders = t["orders"].filter(_in_range("o_orderdate", "1993-07-01", "1993-10-01"))
     orders = orders.select("o_orderkey", "o_orderpriority")
     orders = orders.semijoin(late, left_on="o_orderkey", right_on="l_orderkey")
-    return group_agg(orders, ["o_orderpriority"], order_count=agg_count())
+    return orders.group_by("o_orderpriority").agg(order_count=dd.count())
 
 
 def q5(t: Tables) -> dd.Collection:
@@ -151,7 +137,7 @@ def q5(t: Tables) -> dd.Collection:
     orders = orders.select("o_orderkey", "c_nationkey")
     j = li.join(orders, left_on="l_orderkey", right_on="o_orderkey")
     j = j.join(supp, left_on=["l_suppkey", "c_nationkey"], right_on=["s_suppkey", "s_nationkey"])
-    return group_agg(j, ["n_name"], revenue=agg_sum("rev"))
+    return j.select("n_name", "rev").group_by("n_name").agg(revenue=dd.sum("rev"))
 
 
 def q6(t: Tables) -> dd.Collection:
@@ -160,12 +146,13 @@ def q6(t: Tables) -> dd.Collection:
         _in_range("l_shipdate", "1994-01-01", "1995-01-01")
         & (col("l_discount") >= 5) & (col("l_discount") <= 7) & (col("l_quantity") < 2400)
     )  # fmt: skip
-    return group_agg(li, [], revenue=agg_sum(col("l_extendedprice") * col("l_discount")))
+    li = li.select(rev=col("l_extendedprice") * col("l_discount"))
+    return li.group_by().agg(revenue=dd.sum("rev"))
 
 
 def q7(t: Tables) -> dd.Collection:
     """Volume shipping."""
-    nations = t["nation"].filter(_one_of("n_name", ("FRANCE", "GERMANY")))
+    nations = t["nation"].filter(col("n_name").is_in(("FRANCE", "GERMANY")))
     nations = nations.select("n_nationkey", "n_name")
     supp = t["supplier"].select("s_suppkey", "s_nationkey")
     supp = supp.join(nations, left_on="s_nationkey", right_on="n_nationkey")
@@ -182,7 +169,8 @@ def q7(t: Tables) -> dd.Collection:
     j = li.join(supp, left_on="l_suppkey", right_on="s_suppkey")
     j = j.join(orders, left_on="l_orderkey", right_on="o_orderkey")
     j = j.filter(col("supp_nation") != col("cust_nation"))
-    return group_agg(j, ["supp_nation", "cust_nation", "l_year"], revenue=agg_sum("volume"))
+    j = j.select("supp_nation", "cust_nation", "l_year", "volume")
+    return j.group_by("supp_nation", "cust_nation", "l_year").agg(revenue=dd.sum("volume"))
 
 
 def q8(t: Tables) -> dd.Collection:
@@ -204,13 +192,14 @@ def q8(t: Tables) -> dd.Collection:
     j = li.join(orders.select("o_orderkey", "o_year"), left_on="l_orderkey", right_on="o_orderkey")
     j = j.join(supp.select("s_suppkey", "n_name"), left_on="l_suppkey", right_on="s_suppkey")
     brazil = dd.when(col("n_name") == "BRAZIL").then(col("volume")).otherwise(0)
-    out = group_agg(j, ["o_year"], brazil=agg_sum(brazil), total=agg_sum("volume"))
+    j = j.select("o_year", "volume", brazil=brazil)
+    out = j.group_by("o_year").agg(brazil=dd.sum("brazil"), total=dd.sum("volume"))
     return out.select("o_year", mkt_share=col("brazil") / col("total"))
 
 
 def q9(t: Tables) -> dd.Collection:
     """Product type profit measure."""
-    parts = t["part"].filter(like("p_name", "%green%")).select("p_partkey")
+    parts = t["part"].filter(col("p_name").str.like("%green%")).select("p_partkey")
     li = t["lineitem"].select("l_orderkey", "l_partkey", "l_suppkey", "l_quantity", rev=REVENUE)
     li = li.semijoin(parts, left_on="l_partkey", right_on="p_partkey")
     ps = t["partsupp"].select("ps_partkey", "ps_suppkey", "ps_supplycost")
@@ -222,7 +211,8 @@ def q9(t: Tables) -> dd.Collection:
                      right_on="n_nationkey").select("s_suppkey", nation=col("n_name"))  # fmt: skip
     j = j.join(supp, left_on="l_suppkey", right_on="s_suppkey")
     amount = col("rev") - col("ps_supplycost") * col("l_quantity")
-    return group_agg(j, ["nation", "o_year"], sum_profit=agg_sum(amount))
+    j = j.select("nation", "o_year", amount=amount)
+    return j.group_by("nation", "o_year").agg(sum_profit=dd.sum("amount"))
 
 
 def q10(t: Tables) -> dd.Collection:
@@ -231,7 +221,7 @@ def q10(t: Tables) -> dd.Collection:
     orders = orders.select("o_orderkey", "o_custkey")
     li = t["lineitem"].filter(col("l_returnflag") == "R").select("l_orderkey", rev=REVENUE)
     j = li.join(orders, left_on="l_orderkey", right_on="o_orderkey")
-    per = group_agg(j, ["o_custkey"], revenue=agg_sum("rev"))
+    per = j.select("o_custkey", "rev").group_by("o_custkey").agg(revenue=dd.sum("rev"))
     cust = t["customer"].select(
         "c_custkey", "c_name", "c_acctbal", "c_phone", "c_nationkey", "c_address", "c_comment"
     )
@@ -254,8 +244,8 @@ def q11(t: Tables, sf: float = 1.0) -> dd.Collection:
     value = col("ps_supplycost") * col("ps_availqty")
     ps = t["partsupp"].select("ps_partkey", "ps_suppkey", v=value)
     ps = ps.semijoin(supp, left_on="ps_suppkey", right_on="s_suppkey")
-    per = group_agg(ps, ["ps_partkey"], value=agg_sum("v")).with_columns(_g=0)
-    total = group_agg(ps, [], total=agg_sum("v")).with_columns(_g=0)
+    per = ps.group_by("ps_partkey").agg(value=dd.sum("v")).with_columns(_g=0)
+    total = ps.group_by().agg(total=dd.sum("v")).with_columns(_g=0)
     j = per.join(total, on="_g").filter(col("value") * scale > col("total"))
     return j.select("ps_partkey", "value")
 
@@ -263,7 +253,7 @@ def q11(t: Tables, sf: float = 1.0) -> dd.Collection:
 def q12(t: Tables) -> dd.Collection:
     """Shipping modes and order priority."""
     li = t["lineitem"].filter(
-        _one_of("l_shipmode", ("MAIL", "SHIP"))
+        col("l_shipmode").is_in(("MAIL", "SHIP"))
         & (col("l_commitdate") < col("l_receiptdate"))
         & (col("l_shipdate") < col("l_commitdate"))
         & _in_range("l_receiptdate", "1994-01-01", "1995-01-01")
@@ -271,18 +261,17 @@ def q12(t: Tables) -> dd.Collection:
     li = li.select("l_orderkey", "l_shipmode")
     orders = t["orders"].select("o_orderkey", "o_orderpriority")
     j = li.join(orders, left_on="l_orderkey", right_on="o_orderkey")
-    high = _one_of("o_orderpriority", ("1-URGENT", "2-HIGH"))
-    return group_agg(
-        j,
-        ["l_shipmode"],
-        high_line_count=agg_sum(dd.when(high).then(1).otherwise(0)),
-        low_line_count=agg_sum(dd.when(high).then(0).otherwise(1)),
+    j = j.select("l_shipmode", "o_orderpriority")
+    high = col("o_orderpriority").is_in(("1-URGENT", "2-HIGH"))
+    return j.group_by("l_shipmode").agg(
+        high_line_count=dd.sum(dd.when(high).then(1).otherwise(0)),
+        low_line_count=dd.sum(dd.when(high).then(0).otherwise(1)),
     )
 
 
 def q13(t: Tables) -> dd.Collection:
     """Customer distribution (the left outer join as a join plus an antijoin)."""
-    orders = t["orders"].filter(like("o_comment", "%special%requests%", negate=True))
+    orders = t["orders"].filter(~col("o_comment").str.like("%special%requests%"))
     per = orders.select("o_custkey").count(by="o_custkey")
     cust = t["customer"].select("c_custkey")
     some = cust.join(per, left_on="c_custkey", right_on="o_custkey")
@@ -290,26 +279,28 @@ def q13(t: Tables) -> dd.Collection:
     counts = some.select("c_custkey", c_count=col("count")).concat(
         none.select("c_custkey", c_count=0)
     )
-    return group_agg(counts, ["c_count"], custdist=agg_count())
+    return counts.group_by("c_count").agg(custdist=dd.count())
 
 
 def q14(t: Tables) -> dd.Collection:
     """Promotion effect."""
     li = t["lineitem"].filter(_in_range("l_shipdate", "1995-09-01", "1995-10-01"))
     li = li.select("l_partkey", rev=REVENUE)
-    parts = t["part"].map(like_flag("p_type", "PROMO%", "promo", ["p_partkey"]),
-                          columns=["p_partkey", "promo"])  # fmt: skip
+    parts = t["part"].select("p_partkey", "p_type")
     j = li.join(parts, left_on="l_partkey", right_on="p_partkey")
-    out = group_agg(j, [], promo=agg_sum(col("promo") * col("rev")), total=agg_sum("rev"))
+    promo = dd.when(col("p_type").str.like("PROMO%")).then(col("rev")).otherwise(0)
+    out = (
+        j.select(promo=promo, rev="rev").group_by().agg(promo=dd.sum("promo"), total=dd.sum("rev"))
+    )
     return out.select(promo_revenue=(col("promo") * 100) / col("total"))
 
 
 def q15(t: Tables) -> dd.Collection:
     """Top supplier (the revenue view as a ``reduce``, its maximum as a global one)."""
     li = t["lineitem"].filter(_in_range("l_shipdate", "1996-01-01", "1996-04-01"))
-    revenue = group_agg(li.select("l_suppkey", rev=REVENUE), ["l_suppkey"],
-                        total_revenue=agg_sum("rev"))  # fmt: skip
-    top = group_agg(revenue, [], total_revenue=agg_max("total_revenue"))
+    revenue = li.select("l_suppkey", rev=REVENUE)
+    revenue = revenue.group_by("l_suppkey").agg(total_revenue=dd.sum("rev"))
+    top = revenue.group_by().agg(total_revenue=dd.max("total_revenue"))
     best = revenue.join(top, on="total_revenue")
     supp = t["supplier"].select("s_suppkey", "s_name", "s_address", "s_phone")
     out = supp.join(best, left_on="s_suppkey", right_on="l_suppkey")
@@ -319,18 +310,20 @@ def q15(t: Tables) -> dd.Collection:
 def q16(t: Tables) -> dd.Collection:
     """Parts/supplier relationship (``NOT IN`` as an antijoin, ``count(DISTINCT)`` as
     ``distinct`` then a count)."""
-    complaints = t["supplier"].filter(like("s_comment", "%Customer%Complaints%"))
+    complaints = t["supplier"].filter(col("s_comment").str.like("%Customer%Complaints%"))
     parts = (
         t["part"]
-        .filter((col("p_brand") != "Brand#45") & _one_of("p_size", (49, 14, 23, 45, 19, 3, 36, 9)))
-        .filter(like("p_type", "MEDIUM POLISHED%", negate=True))
+        .filter(
+            (col("p_brand") != "Brand#45") & col("p_size").is_in((49, 14, 23, 45, 19, 3, 36, 9))
+        )
+        .filter(~col("p_type").str.like("MEDIUM POLISHED%"))
     )
     parts = parts.select("p_partkey", "p_brand", "p_type", "p_size")
     ps = t["partsupp"].select("ps_partkey", "ps_suppkey")
     ps = ps.antijoin(complaints.select("s_suppkey"), left_on="ps_suppkey", right_on="s_suppkey")
     j = ps.join(parts, left_on="ps_partkey", right_on="p_partkey")
     pairs = j.select("p_brand", "p_type", "p_size", "ps_suppkey").distinct()
-    return group_agg(pairs, ["p_brand", "p_type", "p_size"], supplier_cnt=agg_count())
+    return pairs.group_by("p_brand", "p_type", "p_size").agg(supplier_cnt=dd.count())
 
 
 def q17(t: Tables) -> dd.Collection:
@@ -338,17 +331,18 @@ def q17(t: Tables) -> dd.Collection:
     parts = t["part"].filter((col("p_brand") == "Brand#23") & (col("p_container") == "MED BOX"))
     li = t["lineitem"].select("l_partkey", "l_quantity", "l_extendedprice")
     li = li.semijoin(parts.select("p_partkey"), left_on="l_partkey", right_on="p_partkey")
-    stats = group_agg(li, ["l_partkey"], qsum=agg_sum("l_quantity"), qn=agg_count())
+    stats = li.group_by("l_partkey").agg(qsum=dd.sum("l_quantity"), qn=dd.count())
     small = li.join(stats, on="l_partkey")
     small = small.filter(col("l_quantity") * 5 * col("qn") < col("qsum"))
-    out = group_agg(small, [], total=agg_sum("l_extendedprice"))
+    out = small.select("l_extendedprice").group_by().agg(total=dd.sum("l_extendedprice"))
     return out.select(avg_yearly=col("total") / 700.0)
 
 
 def q18(t: Tables) -> dd.Collection:
     """Large volume customer (an order's ``sum(l_quantity)`` is both the ``IN`` test and the
     result column)."""
-    per = group_agg(t["lineitem"], ["l_orderkey"], sum_qty=agg_sum("l_quantity"))
+    li = t["lineitem"].select("l_orderkey", "l_quantity")
+    per = li.group_by("l_orderkey").agg(sum_qty=dd.sum("l_quantity"))
     big = per.filter(col("sum_qty") > 30000)
     orders = t["orders"].select("o_orderkey", "o_custkey", "o_orderdate", "o_totalprice")
     j = orders.join(big, left_on="o_orderkey", right_on="l_orderkey")
@@ -360,7 +354,7 @@ def q18(t: Tables) -> dd.Collection:
 def q19(t: Tables) -> dd.Collection:
     """Discounted revenue."""
     li = t["lineitem"].filter(
-        _one_of("l_shipmode", ("AIR", "AIR REG")) & (col("l_shipinstruct") == "DELIVER IN PERSON")
+        col("l_shipmode").is_in(("AIR", "AIR REG")) & (col("l_shipinstruct") == "DELIVER IN PERSON")
     )
     li = li.select("l_partkey", "l_quantity", rev=REVENUE)
     parts = t["part"].select("p_partkey", "p_brand", "p_container", "p_size")
@@ -370,7 +364,7 @@ def q19(t: Tables) -> dd.Collection:
         kinds = ("BAG", "BOX", "PKG", "PACK") if size == "MED" else ("CASE", "BOX", "PACK", "PKG")
         containers = tuple(f"{size} {kind}" for kind in kinds)
         return (
-            (col("p_brand") == brand) & _one_of("p_container", containers)
+            (col("p_brand") == brand) & col("p_container").is_in(containers)
             & (col("l_quantity") >= quantity * 100) & (col("l_quantity") <= (quantity + 10) * 100)
             & (col("p_size") >= 1) & (col("p_size") <= max_size)
         )  # fmt: skip
@@ -379,14 +373,15 @@ def q19(t: Tables) -> dd.Collection:
         case("Brand#12", "SM", 1, 5) | case("Brand#23", "MED", 10, 10)
         | case("Brand#34", "LG", 20, 15)
     )  # fmt: skip
-    return group_agg(j, [], revenue=agg_sum("rev"))
+    return j.group_by().agg(revenue=dd.sum("rev"))
 
 
 def q20(t: Tables) -> dd.Collection:
     """Potential part promotion (``ps_availqty > 0.5 * sum`` as ``200 * availqty > sum``)."""
-    forest = t["part"].filter(like("p_name", "forest%")).select("p_partkey")
+    forest = t["part"].filter(col("p_name").str.like("forest%")).select("p_partkey")
     li = t["lineitem"].filter(_in_range("l_shipdate", "1994-01-01", "1995-01-01"))
-    shipped = group_agg(li, ["l_partkey", "l_suppkey"], q=agg_sum("l_quantity"))
+    li = li.select("l_partkey", "l_suppkey", "l_quantity")
+    shipped = li.group_by("l_partkey", "l_suppkey").agg(q=dd.sum("l_quantity"))
     ps = t["partsupp"].select("ps_partkey", "ps_suppkey", "ps_availqty")
     ps = ps.semijoin(forest, left_on="ps_partkey", right_on="p_partkey")
     ps = ps.join(shipped, left_on=["ps_partkey", "ps_suppkey"], right_on=["l_partkey", "l_suppkey"])
@@ -409,7 +404,7 @@ def q21(t: Tables) -> dd.Collection:
     l1 = l1.semijoin(multi, on="l_orderkey").semijoin(alone, on="l_orderkey")
     supp = _suppliers_in(t, "SAUDI ARABIA").select("s_suppkey", "s_name")
     j = l1.join(supp, left_on="l_suppkey", right_on="s_suppkey")
-    return group_agg(j, ["s_name"], numwait=agg_count())
+    return j.select("s_name").group_by("s_name").agg(numwait=dd.count())
 
 
 def q22(t: Tables) -> dd.Collection:
@@ -417,18 +412,15 @@ def q22(t: Tables) -> dd.Collection:
     codes = ("13", "31", "23", "29", "30", "18", "17")
     cust = (
         t["customer"]
-        .map(
-            substring("c_phone", 1, 2, "cntrycode", ["c_custkey", "c_acctbal"]),
-            columns=["c_custkey", "c_acctbal", "cntrycode"],
-        )
-        .filter(_one_of("cntrycode", codes))
+        .select("c_custkey", "c_acctbal", cntrycode=col("c_phone").str.slice(0, 2))
+        .filter(col("cntrycode").is_in(codes))
     )
     positive = cust.filter(col("c_acctbal") > 0)
-    avg = group_agg(positive, [], s=agg_sum("c_acctbal"), n=agg_count()).with_columns(_g=0)
+    avg = positive.group_by().agg(s=dd.sum("c_acctbal"), n=dd.count()).with_columns(_g=0)
     idle = cust.antijoin(t["orders"].select("o_custkey"), left_on="c_custkey", right_on="o_custkey")
     rich = idle.with_columns(_g=0).join(avg, on="_g")
-    rich = rich.filter(col("c_acctbal") * col("n") > col("s"))
-    return group_agg(rich, ["cntrycode"], numcust=agg_count(), totacctbal=agg_sum("c_acctbal"))
+    rich = rich.filter(col("c_acctbal") * col("n") > col("s")).select("cntrycode", "c_acctbal")
+    return rich.group_by("cntrycode").agg(numcust=dd.count(), totacctbal=dd.sum("c_acctbal"))
 
 
 QUERIES: dict[str, Callable[..., dd.Collection]] = {
