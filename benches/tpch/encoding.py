@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import ddflow as dd
+from ddflow.expr import Expr
 
 __all__ = [
     "EPOCH",
@@ -119,7 +120,7 @@ def decode_value(value: Any, scale: int | None) -> Any:
     return value
 
 
-def year_of(day: dd.Expr | str) -> dd.Expr:
+def year_of(day: Expr | str) -> Expr:
     """The calendar year of an encoded DATE, as an int64 expression (exact for every date:
     the days-to-civil algorithm of the proleptic Gregorian calendar, in floor divisions)."""
     d = dd.col(day) if isinstance(day, str) else day

@@ -62,14 +62,14 @@ def apply_refresh(con: duckdb.DuckDBPyConnection, refresh: Refresh) -> None:
 
 def columns_of(name: str, con: duckdb.DuckDBPyConnection, sf: float) -> list[str]:
     """The result columns of query ``name``, in its ``SELECT`` order."""
-    return [d[0] for d in con.execute(sql_text(name, sf) + " limit 0").description]
+    return [d[0] for d in con.execute(sql_text(name, sf) + " limit 0").description or []]
 
 
 def expected(name: str, con: duckdb.DuckDBPyConnection, sf: float) -> tuple[list[str], list[Row]]:
     """Query ``name`` run by DuckDB: its column names and its sorted, encoded rows."""
     oracle = ORACLE[name]
     cursor = con.execute(sql_text(name, sf))
-    columns = [d[0] for d in cursor.description]
+    columns = [d[0] for d in cursor.description or []]
     rows = cursor.fetchall()
     if oracle.global_agg and rows and all(all(v is None for v in row) for row in rows):
         rows = []

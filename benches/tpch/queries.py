@@ -27,6 +27,7 @@ from functools import partial
 from benches.tpch.encoding import days, year_of
 
 import ddflow as dd
+from ddflow.expr import Expr
 
 __all__ = ["QUERIES", "Tables", "build"]
 
@@ -37,7 +38,7 @@ REVENUE = col("l_extendedprice") * (100 - col("l_discount"))
 """``l_extendedprice * (1 - l_discount)`` at scale 4."""
 
 
-def _in_range(column: str, lo: str, hi: str) -> dd.Expr:
+def _in_range(column: str, lo: str, hi: str) -> Expr:
     """``lo <= column < hi`` for ISO dates."""
     return (col(column) >= days(lo)) & (col(column) < days(hi))
 
@@ -360,7 +361,7 @@ def q19(t: Tables) -> dd.Collection:
     parts = t["part"].select("p_partkey", "p_brand", "p_container", "p_size")
     j = li.join(parts, left_on="l_partkey", right_on="p_partkey")
 
-    def case(brand: str, size: str, quantity: int, max_size: int) -> dd.Expr:
+    def case(brand: str, size: str, quantity: int, max_size: int) -> Expr:
         kinds = ("BAG", "BOX", "PKG", "PACK") if size == "MED" else ("CASE", "BOX", "PACK", "PKG")
         containers = tuple(f"{size} {kind}" for kind in kinds)
         return (
@@ -423,14 +424,11 @@ def q22(t: Tables) -> dd.Collection:
     return rich.group_by("cntrycode").agg(numcust=dd.count(), totacctbal=dd.sum("c_acctbal"))
 
 
-QUERIES: dict[str, Callable[..., dd.Collection]] = {
-    f"q{i}": fn
-    for i, fn in enumerate(
-        [q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13, q14, q15, q16, q17, q18, q19,
-         q20, q21, q22],
-        start=1,
-    )
-}  # fmt: skip
+_ALL: list[Callable[..., dd.Collection]] = [
+    q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13, q14, q15, q16, q17, q18, q19, q20,
+    q21, q22,
+]  # fmt: skip
+QUERIES: dict[str, Callable[..., dd.Collection]] = {fn.__name__: fn for fn in _ALL}
 """Every written query by name."""
 
 

@@ -41,9 +41,8 @@ class Refresh:
 
     def rows(self) -> int:
         """Rows inserted plus rows deleted."""
-        return sum(t.num_rows for t in self.inserts.values()) + sum(
-            t.num_rows for t in self.deletes.values()
-        )
+        tables = [*self.inserts.values(), *self.deletes.values()]
+        return sum(int(t.num_rows) for t in tables)
 
 
 def orders_per_refresh(sf: float) -> int:

@@ -1,0 +1,1 @@
+"""TPC-H queries checked against DuckDB through refresh batches."""
