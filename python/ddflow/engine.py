@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from ddflow import _core
 from ddflow.errorlog import ErrorLog
@@ -79,7 +80,11 @@ class AttachedEngine:
         return [(int(e[0]) - self.offset, *e[1:]) for e in mine]
 
     def push(
-        self, input_node: int, columns: list[np.ndarray], times: np.ndarray, diffs: np.ndarray
+        self,
+        input_node: int,
+        columns: list[npt.NDArray[Any]],
+        times: npt.NDArray[np.int64],
+        diffs: npt.NDArray[np.int64],
     ) -> None:
         """Adds updates to one of the attached dataflow's inputs."""
         self.engine.push(input_node + self.offset, columns, times, diffs)
@@ -109,7 +114,9 @@ class AttachedEngine:
         """The input frontier of one of the attached dataflow's nodes."""
         return list(self.engine.frontier(node + self.offset))
 
-    def capture_take(self, node: int) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    def capture_take(
+        self, node: int
+    ) -> tuple[list[npt.NDArray[Any]], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Takes one of the attached dataflow's captures."""
         cols, times, diffs = self.engine.capture_take(node + self.offset)
         return list(cols), times, diffs

@@ -134,7 +134,7 @@ def _imported_key_error(side: ArrangedNode, keys: list[str], label: str) -> Plan
 def _positive_keys(builder: PlanBuilder, side: Side, keys: list[str], label: str) -> Node:
     """The keys whose accumulated count in ``side`` is positive, each with count 1."""
     count_label = f"count@{user_location()}"
-    source: Node
+    source: Side
     if isinstance(side, ArrangedNode):
         if list(side.key) == keys:
             source = side
