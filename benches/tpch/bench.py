@@ -1,0 +1,224 @@
+"""TPC-H on ddflow beside DuckDB: per query, the initial load, the median refresh batch, and
+DuckDB's full re-run on the same data; writes a markdown table.
+
+``python -m benches.tpch.bench --sf 0.1 --batches 10`` (or ``python benches/tpch/bench.py``)
+runs each query in its own child process (so peak RSS is the query's own): the child reads
+and encodes the tables and derives the refresh pairs (not timed), then
+
+* ddflow: one dataflow with the query, the tables it reads fed at time 0 and run to
+  completion (load), then each refresh pair fed at its own time and run (per batch);
+* DuckDB: the typed tables copied into DuckDB, the query run from scratch after the load and
+  after each refresh pair is applied (DELETE / INSERT, not timed);
+* a check that both results agree after the last batch.
+
+Peak RSS is the child's ``VmHWM`` read before DuckDB starts; it includes the Python runtime
+and the Arrow tables the child holds (``base``: the RSS before the dataflow is built).
+The table goes to ``benches/results/tpch_sf{SF}.md`` with machine, date, commit and command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make ``benches.tpch`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import duckdb
+from benches.tpch import encoding, generate, oracle, refresh
+from benches.tpch.queries import QUERIES
+from benches.tpch.workload import Workload, encode_refresh
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benches" / "results"
+
+
+def _status(field: str) -> int:
+    """A ``/proc/self/status`` memory field in bytes (``VmHWM``, ``VmRSS``)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def run_child(
+    query: str, sf: float, batches: int, seed: int, workers: int, threads: int
+) -> dict[str, Any]:
+    """Measures one query (see the module docstring); returns its readings."""
+    tables = generate.load_tables(sf)
+    pairs = refresh.make_refreshes(tables, sf, batches, seed=seed)
+    encoded = {name: encoding.encode_table(t) for name, t in tables.items()}
+    encoded_pairs = [encode_refresh(p) for p in pairs]
+    base = _status("VmRSS")
+    start = time.perf_counter()
+    workload = Workload([query], sf, {n: t.column_names for n, t in tables.items()}, workers)
+    workload.load(encoded)
+    load = time.perf_counter() - start
+    per_batch = []
+    for batch in encoded_pairs:
+        start = time.perf_counter()
+        workload.refresh(batch)
+        per_batch.append(time.perf_counter() - start)
+    peak = _status("VmHWM")
+    con = oracle.connect(tables, threads=threads)
+    start = time.perf_counter()
+    oracle.expected(query, con, sf)
+    duck_load = time.perf_counter() - start
+    duck = []
+    for pair in pairs:
+        oracle.apply_refresh(con, pair)
+        start = time.perf_counter()
+        columns, want = oracle.expected(query, con, sf)
+        duck.append(time.perf_counter() - start)
+    got = oracle.actual(workload.result(query, batches), columns)
+    return {
+        "query": query,
+        "load_s": load,
+        "batch_s": per_batch,
+        "duckdb_first_s": duck_load,
+        "duckdb_s": duck,
+        "rows": len(want),
+        "agree": oracle.difference(want, got, columns) is None,
+        "base_rss": base,
+        "peak_rss": peak,
+        "tables": list(workload.tables),
+    }
+
+
+def _machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores ({model}), {mem:.0f} GiB, "
+        f"{platform.system()} {platform.release()}, Python {platform.python_version()}"
+    )
+
+
+def _commit() -> str:
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.1f}"
+
+
+def _table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| query | tables | ddflow load (s) | ddflow per batch, median (ms) | DuckDB re-run, "
+        "median (ms) | ddflow / DuckDB | base / peak RSS (MB) | rows | agree |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['query']} | | | | | | | | failed: {r['error']} |")
+            continue
+        batch = statistics.median(r["batch_s"])
+        duck = statistics.median(r["duckdb_s"])
+        lines.append(
+            f"| {r['query'].upper()} | {', '.join(r['tables'])} | {r['load_s']:.2f} | "
+            f"{_ms(batch)} | {_ms(duck)} | {batch / duck:.2f}x | "
+            f"{r['base_rss'] / 2**20:,.0f} / {r['peak_rss'] / 2**20:,.0f} | {r['rows']:,} | "
+            f"{'yes' if r['agree'] else 'NO'} |"
+        )
+    return lines
+
+
+def main() -> None:
+    """Runs the benchmark (or, with ``--child``, one query in this process)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--sf", type=float, default=0.1, help="scale factor (default 0.1)")
+    parser.add_argument("--batches", type=int, default=10, help="refresh pairs (default 10)")
+    parser.add_argument("--queries", default=",".join(QUERIES), help="q1,q3,... (default all)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the refresh pairs")
+    parser.add_argument("--workers", type=int, default=1, help="ddflow workers (default 1)")
+    parser.add_argument("--duckdb-threads", type=int, default=1, help="DuckDB threads")
+    parser.add_argument("--timeout", type=float, default=1200, help="seconds per query")
+    parser.add_argument("--out", type=Path, default=None, help="markdown file to write")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        result = run_child(
+            args.child, args.sf, args.batches, args.seed, args.workers, args.duckdb_threads
+        )
+        print("RESULT " + json.dumps(result))
+        return
+    command = "python -m benches.tpch.bench " + " ".join(sys.argv[1:])
+    generate.ensure_data(args.sf)
+    rows: list[dict[str, Any]] = []
+    started = datetime.datetime.now()
+    load_avg = os.getloadavg()
+    for query in args.queries.split(","):
+        child = [
+            sys.executable, "-m", "benches.tpch.bench", "--child", query, "--sf", str(args.sf),
+            "--batches", str(args.batches), "--seed", str(args.seed), "--workers",
+            str(args.workers), "--duckdb-threads", str(args.duckdb_threads),
+        ]  # fmt: skip
+        try:
+            done = subprocess.run(
+                child, cwd=ROOT, capture_output=True, text=True, timeout=args.timeout
+            )
+            lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+            if done.returncode or not lines:
+                tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+                rows.append({"query": query, "error": tail[:200]})
+            else:
+                rows.append(json.loads(lines[-1][len("RESULT ") :]))
+        except subprocess.TimeoutExpired:
+            rows.append({"query": query, "error": f"timeout after {args.timeout:.0f} s"})
+        print("\n".join(_table(rows)[-1:]), flush=True)
+    sf = generate.sf_text(args.sf)
+    text = [
+        f"# TPC-H at SF {sf}: ddflow refresh batches beside DuckDB re-runs",
+        "",
+        f"* command: `{command}`",
+        f"* machine: {_machine()}",
+        f"* date: {started:%Y-%m-%d %H:%M}; load average at start "
+        f"{load_avg[0]:.2f} / {load_avg[1]:.2f} / {load_avg[2]:.2f}",
+        f"* commit: {_commit()}; DuckDB {duckdb.__version__} on {args.duckdb_threads} "
+        f"thread(s), ddflow on {args.workers} worker(s)",
+        f"* {args.batches} refresh pairs, each RF1 + RF2 of "
+        f"{refresh.orders_per_refresh(args.sf):,} orders with their lineitems, at its own time",
+        "",
+        "ddflow load: the tables the query reads fed at time 0 and run to completion. Per "
+        "batch: one refresh pair fed and run to completion. DuckDB re-run: the query from "
+        "scratch on the updated tables. Ratio: ddflow per batch over DuckDB re-run (below 1: "
+        "the incremental update is faster than recomputing). RSS: the child process before "
+        "the dataflow is built (Python, Arrow tables) and its peak before DuckDB starts. "
+        "Agree: both results equal after the last batch.",
+        "",
+        *_table(rows),
+        "",
+    ]
+    out = args.out or RESULTS / f"tpch_sf{sf}.md"
+    out.write_text("\n".join(text))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
