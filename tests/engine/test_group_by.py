@@ -43,6 +43,15 @@ PARTS: tuple[tuple[str, str, str | None], ...] = (
 )
 
 
+LINEAR_PARTS: tuple[tuple[str, str, str | None], ...] = (
+    ("n", "count", None),
+    ("s", "sum", "x"),
+    ("avg", "mean", "y"),
+    ("e", "sum", "__e"),
+)
+"""Counts and int64 sums / means only: with 1-D times the engine keeps running totals."""
+
+
 def _aggs(dd: Any) -> dict[str, Any]:
     return {
         "n": dd.count(),
@@ -66,6 +75,27 @@ def _global_model(rels: dict[str, m.Rel]) -> m.Rel:
     rel = m.with_columns(_with_e(rels["a"]), __g=lambda r: 0)
     out = m.reduce(rel, "__g", m.Aggs(PARTS))
     return m.select(out, **{name: (lambda r, n=name: r[n]) for name, _, _ in PARTS})
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("dims", [1, 2])
+def test_running_totals_match_model(dims: int, seed: int) -> None:
+    dd = ddflow()
+    rng = random.Random(seed * 31 + dims)
+    hist = random_multiset_history(
+        rng, COLUMNS, dims=dims, n=30, domain=4, max_time=MAX_TIME[dims] * 2
+    )
+    flow = new_flow(dims)
+    inp, c = flow.new_input(COLUMNS)
+    parts = {n: a for n, a in _aggs(dd).items() if n in {p[0] for p in LINEAR_PARTS}}
+    cap = c.group_by("k").agg(**parts).capture(errors="collect")
+    feed(inp, hist, columns=COLUMNS, batch=seed % 2 == 1)
+    inp.close()
+    flow.run()
+    res = m.evaluate(
+        {"a": (COLUMNS, hist)}, lambda rels: m.reduce(_with_e(rels["a"]), "k", m.Aggs(LINEAR_PARTS))
+    )
+    assert_matches_model(cap, res, upto=MAX_TIME[dims] * 2)
 
 
 def _undefined(hist: list[m.Update], t: m.Time, keyed: bool) -> int:

@@ -137,8 +137,6 @@ fn write_row(
 ) -> Result<()> {
     let word = |i: usize, c: usize| vals[i * vw + c];
     let total: i128 = counts.iter().map(|&c| c as i128).sum();
-    let overflow =
-        |part: &GroupAgg| Error::Overflow(format!("{label}: {} overflows int64", describe(part)));
     // The weighted sum of column `c`: exact in 128 bits for int64, else float64.
     let sum = |c: usize| -> Sum {
         if dtypes[c] == DType::Int64 {
@@ -160,32 +158,10 @@ fn write_row(
         }
     };
     for part in aggs {
-        match part {
-            GroupAgg::Count { .. } => {
-                let n = i64::try_from(total).map_err(|_| overflow(part))?;
-                out.push(encode_i64(n));
-            }
-            GroupAgg::Sum { column, .. } => match sum(*column) {
-                Sum::Int(s) => {
-                    let s = s
-                        .and_then(|s| i64::try_from(s).ok())
-                        .ok_or_else(|| overflow(part))?;
-                    out.push(encode_i64(s));
-                }
-                Sum::Float(s) => out.push(encode_f64(s)),
-            },
-            GroupAgg::Mean { column, .. } => {
-                if total == 0 {
-                    return Err(Error::DivisionByZero(format!(
-                        "{label}: {} is undefined: the group's counts sum to 0",
-                        describe(part)
-                    )));
-                }
-                let s = match sum(*column) {
-                    Sum::Int(s) => s.ok_or_else(|| overflow(part))? as f64,
-                    Sum::Float(s) => s,
-                };
-                out.push(encode_f64(s / total as f64));
+        let w = match part {
+            GroupAgg::Count { .. } => finish(part, total, None, label)?,
+            GroupAgg::Sum { column, .. } | GroupAgg::Mean { column, .. } => {
+                finish(part, total, Some(sum(*column)), label)?
             }
             GroupAgg::Min { column, .. } | GroupAgg::Max { column, .. } => {
                 let want = if matches!(part, GroupAgg::Min { .. }) {
@@ -201,17 +177,103 @@ fn write_row(
                         best = Some(v);
                     }
                 }
-                let b = best.ok_or_else(|| {
+                best.ok_or_else(|| {
                     Error::Value(format!(
                         "{label}: {} is undefined: no value of the group has a positive count",
                         describe(part)
                     ))
-                })?;
-                out.push(b);
+                })?
             }
-        }
+        };
+        out.push(w);
     }
     Ok(())
+}
+
+/// The word of a `count`, `sum` or `mean` part from the group's signed total count and (for
+/// `sum` / `mean`) its column's weighted sum.
+fn finish(part: &GroupAgg, total: i128, sum: Option<Sum>, label: &str) -> Result<u64> {
+    let overflow = || Error::Overflow(format!("{label}: {} overflows int64", describe(part)));
+    Ok(match (part, sum) {
+        (GroupAgg::Count { .. }, _) => encode_i64(i64::try_from(total).map_err(|_| overflow())?),
+        (GroupAgg::Sum { .. }, Some(Sum::Int(s))) => {
+            encode_i64(s.and_then(|s| i64::try_from(s).ok()).ok_or_else(overflow)?)
+        }
+        (GroupAgg::Sum { .. }, Some(Sum::Float(s))) => encode_f64(s),
+        (GroupAgg::Mean { .. }, Some(s)) => {
+            if total == 0 {
+                return Err(Error::DivisionByZero(format!(
+                    "{label}: {} is undefined: the group's counts sum to 0",
+                    describe(part)
+                )));
+            }
+            let s = match s {
+                Sum::Int(s) => s.ok_or_else(overflow)? as f64,
+                Sum::Float(s) => s,
+            };
+            encode_f64(s / total as f64)
+        }
+        _ => {
+            return Err(Error::Internal(format!(
+                "{label}: {} has no running total",
+                describe(part)
+            )))
+        }
+    })
+}
+
+/// Whether the group's row follows from running totals alone (see [`RunningTotals`]): every
+/// part is a `count`, or a `sum` / `mean` of an int64 column.
+pub fn has_running_totals(aggs: &[GroupAgg], dtypes: &[DType]) -> bool {
+    aggs.iter().all(|p| match p {
+        GroupAgg::Count { .. } => true,
+        GroupAgg::Sum { column, .. } | GroupAgg::Mean { column, .. } => {
+            dtypes.get(*column) == Some(&DType::Int64)
+        }
+        _ => false,
+    })
+}
+
+/// The running accumulation of a group whose parts all have running totals, for keys whose
+/// times form a chain (`reduce_chain`): each input update is folded in once, in 128 bits
+/// (exact, so the row is still a function of the accumulated input). Float sums and
+/// `min` / `max` have none: a float running sum would drift with the order of the updates
+/// (`+0.1` then `-0.1` need not cancel), so those groups re-read their vals at each time.
+#[derive(Default)]
+pub struct RunningTotals {
+    count: i128,
+    /// Per part, the weighted sum of its column (0 for `count` parts).
+    sums: Vec<i128>,
+}
+
+impl RunningTotals {
+    /// Zero totals for `aggs`.
+    pub fn reset(&mut self, aggs: &[GroupAgg]) {
+        self.count = 0;
+        self.sums.clear();
+        self.sums.resize(aggs.len(), 0);
+    }
+
+    /// Folds in one update: `vals` is its val row, `diff` its count.
+    pub fn fold(&mut self, aggs: &[GroupAgg], vals: &[u64], diff: i64, label: &str) -> Result<()> {
+        let overflow = || Error::Overflow(format!("{label}: a group's running sum overflows"));
+        self.count = self.count.checked_add(diff as i128).ok_or_else(overflow)?;
+        for (part, s) in aggs.iter().zip(self.sums.iter_mut()) {
+            if let Some(c) = column_of(part) {
+                let p = decode_i64(vals[c]) as i128 * diff as i128;
+                *s = s.checked_add(p).ok_or_else(overflow)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the group's row (the caller knows the group is present).
+    pub fn write(&self, aggs: &[GroupAgg], label: &str, out: &mut Vec<u64>) -> Result<()> {
+        for (part, &s) in aggs.iter().zip(&self.sums) {
+            out.push(finish(part, self.count, Some(Sum::Int(Some(s))), label)?);
+        }
+        Ok(())
+    }
 }
 
 /// A weighted sum: exact int64 sums in 128 bits (None if even those overflow), or float64.

@@ -296,3 +296,70 @@ fn json_round_trip() {
     assert_eq!(back, text.split_whitespace().collect::<String>());
     assert!(Agg::from_json(r#"{"kind":"group","aggs":[{"kind":"distinct"}]}"#).is_err());
 }
+
+/// Parts that have running totals over `DTYPES` (count, int64 sum and mean).
+fn linear_parts() -> Vec<GroupAgg> {
+    all_parts()
+        .into_iter()
+        .filter(|p| has_running_totals(std::slice::from_ref(p), &DTYPES))
+        .collect()
+}
+
+proptest! {
+    /// Folding updates one by one into running totals gives what `apply` gives on their
+    /// consolidation, whatever the order of the updates.
+    #[test]
+    fn running_totals_match_apply(updates in group(), parts in proptest::sample::subsequence(linear_parts(), 1..=3)) {
+        prop_assert!(has_running_totals(&parts, &DTYPES));
+        let mut totals = RunningTotals::default();
+        totals.reset(&parts);
+        let mut folded = Ok(());
+        for &(a, b, c, n) in &updates {
+            let row = [encode_i64(a), encode_f64(b), encode_bool(c)];
+            folded = folded.and_then(|()| totals.fold(&parts, &row, n, "g"));
+        }
+        // Consolidate by val row (the updates may repeat a row).
+        let mut acc: Vec<(i64, f64, bool, i64)> = Vec::new();
+        for &(a, b, c, n) in &updates {
+            match acc.iter_mut().find(|v| (v.0, v.1.to_bits(), v.2) == (a, b.to_bits(), c)) {
+                Some(v) => v.3 += n,
+                None => acc.push((a, b, c, n)),
+            }
+        }
+        acc.retain(|v| v.3 != 0);
+        let want = run(&parts, &acc);
+        prop_assume!(folded.is_ok()); // 128-bit overflow needs far more updates
+        let got = if acc.is_empty() {
+            Outcome::Absent
+        } else {
+            let mut out = Vec::new();
+            match totals.write(&parts, "g", &mut out) {
+                Err(e) => Outcome::Err(["overflow", "division by zero", "value error"]
+                    .into_iter()
+                    .find(|k| e.to_string().starts_with(k))
+                    .unwrap_or("other")),
+                Ok(()) => Outcome::Row(
+                    out.iter()
+                        .zip(output_dtypes(&parts, &DTYPES, "g").unwrap())
+                        .map(|(&w, d)| match d {
+                            DType::Int64 => Value::I(decode_i64(w)),
+                            _ => Value::F(decode_f64(w)),
+                        })
+                        .collect(),
+                ),
+            }
+        };
+        prop_assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn which_groups_have_running_totals() {
+    let parts = all_parts();
+    assert_eq!(linear_parts().len(), 3); // count, sum of a, mean of a
+    assert!(!has_running_totals(&parts, &DTYPES));
+    assert!(
+        !has_running_totals(&parts[2..3], &DTYPES),
+        "float sums re-read the group"
+    );
+}

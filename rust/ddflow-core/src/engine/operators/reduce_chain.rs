@@ -8,8 +8,9 @@
 //!
 //! * the input accumulation: each input update is folded in once, when the sweep reaches its
 //!   time. `count` and integer `sum` keep a running total (128-bit, so no intermediate
-//!   overflow that the final value would not have), other aggregates a count per distinct
-//!   value;
+//!   overflow that the final value would not have), as does a `group` of counts and integer
+//!   sums and means (`aggregate_group::RunningTotals`); other aggregates a count per
+//!   distinct value;
 //! * the output accumulation: the rows the operator has emitted up to the current time,
 //!   consolidated (a handful of rows for `count`, `sum`, `min`, `max`).
 //!
@@ -20,9 +21,10 @@
 //! times per batch linear in `T`.
 
 use super::aggregate;
+use super::aggregate_group::{self, RunningTotals};
 use super::reduce::Pending;
 use crate::encoding::{decode_i64, encode_i64, DType};
-use crate::engine::plan::Agg;
+use crate::engine::plan::{Agg, GroupAgg};
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, PartialOrder, Time};
 use crate::updates::Updates;
@@ -52,6 +54,8 @@ pub struct ChainScratch {
     desired_counts: Vec<i64>,
     merge: Vec<(usize, bool)>,
     row: Vec<u64>,
+    /// Running totals of a `group` aggregate of counts and int64 sums / means.
+    totals: RunningTotals,
 }
 
 /// What a key's reduce reads.
@@ -80,6 +84,8 @@ enum Acc {
     SumInt(i128),
     /// Counts per distinct val (in `ChainScratch::counts`).
     PerVal,
+    /// A `group` aggregate's running totals (in `ChainScratch::totals`).
+    Group,
 }
 
 /// Runs the reduce for one key whose times (in `s.times`, sorted and deduplicated) form a
@@ -107,6 +113,10 @@ pub fn reduce_key(
     let mut acc = match k.agg {
         Agg::Count => Acc::Count(0),
         Agg::Sum { column: c } if k.val_dtypes[*c] == DType::Int64 => Acc::SumInt(0),
+        Agg::Group { aggs } if aggregate_group::has_running_totals(aggs, k.val_dtypes) => {
+            s.totals.reset(aggs);
+            Acc::Group
+        }
         _ => Acc::PerVal,
     };
     let mut nonzero_vals: usize = 0;
@@ -146,6 +156,10 @@ pub fn reduce_key(
                     Acc::SumInt(total) => {
                         let word = k.input.rows[e * w + kw + sum_column(k.agg)];
                         *total += decode_i64(word) as i128 * d as i128;
+                    }
+                    Acc::Group => {
+                        let row = &k.input.rows[e * w + kw..(e + 1) * w];
+                        s.totals.fold(group_parts(k.agg), row, d, k.label)?;
                     }
                     Acc::PerVal => {}
                 }
@@ -187,6 +201,13 @@ pub fn reduce_key(
                         s.desired_counts.push(1);
                     }
                 }
+                Acc::Group => {
+                    if nonzero_vals > 0 {
+                        s.totals
+                            .write(group_parts(k.agg), k.label, &mut s.desired_rows)?;
+                        s.desired_counts.push(1);
+                    }
+                }
                 Acc::PerVal => {
                     s.nz_vals.clear();
                     s.nz_counts.clear();
@@ -222,6 +243,14 @@ pub fn reduce_key(
     })();
     s.times = times;
     result
+}
+
+/// The parts of a `group` aggregate.
+fn group_parts(agg: &Agg) -> &[GroupAgg] {
+    match agg {
+        Agg::Group { aggs } => aggs,
+        _ => &[],
+    }
 }
 
 /// The summed column of an integer `sum`.
