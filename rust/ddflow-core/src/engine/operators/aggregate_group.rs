@@ -23,7 +23,9 @@
 //! The parts are evaluated one after the other, each with its own tight loop over the vals
 //! (no per-value dispatch on the part's kind, nothing allocated per group), instead of one
 //! loop carrying a state per part: the work is the same `O(parts * vals)`, and the vals of
-//! one group are few and in cache.
+//! one group are few and in cache. On the chain path (`reduce_chain`), a group whose parts
+//! are all counts and int64 sums / means is not re-read at each time: [`RunningTotals`] folds
+//! each input update in once.
 
 use super::aggregate::cmp_words;
 use crate::encoding::{decode_f64, decode_i64, encode_f64, encode_i64, DType};
