@@ -23,6 +23,7 @@
 //! | `cast` | `dtype`, `arg` | `a.cast(dtype)` |
 //! | `when` | `cond`, `then`, `otherwise` | `when(cond).then(a).otherwise(b)` |
 //! | `alias` | `name`, `arg` | `a.alias(name)` (names the output; no effect on values) |
+//! | `is_in`, `abs`, `round`, `floor`, `ceil`, `sqrt`, `log`, `exp`, `pow`, `rem`, `str.*`, `concat_str` | see [`Func`] | the expression library (`func.rs`; dtypes in `func_bind.rs`) |
 //!
 //! ```json
 //! {"op": "alias", "name": "d", "arg":
@@ -90,6 +91,12 @@
 //!   count only on those rows), so `when(b != 0).then(a // b).otherwise(0)` is safe.
 //! * Output words are encoded per [`crate::encoding`] (canonical float zero and NaN);
 //!   `eval_columns` returns raw values.
+//! * The library ([`Func`]): `round` is half away from zero on the shortest decimal form of
+//!   a float; `rem` takes the dividend's sign (SQL; `%` keeps Python's divisor sign);
+//!   `abs(i64::MIN)` raises `Error::Overflow` and int64 `rem` by 0 `Error::DivisionByZero`;
+//!   string functions count Unicode code points and intern the strings they produce; an
+//!   invalid regex or LIKE pattern is an `Error::Plan` when the JSON is read or the tree
+//!   bound. Kernels: `math.rs`, `strings.rs`; vectorised evaluation: `func_eval.rs`.
 
 mod ast;
 mod bind;
