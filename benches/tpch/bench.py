@@ -125,7 +125,8 @@ def _commit() -> str:
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1000:,.1f}"
+    ms = seconds * 1000
+    return f"{ms:,.1f}" if ms >= 10 else f"{ms:.2g}"
 
 
 def _table(rows: list[dict[str, Any]]) -> list[str]:
@@ -142,7 +143,7 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
         duck = statistics.median(r["duckdb_s"])
         lines.append(
             f"| {r['query'].upper()} | {', '.join(r['tables'])} | {r['load_s']:.2f} | "
-            f"{_ms(batch)} | {_ms(duck)} | {batch / duck:.2f}x | "
+            f"{_ms(batch)} | {_ms(duck)} | {batch / duck:.2g}x | "
             f"{r['base_rss'] / 2**20:,.0f} / {r['peak_rss'] / 2**20:,.0f} | {r['rows']:,} | "
             f"{'yes' if r['agree'] else 'NO'} |"
         )
@@ -160,6 +161,7 @@ def main() -> None:
     parser.add_argument("--duckdb-threads", type=int, default=1, help="DuckDB threads")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds per query")
     parser.add_argument("--out", type=Path, default=None, help="markdown file to write")
+    parser.add_argument("--json", type=Path, default=None, help="also write the raw readings")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -217,6 +219,8 @@ def main() -> None:
     ]
     out = args.out or RESULTS / f"tpch_sf{sf}.md"
     out.write_text("\n".join(text))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
     print(f"wrote {out}")
 
 
