@@ -100,7 +100,7 @@ def main(marker: str, out: str, mode: str) -> None:
     sys.path.insert(0, here)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     if mode == "fused":
-        from ddflow.spark.fused_tasks import FAULT_ENV
+        from ddflow.spark.tasks.fused import FAULT_ENV
 
         os.environ[FAULT_ENV] = f"{KILL_AT}:{marker}"  # inherited by the executors' workers
     warnings.simplefilter("ignore")

@@ -1,4 +1,4 @@
-"""Fused supersteps (``ddflow.spark.fused``): iterate bodies of the shape reduce -> variable
+"""Fused supersteps (``ddflow.spark.driver.fused``): iterate bodies of the shape reduce -> variable
 -> join with a loop-invariant arrangement -> expressions -> reduce run as one stage per
 superstep, and give exactly the embedded engine's output; bodies of other shapes take the
 general path, with the same output."""

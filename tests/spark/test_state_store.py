@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 
 import ddflow as dd
 from ddflow.errors import PlanError
-from ddflow.spark.store import StateStore
+from ddflow.spark.tasks.store import StateStore
 
 from .conftest import embedded, on_spark
 

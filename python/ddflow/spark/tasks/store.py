@@ -51,7 +51,8 @@ class StateStore:
 
     def _fs(self) -> tuple[pafs.FileSystem, str]:
         if "://" in self.root:
-            return pafs.FileSystem.from_uri(self.root)
+            fs, path = pafs.FileSystem.from_uri(self.root)
+            return fs, str(path)
         return pafs.LocalFileSystem(), os.path.abspath(self.root)
 
     def _bucket_dir(self, node: int, bucket: int) -> tuple[pafs.FileSystem, str]:

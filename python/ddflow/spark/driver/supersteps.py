@@ -4,7 +4,8 @@ for all outer times at once; the loop ends when a superstep feeds nothing back t
 variable (a count, the only value collected to the driver) or at ``max_iterations``.
 
 Each collection is represented per superstep by its delta (its updates at iteration ``i``,
-the coordinate implicit); state lives in ``state.State``, compacted to the current iteration:
+the coordinate implicit); each operator's delta is its rule in the operator registry
+(``ops.py``, run by a ``Step``); state lives in ``state.State``, compacted to the current iteration:
 
 * linear operators act on the delta;
 * ``join``: ``dA_i x (B_<i + dB_i) + A_<i x dB_i``; a loop-invariant side is partitioned
@@ -18,41 +19,115 @@ the coordinate implicit); state lives in ``state.State``, compacted to the curre
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import DataFrame
 
 from ddflow.errors import DataError
-from ddflow.spark import fused
-from ddflow.spark.columns import negate_diffs
-from ddflow.spark.held import Held
-from ddflow.spark.schemas import DIFF
-from ddflow.spark.state import consolidate
-from ddflow.spark.validate import UnsupportedOperatorError
+from ddflow.plan import (
+    AdvanceIterationOp,
+    ArrangeOp,
+    JoinOp,
+    LeaveOp,
+    ReduceOp,
+    VariableOp,
+)
+from ddflow.spark.driver import fused
+from ddflow.spark.driver.columns import negate_diffs
+from ddflow.spark.driver.context import RunContext
+from ddflow.spark.driver.held import Held
+from ddflow.spark.driver.lineage import consolidated
+from ddflow.spark.driver.operators import Operators
+from ddflow.spark.driver.ops import SPARK_OPS
+from ddflow.spark.driver.state import State
+from ddflow.spark.driver.validate import UnsupportedOperatorError
+from ddflow.spark.tasks.batches import DIFF
 
-if TYPE_CHECKING:
-    from ddflow.spark.compiler import Compiler
+__all__ = ["IterateDriver", "Step"]
 
-__all__ = ["IterateDriver"]
+
+@dataclass
+class Step:
+    """One superstep's computation of the body's deltas (the ``step`` rules of ``ops.py``
+    read and fill ``delta``)."""
+
+    ctx: RunContext
+    ops: Operators
+    state: State
+    held: Held
+    top: Callable[[int], DataFrame]
+    """A top-level node's whole history."""
+    i: int
+    """The iteration."""
+    source: int
+    """The loop variable's source (the entered collection)."""
+    var_next: DataFrame | None
+    """The variable's updates at this iteration (``i > 0``)."""
+    lazy: bool = False
+    """Build the DataFrames only (no Spark job, no state change, reduces skipped, invariant
+    arrangements not partitioned), as the fused path needs them for iteration 0."""
+    delta: dict[int, DataFrame | None] = field(default_factory=dict)
+    """Every body node's delta at iteration ``i`` computed so far (None: no updates)."""
+
+    def delta_join(self, n: int) -> DataFrame | None:
+        """Join ``n``'s delta: ``dA_i x (B_<i + dB_i) + A_<i x dB_i``."""
+        a, b = self.ctx.inputs(n)
+        da, db = self.delta.get(a), self.delta.get(b)
+        acc = self.state.join_acc
+        pa_, pb = acc.get(a), acc.get(b)
+        terms: list[DataFrame] = []
+        cuts = self.state.cuts
+        if da is not None:
+            rhs = [x for x in (pb, db) if x is not None]
+            if rhs:
+                right = rhs[0] if len(rhs) == 1 else rhs[0].unionByName(rhs[1])
+                fixed = "right" if cuts.is_partitioned(right) else None
+                terms.append(self.ops.join(n, da, right, fixed=fixed))
+        if db is not None and pa_ is not None:
+            fixed = "left" if cuts.is_partitioned(pa_) else None
+            terms.append(self.ops.join(n, pa_, db, fixed=fixed))
+        if not terms:
+            return None
+        return functools.reduce(lambda x, y: x.unionByName(y), terms)
+
+
+@dataclass
+class _Body:
+    """An iterate scope's body nodes, as every superstep of it needs them."""
+
+    members: list[int]
+    variant: set[int]
+    """Nodes that change at every iteration (the others only at 0)."""
+    join_inputs: set[int]
+    source: int
 
 
 class IterateDriver:
     """Runs iterate scopes as supersteps (each scope once; its leave outputs memoized)."""
 
-    def __init__(self, compiler: Compiler) -> None:
-        self.c = compiler
+    def __init__(
+        self, ctx: RunContext, ops: Operators, state: State, top: Callable[[int], DataFrame]
+    ) -> None:
+        """``top``: a top-level node's whole history (the compiler's, memoized)."""
+        self.ctx = ctx
+        self.ops = ops
+        self.state = state
+        self.top = top
         self.scope_out: dict[int, dict[int, DataFrame]] = {}
-        self.held = Held(compiler, None)
+        self.held = Held(ctx, ops, state.cuts, None)
         """The current scope's updates held by ``advance_iteration``."""
 
     def run_scope(self, scope: int) -> dict[int, DataFrame]:
         """The leave outputs of ``scope``, by leave node."""
         if scope in self.scope_out:
             return self.scope_out[scope]
-        c = self.c
+        c = self.ctx
+        state = self.state
         nodes = c.nodes
         members = sorted(n for n in c.needed if nodes[n]["scope"] == scope)
-        variables = [n for n in members if nodes[n]["op"] == "variable"]
+        variables = [n for n in members if nodes[n]["op"] == VariableOp.OP]
         if len(variables) != 1:
             raise UnsupportedOperatorError(
                 f"{c.plan.scopes[scope].label}: expected one iteration variable, found "
@@ -64,27 +139,30 @@ class IterateDriver:
         leaves = [
             n
             for n in c.needed
-            if nodes[n]["op"] == "leave" and nodes[nodes[n]["inputs"][0]]["scope"] == scope
+            if nodes[n]["op"] == LeaveOp.OP and nodes[nodes[n]["inputs"][0]]["scope"] == scope
         ]
         max_it = c.plan.scopes[scope].max_iterations
         # Nodes that depend on the variable change at every iteration; the others only at 0
         # (an advance_iteration also releases held updates later).
         variant: set[int] = set()
         for n in members:
-            if n == var or nodes[n]["op"] == "advance_iteration":
+            if n == var or nodes[n]["op"] == AdvanceIterationOp.OP:
                 variant.add(n)
             elif any(i in variant for i in nodes[n]["inputs"]):
                 variant.add(n)
-        join_inputs = {i for n in members if nodes[n]["op"] == "join" for i in nodes[n]["inputs"]}
+        join_inputs = {
+            i for n in members if nodes[n]["op"] == JoinOp.OP for i in nodes[n]["inputs"]
+        }
+        body = _Body(members, variant, join_inputs, source)
         shape = fused.detect(c, members, variant, var)
         if shape is not None:
-            out = self._fused(shape, members, variant, join_inputs, source, max_it)
+            out = self._fused(shape, body, max_it)
             if out is not None:
-                c.state.drop_scope(members)
+                state.store.drop_scope(members)
                 self.scope_out[scope] = {leave: out for leave in leaves}
                 return self.scope_out[scope]
         self._notes(members, variant)
-        self.held = Held(c, max_it)
+        self.held = Held(c, self.ops, state.cuts, max_it)
         parts: list[DataFrame] = []
         var_next: DataFrame | None = None
         i = 0
@@ -94,15 +172,15 @@ class IterateDriver:
             def superstep(
                 i: int = i, holder: dict[str, Any] = holder, var_next: DataFrame | None = var_next
             ) -> int | None:
-                delta = self._deltas(i, members, variant, join_inputs, source, var_next)
+                delta = self._deltas(i, body, var_next)
                 res = delta[result]
                 counted: int | None = None
-                if res is not None and nodes[result]["op"] == "reduce":
+                if res is not None and nodes[result]["op"] == ReduceOp.OP:
                     # Consolidated per key partition and cut already; its size was counted
                     # by the reduce's tasks (no extra job).
-                    counted = int(c.state.reduce_counts[result].value)
+                    counted = int(state.reduce_counts[result].value)
                 elif res is not None:
-                    res = c.state.cut(consolidate(res))
+                    res = state.cuts.cut(consolidated(res))
                 if res is not None:
                     parts.append(res)
                 if max_it is not None and i + 1 >= max_it:
@@ -114,7 +192,8 @@ class IterateDriver:
                     src = delta[source]
                     assert src is not None
                     neg = negate_diffs(src, DIFF, nodes[var]["label"])
-                    nxt = c.state.cut(consolidate(neg if res is None else res.unionByName(neg)))
+                    fed = neg if res is None else res.unionByName(neg)
+                    nxt = state.cuts.cut(consolidated(fed))
                 if nxt is None:
                     holder["next"] = None
                     return 0
@@ -128,10 +207,10 @@ class IterateDriver:
                     c.meter.run(f"superstep {i}", i, superstep)
                 else:
                     superstep()
-                c.errors.end_superstep(c.state.cut)
+                c.errors.end_superstep(state.cuts.cut)
             finally:
                 c.iteration = None
-            c.state.after_superstep(i)
+            state.store.after_superstep(i)
             var_next = holder["next"]
             if var_next is not None:
                 i += 1
@@ -142,23 +221,15 @@ class IterateDriver:
             if release is None or (max_it is not None and release >= max_it):
                 break
             i = release
-        c.state.drop_scope(members)
+        state.store.drop_scope(members)
         if parts:
-            out = consolidate(functools.reduce(lambda a, b: a.unionByName(b), parts))
+            out = consolidated(functools.reduce(lambda a, b: a.unionByName(b), parts))
         else:
-            out = c.top(nodes[source]["inputs"][0]).limit(0)
+            out = self.top(nodes[source]["inputs"][0]).limit(0)
         self.scope_out[scope] = {leave: out for leave in leaves}
         return self.scope_out[scope]
 
-    def _fused(
-        self,
-        shape: fused.Shape,
-        members: list[int],
-        variant: set[int],
-        join_inputs: set[int],
-        source: int,
-        max_it: int | None,
-    ) -> DataFrame | None:
+    def _fused(self, shape: fused.Shape, body: _Body, max_it: int | None) -> DataFrame | None:
         """The loop's output by fused supersteps, or None when it does not fuse after all.
 
         Fused tasks fail on a data error. With ``errors="collect"`` the loop is fused
@@ -166,20 +237,31 @@ class IterateDriver:
         rows kept since it began) and the caller reruns the loop operator by operator, whose
         stages emit error rows. Errors are rare, so a loop without them keeps the fused
         speed."""
-        c = self.c
+        c = self.ctx
+        state = self.state
         mark = c.errors.mark()
         c.iteration = 0
         try:
-            lazy0 = self._deltas(0, members, variant, join_inputs, source, None, lazy=True)
+            lazy0 = self._deltas(0, body, None, lazy=True)
         finally:
             c.iteration = None
         try:
-            out = fused.run(c, shape, lazy0, max_it)
+            out = fused.run(
+                c,
+                self.ops,
+                state.reduces,
+                state.cuts,
+                state.store,
+                shape,
+                lazy0,
+                self.top(shape.invariant_top),
+                max_it,
+            )
         except DataError:
             if not c.collect:
                 raise
             c.errors.rollback(mark)
-            c.state.drop_scope(members)
+            state.store.drop_scope(body.members)
             c.note(
                 shape.reduce,
                 "fused supersteps met a data error; the loop ran again operator by operator "
@@ -189,14 +271,14 @@ class IterateDriver:
         if out is None:
             c.errors.rollback(mark)
         else:
-            c.errors.end_superstep(c.state.cut)
+            c.errors.end_superstep(state.cuts.cut)
         return out
 
     def _notes(self, members: list[int], variant: set[int]) -> None:
-        c = self.c
+        c = self.ctx
         for n in members:
             op = c.nodes[n]["op"]
-            if op == "reduce":
+            if op == ReduceOp.OP:
                 if c.reduce_state == "store":
                     how = (
                         "per superstep: repartition(key) of the new input only, engine "
@@ -210,10 +292,8 @@ class IterateDriver:
                         "checkpointed"
                     )
                 c.note(n, how)
-            elif op == "join":
-                sides = [
-                    ("invariant" if i not in variant else "variant") for i in c.nodes[n]["inputs"]
-                ]
+            elif op == JoinOp.OP:
+                sides = [("invariant" if i not in variant else "variant") for i in c.inputs(n)]
                 c.note(
                     n,
                     f"per superstep delta join (sides {sides[0]}, {sides[1]}): Spark "
@@ -221,92 +301,51 @@ class IterateDriver:
                 )
 
     def _deltas(
-        self,
-        i: int,
-        members: list[int],
-        variant: set[int],
-        join_inputs: set[int],
-        source: int,
-        var_next: DataFrame | None,
-        lazy: bool = False,
+        self, i: int, body: _Body, var_next: DataFrame | None, lazy: bool = False
     ) -> dict[int, DataFrame | None]:
-        """Every body node's delta at iteration ``i`` (None: no updates); advances the join
-        accumulations. ``lazy``: build the DataFrames only (no Spark job, no state change,
-        reduces skipped, invariant arrangements not partitioned), as the fused path needs
-        them for iteration 0."""
-        c = self.c
-        state = c.state
-        delta: dict[int, DataFrame | None] = {}
-        for n in members:
+        """Every body node's delta at iteration ``i`` (None: no updates), each by its
+        operator's ``step`` rule; advances the join accumulations (unless ``lazy``, see
+        ``Step.lazy``)."""
+        c = self.ctx
+        state = self.state
+        step = Step(c, self.ops, state, self.held, self.top, i, body.source, var_next, lazy)
+        delta = step.delta
+        for n in body.members:
             node = c.nodes[n]
-            op = node["op"]
-            ins = node["inputs"]
-            if n not in variant and i > 0:
+            if n not in body.variant and i > 0:
                 delta[n] = None
                 continue
-            if op == "enter":
-                delta[n] = c.top(ins[0])
-            elif op == "enter_arrangement":
-                delta[n] = c.top(ins[0]) if lazy else state.invariant_arrangement(ins[0])
-            elif op == "variable":
-                delta[n] = delta[source] if i == 0 else var_next
-            elif op == "concat":
-                present = [delta[x] for x in ins if delta[x] is not None]
-                delta[n] = c.union(n, present) if present else None  # type: ignore[arg-type]
-            elif op == "join":
-                delta[n] = self._delta_join(n, delta)
-            elif op == "reduce":
-                delta[n] = None if lazy else state.reduce_step(n, delta.get(ins[0]), i)
-            elif op == "advance_iteration":
-                delta[n] = self.held.step(n, delta[ins[0]], i)
-            elif op == "leave":
-                continue
-            else:
-                d = delta[ins[0]]
-                delta[n] = None if d is None else c.linear(n, d, note=i == 0)
-            if op == "arrange" and n in join_inputs and n not in variant and not lazy:
+            rule = SPARK_OPS[node["op"]].step
+            if rule is None:
+                raise UnsupportedOperatorError(
+                    f"{node['label']}: operator {node['op']!r} is not supported inside an "
+                    f"iterate by the Spark backend"
+                )
+            delta[n] = rule(step, n)
+            if node["op"] == ArrangeOp.OP and n in body.join_inputs and n not in body.variant:
                 d = delta[n]
-                if d is not None:
+                if d is not None and not lazy:
                     delta[n] = state.partitioned(d, n)
         if lazy:
             return delta
         # State for the next superstep, compacted to this iteration.
-        for n in join_inputs:
+        for n in body.join_inputs:
             d = delta.get(n)
             if d is None:
                 continue
-            if n not in variant:
+            if n not in body.variant:
                 state.join_acc[n] = d
-            elif self._needs_acc(n, variant):
+            elif self._needs_acc(n, body.variant):
                 state.accumulate(n, d)
         return delta
 
     def _needs_acc(self, n: int, variant: set[int]) -> bool:
         """Whether a variant arrangement's accumulation is read: it joins a variant side."""
-        c = self.c
+        c = self.ctx
         for m in c.needed:
             node = c.nodes[m]
-            if node["op"] == "join" and n in node["inputs"]:
+            if node["op"] == JoinOp.OP and n in node["inputs"]:
                 other = [x for x in node["inputs"] if x != n]
                 if not other or other[0] in variant:
                     return True
         return False
-
-    def _delta_join(self, n: int, delta: dict[int, DataFrame | None]) -> DataFrame | None:
-        c = self.c
-        a, b = c.nodes[n]["inputs"]
-        da, db = delta.get(a), delta.get(b)
-        acc = c.state.join_acc
-        pa_, pb = acc.get(a), acc.get(b)
-        terms: list[DataFrame] = []
-        fixed = c.state.fixed
-        if da is not None:
-            rhs = [x for x in (pb, db) if x is not None]
-            if rhs:
-                right = rhs[0] if len(rhs) == 1 else rhs[0].unionByName(rhs[1])
-                terms.append(c.join(n, da, right, fixed="right" if id(right) in fixed else None))
-        if db is not None and pa_ is not None:
-            terms.append(c.join(n, pa_, db, fixed="left" if id(pa_) in fixed else None))
-        if not terms:
-            return None
-        return functools.reduce(lambda x, y: x.unionByName(y), terms)

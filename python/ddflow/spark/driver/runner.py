@@ -2,14 +2,19 @@
 iterate scopes as supersteps, return the output histories as DataFrames), ``explain_spark``
 (how each plan node runs, without running anything), ``warm_up`` and ``SparkResult``.
 
-The work is split by job: ``validate.py`` (inputs and plan, before any job), ``compiler.py``
-(plan nodes to DataFrame operations), ``supersteps.py`` (the iterate driver), ``fused.py``
-and ``fused_tasks.py`` (iterate bodies run as one stage per superstep), ``state.py``
-(checkpoints, invariant arrangements, join and reduce state), ``store.py`` (the reduce state
-store), ``executor.py`` (the partition functions ``mapInArrow`` runs), ``held.py``
-(``advance_iteration``'s held updates), ``error_rows.py`` and ``error_frames.py`` (data
-errors in tasks, and as data with ``errors="collect"``), ``progress.py`` (per-superstep
-measurements and lines).
+The backend is split into the driver (this package, ``ddflow.spark.driver``: may use
+pyspark) and the tasks (``ddflow.spark.tasks``: what ``mapInArrow`` runs on the executors,
+no pyspark). Driver modules by job: ``validate.py`` (inputs and plan, before any job),
+``ops.py`` (the operator registry: how each plan operator runs, or why it is refused),
+``compiler.py`` (top-level nodes to DataFrames), ``context.py`` (what the parts of a run
+share), ``operators.py`` and ``reduce_stages.py`` (the DataFrame operations of single
+operators), ``supersteps.py`` (the iterate driver), ``fused.py`` (iterate bodies run as one
+stage per superstep), ``state.py`` (invariant arrangements, join and reduce state),
+``held.py`` (``advance_iteration``'s held updates), ``lineage.py`` (consolidation and
+checkpoints), ``store_use.py`` (the reduce state store's place and lifetime),
+``error_frames.py`` (data errors as data with ``errors="collect"``), ``progress.py``
+(per-superstep measurements and lines), ``columns.py`` and ``schemas.py`` (expressions as
+Spark Columns; type mapping).
 """
 
 from __future__ import annotations
@@ -28,11 +33,14 @@ from ddflow.collection import Collection
 from ddflow.dataflow import Dataflow
 from ddflow.errors import PlanError
 from ddflow.input import InputSession
-from ddflow.spark import fused
-from ddflow.spark.compiler import Compiler
-from ddflow.spark.error_frames import ErrorFrames
-from ddflow.spark.progress import Meter, Superstep
-from ddflow.spark.validate import UnsupportedOperatorError
+from ddflow.plan import LeaveOp, VariableOp
+from ddflow.spark.driver import fused
+from ddflow.spark.driver.compiler import Compiler
+from ddflow.spark.driver.error_frames import ErrorFrames
+from ddflow.spark.driver.ops import SPARK_OPS
+from ddflow.spark.driver.progress import Meter, Superstep
+from ddflow.spark.driver.validate import UnsupportedOperatorError
+from ddflow.spark.tasks.batches import warm_up_batches
 
 __all__ = [
     "run_on_spark",
@@ -50,7 +58,8 @@ class SparkResult(Mapping[Any, DataFrame]):
     consolidated output history (record columns, ``time`` or ``time_0..``, ``diff``)."""
 
     frames: dict[int, DataFrame]
-    keys: dict[int, int]
+    node_of: dict[int, int]
+    """The plan node of each output, by ``id(output)``."""
     supersteps: list[Superstep] = field(default_factory=list)
     stages: list[str] = field(default_factory=list)
     """How each node was compiled (``explain()``)."""
@@ -60,7 +69,7 @@ class SparkResult(Mapping[Any, DataFrame]):
     """The plan nodes whose errors reach a node."""
 
     def __getitem__(self, key: Any) -> DataFrame:
-        return self.frames[self.keys[id(key)]]
+        return self.frames[self.node_of[id(key)]]
 
     def errors(self, key: Any) -> DataFrame:
         """The consolidated error updates upstream of output ``key`` (a run with
@@ -69,7 +78,7 @@ class SparkResult(Mapping[Any, DataFrame]):
         the same rows as the embedded engine's ``capture(errors="collect").errors()``."""
         if self.error_frames is None or self.upstream is None:
             raise PlanError('SparkResult.errors: run_on_spark(..., errors="collect") collects them')
-        return self.error_frames.of(self.upstream(self.keys[id(key)]))
+        return self.error_frames.of(self.upstream(self.node_of[id(key)]))
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.frames)
@@ -158,18 +167,11 @@ def run_on_spark(
                 frames[n] = compiler.output(n)
             keys[id(out)] = n
     finally:
-        compiler.state.close()
-    if compiler.collect:
-        return SparkResult(
-            frames, keys, meter.phases, compiler.stages, compiler.errors, flow._upstream
-        )
-    return SparkResult(frames, keys, meter.phases, compiler.stages)
-
-
-def _identity_batches(batches: Any) -> Any:
-    import ddflow.spark.executor  # noqa: F401  (the modules the backend's tasks import)
-
-    yield from batches
+        compiler.close()
+    ctx = compiler.ctx
+    if ctx.collect:
+        return SparkResult(frames, keys, meter.phases, ctx.stages, ctx.errors, flow._upstream)
+    return SparkResult(frames, keys, meter.phases, ctx.stages)
 
 
 def warm_up(spark: SparkSession) -> float:
@@ -182,22 +184,23 @@ def warm_up(spark: SparkSession) -> float:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "distutils Version classes", DeprecationWarning)
         n = max(1, spark.sparkContext.defaultParallelism)
-        spark.range(0, 1000, 1, n).mapInArrow(_identity_batches, "id long").count()
+        spark.range(0, 1000, 1, n).mapInArrow(warm_up_batches, "id long").count()
     return _time.perf_counter() - start
 
 
 def _fusable(compiler: Compiler, scope: int) -> fused.Shape | None:
     """The fused shape of iterate ``scope``, as the iterate driver would find it."""
-    nodes = compiler.nodes
-    members = sorted(n for n in compiler.needed if nodes[n]["scope"] == scope)
-    variables = [n for n in members if nodes[n]["op"] == "variable"]
+    ctx = compiler.ctx
+    nodes = ctx.nodes
+    members = sorted(n for n in ctx.needed if nodes[n]["scope"] == scope)
+    variables = [n for n in members if nodes[n]["op"] == VariableOp.OP]
     if len(variables) != 1:
         return None
     variant: set[int] = set()
     for n in members:
         if n == variables[0] or any(i in variant for i in nodes[n]["inputs"]):
             variant.add(n)
-    return fused.detect(compiler, members, variant, variables[0])
+    return fused.detect(ctx, members, variant, variables[0])
 
 
 def explain_spark(
@@ -209,12 +212,20 @@ def explain_spark(
     """How each plan node runs on Spark, without running anything (validates like
     ``run_on_spark``)."""
     compiler = Compiler(spark, flow, inputs, outputs, None, "local", None)
+    try:
+        return "\n".join(_explain_lines(compiler))
+    finally:
+        compiler.close()
+
+
+def _explain_lines(compiler: Compiler) -> list[str]:
+    ctx = compiler.ctx
     lines = [
-        f"ddflow on Spark: {len(compiler.needed)} plan nodes, time_dims {compiler.dims}, "
-        f"{compiler.partitions} key partitions"
+        f"ddflow on Spark: {len(ctx.needed)} plan nodes, time_dims {ctx.dims}, "
+        f"{ctx.partitions} key partitions"
     ]
     fused_nodes: dict[int, str] = {}
-    for scope in {compiler.nodes[n]["scope"] for n in compiler.needed} - {0}:
+    for scope in {ctx.nodes[n]["scope"] for n in ctx.needed} - {0}:
         shape = _fusable(compiler, scope)
         if shape is None:
             continue
@@ -227,44 +238,14 @@ def explain_spark(
             "the reduce's new input is shuffled"
         )
         fused_nodes[shape.invariant] = "loop-invariant: written once into the store by bucket"
-        for m in compiler.needed:
-            node = compiler.nodes[m]
-            if node["op"] == "leave" and compiler.nodes[node["inputs"][0]]["scope"] == scope:
+        for m in ctx.needed:
+            node = ctx.nodes[m]
+            if node["op"] == LeaveOp.OP and ctx.nodes[node["inputs"][0]]["scope"] == scope:
                 fused_nodes[m] = "the reduce's accumulated output in the store, read once"
-    for n in sorted(compiler.needed):
-        node = compiler.nodes[n]
+    for n in sorted(ctx.needed):
+        node = ctx.nodes[n]
         op = node["op"]
-        indent = "  " * (1 + compiler.plan.depth(node["scope"]))
-        if n in fused_nodes:
-            lines.append(f"{indent}#{n} {op}: {fused_nodes[n]}  [{node['label']}]")
-            continue
-        how = {
-            "input": "DataFrame, validated and renamed",
-            "select": "Spark Column expressions (Rust evaluator in mapInArrow where inexact)",
-            "filter": "Spark Column predicate (Rust evaluator in mapInArrow where inexact)",
-            "map_py": "Python batch function in mapInArrow",
-            "filter_py": "Python batch function in mapInArrow",
-            "flat_map_py": "Python batch function in mapInArrow",
-            "concat": "unionByName",
-            "negate": "diff = -diff",
-            "scale": "diff = diff * factor (overflow raises)",
-            "consolidate": "groupBy(record, time).sum(diff)",
-            "arrange": "columns ordered key first (partitioned by the consumer)",
-            "join": "Spark equi-join, time = greatest, diff = product"
-            + (" (per superstep: delta rule)" if node["scope"] else ""),
-            "reduce": "repartition(key) + the engine's reduce operator in mapInArrow"
-            + (
-                " (per superstep, on keys with new input; state in the reduce state store)"
-                if node["scope"]
-                else ""
-            ),
-            "enter": "iteration 0 only",
-            "enter_arrangement": "loop-invariant: partitioned by key and checkpointed once",
-            "variable": "iteration 0: source; i+1: result at i (minus source at 0)",
-            "leave": "sum of the result's deltas over all supersteps",
-            "advance_iteration": "updates beyond the superstep held (checkpointed) until "
-            "their iteration; empty iterations skipped",
-            "delay": "identity (a superstep bundles each iteration's updates)",
-        }[op]
+        indent = "  " * (1 + ctx.plan.depth(node["scope"]))
+        how = fused_nodes.get(n) or SPARK_OPS[op].how(in_iterate=node["scope"] != 0)
         lines.append(f"{indent}#{n} {op}: {how}  [{node['label']}]")
-    return "\n".join(lines)
+    return lines

@@ -2,7 +2,7 @@
 
 A stage that can fail on a record (the Rust expression evaluator, a user's batch function, a
 top-level reduce) returns, in collect mode, its data rows and its error rows in one
-DataFrame (``error_rows.py``). ``ErrorFrames.split`` separates them: the data flows on to
+DataFrame (``tasks/error_rows.py``). ``ErrorFrames.split`` separates them: the data flows on to
 the next operator, the error rows are kept per plan node with their iteration (inside an
 iterate, the superstep's number). ``SparkResult.errors(c)`` reads the consolidated error
 updates of every node upstream of ``c``, the Spark counterpart of the embedded engine's
@@ -22,9 +22,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ddflow.spark.error_rows import ERR_MSG, ERR_OP, ERR_VALS
-from ddflow.spark.schemas import DIFF, tcol
-from ddflow.spark.state import consolidate
+from ddflow.spark.driver.lineage import consolidated
+from ddflow.spark.tasks.batches import DIFF, tcol
+from ddflow.spark.tasks.error_rows import ERR_MSG, ERR_OP, ERR_VALS
 
 __all__ = ["ErrorFrames", "NODE", "ITERATION"]
 
@@ -123,7 +123,7 @@ class ErrorFrames:
                 ]
             )
             rows = self.spark.createDataFrame([], schema)
-        summed = consolidate(rows.where(F.col(NODE).isin(sorted(nodes))).drop(NODE))
+        summed = consolidated(rows.where(F.col(NODE).isin(sorted(nodes))).drop(NODE))
         return summed.select(
             F.col(ERR_OP).alias("operator"),
             F.col(ERR_MSG).alias("message"),

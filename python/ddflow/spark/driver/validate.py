@@ -1,5 +1,6 @@
 """Input and plan validation of the Spark backend, all before any Spark job runs: outputs
-belong to the dataflow, every operator the outputs need is supported, input DataFrames have
+belong to the dataflow, every operator the outputs need is supported where it is (the
+operator registry, ``ops.py``), input DataFrames have
 the input's columns with supported types and agreeing time coordinates. Checks only the data
 can answer (nulls, negative times) are compiled into the input frames as ``raise_error``
 columns naming the input and the column."""
@@ -18,11 +19,13 @@ from ddflow.collection import Collection
 from ddflow.dataflow import Dataflow
 from ddflow.errors import ColumnNotFoundError, PlanError, SchemaTypeError
 from ddflow.input import InputSession
-from ddflow.spark.columns import SPARK_TYPES
-from ddflow.spark.schemas import DIFF, ccol, record_dtype, tcol
+from ddflow.plan import InputOp, VariableOp
+from ddflow.spark.driver.columns import SPARK_TYPES
+from ddflow.spark.driver.ops import SPARK_OPS, supported_ops
+from ddflow.spark.driver.schemas import record_dtype
+from ddflow.spark.tasks.batches import DIFF, ccol, tcol
 
 __all__ = [
-    "SUPPORTED_OPS",
     "UnsupportedOperatorError",
     "output_node",
     "needed_nodes",
@@ -30,15 +33,6 @@ __all__ = [
     "time_dims",
     "input_frames",
 ]
-
-SUPPORTED_OPS = frozenset(
-    {
-        "input", "select", "filter", "map_py", "filter_py", "flat_map_py", "concat", "negate",
-        "scale", "consolidate", "arrange", "join", "reduce", "enter", "enter_arrangement",
-        "variable", "leave", "advance_iteration", "delay",
-    }
-)  # fmt: skip
-"""Plan operators the Spark backend runs (``capture``/``probe`` are outputs, not stages)."""
 
 
 class UnsupportedOperatorError(PlanError):
@@ -75,27 +69,40 @@ def needed_nodes(nodes: Sequence[dict[str, Any]], roots: Sequence[int]) -> set[i
         seen.add(n)
         node = nodes[n]
         stack.extend(node["inputs"])
-        if node["op"] == "variable" and node.get("result") is not None:
+        if node["op"] == VariableOp.OP and node.get("result") is not None:
             stack.append(node["result"])
     return seen
 
 
 def check_ops(flow: Dataflow, needed: set[int]) -> None:
     """Raises ``UnsupportedOperatorError`` naming the first needed node the backend cannot
-    run."""
+    run (where it is)."""
     plan = flow._plan
     plan.validate()
     for n in sorted(needed):
         node = plan.nodes[n]
-        if node["op"] not in SUPPORTED_OPS:
+        op = node["op"]
+        entry = SPARK_OPS.get(op)
+        if entry is None or not entry.supported:
+            why = "an operator this backend does not know" if entry is None else entry.refused
             raise UnsupportedOperatorError(
-                f"{node['label']}: operator {node['op']!r} is not supported by the Spark "
-                f"backend (supported: {', '.join(sorted(SUPPORTED_OPS))})"
+                f"{node['label']}: operator {op!r} is not supported by the Spark backend: "
+                f"{why} (supported: {', '.join(supported_ops())})"
             )
         if plan.depth(node["scope"]) > 1:
             raise UnsupportedOperatorError(
                 f"{node['label']}: nested iterate (depth {plan.depth(node['scope'])}) is "
                 f"not supported by the Spark backend yet; one level of iterate is"
+            )
+        if node["scope"] != 0 and not entry.in_iterate:
+            raise UnsupportedOperatorError(
+                f"{node['label']}: operator {op!r} is not supported inside an iterate by the "
+                f"Spark backend"
+            )
+        if node["scope"] == 0 and entry.top is None:
+            raise UnsupportedOperatorError(
+                f"{node['label']}: operator {op!r} runs only inside an iterate on the Spark "
+                f"backend"
             )
 
 
@@ -144,7 +151,7 @@ def input_frames(
         by_node[session.node] = _input_frame(session, df, dims)
     for n in sorted(needed):
         node = nodes[n]
-        if node["op"] == "input" and n not in by_node:
+        if node["op"] == InputOp.OP and n not in by_node:
             raise PlanError(
                 f"run_on_spark: no DataFrame for input {node['name']!r} ({node['label']}), "
                 f"which the outputs depend on"

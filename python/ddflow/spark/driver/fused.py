@@ -24,18 +24,30 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ddflow.spark import executor as ex
-from ddflow.spark import fused_tasks as ft
-from ddflow.spark.schemas import ccol, map_in_arrow, spark_schema
-
-if TYPE_CHECKING:
-    from ddflow.spark.compiler import Compiler
+from ddflow.plan import (
+    ArrangeOp,
+    ConcatOp,
+    EnterArrangementOp,
+    FilterOp,
+    JoinOp,
+    LeaveOp,
+    ReduceOp,
+    SelectOp,
+)
+from ddflow.spark.driver.context import RunContext
+from ddflow.spark.driver.lineage import Checkpoints
+from ddflow.spark.driver.operators import Operators
+from ddflow.spark.driver.reduce_stages import ReduceStages
+from ddflow.spark.driver.schemas import map_in_arrow, spark_schema
+from ddflow.spark.driver.store_use import StoreUse
+from ddflow.spark.tasks import fused as ft
+from ddflow.spark.tasks.batches import BUCKET, DIFF, PART, ccol
 
 __all__ = ["Shape", "detect", "run"]
 
@@ -60,10 +72,10 @@ class Shape:
     """Nodes from the join's consumer to the reduce's arrangement (select, filter, concat)."""
 
 
-def _consumers(c: Compiler, members: list[int]) -> dict[int, list[int]]:
+def _consumers(c: RunContext, members: list[int]) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {n: [] for n in members}
     for n in members:
-        if c.nodes[n]["op"] == "leave":
+        if c.nodes[n]["op"] == LeaveOp.OP:
             continue
         for i in c.nodes[n]["inputs"]:
             if i in out:
@@ -71,13 +83,13 @@ def _consumers(c: Compiler, members: list[int]) -> dict[int, list[int]]:
     return out
 
 
-def detect(c: Compiler, members: list[int], variant: set[int], var: int) -> Shape | None:
+def detect(c: RunContext, members: list[int], variant: set[int], var: int) -> Shape | None:
     """The fusable shape of an iterate body, or None (see the module doc)."""
     if c.reduce_state != "store":
         return None
     nodes = c.nodes
     result = int(nodes[var]["result"])
-    if nodes[result]["op"] != "reduce":
+    if nodes[result]["op"] != ReduceOp.OP:
         return None
     reduce_arr = nodes[result]["inputs"][0]
     k = c.key_len(reduce_arr)
@@ -85,16 +97,18 @@ def detect(c: Compiler, members: list[int], variant: set[int], var: int) -> Shap
     if len(cons[var]) != 1:
         return None
     var_arr = cons[var][0]
-    if nodes[var_arr]["op"] != "arrange" or list(nodes[var_arr]["key"]) != list(range(k)):
+    if nodes[var_arr]["op"] != ArrangeOp.OP or list(nodes[var_arr]["key"]) != list(range(k)):
         return None
     if len(cons[var_arr]) != 1:
         return None
     join = cons[var_arr][0]
     jn = nodes[join]
-    if jn["op"] != "join" or jn["kind"] != "join" or jn["inputs"][0] != var_arr:
+    if jn["op"] != JoinOp.OP or jn["kind"] in ("semijoin", "antijoin"):
+        return None
+    if jn["inputs"][0] != var_arr:
         return None
     invariant = jn["inputs"][1]
-    if nodes[invariant]["op"] != "enter_arrangement" or invariant in variant:
+    if nodes[invariant]["op"] != EnterArrangementOp.OP or invariant in variant:
         return None
     if c.key_len(var_arr) != c.key_len(invariant):
         return None
@@ -106,19 +120,20 @@ def detect(c: Compiler, members: list[int], variant: set[int], var: int) -> Shap
         nxt = cons[cur][0]
         op = nodes[nxt]["op"]
         if nxt == reduce_arr:
-            if op != "arrange":
+            if op != ArrangeOp.OP:
                 return None
-        elif op == "concat":
+        elif op == ConcatOp.OP:
             if any(i != cur and i in variant for i in nodes[nxt]["inputs"]):
                 return None
-        elif op not in ("select", "filter"):
+        elif op not in (SelectOp.OP, FilterOp.OP):
             return None
         chain.append(nxt)
         cur = nxt
     if cons[reduce_arr] != [result]:
         return None
     fused_nodes = {var, var_arr, join, result, *chain}
-    if any(n in variant and n not in fused_nodes for n in members if nodes[n]["op"] != "leave"):
+    body = [n for n in members if nodes[n]["op"] != LeaveOp.OP]
+    if any(n in variant and n not in fused_nodes for n in body):
         return None
     return Shape(
         var=var,
@@ -134,27 +149,27 @@ def detect(c: Compiler, members: list[int], variant: set[int], var: int) -> Shap
 
 
 def _chain_steps(
-    c: Compiler, shape: Shape, delta0: dict[int, DataFrame | None]
+    c: RunContext, ops: Operators, shape: Shape, delta0: dict[int, DataFrame | None]
 ) -> tuple[ft.ChainStep, ...] | None:
     steps = []
     for n in shape.chain:
         node = c.nodes[n]
-        src = node["inputs"][0] if node["op"] != "concat" else None
-        if node["op"] == "concat":
-            steps.append(ft.ChainStep("concat"))
-        elif node["op"] == "arrange":
-            names = c.nodes[node["inputs"][0]]["columns"]
+        if node["op"] == ConcatOp.OP:
+            steps.append(ft.ChainStep())
+        elif node["op"] == ArrangeOp.OP:
+            names = c.columns(node["inputs"][0])
             key = list(node["key"])
             order = key + [i for i in range(len(names)) if i not in key]
-            steps.append(ft.ChainStep("arrange", order=tuple(order)))
+            steps.append(ft.ChainStep(order=tuple(order)))
         else:
-            df = delta0.get(src) if src is not None else None
+            src = node["inputs"][0]
+            df = delta0.get(src)
             if df is None:
                 return None
             # A fused task fails on a data error (collect mode then reruns the loop
             # operator by operator), so its expressions never emit error rows.
-            spec = c.expr_spec(n, df, list(c.nodes[src]["columns"]), collect=False)
-            steps.append(ft.ChainStep("expr", expr=spec))
+            spec = ops.expr_spec(n, df, c.columns(src), collect=False)
+            steps.append(ft.ChainStep(expr=spec))
     return tuple(steps)
 
 
@@ -163,22 +178,31 @@ def _key_types(df: DataFrame, k: int) -> list[T.DataType]:
 
 
 def run(
-    c: Compiler, shape: Shape, delta0: dict[int, DataFrame | None], max_it: int | None
+    c: RunContext,
+    ops: Operators,
+    reduces: ReduceStages,
+    cuts: Checkpoints,
+    stored: StoreUse,
+    shape: Shape,
+    delta0: dict[int, DataFrame | None],
+    inv_df: DataFrame,
+    max_it: int | None,
 ) -> DataFrame | None:
     """Runs the scope fused; the loop's result (its leave's output, consolidated, cut), or
-    None when the body cannot be fused after all (nothing has run then)."""
+    None when the body cannot be fused after all (nothing has run then). ``delta0``: the
+    body's deltas at iteration 0 (lazy DataFrames); ``inv_df``: the invariant side's
+    top-level history."""
     x0 = delta0.get(shape.reduce_arr)
     src0 = delta0.get(shape.source)
-    inv_df = c.top(shape.invariant_top)
     if x0 is None or src0 is None:
         return None
     k = c.key_len(shape.reduce_arr)
     if _key_types(x0, k) != _key_types(inv_df, k) or _key_types(src0, k) != _key_types(x0, k):
         return None
-    steps = _chain_steps(c, shape, delta0)
+    steps = _chain_steps(c, ops, shape, delta0)
     if steps is None:
         return None
-    rspec = c.reduce_spec(shape.reduce, x0)
+    rspec = reduces.spec(shape.reduce, x0)
     nodes = c.nodes
     fspec = ft.FusedSpec(
         reduce=rspec,
@@ -193,8 +217,7 @@ def run(
         dims=c.dims,
     )
     _notes(c, shape)
-    store = c.state.ensure_store()
-    c.state.stored.add(shape.reduce)
+    store = stored.ensure(shape.reduce)
     keys = [F.col(ccol(i)) for i in range(k)]
     bucket = F.pmod(F.hash(*keys), F.lit(c.partitions))
     schema = spark_schema(rspec.schema)
@@ -203,8 +226,9 @@ def run(
     src_parts = {ccol(i): ccol(i) for i in range(k)}
     src_parts.update({f"_o{i}": ccol(k + i) for i in range(rspec.n_outs)})
     src_parts.update({t: t for t in c.tnames()})
-    src_parts[ex.DIFF] = ex.DIFF
-    inp = c.reduce_input(x0, rspec).unionByName(c._widen(src0, rspec, src_parts, ft.TAG_SOURCE))
+    src_parts[DIFF] = DIFF
+    source_rows = reduces.widen(src0, rspec, src_parts, ft.TAG_SOURCE)
+    inp = reduces.tagged_input(x0, rspec).unionByName(source_rows)
     i = 0
     while True:
         last = max_it is not None and i + 1 >= max_it
@@ -214,16 +238,18 @@ def run(
             i: int = i, inp: DataFrame = inp, last: bool = last, holder: dict[str, Any] = holder
         ) -> int | None:
             if i == 0:
+                # The task names its part file by its partition, the same on a retry.
+                placed = inv_df.withColumn(BUCKET, bucket).withColumn(PART, F.spark_partition_id())
                 written = map_in_arrow(
-                    inv_df.withColumn(ex.BUCKET, bucket),
+                    placed,
                     functools.partial(ft.write_invariant, store, shape.invariant_top),
                     T.StructType([T.StructField("rows", T.LongType(), False)]),
                 )
                 written.agg(F.sum("rows")).collect()
             counter = c.spark.sparkContext.accumulator(0)
             fn = functools.partial(ft.fused_superstep, fspec, c.fns, store, i, last, counter)
-            staged = inp.withColumn(ex.BUCKET, bucket).repartition(c.partitions, *keys)
-            holder["next"] = c.state.cut(map_in_arrow(staged, fn, schema))
+            staged = inp.withColumn(BUCKET, bucket).repartition(c.partitions, *keys)
+            holder["next"] = cuts.cut(map_in_arrow(staged, fn, schema))
             count = int(counter.value)
             holder["count"] = count
             return None if last else count
@@ -232,7 +258,7 @@ def run(
             c.meter.run(f"superstep {i}", i, superstep)
         else:
             superstep()
-        c.state.after_superstep(i)
+        stored.after_superstep(i)
         if last or holder["count"] == 0:
             break
         inp = holder["next"]
@@ -245,14 +271,14 @@ def run(
             [*schema.fields[:k], *[schema[f"_o{j}"] for j in range(rspec.n_outs)]]
         )]
         + [schema[t] for t in c.tnames()]
-        + [schema[ex.DIFF]]
+        + [schema[DIFF]]
     )  # fmt: skip
     buckets = c.spark.range(0, c.partitions, 1, c.partitions)
     fn = functools.partial(ft.read_result, rspec, store, shape.reduce, i + 1)
-    return c.state.cut(map_in_arrow(buckets, fn, result_schema))
+    return cuts.cut(map_in_arrow(buckets, fn, result_schema))
 
 
-def _notes(c: Compiler, shape: Shape) -> None:
+def _notes(c: RunContext, shape: Shape) -> None:
     c.note(
         shape.invariant,
         "loop-invariant: written once into the state store by key bucket (no shuffle); "

@@ -2,7 +2,7 @@
 
 Only the part of the expression language whose Spark semantics equal the Rust evaluator's
 exactly is compiled; anything else raises :class:`NotCompilable` and the stage runs the Rust
-evaluator in ``mapInArrow`` instead (``executor.expr_batches``). Exactness notes:
+evaluator in ``mapInArrow`` instead (``tasks/batch_functions.py``). Exactness notes:
 
 * int64 ``+ -`` and negation raise on overflow like the engine (Spark would wrap); ``*`` on
   int64 is left to Rust.
@@ -20,6 +20,8 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+from ddflow.plan import NegateOp, ScaleOp
 
 __all__ = [
     "NotCompilable",
@@ -198,7 +200,10 @@ def compile_expr(
         if {tt, to} == {"int64", "float64"}:
             return F.when(cond, then.cast("double")).otherwise(other.cast("double")), "float64"
         raise NotCompilable(f"when branches {tt}, {to}")
-    raise NotCompilable(op)
+    # The expression library lives beside this module and imports it (hence here, lazily).
+    from ddflow.spark.driver.columns_library import compile_function
+
+    return compile_function(expr, columns, label, may_raise, compile_expr)
 
 
 _I64_MAX = 2**63 - 1
@@ -208,7 +213,7 @@ def negate_diffs(df: DataFrame, diff: str, label: str) -> DataFrame:
     """Every diff (column ``diff``) negated. The one int64 without a negation fails the job
     naming ``label`` (Spark would wrap it to itself; the engine negates exactly)."""
     d = F.col(diff)
-    negated = F.when(d == F.lit(_I64_MIN), _overflow(label, "negate")).otherwise(-d)
+    negated = F.when(d == F.lit(_I64_MIN), _overflow(label, NegateOp.OP)).otherwise(-d)
     return df.select(*[c for c in df.columns if c != diff], negated.alias(diff))
 
 
@@ -220,5 +225,5 @@ def scale_diffs(df: DataFrame, diff: str, factor: int, label: str) -> DataFrame:
         return df.where(F.lit(False))
     wide = F.col(diff).cast("decimal(38,0)") * F.lit(factor).cast("decimal(38,0)")
     bad = (wide > F.lit(_I64_MAX)) | (wide < F.lit(-_I64_MAX - 1))
-    scaled = F.when(bad, _overflow(label, "scale")).otherwise(wide.cast("long"))
+    scaled = F.when(bad, _overflow(label, ScaleOp.OP)).otherwise(wide.cast("long"))
     return df.select(*[c for c in df.columns if c != diff], scaled.alias(diff))

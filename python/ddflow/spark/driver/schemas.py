@@ -1,5 +1,6 @@
-"""Type mapping between ddflow dtypes, Arrow and Spark for the Spark backend, the internal
-column names of update DataFrames, and ``mapInArrow`` without pyspark's own warning."""
+"""Type mapping between ddflow dtypes, Arrow and Spark for the Spark backend, and
+``mapInArrow`` without pyspark's own warning. (The internal column names of update
+DataFrames are the tasks' own: ``tasks/batches.py``.)"""
 
 from __future__ import annotations
 
@@ -13,14 +14,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from ddflow.errors import SchemaTypeError
-from ddflow.spark import executor as ex
-from ddflow.spark.columns import dtype_of
+from ddflow.spark.driver.columns import dtype_of
+from ddflow.spark.tasks.batches import DIFF, tcol
 
 __all__ = [
-    "DIFF",
-    "TAG",
-    "ccol",
-    "tcol",
     "record_dtype",
     "arrow_type",
     "arrow_type_of_numpy",
@@ -29,15 +26,6 @@ __all__ = [
     "time_fields",
     "map_in_arrow",
 ]
-
-DIFF = ex.DIFF
-TAG = ex.TAG
-tcol = ex.tcol
-
-
-def ccol(i: int) -> str:
-    """The name of record column ``i``."""
-    return f"_c{i}"
 
 
 def record_dtype(typ: T.DataType, what: str) -> str:

@@ -1,4 +1,4 @@
-"""Executor side of fused supersteps (``fused.py``): the partition functions that write a
+"""Executor side of fused supersteps (``driver/fused.py``): the partition functions that write a
 loop-invariant arrangement into the state store, and that run one whole superstep of a fused
 iterate body on one key bucket.
 
@@ -25,12 +25,34 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ddflow.errors import DataError
-from ddflow.spark import executor as ex
-from ddflow.spark.error_rows import DATA_ERROR
-from ddflow.spark.executor import BUCKET, DIFF, TAG, FnTable, ReduceSpec, tcol
-from ddflow.spark.store import StateStore
+from ddflow.spark.tasks.batch_functions import ExprSpec, expr_batches
+from ddflow.spark.tasks.batches import (
+    BUCKET,
+    DIFF,
+    PART,
+    TAG,
+    TAG_DELTA_IN,
+    TAG_OUT_ACC,
+    FnTable,
+    by_bucket,
+    consolidated,
+    negated,
+    tcol,
+    widen,
+)
+from ddflow.spark.tasks.error_rows import DATA_ERROR
+from ddflow.spark.tasks.reduce import ReduceSpec, column_names, reduce_step
+from ddflow.spark.tasks.store import StateStore
 
-__all__ = ["ChainStep", "FusedSpec", "TAG_SOURCE", "fused_superstep", "write_invariant"]
+__all__ = [
+    "ChainStep",
+    "FusedSpec",
+    "TAG_SOURCE",
+    "FAULT_ENV",
+    "fused_superstep",
+    "write_invariant",
+    "read_result",
+]
 
 TAG_SOURCE = 5
 """Rows of the loop variable's source (iteration 0 only), subtracted from the feedback."""
@@ -46,12 +68,12 @@ _CACHE: dict[tuple[str, int, int], pa.Table] = {}
 
 @dataclass(frozen=True)
 class ChainStep:
-    """One body operator between the join and the reduce: a column reordering (``arrange``,
-    ``order``), an expression stage (``expr``) or a pass-through (``concat``)."""
+    """One body operator between the join and the reduce: a column reordering (``order``
+    set: the new column order), an expression stage (``expr`` set) or, with neither, a
+    pass-through (a union with inputs that do not change in the loop)."""
 
-    kind: str
-    order: tuple[int, ...] = ()
-    expr: ex.ExprSpec | None = None
+    order: tuple[int, ...] | None = None
+    expr: ExprSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -78,14 +100,14 @@ class FusedSpec:
 def write_invariant(
     store: StateStore, node: int, batches: Iterator[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
-    """Writes this task's rows of an invariant arrangement (``_c..``, times, diff, bucket)
-    into the store, one part per bucket present; yields one row (the rows written)."""
-    from pyspark import TaskContext
-
+    """Writes this task's rows of an invariant arrangement (``_c..``, times, diff, bucket
+    ``_b``, Spark partition ``_p``) into the store, one part per bucket present, named by
+    the partition (a retried task replaces its own part); yields one row (the rows
+    written)."""
     written = 0
-    part = TaskContext.get().partitionId()
-    for bucket, rows in ex.by_bucket(batches):
-        store.save_part(node, bucket, part, rows.drop_columns([BUCKET]))
+    for bucket, rows in by_bucket(batches):
+        part = rows[PART][0].as_py()
+        store.save_part(node, bucket, int(part), rows.drop_columns([BUCKET, PART]))
         written += rows.num_rows
     yield pa.RecordBatch.from_arrays([pa.array([written], pa.int64())], names=["rows"])
 
@@ -138,11 +160,10 @@ def _chain(spec: FusedSpec, table: pa.Table) -> pa.Table:
     for step in spec.chain:
         if table.num_rows == 0:
             break
-        if step.kind == "arrange":
+        if step.order is not None:
             table = _reorder(table, step.order, spec.dims)
-        elif step.kind == "expr":
-            assert step.expr is not None
-            out = list(ex.expr_batches(step.expr, iter(table.to_batches())))
+        elif step.expr is not None:
+            out = list(expr_batches(step.expr, iter(table.to_batches())))
             if not out:
                 return table.slice(0, 0)
             table = pa.Table.from_batches(out)
@@ -177,26 +198,24 @@ def fused_superstep(
     ``last``: no further iteration may run (``max_iterations``), so nothing is fed back.
     ``counter`` (a Spark accumulator) receives the variable's updates fed back."""
     rs = spec.reduce
-    keys, vals, outs, tnames = ex._names(rs)
-    for bucket, rows in ex.by_bucket(batches):
+    keys, vals, outs, tnames = column_names(rs)
+    for bucket, rows in by_bucket(batches):
         tag = rows[TAG]
-        delta = rows.filter(pc.equal(tag, ex.TAG_DELTA_IN)).select([*keys, *vals, *tnames, DIFF])
+        delta = rows.filter(pc.equal(tag, TAG_DELTA_IN)).select([*keys, *vals, *tnames, DIFF])
         source = rows.filter(pc.equal(tag, TAG_SOURCE)).select([*keys, *outs, *tnames, DIFF])
         if delta.num_rows:
             state = store.load(spec.reduce_node, bucket, version)
             if state is None:
                 state = rs.schema.empty_table()
-            new_state, out_delta, _ = ex._reduce_step(rs, fns, state, delta)
+            new_state, out_delta, _ = reduce_step(rs, fns, state, delta)
             store.save(spec.reduce_node, bucket, version, new_state)
             _maybe_fault(version)
         else:
             out_delta = source.slice(0, 0)
         if last:
             continue
-        negated = source.set_column(source.schema.get_field_index(DIFF), DIFF,
-                                    pc.negate(source[DIFF]))  # fmt: skip
-        var = ex.consolidate(
-            pa.concat_tables([out_delta, negated.cast(out_delta.schema)]),
+        var = consolidated(
+            pa.concat_tables([out_delta, negated(source).cast(out_delta.schema)]),
             [*keys, *outs, *tnames],
         )
         if counter is not None:
@@ -214,13 +233,13 @@ def fused_superstep(
         # The reduce sums equal updates anyway; summing them here takes 44% of the rows that
         # cross into Spark and back off a busy BFS superstep (many sources reach one node at
         # one time).
-        nxt = ex.consolidate(nxt, [c for c in nxt.column_names if c != DIFF])
+        nxt = consolidated(nxt, [c for c in nxt.column_names if c != DIFF])
         k = rs.n_keys
         parts = {f"_c{i}": nxt[f"_c{i}"] for i in range(k)}
         parts.update({f"_v{i}": nxt[f"_c{k + i}"] for i in range(rs.n_vals)})
         parts.update({t: nxt[t] for t in tnames})
         parts[DIFF] = nxt[DIFF]
-        yield from ex._widen(pa.table(parts), rs.schema, ex.TAG_DELTA_IN).to_batches()
+        yield from widen(pa.table(parts), rs.schema, TAG_DELTA_IN).to_batches()
 
 
 def read_result(
@@ -229,13 +248,13 @@ def read_result(
     """The loop's result for the buckets named in ``batches`` (column ``id``): the reduce's
     accumulated output in the newest stored version below ``before``, as update rows
     (``_c..`` key and aggregate columns, times, diff)."""
-    keys, _vals, outs, tnames = ex._names(spec)
+    keys, _vals, outs, tnames = column_names(spec)
     k = spec.n_keys
     for batch in batches:
         for bucket in batch.column(0).to_pylist():
             state = store.load(node, int(bucket), before)
             if state is None or state.num_rows == 0:
                 continue
-            acc = state.filter(pc.equal(state[TAG], ex.TAG_OUT_ACC))
+            acc = state.filter(pc.equal(state[TAG], TAG_OUT_ACC))
             names = [f"_c{i}" for i in range(k + spec.n_outs)] + tnames + [DIFF]
             yield from acc.select([*keys, *outs, *tnames, DIFF]).rename_columns(names).to_batches()

@@ -7,26 +7,25 @@ failing records and returns exactly the engine's error updates (operator, messag
 time, diff) and the output of the records that succeeded.
 
 With ``errors="raise"`` the task then fails with a ``DataError`` carrying them (the driver
-re-raises it, ``progress.data_error``). With ``errors="collect"`` the stage's output schema
+re-raises it, ``driver/progress.py``). With ``errors="collect"`` the stage's output schema
 has three more nullable string columns, ``_eo`` (operator), ``_em`` (message) and ``_ev``
 (values): a data row has them null, an error row has them set, its record columns null, its
 outer time in ``_t0..`` and its diff in ``_d``. The driver splits the two
-(``error_frames.py``).
+(``driver/error_frames.py``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from ddflow.errors import DataError
-
-if TYPE_CHECKING:
-    from ddflow.spark.executor import FnTable
+from ddflow.plan import CaptureOp, InputOp
+from ddflow.spark.tasks.batches import FnTable, to_numpy
 
 __all__ = [
     "DATA_ERROR",
@@ -89,14 +88,13 @@ def rerun(
     """Runs ``batch`` (record columns ``_c0..``, times ``_t0..``, diffs ``_d``) through the
     plan node ``node_json`` on a one-node embedded dataflow."""
     from ddflow import _core
-    from ddflow.spark.executor import to_numpy
 
     node = dict(json.loads(node_json), id=1, inputs=[0], scope=0)
     nodes = [
-        {"id": 0, "op": "input", "scope": 0, "inputs": [], "columns": list(in_names),
+        {"id": 0, "op": InputOp.OP, "scope": 0, "inputs": [], "columns": list(in_names),
          "label": f"{node['label']} (Spark batch input)", "name": "batch"},
         node,
-        {"id": 2, "op": "capture", "scope": 0, "inputs": [1], "columns": node["columns"],
+        {"id": 2, "op": CaptureOp.OP, "scope": 0, "inputs": [1], "columns": node["columns"],
          "label": f"{node['label']} (capture)"},
     ]  # fmt: skip
     plan = {"version": 1, "time_dims": dims, "scopes": [{"id": 0, "parent": None}],

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from ddflow.errors import DataError
-from ddflow.spark.error_rows import DATA_ERROR
+from ddflow.spark.tasks.error_rows import DATA_ERROR
 
 __all__ = ["Superstep", "Meter", "data_error"]
 
@@ -106,7 +106,7 @@ class Meter:
         read = write = 0
         stage_ms = task_ms = 0
         try:
-            store = self.sc._jsc.sc().statusStore()  # type: ignore[union-attr]
+            store = self.sc._jsc.sc().statusStore()
             jvm = self.sc._jvm
             empty = jvm.java.util.Collections.emptyList()  # type: ignore[union-attr]
             quantiles = self.sc._gateway.new_array(jvm.double, 0)  # type: ignore[union-attr]

@@ -18,17 +18,15 @@ naming the operator and the value (the embedded engine makes it an error update;
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ddflow.spark.columns import NotCompilable, compile_expr, dtype_of
-from ddflow.spark.error_rows import DATA_ERROR
-from ddflow.spark.schemas import ccol
-
-if TYPE_CHECKING:
-    from ddflow.spark.compiler import Compiler
+from ddflow.spark.driver.columns import NotCompilable, compile_expr, dtype_of
+from ddflow.spark.driver.context import RunContext
+from ddflow.spark.driver.lineage import Checkpoints
+from ddflow.spark.driver.operators import Operators
+from ddflow.spark.tasks.batches import ccol
+from ddflow.spark.tasks.error_rows import DATA_ERROR
 
 __all__ = ["Held", "TARGET"]
 
@@ -41,8 +39,12 @@ _VALUE = "_iv"
 class Held:
     """The held updates of every ``advance_iteration`` node of one iterate scope."""
 
-    def __init__(self, compiler: Compiler, max_iterations: int | None) -> None:
-        self.c = compiler
+    def __init__(
+        self, ctx: RunContext, ops: Operators, cuts: Checkpoints, max_iterations: int | None
+    ) -> None:
+        self.ctx = ctx
+        self.ops = ops
+        self.cuts = cuts
         self.max_iterations = max_iterations
         self.frames: dict[int, DataFrame] = {}
         """Per node: updates released at a later superstep (column ``_it``), cut."""
@@ -50,9 +52,8 @@ class Held:
     def _with_value(self, n: int, df: DataFrame) -> DataFrame:
         """``df`` with the node's value column ``_iv`` (a Spark Column expression where one
         is exact, else the Rust evaluator)."""
-        c = self.c
-        node = c.nodes[n]
-        names = list(c.nodes[node["inputs"][0]]["columns"])
+        node = self.ctx.nodes[n]
+        names = self.ctx.columns(node["inputs"][0])
         typed = {
             name: (F.col(ccol(i)), dtype_of(df.schema[ccol(i)].dataType))
             for i, name in enumerate(names)
@@ -63,13 +64,12 @@ class Held:
                 raise NotCompilable(f"value of dtype {dtype}")
             return df.withColumn(_VALUE, value)
         except NotCompilable:
-            return c.native_value(n, df, names, node["expr"], _VALUE)
+            return self.ops.native_value(n, df, names, node["expr"], _VALUE)
 
     def step(self, n: int, delta: DataFrame | None, i: int) -> DataFrame | None:
         """Node ``n``'s output at superstep ``i``: the updates of ``delta`` whose value is at
         most ``i``, and those held for ``i``; holds the others."""
-        c = self.c
-        label = c.nodes[n]["label"]
+        label = self.ctx.label(n)
         parts: list[DataFrame] = []
         future: list[DataFrame] = []
         held = self.frames.pop(n, None)
@@ -96,7 +96,7 @@ class Held:
             future.append(targeted.where(F.col(TARGET) > i))
         if future:
             rest = future[0] if len(future) == 1 else future[0].unionByName(future[1])
-            self.frames[n] = c.state.cut(rest)
+            self.frames[n] = self.cuts.cut(rest)
         if not parts:
             return None
         return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])

@@ -1,0 +1,103 @@
+"""The per-superstep state of an iterate on the Spark backend: the loop-invariant
+arrangements (partitioned by key and cut once), the accumulations of variant arrangements a
+join reads, and the reduces' state (in the reduce state store, or as a checkpointed
+DataFrame shuffled beside the new input), each kept compacted to the current iteration and
+replaced, never grown in lineage, at every superstep."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark import Accumulator
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ddflow.spark.driver.context import RunContext
+from ddflow.spark.driver.lineage import Checkpoints, consolidated
+from ddflow.spark.driver.reduce_stages import ReduceStages
+from ddflow.spark.driver.store_use import StoreUse
+from ddflow.spark.tasks.batches import TAG, TAG_IN_ACC, TAG_OUT_ACC
+from ddflow.spark.tasks.reduce import ReduceSpec
+
+__all__ = ["State"]
+
+
+class State:
+    """The persisted DataFrames and stored state of the run's iterates."""
+
+    def __init__(
+        self, ctx: RunContext, cuts: Checkpoints, reduces: ReduceStages, store: StoreUse
+    ) -> None:
+        self.ctx = ctx
+        self.cuts = cuts
+        self.reduces = reduces
+        self.store = store
+        self.invariant: dict[int, DataFrame] = {}
+        self.join_acc: dict[int, DataFrame] = {}
+        """Per arrangement read by a join: its updates of iterations ``< i``, compacted
+        (iteration coordinate dropped); a loop-invariant one's whole history."""
+        self.reduce_state: dict[int, DataFrame] = {}
+        """Per reduce (``reduce_state="shuffle"``): accumulated input and output of
+        iterations ``< i``, tagged."""
+        self.reduce_specs: dict[int, ReduceSpec] = {}
+        self.reduce_counts: dict[int, Accumulator[int]] = {}
+        """Per reduce: the output updates its last superstep produced (counted by its
+        tasks)."""
+
+    def partitioned(self, df: DataFrame, n: int) -> DataFrame:
+        """``df`` (arrangement ``n``) hash-partitioned by key, cut; joins with it shuffle only
+        their other side."""
+        return self.cuts.partitioned(df, self.ctx.key_len(n), self.ctx.partitions)
+
+    def invariant_arrangement(self, n: int, top: Callable[[int], DataFrame]) -> DataFrame:
+        """Top-level arrangement ``n`` (``top(n)``) entered into a loop: partitioned by key
+        and cut once."""
+        if n not in self.invariant:
+            self.invariant[n] = self.partitioned(top(n), n)
+            self.ctx.note(
+                n,
+                f"loop-invariant: hash-partitioned by key into {self.ctx.partitions} and "
+                f"checkpointed once",
+            )
+        return self.invariant[n]
+
+    def accumulate(self, n: int, delta: DataFrame) -> None:
+        """Adds a variant arrangement's delta to its accumulation (consolidated, cut)."""
+        prev = self.join_acc.get(n)
+        merged = delta if prev is None else consolidated(prev.unionByName(delta))
+        self.join_acc[n] = self.cuts.cut(merged)
+
+    def reduce_step(self, n: int, delta: DataFrame | None, i: int) -> DataFrame | None:
+        """One superstep of reduce ``n`` on its input's delta: the output delta, and the
+        state advanced (compacted to this iteration). The delta (and with
+        ``reduce_state="shuffle"`` the state) is shuffled by key to the reduce's partition
+        function, which recomputes only the keys with new input; the output is cut (one Spark
+        job), its size counted by the tasks.
+
+        Measured alternative, not kept: picking the touched keys' state out with a broadcast
+        semi-join (and keeping the rest by an anti-join, without a shuffle) costs two more
+        jobs per superstep, and in BFS the keys touched by a busy superstep are nearly all
+        keys, so it shuffled more, not less (``benches/results/spark_bfs.md``)."""
+        if delta is None:
+            return None
+        ctx, reduces = self.ctx, self.reduces
+        spec = self.reduce_specs.get(n)
+        if spec is None:
+            spec = self.reduce_specs[n] = reduces.spec(n, delta, collect=ctx.collect)
+        tagged = reduces.tagged_input(delta, spec)
+        counter = ctx.spark.sparkContext.accumulator(0)
+        self.reduce_counts[n] = counter
+        if ctx.reduce_state == "store":
+            # A retried task reads the same stored version and writes the same file.
+            store = self.store.ensure(n)
+            raw = self.cuts.cut(reduces.run_stored(n, spec, tagged, store, i, counter))
+        else:
+            if n in self.reduce_state:
+                tagged = tagged.unionByName(self.reduce_state[n])
+            raw = self.cuts.cut(reduces.run(spec, tagged, stateful=True, counter=counter))
+            kept = raw.where(F.col(TAG).isin(TAG_IN_ACC, TAG_OUT_ACC))
+            self.reduce_state[n] = kept.select(*spec.schema.names)
+        if spec.collect:
+            # ``raw`` is cut already: the error rows are read from the checkpoint.
+            ctx.errors.split(n, raw, raw.columns, i, materialized=True)
+        return reduces.output(raw, spec)

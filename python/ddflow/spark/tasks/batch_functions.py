@@ -1,0 +1,162 @@
+"""Partition functions that run one plan operator batch by batch: expressions the Spark
+compiler cannot translate exactly (the Rust evaluator, ``ddflow._core.eval_expr``) and the
+user's Python batch functions (map, filter, flat_map).
+
+Each takes a whole partition (an iterator of Arrow record batches), converts columns to numpy
+once, hands them to native code or to the user's function, and yields Arrow batches; nothing
+loops over records in Python. A batch that fails on a record is rerun through the embedded
+engine's own operator (``error_rows.rerun``) to get exactly its error updates: the task then
+fails with a ``DataError`` or, with ``errors="collect"``, emits them as error rows beside the
+output of the records that succeeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ddflow.callbacks import ROW
+from ddflow.plan import FilterPyOp, FlatMapPyOp
+from ddflow.spark.tasks import error_rows as er
+from ddflow.spark.tasks.batches import DIFF, FnTable, tcol, to_arrow, to_numpy
+
+__all__ = ["PySpec", "ExprSpec", "py_batches", "expr_batches"]
+
+
+@dataclass(frozen=True)
+class PySpec:
+    """A ``map_py`` / ``filter_py`` / ``flat_map_py`` node as a partition function needs it."""
+
+    kind: str
+    fn_id: int
+    label: str
+    in_names: tuple[str, ...]
+    out_types: tuple[pa.DataType, ...]
+    dims: int
+    node_json: str = ""
+    """The plan node, for rerunning a failing batch on the engine (``error_rows.rerun``)."""
+    collect: bool = False
+    """Data errors become error rows (``errors="collect"``) instead of failing the task."""
+
+
+def py_batches(
+    spec: PySpec, fns: FnTable, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Runs a user's batch function on each Arrow batch (one Python call per batch)."""
+    tnames = [tcol(j) for j in range(spec.dims)]
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        payload = {name: to_numpy(batch.column(f"_c{i}")) for i, name in enumerate(spec.in_names)}
+        rest = [batch.column(t) for t in tnames] + [batch.column(DIFF)]
+        try:
+            result = fns(spec.fn_id, spec.kind, payload)
+        except Exception as exc:
+            if spec.collect:
+                yield from _collected(spec, fns, batch, exc)
+                continue
+            er.raise_data_errors(spec.node_json, spec.in_names, spec.dims, fns, batch)
+            exc.add_note(f"ddflow: raised by {spec.label} on Spark")
+            raise
+        if spec.kind == FilterPyOp.OP:
+            yield _out(spec, batch.filter(pa.array(result)))
+            continue
+        if spec.kind == FlatMapPyOp.OP:
+            rows = pa.array(np.asarray(result.pop(ROW), dtype=np.int64))
+            rest = [c.take(rows) for c in rest]
+        cols = [
+            to_arrow(np.asarray(v), t, spec.label)
+            for v, t in zip(result.values(), spec.out_types, strict=True)
+        ]
+        names = [f"_c{j}" for j in range(len(cols))] + tnames + [DIFF]
+        yield _out(spec, pa.RecordBatch.from_arrays(cols + rest, names=names))
+
+
+# -- expressions the Spark compiler cannot translate exactly ------------------------------------
+
+
+@dataclass(frozen=True)
+class ExprSpec:
+    """A ``select`` (``exprs``) or ``filter`` (``predicate``) evaluated by the Rust evaluator."""
+
+    label: str
+    in_names: tuple[str, ...]
+    exprs: tuple[str, ...]
+    """Expression JSON texts (one per output column; one predicate for a filter)."""
+    is_filter: bool
+    out_types: tuple[pa.DataType, ...]
+    dims: int
+    node_json: str = ""
+    """The plan node, for rerunning a failing batch on the engine (``error_rows.rerun``)."""
+    collect: bool = False
+    """Data errors become error rows (``errors="collect"``) instead of failing the task."""
+
+
+def expr_batches(spec: ExprSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Evaluates expressions on whole columns in Rust (``ddflow._core.eval_expr``)."""
+    from ddflow import _core
+
+    tnames = [tcol(j) for j in range(spec.dims)]
+    for batch in batches:
+        n = batch.num_rows
+        if n == 0:
+            continue
+        payload: dict[str, Any] = {
+            name: to_numpy(batch.column(f"_c{i}")) for i, name in enumerate(spec.in_names)
+        }
+        try:
+            values = [np.asarray(_core.eval_expr(e, payload, n)) for e in spec.exprs]
+        except Exception as exc:
+            if spec.collect:
+                yield from _collected(spec, FnTable({}), batch, exc)
+                continue
+            er.raise_data_errors(spec.node_json, spec.in_names, spec.dims, FnTable({}), batch)
+            exc.add_note(f"ddflow: raised by {spec.label} on Spark")
+            raise
+        if spec.is_filter:
+            yield _out(spec, batch.filter(pa.array(values[0].astype(bool))))
+            continue
+        cols = [to_arrow(v, t, spec.label) for v, t in zip(values, spec.out_types, strict=True)]
+        rest = [batch.column(t) for t in tnames] + [batch.column(DIFF)]
+        names = [f"_c{j}" for j in range(len(cols))] + tnames + [DIFF]
+        yield _out(spec, pa.RecordBatch.from_arrays(cols + rest, names=names))
+
+
+def _out(spec: PySpec | ExprSpec, batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A stage's output batch: with the (null) error columns in collect mode."""
+    return er.without_errors(batch) if spec.collect else batch
+
+
+def _collected(
+    spec: PySpec | ExprSpec, fns: FnTable, batch: pa.RecordBatch, exc: Exception
+) -> Iterator[pa.RecordBatch]:
+    """Collect mode, ``batch`` failed: the output of its records that succeed, then its error
+    rows, both found by rerunning it on the engine's operator. Re-raises ``exc`` when the
+    failure is not about the data (no error updates)."""
+    try:
+        result = er.rerun(spec.node_json, spec.in_names, spec.dims, fns, batch)
+    except Exception:
+        raise exc from None
+    if not result.errors:
+        exc.add_note(f"ddflow: raised by {spec.label} on Spark")
+        raise exc
+    filters = spec.is_filter if isinstance(spec, ExprSpec) else spec.kind == FilterPyOp.OP
+    types = (
+        [batch.schema.field(f"_c{i}").type for i in range(len(spec.in_names))]
+        if filters
+        else list(spec.out_types)
+    )
+    fields = [pa.field(f"_c{j}", t) for j, t in enumerate(types)]
+    fields += [pa.field(tcol(j), pa.int64()) for j in range(spec.dims)]
+    data = pa.schema([*fields, pa.field(DIFF, pa.int64())])
+    n = len(result.diffs)
+    if n:
+        cols = [to_arrow(c, t, spec.label) for c, t in zip(result.columns, types, strict=True)]
+        cols += [pa.array(result.times[:, j]) for j in range(spec.dims)]
+        cols.append(pa.array(result.diffs))
+        yield er.without_errors(pa.RecordBatch.from_arrays(cols, schema=data))
+    yield er.error_batch(result.errors, data, spec.dims)
