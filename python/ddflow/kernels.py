@@ -49,9 +49,10 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from ddflow import _core
 from ddflow.dtypes import from_arrow, to_column, uint64_as_int64
@@ -89,15 +90,15 @@ ArrayLike: TypeAlias = Any
 TimesLike: TypeAlias = Any
 """An ``(n, k)`` or ``(n,)`` array (or nested sequence) of non-negative integer times."""
 
-FrontierLike: TypeAlias = int | Sequence[int] | Sequence[Sequence[int]] | np.ndarray
+FrontierLike: TypeAlias = int | Sequence[int] | Sequence[Sequence[int]] | npt.NDArray[Any]
 """An int (a 1-D time), a sequence of ints (one time), or a sequence / ``(m, k)`` array of
 times."""
 
-Columns: TypeAlias = tuple[list[np.ndarray], np.ndarray, np.ndarray]
+Columns: TypeAlias = tuple[list[npt.NDArray[Any]], npt.NDArray[np.int64], npt.NDArray[np.int64]]
 """Updates as ``(columns, times, diffs)``."""
 
 
-def as_column(x: ArrayLike, name: str = "column") -> np.ndarray:
+def as_column(x: ArrayLike, name: str = "column") -> npt.NDArray[Any]:
     """Converts a column to a 1-D numpy array of a dtype the core accepts
     (:func:`ddflow.dtypes.to_column`, with uint64 kept: traces here may be keyed by it).
 
@@ -116,7 +117,7 @@ def _count_arg(value: Any, name: str, minimum: int = 0) -> int:
     return int(value)
 
 
-def as_times(x: TimesLike | None, name: str = "times") -> np.ndarray | None:
+def as_times(x: TimesLike | None, name: str = "times") -> npt.NDArray[np.int64] | None:
     """Converts times to an int64 ``(n, k)`` or ``(n,)`` array (``None`` passes through)."""
     if x is None:
         return None
@@ -131,7 +132,7 @@ def as_times(x: TimesLike | None, name: str = "times") -> np.ndarray | None:
     return arr
 
 
-def as_diffs(x: ArrayLike | None, name: str = "diffs") -> np.ndarray | None:
+def as_diffs(x: ArrayLike | None, name: str = "diffs") -> npt.NDArray[np.int64] | None:
     """Converts diffs to an int64 array (``None`` passes through)."""
     if x is None:
         return None
@@ -146,6 +147,17 @@ def as_diffs(x: ArrayLike | None, name: str = "diffs") -> np.ndarray | None:
     return arr
 
 
+def _times(x: TimesLike, name: str = "times") -> npt.NDArray[np.int64]:
+    """:func:`as_times` of an argument the core requires (typed as an array: a ``None``
+    is passed on unchanged for the core to reject)."""
+    return cast("npt.NDArray[np.int64]", as_times(x, name))
+
+
+def _diffs(x: ArrayLike, name: str = "diffs") -> npt.NDArray[np.int64]:
+    """:func:`as_diffs` of an argument the core requires (as :func:`_times`)."""
+    return cast("npt.NDArray[np.int64]", as_diffs(x, name))
+
+
 def _frontier(f: FrontierLike, name: str = "frontier") -> Any:
     if isinstance(f, np.ndarray):
         if f.dtype.kind not in "iu":
@@ -154,13 +166,13 @@ def _frontier(f: FrontierLike, name: str = "frontier") -> Any:
     return f
 
 
-def _columns(cols: Sequence[ArrayLike], name: str = "columns") -> list[np.ndarray]:
+def _columns(cols: Sequence[ArrayLike], name: str = "columns") -> list[npt.NDArray[Any]]:
     if isinstance(cols, np.ndarray) or not isinstance(cols, Sequence):
         raise SchemaTypeError(f"{name}: expected a list of columns, got {type(cols).__name__}")
     return [as_column(c, f"{name}[{i}]") for i, c in enumerate(cols)]
 
 
-def _int_column(x: ArrayLike, name: str) -> np.ndarray:
+def _int_column(x: ArrayLike, name: str) -> npt.NDArray[Any]:
     arr = as_column(x, name)
     if arr.dtype.kind == "b":
         arr = arr.astype(np.int64)
@@ -170,7 +182,7 @@ def _int_column(x: ArrayLike, name: str) -> np.ndarray:
 # --- sorting and consolidation ---------------------------------------------------------
 
 
-def sort_values(values: ArrayLike) -> np.ndarray:
+def sort_values(values: ArrayLike) -> npt.NDArray[Any]:
     """Returns ``values`` (int64 or uint64) sorted ascending, by LSD radix sort.
 
     Equivalent to ``np.sort(values)``; only the bits that vary are sorted on.
@@ -178,7 +190,7 @@ def sort_values(values: ArrayLike) -> np.ndarray:
     return _core.sort_values(_int_column(values, "values"))
 
 
-def sort_pairs(keys: ArrayLike, vals: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+def sort_pairs(keys: ArrayLike, vals: ArrayLike) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
     """Sorts ``(key, val)`` pairs by key, then val; returns ``(keys, vals)``.
 
     ``keys`` and ``vals`` are int64 or uint64 columns of equal length (each keeps its dtype).
@@ -198,19 +210,19 @@ def consolidate(columns: Sequence[ArrayLike], times: TimesLike, diffs: ArrayLike
 
     Raises :class:`~ddflow.errors.OverflowError` if a sum leaves the int64 range.
     """
-    return _core.consolidate(_columns(columns), as_times(times), as_diffs(diffs))
+    return _core.consolidate(_columns(columns), _times(times), _diffs(diffs))
 
 
 def consolidate_pairs(
     keys: ArrayLike, vals: ArrayLike, diffs: ArrayLike
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[np.int64]]:
     """Consolidates untimed ``(key, val, diff)`` triples of int64/uint64 keys and vals.
 
     Returns ``(keys, vals, diffs)`` sorted by key then val, one row per distinct pair with
     a non-zero total.
     """
     return _core.consolidate_pairs(
-        _int_column(keys, "keys"), _int_column(vals, "vals"), as_diffs(diffs)
+        _int_column(keys, "keys"), _int_column(vals, "vals"), _diffs(diffs)
     )
 
 
@@ -226,46 +238,46 @@ def release_sort_buffers() -> None:
 # --- lattice ---------------------------------------------------------------------------
 
 
-def less_equal(a: TimesLike, b: TimesLike) -> np.ndarray:
+def less_equal(a: TimesLike, b: TimesLike) -> npt.NDArray[np.bool_]:
     """``a[i] <= b[i]`` in the product order (every coordinate ``<=``), as a bool array.
 
     Either argument may hold a single time (shape ``(1, k)``), which is broadcast. Times of
     different dimensions are compared with missing coordinates taken as zero.
     """
-    return _core.less_equal(as_times(a, "a"), as_times(b, "b"))
+    return _core.less_equal(_times(a, "a"), _times(b, "b"))
 
 
-def join(a: TimesLike, b: TimesLike) -> np.ndarray:
+def join(a: TimesLike, b: TimesLike) -> npt.NDArray[np.int64]:
     """Coordinate-wise maximum (least upper bound) of ``a[i]`` and ``b[i]``."""
-    return _core.join(as_times(a, "a"), as_times(b, "b"))
+    return _core.join(_times(a, "a"), _times(b, "b"))
 
 
-def meet(a: TimesLike, b: TimesLike) -> np.ndarray:
+def meet(a: TimesLike, b: TimesLike) -> npt.NDArray[np.int64]:
     """Coordinate-wise minimum (greatest lower bound) of ``a[i]`` and ``b[i]``."""
-    return _core.meet(as_times(a, "a"), as_times(b, "b"))
+    return _core.meet(_times(a, "a"), _times(b, "b"))
 
 
-def advance_by(times: TimesLike, frontier: FrontierLike) -> np.ndarray:
+def advance_by(times: TimesLike, frontier: FrontierLike) -> npt.NDArray[np.int64]:
     """Advances each time by ``frontier``: the meet over ``f`` in ``frontier`` of
     ``join(t, f)``.
 
     The result compares with every time in the future of ``frontier`` exactly as the
     original does, which is what makes compaction safe. An empty frontier changes nothing.
     """
-    return _core.advance_by(as_times(times), _frontier(frontier))
+    return _core.advance_by(_times(times), _frontier(frontier))
 
 
-def antichain(times: TimesLike) -> np.ndarray:
+def antichain(times: TimesLike) -> npt.NDArray[np.int64]:
     """The minimal elements of a set of times (a frontier), sorted lexicographically."""
-    return _core.antichain(as_times(times))
+    return _core.antichain(_times(times))
 
 
-def frontier_less_equal(frontier: FrontierLike, times: TimesLike) -> np.ndarray:
+def frontier_less_equal(frontier: FrontierLike, times: TimesLike) -> npt.NDArray[np.bool_]:
     """Whether each time is in the future of ``frontier`` (some element is ``<=`` it)."""
-    return _core.frontier_less_equal(_frontier(frontier), as_times(times))
+    return _core.frontier_less_equal(_frontier(frontier), _times(times))
 
 
-def frontier_meet(a: TimesLike, b: TimesLike) -> np.ndarray:
+def frontier_meet(a: TimesLike, b: TimesLike) -> npt.NDArray[np.int64]:
     """The meet of two frontiers given as ``(m, k)`` arrays: the minimal elements of their
     union."""
     ta = np.atleast_2d(np.asarray(as_times(a, "a")))
@@ -277,20 +289,18 @@ def frontier_meet(a: TimesLike, b: TimesLike) -> np.ndarray:
     return _core.antichain(np.concatenate([ta, tb]).astype(np.int64))
 
 
-def interesting_times(edits: TimesLike, new_times: TimesLike) -> np.ndarray:
+def interesting_times(edits: TimesLike, new_times: TimesLike) -> npt.NDArray[np.int64]:
     """The times at which a reduce output may change: joins of a subset of ``edits`` with a
     non-empty subset of ``new_times``, sorted lexicographically, without duplicates.
 
     Output-sensitive coordinate sweep; agrees with :func:`interesting_times_reference`.
     """
-    return _core.interesting_times(as_times(edits, "edits"), as_times(new_times, "new_times"))
+    return _core.interesting_times(_times(edits, "edits"), _times(new_times, "new_times"))
 
 
-def interesting_times_reference(edits: TimesLike, new_times: TimesLike) -> np.ndarray:
+def interesting_times_reference(edits: TimesLike, new_times: TimesLike) -> npt.NDArray[np.int64]:
     """:func:`interesting_times` by the quadratic reference algorithm (for tests)."""
-    return _core.interesting_times_reference(
-        as_times(edits, "edits"), as_times(new_times, "new_times")
-    )
+    return _core.interesting_times_reference(_times(edits, "edits"), _times(new_times, "new_times"))
 
 
 # --- traces ----------------------------------------------------------------------------
@@ -300,7 +310,7 @@ class _Reader:
     """Reading and compaction methods shared by :class:`Trace` and :class:`TraceHandle`."""
 
     __slots__ = ("_raw",)
-    _raw: Any
+    _raw: _core.Trace | _core.TraceHandle
 
     @property
     def raw(self) -> Any:
@@ -386,6 +396,7 @@ class Trace(_Reader):
     """
 
     __slots__ = ()
+    _raw: _core.Trace
 
     def __init__(self, dtypes: Sequence[str], key_columns: int, time_dims: int = 1) -> None:
         """An empty trace of records with columns of ``dtypes`` (``"int64"``, ``"uint64"``,
@@ -481,6 +492,7 @@ class TraceHandle(_Reader):
     that releases itself on exit."""
 
     __slots__ = ()
+    _raw: _core.TraceHandle
 
     @classmethod
     def _wrap(cls, raw: Any) -> TraceHandle:
