@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ddflow.errors import InvalidValueError, OverflowError, SchemaTypeError
 
@@ -101,7 +102,7 @@ def check_int64(value: int, what: str) -> None:
         raise OverflowError(f"{what}: {value!r} does not fit in int64")
 
 
-def check_utf8(values: Sequence[str] | np.ndarray, what: str) -> None:
+def check_utf8(values: Sequence[str] | npt.NDArray[Any], what: str) -> None:
     """Raises ``InvalidValueError`` naming the first value that is not valid Unicode text
     (a lone surrogate such as ``"\\ud800"`` cannot be encoded as UTF-8, the engine's form).
 
@@ -120,7 +121,7 @@ def check_utf8(values: Sequence[str] | np.ndarray, what: str) -> None:
                 ) from None
 
 
-def array_dtype(arr: np.ndarray) -> str:
+def array_dtype(arr: npt.NDArray[Any]) -> str:
     """The ddflow dtype of a canonical column (as returned by :func:`to_column`)."""
     return {"i": "int64", "f": "float64", "b": "bool", "O": "str"}[arr.dtype.kind]
 
@@ -134,7 +135,7 @@ class Utf8Column:
     dtype = np.dtype(object)
     ndim = 1
 
-    def __init__(self, offsets: np.ndarray, data: np.ndarray) -> None:
+    def __init__(self, offsets: npt.NDArray[Any], data: npt.NDArray[Any]) -> None:
         """Wraps the two buffers (not copied)."""
         self._ddflow_utf8 = (offsets, data)
 
@@ -224,7 +225,7 @@ def arrow_columns(table: object) -> dict[str, Any] | None:
     return {name: table.column(name) for name in table.column_names}
 
 
-def empty_column(dtype: str) -> np.ndarray:
+def empty_column(dtype: str) -> npt.NDArray[Any]:
     """A zero-length canonical column of ``dtype``."""
     return np.empty(0, dtype=object if dtype == "str" else np.dtype(dtype))
 
@@ -253,7 +254,7 @@ def from_arrow(values: Any, what: str) -> Any:
     return values.to_numpy(zero_copy_only=False)
 
 
-def uint64_as_int64(arr: np.ndarray, what: str) -> np.ndarray:
+def uint64_as_int64(arr: npt.NDArray[Any], what: str) -> npt.NDArray[np.int64]:
     """An unsigned integer array (any shape) as int64: the package's side of the native
     module's one uint64 policy (``rust/ddflow-py/src/convert/uint64.rs``). Every value must fit;
     the first that does not raises :class:`~ddflow.errors.OverflowError` naming it and its
@@ -269,7 +270,7 @@ def uint64_as_int64(arr: np.ndarray, what: str) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-def to_column(values: object, what: str, *, keep_uint64: bool = False) -> np.ndarray:
+def to_column(values: object, what: str, *, keep_uint64: bool = False) -> npt.NDArray[Any]:
     """Converts a column (numpy, pyarrow, sequence) to its canonical engine form: the one
     column conversion of the Python package (inputs, callbacks' results, the kernel API).
 
@@ -310,7 +311,7 @@ def to_column(values: object, what: str, *, keep_uint64: bool = False) -> np.nda
     raise SchemaTypeError(f"{what}: unsupported dtype {arr.dtype}; use one of {', '.join(DTYPES)}")
 
 
-def _object_column(arr: np.ndarray, what: str) -> np.ndarray:
+def _object_column(arr: npt.NDArray[Any], what: str) -> npt.NDArray[Any]:
     """An object array must hold only ``str`` (or only ints / floats / bools: converted)."""
     if arr.size == 0:
         return arr
