@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ddflow.dtypes import array_dtype, empty_column, to_column
 from ddflow.errors import DdflowError, OverflowError, UserFunctionError
@@ -70,16 +71,18 @@ class ReduceBatch:
     with a ``count`` column (default: count 1 per output row).
     """
 
-    keys: dict[str, np.ndarray]
-    offsets: np.ndarray
-    values: dict[str, np.ndarray]
-    counts: np.ndarray
+    keys: dict[str, npt.NDArray[Any]]
+    offsets: npt.NDArray[np.int64]
+    values: dict[str, npt.NDArray[Any]]
+    counts: npt.NDArray[np.int64]
 
     def __len__(self) -> int:
         """The number of keys."""
         return len(self.offsets) - 1
 
-    def groups(self) -> Iterator[tuple[tuple[Any, ...], dict[str, np.ndarray], np.ndarray]]:
+    def groups(
+        self,
+    ) -> Iterator[tuple[tuple[Any, ...], dict[str, npt.NDArray[Any]], npt.NDArray[np.int64]]]:
         """Per key: the key as a tuple, its value columns and its counts (a Python loop)."""
         key_lists = [c.tolist() for c in self.keys.values()]
         for i in range(len(self)):
@@ -134,14 +137,14 @@ def _call(entry: Registered, *args: Any) -> Any:
         raise
 
 
-def _length(payload: Mapping[str, np.ndarray]) -> int:
+def _length(payload: Mapping[str, npt.NDArray[Any]]) -> int:
     """The number of rows in a dict of equal-length columns (0 when it has none)."""
     for arr in payload.values():
         return len(arr)
     return 0
 
 
-def _column(entry: Registered, name: str, values: object) -> np.ndarray:
+def _column(entry: Registered, name: str, values: object) -> npt.NDArray[Any]:
     """One returned column in canonical form, or a ``UserFunctionError`` naming it."""
     try:
         arr = to_column(values, f"{entry.label}: returned column {name!r}")
@@ -182,7 +185,7 @@ def _named_result(entry: Registered, result: object, extra: Sequence[str] = ()) 
     )
 
 
-def _map(entry: Registered, payload: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _map(entry: Registered, payload: dict[str, npt.NDArray[Any]]) -> dict[str, npt.NDArray[Any]]:
     n = _length(payload)
     result = _named_result(entry, _call(entry, payload))
     out = {}
@@ -196,7 +199,9 @@ def _map(entry: Registered, payload: dict[str, np.ndarray]) -> dict[str, np.ndar
     return out
 
 
-def _flat_map(entry: Registered, payload: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _flat_map(
+    entry: Registered, payload: dict[str, npt.NDArray[Any]]
+) -> dict[str, npt.NDArray[Any]]:
     n = _length(payload)
     result = _named_result(entry, _call(entry, payload), extra=(ROW,))
     rows = _column(entry, ROW, result.pop(ROW))
@@ -223,7 +228,7 @@ def _flat_map(entry: Registered, payload: dict[str, np.ndarray]) -> dict[str, np
     return out
 
 
-def _filter(entry: Registered, payload: dict[str, np.ndarray]) -> np.ndarray:
+def _filter(entry: Registered, payload: dict[str, npt.NDArray[Any]]) -> npt.NDArray[np.bool_]:
     n = _length(payload)
     result = _call(entry, payload)
     mask = np.asarray(result)
@@ -235,7 +240,7 @@ def _filter(entry: Registered, payload: dict[str, np.ndarray]) -> np.ndarray:
     return np.ascontiguousarray(mask)
 
 
-def _reduce(entry: Registered, payload: dict[str, Any]) -> dict[str, np.ndarray]:
+def _reduce(entry: Registered, payload: dict[str, Any]) -> dict[str, npt.NDArray[Any]]:
     batch = ReduceBatch(
         keys=dict(payload["keys"]),
         offsets=np.asarray(payload["offsets"], dtype=np.int64),
@@ -265,7 +270,7 @@ def _reduce(entry: Registered, payload: dict[str, Any]) -> dict[str, np.ndarray]
         raise UserFunctionError(
             f"{entry.label}: 'offsets' must start at 0 and never decrease, got {offsets.tolist()}"
         )
-    out: dict[str, np.ndarray] = {OFFSETS: offsets}
+    out: dict[str, npt.NDArray[Any]] = {OFFSETS: offsets}
     for name, values in columns.items():
         out[name] = _rows_column(entry, name, values, n_out)
     if count_key is not None and count_key in result:
@@ -278,7 +283,7 @@ def _reduce(entry: Registered, payload: dict[str, Any]) -> dict[str, np.ndarray]
     return out
 
 
-def _rows_column(entry: Registered, name: str, values: object, n_out: int) -> np.ndarray:
+def _rows_column(entry: Registered, name: str, values: object, n_out: int) -> npt.NDArray[Any]:
     """A reducer's output column, which must have ``n_out`` rows (the last offset)."""
     arr = _column(entry, name, values)
     if len(arr) != n_out:
@@ -288,7 +293,7 @@ def _rows_column(entry: Registered, name: str, values: object, n_out: int) -> np
     return arr
 
 
-def _threshold(entry: Registered, payload: np.ndarray) -> np.ndarray:
+def _threshold(entry: Registered, payload: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     counts = np.asarray(payload, dtype=np.int64)
     if entry.vectorized:
         result = np.asarray(_call(entry, counts))
