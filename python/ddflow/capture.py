@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from ddflow._core import CaptureState
@@ -148,7 +149,7 @@ class Capture(_Frontiered):
         types = [names[d] for d in dtypes] if dtypes else [pa.int64()] * len(self.columns)
         return [pa.field(c, t) for c, t in zip(self.columns, types, strict=True)]
 
-    def _time_array(self, times: np.ndarray) -> pa.Array:
+    def _time_array(self, times: npt.NDArray[np.int64]) -> pa.Array:
         """``time``: int64 for one coordinate, ``fixed_size_list<int64>`` for tuples."""
         dims = self._dims()
         if dims == 1:
@@ -156,13 +157,15 @@ class Capture(_Frontiered):
         flat = pa.array(np.ascontiguousarray(times, dtype=np.int64).reshape(-1))
         return pa.FixedSizeListArray.from_arrays(flat, dims)
 
-    def _timed(self, columns: list[Any], times: np.ndarray, diffs: np.ndarray) -> pa.Table:
+    def _timed(
+        self, columns: list[Any], times: npt.NDArray[np.int64], diffs: npt.NDArray[np.int64]
+    ) -> pa.Table:
         """A native ``(columns, times, diffs)`` batch as record columns, ``time``, ``diff``."""
         arrays = [_arrow(c) for c in columns]
         arrays += [self._time_array(times), pa.array(diffs)]
         return pa.table(arrays, names=[*self.columns, "time", "diff"])
 
-    def _untimed(self, columns: list[Any], diffs: np.ndarray) -> pa.Table:
+    def _untimed(self, columns: list[Any], diffs: npt.NDArray[np.int64]) -> pa.Table:
         """A native ``(columns, diffs)`` batch as record columns and ``diff``."""
         arrays = [_arrow(c) for c in columns] + [pa.array(diffs)]
         return pa.table(arrays, names=[*self.columns, "diff"])

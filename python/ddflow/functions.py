@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ddflow.callbacks import ROW
 from ddflow.errors import PlanError, UserFunctionError
@@ -26,7 +27,7 @@ __all__ = [
     "function_name",
 ]
 
-Batch = dict[str, np.ndarray]
+Batch = dict[str, npt.NDArray[Any]]
 """A batch of columns: column name -> numpy array (object arrays for ``str``)."""
 
 
@@ -106,10 +107,10 @@ def rows_map(
 
 def rows_filter(
     fn: Callable[[tuple[Any, ...]], Any], in_columns: Sequence[str]
-) -> Callable[[Batch], np.ndarray]:
+) -> Callable[[Batch], npt.NDArray[np.bool_]]:
     """A batch function keeping the rows for which ``fn(record)`` is truthy."""
 
-    def batch_fn(batch: Batch) -> np.ndarray:
+    def batch_fn(batch: Batch) -> npt.NDArray[np.bool_]:
         n = len(next(iter(batch.values()))) if batch else 0
         return np.fromiter((bool(fn(r)) for r in _records(batch, in_columns)), bool, count=n)
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ddflow.dtypes import (
     arrow_columns,
@@ -359,7 +360,7 @@ class InputSession:
             out.append(utf8 if utf8 is not None else to_column(_numpy_or_arrow(v), what))
         return out
 
-    def _check_batch_dtypes(self, arrays: list[np.ndarray]) -> dict[int, str]:
+    def _check_batch_dtypes(self, arrays: list[npt.NDArray[Any]]) -> dict[int, str]:
         fixes: dict[int, str] = {}
         for i, arr in enumerate(arrays):
             kind = {"i": "int64", "f": "float64", "b": "bool", "O": "str"}[arr.dtype.kind]
@@ -380,7 +381,7 @@ class InputSession:
                 )
         return fixes
 
-    def _batch_times(self, times: Any, n: int) -> np.ndarray:
+    def _batch_times(self, times: Any, n: int) -> npt.NDArray[np.int64]:
         what = self._what()
         if times is None:
             times = self.flow.time_shape.to_user(self._current())
@@ -397,7 +398,7 @@ class InputSession:
                 )
         return arr
 
-    def _batch_diffs(self, diffs: Any, n: int) -> np.ndarray:
+    def _batch_diffs(self, diffs: Any, n: int) -> npt.NDArray[np.int64]:
         what = f"{self._what()}: diffs"
         if diffs is None:
             return np.ones(n, dtype=np.int64)

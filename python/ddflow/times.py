@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from ddflow.dtypes import uint64_as_int64
 from ddflow.errors import InvalidValueError, SchemaTypeError, ShapeError, TimeError
@@ -143,7 +144,7 @@ class TimeShape:
             return int(coords[0])
         return tuple(int(c) for c in coords)
 
-    def array(self, times: object, n: int, what: str) -> np.ndarray:
+    def array(self, times: object, n: int, what: str) -> npt.NDArray[np.int64]:
         """Times for ``n`` updates as a C-contiguous int64 array of shape (n, dims).
 
         ``times`` is a scalar time (broadcast), or an integer array of shape (n,) (1-D times)
@@ -180,7 +181,7 @@ class TimeShape:
             )
 
 
-def _as_int_array(values: object, what: str) -> np.ndarray:
+def _as_int_array(values: object, what: str) -> npt.NDArray[np.int64]:
     """An integer array from numpy/pyarrow/list input, or ``SchemaTypeError``."""
     if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
         null_count = getattr(values, "null_count", 0)

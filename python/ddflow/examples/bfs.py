@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 import ddflow as dd
@@ -29,7 +30,9 @@ import ddflow as dd
 __all__ = ["main", "random_graph", "Progress"]
 
 
-def random_graph(nodes: int, edges: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def random_graph(
+    nodes: int, edges: int, seed: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """``edges`` random directed edges on ``nodes`` nodes (repeats allowed): src, dst."""
     rng = np.random.default_rng(seed)
     src = rng.integers(0, nodes, size=edges, dtype=np.int64)
