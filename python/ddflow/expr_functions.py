@@ -131,6 +131,9 @@ class ExprFunctions:
         """Absolute value, same dtype (the least int64 is an overflow error)."""
         return self._func("abs")
 
+    def __abs__(self) -> Self:
+        return self.abs()
+
     def round(self, decimals: int = 0) -> Self:
         """Rounded to ``decimals >= 0`` places, half away from zero, on the shortest decimal
         form of a float; the identity on int64."""

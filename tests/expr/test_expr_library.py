@@ -124,6 +124,7 @@ def test_float_math_matches_python(rng: np.random.Generator) -> None:
     x = rand_floats(rng)
     xs = [float(v) for v in x]
     same_floats(ev(col("x").abs(), x=x), [abs(v) for v in xs])
+    same_floats(ev(abs(col("x")), x=x), [abs(v) for v in xs])
     same_floats(ev(col("x").floor(), x=x), list(np.floor(x)))
     same_floats(ev(col("x").ceil(), x=x), list(np.ceil(x)))
     same_floats(ev(col("x").sqrt(), x=x), [math.sqrt(v) if v >= 0 else math.nan for v in xs])
