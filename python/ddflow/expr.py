@@ -29,7 +29,7 @@ import json
 import math
 import numbers
 from collections.abc import Iterable, Iterator
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import numpy as np
 
@@ -386,7 +386,8 @@ def _into_expr(value: object) -> Expr:
         raise SchemaTypeError(
             f"{value!r} is incomplete: finish it with .then(...) and .otherwise(...)"
         )
-    return lit(value)
+    # lit checks the value (a Python or numpy scalar; SchemaTypeError otherwise).
+    return lit(cast(Scalar, value))
 
 
 def col(name: str) -> Expr:
@@ -403,10 +404,11 @@ def lit(value: Scalar, dtype: object = None) -> Expr:
         return value
     natural = _scalar_dtype(value)
     want = natural if dtype is None else _dtype_name(dtype)
+    v: Scalar
     if want == "int64" and natural == "int64":
-        v: Scalar = int(value)
-        if not _I64_MIN <= v <= _I64_MAX:
-            raise OverflowError(f"integer literal {v} does not fit in int64")
+        v = iv = int(value)
+        if not _I64_MIN <= iv <= _I64_MAX:
+            raise OverflowError(f"integer literal {iv} does not fit in int64")
     elif want == "float64" and natural in ("int64", "float64"):
         v = float(value)
     elif want == natural == "bool":
