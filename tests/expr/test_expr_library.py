@@ -18,6 +18,7 @@ import ddflow as dd
 from ddflow import _core
 from ddflow.errors import PlanError, SchemaTypeError
 from ddflow.expr import Expr, col, lit
+from ddflow.expr_functions import FUNCTION_OPS
 
 N = 600
 I64_MIN = -(2**63)
@@ -282,6 +283,19 @@ def test_repr_matches_rust_display_and_json_roundtrips(e: Expr) -> None:
     text = json.dumps(e.to_json())
     assert _core.expr_repr(text) == repr(e)
     assert _core.expr_output_name(text) == e.output_name()
+
+
+def test_every_library_op_reaches_rust() -> None:
+    s, x = col("s"), col("x")
+    nodes = [
+        x.is_in([1]), x.abs(), x.round(1), x.floor(), x.ceil(), x.sqrt(), x.log(), x.exp(),
+        x.pow(2), x.rem(2), s.str.len_chars(), s.str.to_lowercase(), s.str.to_uppercase(),
+        s.str.strip_chars(), s.str.starts_with("a"), s.str.ends_with("a"), s.str.contains("a"),
+        s.str.like("a"), s.str.slice(0), s.str.replace("a", "b"), dd.concat_str([s]),
+    ]  # fmt: skip
+    assert {e.op for e in nodes} == FUNCTION_OPS
+    for e in nodes:
+        assert _core.expr_repr(json.dumps(e.to_json())) == repr(e)
 
 
 # -- in a running dataflow -------------------------------------------------------------------

@@ -31,6 +31,7 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from ddflow.expr_functions import FUNCTION_OPS
 from ddflow.spark.driver.columns import SPARK_TYPES, NotCompilable, Typed, _compare, _overflow
 
 __all__ = ["LIBRARY_OPS", "compile_function"]
@@ -38,31 +39,8 @@ __all__ = ["LIBRARY_OPS", "compile_function"]
 Compile = Callable[[Mapping[str, Any], Mapping[str, Typed], str, bool], Typed]
 """``compile_expr``'s signature (passed in: ``columns`` imports this module lazily)."""
 
-LIBRARY_OPS: frozenset[str] = frozenset(
-    {
-        "is_in",
-        "abs",
-        "round",
-        "floor",
-        "ceil",
-        "sqrt",
-        "log",
-        "exp",
-        "pow",
-        "rem",
-        "str.len_chars",
-        "str.to_lowercase",
-        "str.to_uppercase",
-        "str.strip_chars",
-        "str.starts_with",
-        "str.ends_with",
-        "str.contains",
-        "str.like",
-        "str.slice",
-        "str.replace",
-        "concat_str",
-    }
-)
+LIBRARY_OPS: frozenset[str] = FUNCTION_OPS
+"""The library's JSON ``op`` names (``ddflow.expr_functions``)."""
 
 _I64_MIN = -(2**63)
 _INT_MAX = 2**31 - 1

@@ -126,6 +126,48 @@ fn display_and_json_roundtrip() {
 }
 
 #[test]
+fn every_function_has_its_op_name() {
+    let all = [
+        Func::IsIn(vec![]),
+        Func::Abs,
+        Func::Round(0),
+        Func::Floor,
+        Func::Ceil,
+        Func::Sqrt,
+        Func::Log,
+        Func::Exp,
+        Func::Pow,
+        Func::Rem,
+        Func::LenChars,
+        Func::Lower,
+        Func::Upper,
+        Func::Strip,
+        Func::StartsWith(String::new()),
+        Func::EndsWith(String::new()),
+        Func::Contains {
+            pattern: String::new(),
+            literal: true,
+        },
+        Func::Like(String::new()),
+        Func::Slice {
+            offset: 0,
+            length: None,
+        },
+        Func::Replace {
+            pattern: String::new(),
+            value: String::new(),
+            literal: true,
+        },
+        Func::ConcatStr(String::new()),
+    ];
+    let mut names: Vec<&str> = all.iter().map(Func::json_name).collect();
+    let mut want = FUNC_OPS.to_vec();
+    names.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(names, want);
+}
+
+#[test]
 fn plan_and_type_errors() {
     let p = Expr::from_json_str;
     let bad_regex =
