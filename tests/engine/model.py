@@ -496,7 +496,8 @@ class PyReduce(Agg):
 class Aggs(Agg):
     """Several one-row aggregates per key: ``parts`` are ``(name, kind, column)`` with kind
     ``sum``/``count``/``mean``/``min``/``max`` (column None for ``count``). One row while the
-    key has a record with non-zero count; none where a part is undefined (:meth:`undefined`).
+    key's count (the signed sum of its records' counts) is non-zero; none where a part is
+    undefined (:meth:`undefined`).
     """
 
     parts: tuple[tuple[str, str, str | None], ...]
@@ -507,17 +508,16 @@ class Aggs(Agg):
     def undefined(self, value_columns: tuple[str, ...], group: list[tuple[Record, int]]) -> bool:
         """Whether a present group has a part without a value (an error update)."""
         n = sum(c for _, c in group)
-        return bool(group) and any(
-            (kind == "mean" and n == 0) or (kind in ("min", "max") and not _positive(group))
-            for _, kind, _ in self.parts
+        return n != 0 and any(
+            kind in ("min", "max") and not _positive(group) for _, kind, _ in self.parts
         )
 
     def apply(
         self, value_columns: tuple[str, ...], group: list[tuple[Record, int]]
     ) -> list[tuple[Record, int]]:
-        if not group or self.undefined(value_columns, group):
-            return []
         n = sum(c for _, c in group)
+        if n == 0 or self.undefined(value_columns, group):
+            return []
         row: list[Any] = []
         for _, kind, column in self.parts:
             if kind == "count":

@@ -6,14 +6,14 @@
 //! concatenation of the parts' columns, with count 1. Semantics (shared with the Python
 //! reference model `tests/engine/model.py` and documented in `PLAN.md`):
 //!
-//! * the group is present while any of its vals has a non-zero count (a group exists while
-//!   it has rows); with no such val there is no row, and no error;
+//! * the group is present while its count (the signed sum of its counts, SQL's `count(*)`)
+//!   is non-zero; otherwise there is no row, and no error. This needs no look at the vals,
+//!   so a group of running totals never sorts or indexes its vals;
 //! * `count` is the signed sum of counts (it may be 0 or negative while the group is
 //!   present); `sum` is the signed weighted sum, accumulated in 128 bits so that only a
 //!   final value outside int64 is an error (the result does not depend on the order of the
 //!   vals, unlike a checked running int64 sum);
-//! * `mean` is `sum / count` as float64; when the counts sum to 0 it is undefined, which is an
-//!   error update (a division by zero) rather than a silent NaN or infinity;
+//! * `mean` is `sum / count` as float64 (the count of a present group is never 0);
 //! * `min` / `max` consider the vals with positive count; when none is positive (the group
 //!   is present only through negative counts) the value is undefined: an error update.
 //!
@@ -101,8 +101,8 @@ pub fn output_dtypes(aggs: &[GroupAgg], vals: &[DType], label: &str) -> Result<V
         .collect()
 }
 
-/// Appends the group's row (and count 1) to `out_rows` / `out_counts`, or nothing when no
-/// val has a non-zero count. `vals` are row-major, `vw` words each; `dtypes` are the val
+/// Appends the group's row (and count 1) to `out_rows` / `out_counts`, or nothing when the
+/// counts sum to 0. `vals` are row-major, `vw` words each; `dtypes` are the val
 /// dtypes. On error nothing is appended.
 #[allow(clippy::too_many_arguments)]
 pub fn apply(
@@ -115,7 +115,7 @@ pub fn apply(
     out_rows: &mut Vec<u64>,
     out_counts: &mut Vec<i64>,
 ) -> Result<()> {
-    if counts.iter().all(|&c| c == 0) {
+    if counts.iter().map(|&c| c as i128).sum::<i128>() == 0 {
         return Ok(());
     }
     let start = out_rows.len();
@@ -267,6 +267,11 @@ impl RunningTotals {
             }
         }
         Ok(())
+    }
+
+    /// Whether the group is present (its count is non-zero).
+    pub fn is_present(&self) -> bool {
+        self.count != 0
     }
 
     /// Appends the group's row (the caller knows the group is present).

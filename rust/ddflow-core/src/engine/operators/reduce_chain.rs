@@ -120,8 +120,9 @@ pub fn reduce_key(
         _ => Acc::PerVal,
     };
     let mut nonzero_vals: usize = 0;
-    if matches!(acc, Acc::Count(_)) {
-        // `count` does not look at vals: one shared slot.
+    if matches!(acc, Acc::Count(_) | Acc::Group) {
+        // `count`, and a group of running totals (present while its count is non-zero), do
+        // not look at vals: one shared slot, and no sort of the key's vals.
         s.val_ids.clear();
         s.val_ids.resize(n_in, 0);
         s.counts.clear();
@@ -202,7 +203,7 @@ pub fn reduce_key(
                     }
                 }
                 Acc::Group => {
-                    if nonzero_vals > 0 {
+                    if s.totals.is_present() {
                         s.totals
                             .write(group_parts(k.agg), k.label, &mut s.desired_rows)?;
                         s.desired_counts.push(1);
