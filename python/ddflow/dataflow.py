@@ -23,7 +23,6 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from ddflow.builder import ArrangedNode, PlanBuilder
-from ddflow.callbacks import Dispatcher
 from ddflow.capture import Capture, Probe
 from ddflow.collection import Arrangement, Collection
 from ddflow.engine import (
@@ -38,7 +37,7 @@ from ddflow.engine import (
 from ddflow.errorlog import ErrorLog
 from ddflow.errors import DdflowError, PlanError, ReentrancyError
 from ddflow.input import InputSession
-from ddflow.plan import ImportTraceOp, InputOp, Plan, PlanText, user_location
+from ddflow.plan import ImportTraceOp, InputOp, PlanText, user_location
 from ddflow.times import Time, TimeShape, is_int
 from ddflow.traces import TraceHandle
 
@@ -88,7 +87,7 @@ class Dataflow:
         state = "running" if self._engine_obj is not None else "building"
         return (
             f"Dataflow(workers={self.workers}, time_dims={self.time_dims}, "
-            f"{len(self._plan.nodes)} nodes, {state})"
+            f"{len(self.builder.plan.nodes)} nodes, {state})"
         )
 
     @property
@@ -100,16 +99,6 @@ class Dataflow:
     def time_shape(self) -> TimeShape:
         """The shape of the outer times (``Runtime``)."""
         return self.builder.times
-
-    @property
-    def _plan(self) -> Plan:
-        """``builder.plan``, under the name the Spark backend reads it by."""
-        return self.builder.plan
-
-    @property
-    def _dispatcher(self) -> Dispatcher:
-        """``builder.functions``, under the name the Spark backend reads it by."""
-        return self.builder.functions
 
     # -- building -----------------------------------------------------------------------------
 
@@ -125,7 +114,7 @@ class Dataflow:
         names, dtypes = InputSession.parse_columns(columns)
         name = name or f"input{len(self._inputs)}"
         label = f"input {name!r}@{label_loc}"
-        node = self._plan.add(InputOp(name), 0, [], names, label)
+        node = self.builder.plan.add(InputOp(name), 0, [], names, label)
         session = InputSession(self, node, name, names, dtypes)
         self._inputs.append(session)
         return session, Collection(self, node, names, 0)
@@ -176,7 +165,7 @@ class Dataflow:
                 f"{label}: the trace's dataflow has workers={host.workers}, this one "
                 f"workers={self.workers}; they must run in one engine"
             )
-        node = self._plan.add(
+        node = self.builder.plan.add(
             ImportTraceOp(source=0),
             0,
             [],
@@ -197,18 +186,18 @@ class Dataflow:
 
     def plan(self) -> dict[str, Any]:
         """The plan as a JSON-able dict (the engine's input; see PLAN.md)."""
-        return self._plan.to_json(self.time_shape.dims or 1)
+        return self.builder.plan.to_json(self.time_shape.dims or 1)
 
     def explain(self) -> PlanText:
         """The plan as readable text: one line per node (op, inputs, columns, arguments,
         label with the user's file:line), indented by iterate scope."""
-        return self._plan.explain(self.time_shape.dims)
+        return self.builder.plan.explain(self.time_shape.dims)
 
     # -- engine (the ``Runtime`` its inputs, captures and trace handles use) -----------------
 
     def freeze(self) -> None:
         """Freezes the plan: the dataflow has received data or been run."""
-        self._plan.frozen = True
+        self.builder.plan.frozen = True
 
     def _check_idle(self) -> None:
         """Raises ``ReentrancyError`` when called from a callback of a running engine call."""
@@ -239,12 +228,12 @@ class Dataflow:
         self._check_idle()
         if self._engine_obj is None:
             self.freeze()
-            self._plan.validate()
+            self.builder.plan.validate()
             dims = self.time_shape.dims or len(self.time_shape.zero())
             if self._host is not None:
                 self._engine_obj = self._attach()
             else:
-                plan_json = self._plan.dumps(dims)
+                plan_json = self.builder.plan.dumps(dims)
                 self._engine_obj = type(self).engine_factory(
                     plan_json, self.workers, self.builder.functions
                 )
@@ -281,7 +270,9 @@ class Dataflow:
         root_engine = root.engine()
         if not isinstance(root_engine, AttachedEngine):
             # From now on the dataflows sharing the engine all see it through wrappers.
-            root_engine = AttachedEngine(root_engine, 0, len(root._plan.nodes), SharedState())
+            root_engine = AttachedEngine(
+                root_engine, 0, len(root.builder.plan.nodes), SharedState()
+            )
             root._engine_obj = root_engine
         raw = root_engine.engine
         self._host.engine()
@@ -294,7 +285,7 @@ class Dataflow:
                 f"import_trace: this dataflow's times have {times.dims} coordinates, the "
                 f"engine it attaches to {dims}"
             )
-        plan = self._plan.to_json(dims)
+        plan = self.builder.plan.to_json(dims)
         for node, trace in self._imports:
             trace.check_open(f"import_trace (node {node})")
             source_engine = _owner(trace).engine()
@@ -304,7 +295,7 @@ class Dataflow:
         ids = [root.builder.functions.register(functions[i]) for i in range(len(functions))]
         plan = remap_functions(plan, ids.__getitem__)
         offset = raw.attach(json.dumps(plan, separators=(",", ":")))
-        return AttachedEngine(raw, offset, len(self._plan.nodes), root_engine.shared)
+        return AttachedEngine(raw, offset, len(self.builder.plan.nodes), root_engine.shared)
 
     def _flush(self) -> Engine:
         """Hands every input's buffered updates to the engine."""
@@ -389,9 +380,6 @@ class Dataflow:
         """Every node whose output can reach ``node`` (itself included), following inputs
         and the feedback edge of each ``iterate`` variable."""
         return self.builder.upstream(node)
-
-    _upstream = upstream
-    """The name the Spark backend calls ``upstream`` by."""
 
     def errors(self) -> pa.Table:
         """Every error update so far, consolidated: ``operator``, ``message``, ``values``

@@ -163,7 +163,7 @@ def test_row_functions() -> None:
     fm = c.flat_map_rows(lambda r: [(r[0],)] * r[1], columns=("a",))
     batch = {"a": np.array([1, 2]), "b": np.array([10, 2])}
     nodes = flow.plan()["nodes"]
-    d = flow._dispatcher
+    d = flow.builder.functions
     assert d(nodes[m.node]["fn"], "map_py", batch)["s"].tolist() == [11, 4]
     assert d(nodes[f.node]["fn"], "filter_py", batch).tolist() == [False, True]
     out = d(nodes[fm.node]["fn"], "flat_map_py", batch)

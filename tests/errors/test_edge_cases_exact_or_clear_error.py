@@ -229,7 +229,7 @@ def test_engine_rejects_too_many_workers_directly() -> None:
     f, i, c = _flow()
     c.capture()
     with pytest.raises(dd.InvalidValueError) as ei:
-        dd._core.Engine(f._plan.dumps(1), 10**9, lambda *a: None)
+        dd._core.Engine(f.builder.plan.dumps(1), 10**9, lambda *a: None)
     assert "workers" in str(ei.value)
 
 

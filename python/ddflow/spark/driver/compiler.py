@@ -28,8 +28,7 @@ from ddflow.spark.driver.operators import Operators
 from ddflow.spark.driver.ops import SPARK_OPS
 from ddflow.spark.driver.progress import Meter
 from ddflow.spark.driver.reduce_stages import ReduceStages
-from ddflow.spark.driver.state import State
-from ddflow.spark.driver.store_use import REDUCE_STATE_MODES, StoreUse, state_parent
+from ddflow.spark.driver.state import REDUCE_STATE_MODES, State, StoreUse, state_parent
 from ddflow.spark.driver.supersteps import IterateDriver
 from ddflow.spark.tasks.batches import DIFF, FnTable, ccol, tcol
 
@@ -62,15 +61,15 @@ class Compiler:
             raise PlanError(f"run_on_spark: errors must be 'raise' or 'collect', got {errors!r}")
         store = StoreUse(state_parent(spark, state_dir) if reduce_state == "store" else None)
         self.out_nodes = [validate.output_node(flow, o) for o in outputs]
-        needed = validate.needed_nodes(flow._plan.nodes, self.out_nodes)
+        needed = validate.needed_nodes(flow.builder.plan.nodes, self.out_nodes)
         validate.check_ops(flow, needed)
         dims = validate.time_dims(flow, inputs)
         self.frames = validate.input_frames(flow, needed, inputs, dims)
         """The validated input frames, by input node."""
-        fns = flow._dispatcher
+        fns = flow.builder.functions
         self.ctx = RunContext(
             spark=spark,
-            plan=flow._plan,
+            plan=flow.builder.plan,
             needed=needed,
             dims=dims,
             partitions=key_partitions(spark, partitions),

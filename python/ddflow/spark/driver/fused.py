@@ -45,7 +45,7 @@ from ddflow.spark.driver.lineage import Checkpoints
 from ddflow.spark.driver.operators import Operators
 from ddflow.spark.driver.reduce_stages import ReduceStages
 from ddflow.spark.driver.schemas import map_in_arrow, spark_schema
-from ddflow.spark.driver.store_use import StoreUse
+from ddflow.spark.driver.state import StoreUse
 from ddflow.spark.tasks import fused as ft
 from ddflow.spark.tasks.batches import BUCKET, DIFF, PART, ccol
 

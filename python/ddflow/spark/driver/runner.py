@@ -9,9 +9,9 @@ no pyspark). Driver modules by job: ``validate.py`` (inputs and plan, before any
 ``compiler.py`` (top-level nodes to DataFrames), ``context.py`` (what the parts of a run
 share), ``operators.py`` and ``reduce_stages.py`` (the DataFrame operations of single
 operators), ``supersteps.py`` (the iterate driver), ``fused.py`` (iterate bodies run as one
-stage per superstep), ``state.py`` (invariant arrangements, join and reduce state),
-``held.py`` (``advance_iteration``'s held updates), ``lineage.py`` (consolidation and
-checkpoints), ``store_use.py`` (the reduce state store's place and lifetime),
+stage per superstep), ``state.py`` (invariant arrangements, join and reduce state; the
+reduce state store's place and lifetime), ``held.py`` (``advance_iteration``'s held
+updates), ``lineage.py`` (consolidation and checkpoints),
 ``error_frames.py`` (data errors as data with ``errors="collect"``), ``progress.py``
 (per-superstep measurements and lines), ``columns.py`` and ``schemas.py`` (expressions as
 Spark Columns; type mapping).
@@ -170,7 +170,7 @@ def run_on_spark(
         compiler.close()
     ctx = compiler.ctx
     if ctx.collect:
-        return SparkResult(frames, keys, meter.phases, ctx.stages, ctx.errors, flow._upstream)
+        return SparkResult(frames, keys, meter.phases, ctx.stages, ctx.errors, flow.upstream)
     return SparkResult(frames, keys, meter.phases, ctx.stages)
 
 

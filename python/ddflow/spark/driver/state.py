@@ -2,24 +2,95 @@
 arrangements (partitioned by key and cut once), the accumulations of variant arrangements a
 join reads, and the reduces' state (in the reduce state store, or as a checkpointed
 DataFrame shuffled beside the new input), each kept compacted to the current iteration and
-replaced, never grown in lineage, at every superstep."""
+replaced, never grown in lineage, at every superstep.
+
+The driver's use of the reduce state store (``tasks/store.py``) is here too (``StoreUse``):
+where it goes, creating it on first use, pruning the versions no task can read after each
+superstep, and deleting a finished scope's state and the whole store when the run returns.
+Where: ``state_dir`` when given; in local mode by default the temporary directory
+(``spark.local.dir`` when set); on a cluster by default the SparkContext's checkpoint
+directory. A cluster with neither fails before any job, naming the options.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterable
 
 from pyspark import Accumulator
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ddflow.errors import PlanError
 from ddflow.spark.driver.context import RunContext
 from ddflow.spark.driver.lineage import Checkpoints, consolidated
 from ddflow.spark.driver.reduce_stages import ReduceStages
-from ddflow.spark.driver.store_use import StoreUse
 from ddflow.spark.tasks.batches import TAG, TAG_IN_ACC, TAG_OUT_ACC
 from ddflow.spark.tasks.reduce import ReduceSpec
+from ddflow.spark.tasks.store import StateStore
 
-__all__ = ["State"]
+__all__ = ["REDUCE_STATE_MODES", "State", "StoreUse", "state_parent"]
+
+REDUCE_STATE_MODES = ("store", "shuffle")
+"""``run_on_spark(reduce_state=...)``: the state store, or DataFrames shuffled each superstep."""
+
+
+def state_parent(spark: SparkSession, state_dir: str | None) -> str:
+    """The directory the run's store is created in (see the module doc)."""
+    if state_dir:
+        return state_dir
+    sc = spark.sparkContext
+    if (sc.master or "").startswith("local"):
+        local = sc.getConf().get("spark.local.dir")
+        return local.split(",")[0] if local else tempfile.gettempdir()
+    checkpoint_dir = sc._jsc.sc().getCheckpointDir()
+    if checkpoint_dir.isDefined():
+        return str(checkpoint_dir.get())
+    raise PlanError(
+        f"run_on_spark on master {sc.master!r}: the reduce state store needs a directory "
+        "every executor can read and write; pass state_dir='hdfs://...' (or a shared "
+        "path), set sc.setCheckpointDir(...), or pass reduce_state='shuffle' to keep the "
+        "state in DataFrames"
+    )
+
+
+class StoreUse:
+    """One run's state store: created by the first reduce that keeps its state there."""
+
+    def __init__(self, parent: str | None) -> None:
+        """``parent``: where to create the store (None: the run keeps no state there)."""
+        self.parent = parent
+        self.store: StateStore | None = None
+        self.stored: set[int] = set()
+        """Reduces whose state is in the store."""
+
+    def ensure(self, node: int) -> StateStore:
+        """The run's store (created on first use), with reduce ``node`` keeping state there."""
+        if self.store is None:
+            if self.parent is None:
+                raise PlanError("run_on_spark: reduce_state='shuffle' keeps no state store")
+            self.store = StateStore.create(self.parent)
+        self.stored.add(node)
+        return self.store
+
+    def after_superstep(self, i: int) -> None:
+        """Superstep ``i`` is complete: prunes the stored versions no task can read."""
+        if self.store is not None:
+            for n in self.stored:
+                self.store.prune(n, i)
+
+    def drop_scope(self, members: Iterable[int]) -> None:
+        """An iterate scope has finished: its reduces' stored state is no longer needed."""
+        for n in members:
+            if n in self.stored and self.store is not None:
+                self.store.drop(n)
+                self.stored.discard(n)
+
+    def close(self) -> None:
+        """Deletes the run's store."""
+        if self.store is not None:
+            self.store.drop()
+            self.store = None
 
 
 class State:

@@ -41,7 +41,7 @@ class UnsupportedOperatorError(PlanError):
 
 def output_node(flow: Dataflow, out: Any) -> int:
     """The plan node whose history output ``out`` (a Collection or a Capture) asks for."""
-    nodes = flow._plan.nodes
+    nodes = flow.builder.plan.nodes
     if isinstance(out, Capture):
         if out.flow is not flow:
             raise PlanError(f"run_on_spark: output {out!r} belongs to another dataflow")
@@ -77,7 +77,7 @@ def needed_nodes(nodes: Sequence[dict[str, Any]], roots: Sequence[int]) -> set[i
 def check_ops(flow: Dataflow, needed: set[int]) -> None:
     """Raises ``UnsupportedOperatorError`` naming the first needed node the backend cannot
     run (where it is)."""
-    plan = flow._plan
+    plan = flow.builder.plan
     plan.validate()
     for n in sorted(needed):
         node = plan.nodes[n]
@@ -136,7 +136,7 @@ def input_frames(
     flow: Dataflow, needed: set[int], inputs: Mapping[InputSession, DataFrame], dims: int
 ) -> dict[int, DataFrame]:
     """The validated input frames in the backend's column naming, by input node."""
-    nodes = flow._plan.nodes
+    nodes = flow.builder.plan.nodes
     by_node: dict[int, DataFrame] = {}
     for session, df in inputs.items():
         if not isinstance(session, InputSession) or session.flow is not flow:
