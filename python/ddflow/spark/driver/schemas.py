@@ -8,7 +8,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
@@ -51,7 +51,7 @@ def arrow_type(typ: T.DataType) -> pa.DataType:
     ]
 
 
-def arrow_type_of_numpy(arr: np.ndarray) -> pa.DataType:
+def arrow_type_of_numpy(arr: npt.NDArray[Any]) -> pa.DataType:
     """The Arrow type of a numpy column as the engine produces it."""
     kind = arr.dtype.kind
     if kind in "iu":

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -90,7 +91,7 @@ class FnTable:
         return _HANDLERS[kind](entry, payload)
 
 
-def to_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+def to_numpy(arr: pa.Array | pa.ChunkedArray) -> npt.NDArray[Any]:
     """An Arrow column as the engine's numpy form (str as an object array)."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
@@ -101,7 +102,7 @@ def to_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.asarray(arr.to_numpy(zero_copy_only=False))
 
 
-def to_arrow(values: np.ndarray, typ: pa.DataType, what: str) -> pa.Array:
+def to_arrow(values: npt.NDArray[Any], typ: pa.DataType, what: str) -> pa.Array:
     """A numpy column as Arrow of the declared type, or a clear error."""
     arr = pa.array(values, type=pa.string()) if values.dtype == object else pa.array(values)
     if arr.type == typ:

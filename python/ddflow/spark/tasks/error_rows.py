@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from ddflow.errors import DataError
@@ -67,9 +68,9 @@ class Rerun:
     def __init__(
         self,
         errors: list[RawError],
-        columns: list[np.ndarray],
-        times: np.ndarray,
-        diffs: np.ndarray,
+        columns: list[npt.NDArray[Any]],
+        times: npt.NDArray[np.int64],
+        diffs: npt.NDArray[np.int64],
     ) -> None:
         self.errors = errors
         self.columns = columns
