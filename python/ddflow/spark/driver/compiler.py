@@ -22,6 +22,7 @@ from ddflow.input import InputSession
 from ddflow.plan import ReduceOp
 from ddflow.spark.driver import validate
 from ddflow.spark.driver.context import ERROR_MODES, RunContext, key_partitions
+from ddflow.spark.driver.dtype_links import check_linked_dtypes
 from ddflow.spark.driver.error_frames import ErrorFrames
 from ddflow.spark.driver.lineage import Checkpoints, consolidated
 from ddflow.spark.driver.operators import Operators
@@ -66,6 +67,7 @@ class Compiler:
         dims = validate.time_dims(flow, inputs)
         self.frames = validate.input_frames(flow, needed, inputs, dims)
         """The validated input frames, by input node."""
+        check_linked_dtypes(flow, inputs, dims)
         fns = flow.builder.functions
         self.ctx = RunContext(
             spark=spark,
