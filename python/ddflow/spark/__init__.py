@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ddflow.spark.driver.runner import (
+        ExecutorVersionError,
         SparkResult,
         Superstep,
         UnsupportedOperatorError,
@@ -33,6 +34,7 @@ __all__ = [
     "SparkResult",
     "Superstep",
     "UnsupportedOperatorError",
+    "ExecutorVersionError",
 ]
 
 

@@ -22,11 +22,11 @@ from ddflow.input import InputSession
 from ddflow.plan import ReduceOp
 from ddflow.spark.driver import validate
 from ddflow.spark.driver.context import ERROR_MODES, RunContext, key_partitions
-from ddflow.spark.driver.dtype_links import check_linked_dtypes
 from ddflow.spark.driver.error_frames import ErrorFrames
 from ddflow.spark.driver.lineage import Checkpoints, consolidated
 from ddflow.spark.driver.operators import Operators
 from ddflow.spark.driver.ops import SPARK_OPS
+from ddflow.spark.driver.preflight import check_linked_dtypes
 from ddflow.spark.driver.progress import Meter
 from ddflow.spark.driver.reduce_stages import ReduceStages
 from ddflow.spark.driver.state import REDUCE_STATE_MODES, State, StoreUse, state_parent

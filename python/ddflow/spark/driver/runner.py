@@ -38,6 +38,7 @@ from ddflow.spark.driver import fused
 from ddflow.spark.driver.compiler import Compiler
 from ddflow.spark.driver.error_frames import ErrorFrames
 from ddflow.spark.driver.ops import SPARK_OPS
+from ddflow.spark.driver.preflight import ExecutorVersionError, check_executors
 from ddflow.spark.driver.progress import Meter, Superstep
 from ddflow.spark.driver.validate import UnsupportedOperatorError
 from ddflow.spark.tasks.batches import warm_up_batches
@@ -49,6 +50,7 @@ __all__ = [
     "SparkResult",
     "Superstep",
     "UnsupportedOperatorError",
+    "ExecutorVersionError",
 ]
 
 
@@ -137,7 +139,9 @@ def run_on_spark(
     operator, and a reduce there runs twice on the keys with new input (new and previous
     accumulated input) to find its new error updates.
 
-    Schema problems and unsupported operators raise before any Spark job runs.
+    Schema problems and unsupported operators raise before any Spark job runs; then one
+    small job checks that the executors import the driver's ddflow version
+    (``ExecutorVersionError`` names each interpreter that does not).
     """
     log: Callable[[str], None] | None
     if progress is True:
@@ -162,6 +166,7 @@ def run_on_spark(
     frames: dict[int, DataFrame] = {}
     keys: dict[int, int] = {}
     try:
+        check_executors(spark, compiler.ctx.partitions)
         for out, n in zip(outputs, compiler.out_nodes, strict=True):
             if n not in frames:
                 frames[n] = compiler.output(n)

@@ -11,7 +11,7 @@ Nothing here imports pyspark: executors run it without the driver's modules.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,8 @@ __all__ = [
     "widen",
     "by_bucket",
     "warm_up_batches",
+    "PROBE_COLUMNS",
+    "version_probe",
 ]
 
 DIFF = "_d"
@@ -174,3 +176,41 @@ def warm_up_batches(batches: Iterable[Any]) -> Iterator[Any]:
     import ddflow.spark.tasks.reduce  # noqa: F401
 
     yield from batches
+
+
+PROBE_COLUMNS = ("ddflow", "core", "python", "executable", "error")
+"""The string columns of the rows ``version_probe``'s function returns."""
+
+
+def version_probe() -> Callable[[Iterable[Any]], Iterator[Any]]:
+    """A partition function reporting the executor's ddflow: one row per partition with
+    ``ddflow.__version__``, ``ddflow._core.__version__``, the Python version and
+    ``sys.executable``, or the error importing them.
+
+    It is built here as a nested function, which Spark pickles by value: an executor
+    without ddflow can still run it and report that, where a module-level function of
+    ddflow would fail to unpickle there with an error that names neither interpreter."""
+
+    def probe(batches: Iterable[Any]) -> Iterator[Any]:
+        import platform
+        import sys
+
+        import pyarrow
+
+        ddflow_version = core_version = error = None
+        try:
+            import ddflow
+            from ddflow import _core
+
+            ddflow_version = str(ddflow.__version__)
+            core_version = str(_core.__version__)
+        except Exception as exc:  # ImportError, or a broken install
+            error = f"{type(exc).__name__}: {exc}"
+        for batch in batches:
+            if batch.num_rows:
+                row = [ddflow_version, core_version, platform.python_version()]
+                row += [sys.executable, error]
+                arrays = [pyarrow.array([v], pyarrow.string()) for v in row]
+                yield pyarrow.RecordBatch.from_arrays(arrays, names=list(PROBE_COLUMNS))
+
+    return probe
