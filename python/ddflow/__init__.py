@@ -15,6 +15,7 @@ the exact output changes::
 The package is built in layers; a module imports only from its own layer or below, never in
 a circle (``tests/api/test_layers.py`` checks both against this table)::
 
+    6 tools:    doctor
     5 owner:    dataflow
     4 handles:  collection, records
     3 runtime:  engine, input, capture, traces
@@ -32,6 +33,8 @@ a circle (``tests/api/test_layers.py`` checks both against this table)::
    :class:`~ddflow.records.PlanOwner` interface.
 5. owner: ``Dataflow``, which implements both interfaces. ``algorithms``, ``examples`` and
    ``spark`` sit on top of the package.
+6. tools: ``python -m ddflow.doctor`` (versions and whether they fit together); nothing
+   imports it.
 """
 
 from __future__ import annotations
