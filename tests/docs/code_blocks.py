@@ -5,7 +5,8 @@ A page's blocks run in order in one namespace, so a block may use what an earlie
 same page defined. A block right after the HTML comment ``<!-- skip: needs Spark -->`` needs a
 Spark session (the name ``spark``): ``tests/docs/test_code_blocks.py`` leaves it out, and
 ``tests/spark/test_docs_spark.py`` runs every page that has one, all its blocks in order, with
-the Spark fixture's session bound to ``spark``.
+the Spark fixture's session bound to ``spark``. Blocks run in a temporary directory with the
+repository root on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository root: blocks run with it on ``sys.path``, as from the root (``benches``)."""
+
+DOCS = ROOT / "docs"
 """The documentation sources (``docs_dir`` of ``mkdocs.yml``)."""
 
 SPARK_MARK = "<!-- skip: needs Spark -->"

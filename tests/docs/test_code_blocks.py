@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.docs.code_blocks import DOCS, blocks, page_id, pages
+from tests.docs.code_blocks import DOCS, ROOT, blocks, page_id, pages
 
 PAGES = pages()
 
@@ -31,6 +31,7 @@ def test_the_docs_have_pages_with_code() -> None:
 def test_code_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The page's Python blocks (except those that need Spark) run in order in one namespace."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
     namespace: dict[str, Any] = {"__name__": "__docs__"}
     for block in blocks(page):
         if not block.needs_spark:

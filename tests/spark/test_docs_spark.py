@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from tests.docs.code_blocks import blocks, page_id, pages
+from tests.docs.code_blocks import ROOT, blocks, page_id, pages
 
 SPARK_PAGES = [p for p in pages() if any(b.needs_spark for b in blocks(p))]
 
@@ -30,6 +30,7 @@ def test_spark_code_blocks_run(
 ) -> None:
     """Every Python block of the page runs in order, Spark blocks on the local session."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
     namespace: dict[str, Any] = {"__name__": "__docs__", "spark": spark}
     for block in blocks(page):
         block.run(namespace)
