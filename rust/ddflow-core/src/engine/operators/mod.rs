@@ -15,7 +15,8 @@
 //! * [`delay`], [`consolidate`], [`arrange`]: hold updates until their time completes;
 //! * [`join`]: `join`, `semijoin`, `antijoin` of two arrangements (delta rule);
 //! * [`reduce`]: `reduce` over an arrangement, with [`reduce_chain`] (keys whose times are
-//!   totally ordered), [`reduce_index`] (a key's history indexed for accumulation),
+//!   totally ordered), [`reduce_cache`] (running totals of large keys kept across
+//!   activations), [`reduce_index`] (a key's history indexed for accumulation),
 //!   [`reduce_errors`] (errors as data), [`reduce_python`] (Python aggregates) and
 //!   [`aggregate`] (the built-in aggregates on one key's accumulated values) and
 //!   [`aggregate_group`] (several one-row aggregates per key);
@@ -43,6 +44,7 @@ pub mod passthrough;
 pub mod python;
 pub mod records;
 pub mod reduce;
+pub mod reduce_cache;
 pub mod reduce_chain;
 pub mod reduce_errors;
 pub mod reduce_history;

@@ -14,13 +14,16 @@
 //!   (`Histories::read_key`) and candidate times (`KeyAccum::candidate_times`), then per
 //!   complete time the input accumulated there and the aggregate's desired output
 //!   (`KeyAccum::key_groups`, `Desired`); keys whose times form a chain take
-//!   `ReduceState::reduce_chain_key` (`reduce_chain.rs`) instead;
+//!   `ReduceState::reduce_chain_key` (`reduce_chain.rs`) instead, and large keys of linear
+//!   aggregates start from their carried totals without reading their input history
+//!   (`ReduceState::carried_chain_key`, `reduce_cache.rs`);
 //! * phase 2 (`reduce_python.rs`): Python aggregates, evaluated in one callback for all
 //!   (key, time) groups of the activation;
 //! * phase 3, `ReduceState::output_differences`: per key and group, the desired output
 //!   minus the accumulated output (`OutputDiff`), emitted and added to the output trace.
 
 use super::aggregate;
+use super::reduce_cache::{carry_min_history, BatchKeys, TotalsCache};
 use super::reduce_chain::{self, ChainKey, ChainScratch};
 use super::reduce_errors::ReduceErrors;
 use super::reduce_history::Histories;
@@ -139,7 +142,7 @@ impl Operator for Reduce {
     }
 
     fn heap_bytes(&self) -> usize {
-        self.state.out.heap_bytes()
+        self.state.out.heap_bytes() + self.state.cache.heap_bytes()
     }
 }
 
@@ -156,6 +159,8 @@ pub struct ReduceState {
     scratch: Scratch,
     /// Keys whose accumulation failed (errors as data, see `reduce_errors.rs`).
     pub errors: ReduceErrors,
+    /// Running input totals of large keys of linear aggregates (`reduce_cache.rs`).
+    pub cache: TotalsCache,
 }
 
 /// Everything a reduce activation reads.
@@ -264,6 +269,7 @@ impl ReduceState {
             out_dtypes: None,
             scratch: Scratch::with_sweep_min(sweep_min_work()),
             errors: Default::default(),
+            cache: TotalsCache::new(carry_min_history()),
         }
     }
 
@@ -290,6 +296,9 @@ impl ReduceState {
             }
             still_pending.normalize();
             self.pending = still_pending;
+            // Totals carried past this batch do not match the output trace, which did not
+            // take it (the batch's times are redone from pending work).
+            self.cache.clear();
         }
         result
     }
@@ -395,9 +404,27 @@ impl ReduceState {
         hist.reset(inp.batch.width, out_width);
         let (mut reader_in, mut reader_out) = (inp.trace.reader(), self.out.reader());
         let builtin = is_builtin(inp.agg);
+        let carries = reduce_chain::carries(inp.agg, inp.val_dtypes);
+        let mut batch_keys = BatchKeys::new(inp.batch, inp.key_width);
         let mut output = Updates::new(out_width);
         for (ki, (key, new_times)) in work.iter().enumerate() {
+            if carries
+                && !self.cache.is_empty()
+                && self.carried_chain_key(
+                    inp,
+                    (key, new_times),
+                    batch_keys.range(key),
+                    (hist, &mut reader_out),
+                    &mut acc.chain,
+                    &mut output,
+                    still_pending,
+                )
+            {
+                hist.two_d.push(false);
+                continue;
+            }
             let out_lo = hist.read_key(key, (&mut reader_in, &mut reader_out), &self.errors);
+            let pending_keys = still_pending.0.len();
             if builtin
                 && self.reduce_chain_key(
                     inp,
@@ -408,6 +435,10 @@ impl ReduceState {
                     still_pending,
                 )
             {
+                if carries && hist.input.len() > self.cache.min_history {
+                    let pended = still_pending.0.len() != pending_keys;
+                    self.keep_carry(inp, key, &mut acc.chain, pended);
+                }
                 hist.two_d.push(false);
                 continue;
             }
@@ -434,7 +465,7 @@ impl ReduceState {
     /// an error. (Multi-dimensional times that happen to form a chain take the general path:
     /// sorting them only to find out costs more than it saves on the BFS workloads.)
     #[inline]
-    fn reduce_chain_key(
+    pub(super) fn reduce_chain_key(
         &mut self,
         inp: &ReduceInput<'_>,
         (key, new_times): (&[u64], &[Time]),

@@ -56,6 +56,43 @@ pub struct ChainScratch {
     row: Vec<u64>,
     /// Running totals of a `group` aggregate of counts and int64 sums / means.
     totals: RunningTotals,
+    /// The input accumulation the next [`reduce_key`] starts from instead of zero (a key's
+    /// carried totals, `reduce_cache.rs`); taken by it.
+    pub seed: Option<Carry>,
+}
+
+/// A key's running input accumulation at the end of a pass of `count` or of a `group` of
+/// running totals ([`carries`]), carried to its next pass by `reduce_cache.rs`.
+#[derive(Default)]
+pub struct Carry {
+    /// The signed count of the key's input (the pass's one shared val slot).
+    pub count: i64,
+    /// A `group`'s running totals.
+    pub totals: RunningTotals,
+}
+
+/// Whether a pass of `agg` keeps its input accumulation in a [`Carry`]: `count`, and a
+/// `group` whose parts all have running totals.
+pub fn carries(agg: &Agg, val_dtypes: &[DType]) -> bool {
+    match agg {
+        Agg::Count => true,
+        Agg::Group { aggs } => aggregate_group::has_running_totals(aggs, val_dtypes),
+        _ => false,
+    }
+}
+
+impl ChainScratch {
+    /// The accumulation the last successful [`reduce_key`] of a [`carries`] aggregate ended
+    /// with (its input up to its last time).
+    pub fn take_carry(&mut self, agg: &Agg) -> Carry {
+        Carry {
+            count: self.counts.first().copied().unwrap_or(0),
+            totals: match agg {
+                Agg::Group { .. } => std::mem::take(&mut self.totals),
+                _ => RunningTotals::default(),
+            },
+        }
+    }
 }
 
 /// What a key's reduce reads.
@@ -110,23 +147,28 @@ pub fn reduce_key(
     s.in_order.extend(0..n_in as u32);
     let in_times = &k.input.times;
     s.in_order.sort_by_key(|&i| in_times[i as usize]);
+    let seed = s.seed.take();
+    let seed_count = seed.as_ref().map_or(0, |c| c.count);
     let mut acc = match k.agg {
-        Agg::Count => Acc::Count(0),
+        Agg::Count => Acc::Count(seed_count as i128),
         Agg::Sum { column: c } if k.val_dtypes[*c] == DType::Int64 => Acc::SumInt(0),
         Agg::Group { aggs } if aggregate_group::has_running_totals(aggs, k.val_dtypes) => {
-            s.totals.reset(aggs);
+            match seed {
+                Some(c) => s.totals = c.totals,
+                None => s.totals.reset(aggs),
+            }
             Acc::Group
         }
         _ => Acc::PerVal,
     };
-    let mut nonzero_vals: usize = 0;
+    let mut nonzero_vals: usize = (seed_count != 0) as usize;
     if matches!(acc, Acc::Count(_) | Acc::Group) {
         // `count`, and a group of running totals (present while its count is non-zero), do
         // not look at vals: one shared slot, and no sort of the key's vals.
         s.val_ids.clear();
         s.val_ids.resize(n_in, 0);
         s.counts.clear();
-        s.counts.push(0);
+        s.counts.push(seed_count);
     } else {
         index_vals(k.input, kw, vw, s);
     }

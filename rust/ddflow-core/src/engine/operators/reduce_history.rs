@@ -187,6 +187,40 @@ impl Histories {
         errors.times_of(key, &mut self.edits);
     }
 
+    /// For a key whose input accumulation is carried (`reduce_cache.rs`): its new input
+    /// updates (`batch` rows `lo..hi`) in place of its input history, its output history and
+    /// its edit times; returns where its output history starts in `outputs`.
+    #[inline]
+    pub(super) fn read_key_carried(
+        &mut self,
+        key: &[u64],
+        (batch, lo, hi): (&Updates, usize, usize),
+        output: &mut Reader,
+        errors: &ReduceErrors,
+    ) -> usize {
+        self.input.clear();
+        let w = batch.width;
+        self.input
+            .rows
+            .extend_from_slice(&batch.rows[lo * w..hi * w]);
+        self.input.times.extend_from_slice(&batch.times[lo..hi]);
+        self.input.diffs.extend_from_slice(&batch.diffs[lo..hi]);
+        let out_lo = self.outputs.len();
+        output.key_history(key, &mut self.outputs);
+        self.out_offs.push(self.outputs.len());
+        self.edits.clear();
+        self.edits.extend_from_slice(&self.input.times);
+        self.edits.extend_from_slice(&self.outputs.times[out_lo..]);
+        errors.times_of(key, &mut self.edits);
+        out_lo
+    }
+
+    /// Forgets the last key read (its output history and offset).
+    pub(super) fn unread_key(&mut self, out_lo: usize) {
+        self.outputs.truncate(out_lo);
+        self.out_offs.pop();
+    }
+
     /// Reads `key`'s input and output histories (unconsolidated) and its edit times; returns
     /// where its output history starts in `outputs`.
     #[inline]
