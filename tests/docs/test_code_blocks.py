@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tests.docs.code_blocks import DOCS, ROOT, blocks, page_id, pages
 
 PAGES = pages()

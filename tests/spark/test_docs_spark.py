@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
-
 from tests.docs.code_blocks import ROOT, blocks, page_id, pages
 
 SPARK_PAGES = [p for p in pages() if any(b.needs_spark for b in blocks(p))]
