@@ -62,7 +62,7 @@ from ddflow.errors import (
     UnsortedInputError,
     UserFunctionError,
 )
-from ddflow.expr import col, concat_str, lit, max_of, min_of, when
+from ddflow.expr import coalesce, col, concat_str, lit, max_of, min_of, when
 from ddflow.input import InputSession
 from ddflow.traces import TraceHandle
 
@@ -81,6 +81,7 @@ __all__ = [
     "min_of",
     "max_of",
     "concat_str",
+    "coalesce",
     "min",
     "max",
     "sum",

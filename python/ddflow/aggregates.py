@@ -114,9 +114,12 @@ class ColumnAggregate(Aggregate):
 
 @dataclass(frozen=True)
 class CountAggregate(Aggregate):
-    """The signed sum of counts per key."""
+    """The signed sum of counts per key; with ``column`` (only as a part of
+    ``group_by(...).agg``) of the rows whose ``column`` is not null."""
 
     name: str = "count"
+    column: str | None = None
+    expr: Expr | None = field(default=None, compare=False, repr=False)
 
     def alias(self, name: str) -> CountAggregate:
         """The same aggregate writing column ``name``."""
@@ -126,6 +129,11 @@ class CountAggregate(Aggregate):
         self, key: Sequence[str], vals: Sequence[str], label: str, register: Register
     ) -> tuple[AggJson, tuple[str, ...]]:
         """``{"kind": "count"}``."""
+        if self.column is not None:
+            raise PlanError(
+                f"{label}: count({self.column!r}) (non-null values) is a part of "
+                "group_by(...).agg(...), not of reduce; or use dd.count()"
+            )
         return CountAgg(kind="count"), (self.name,)
 
     def describe(self) -> str:
@@ -255,23 +263,23 @@ def sum(column: str | Expr) -> ColumnAggregate:  # noqa: A001
 
 
 def mean(column: str | Expr) -> ColumnAggregate:
-    """The signed weighted sum of ``column`` over the signed sum of counts, as float64 (an
-    error update where the counts sum to 0); writes ``column``. Present while the key has a
-    value with non-zero count."""
+    """The signed weighted sum of ``column`` over the signed sum of counts, as float64; writes
+    ``column``. A key is present while its count (the signed sum of counts) is non-zero."""
     return _column_aggregate("mean", column)
 
 
-def count(column: str | None = None) -> CountAggregate:
+def count(column: str | Expr | None = None) -> CountAggregate:
     """The signed sum of counts per key (absent when zero in ``reduce``); writes ``count``.
 
-    ``count("col")`` (rows where ``col`` is not null, in SQL) is refused: ddflow has no nulls
-    yet, so it would always equal ``count()``."""
-    if column is not None:
-        raise PlanError(
-            f"count({column!r}): counting the non-null values of a column is not supported "
-            f"(there are no nulls, so it equals count()); use dd.count()"
-        )
-    return CountAggregate()
+    ``count("col")`` (SQL ``count(col)``: the signed count of the rows where ``col`` is not
+    null) is a part of ``group_by(...).agg(...)``; it writes ``count``."""
+    if column is None:
+        return CountAggregate()
+    if isinstance(column, Expr):
+        if column.op == "col":
+            return CountAggregate(column=column.output_name())
+        return CountAggregate(column=expr_text(column), expr=column)
+    return CountAggregate(column=_name(column))
 
 
 def _column_aggregate(

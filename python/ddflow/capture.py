@@ -31,13 +31,26 @@ KEEP_MODES = ("history", "state")
 
 
 def _arrow(column: Any) -> pa.Array:
-    """A native output column as a pyarrow array: numpy, or ``(offsets, utf8)`` for strings."""
+    """A native output column as a pyarrow array: numpy, or ``(offsets, utf8)`` for strings;
+    a column with nulls comes as ``{"values": either, "nulls": bool array}``."""
+    nulls = None
+    if isinstance(column, dict):
+        column, nulls = column["values"], column["nulls"]
     if isinstance(column, tuple):
         offsets, data = column
         n = len(offsets) - 1
         cls = pa.StringArray if offsets.dtype == np.int32 else pa.LargeStringArray
-        return cls.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
-    return pa.array(column)
+        if nulls is None:
+            return cls.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
+        bitmap = np.packbits(~nulls, bitorder="little")
+        return cls.from_buffers(
+            n,
+            pa.py_buffer(offsets),
+            pa.py_buffer(data),
+            pa.py_buffer(bitmap),
+            int(nulls.sum()),
+        )
+    return pa.array(column, mask=nulls)
 
 
 class _Frontiered:

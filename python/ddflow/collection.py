@@ -76,10 +76,12 @@ class Collection(RecordOperators):
         left_on: Keys | None = None,
         right_on: Keys | None = None,
         suffixes: tuple[str, str] | None = None,
+        nulls_equal: bool = False,
     ) -> Collection:
         """Pairs of rows with equal keys: key columns (left names), left's other columns,
-        right's other columns. Names on both sides need ``suffixes=("_l", "_r")``."""
-        return _join("join", self, other, on, left_on, right_on, suffixes)
+        right's other columns. Names on both sides need ``suffixes=("_l", "_r")``. A null key
+        matches nothing (SQL), or other null keys with ``nulls_equal=True``."""
+        return _join("join", self, other, on, left_on, right_on, suffixes, nulls_equal)
 
     def semijoin(
         self,
@@ -334,9 +336,10 @@ class Arrangement:
         left_on: str | Sequence[str] | None = None,
         right_on: str | Sequence[str] | None = None,
         suffixes: tuple[str, str] | None = None,
+        nulls_equal: bool = False,
     ) -> Collection:
         """Joins on this arrangement's key (see ``Collection.join``)."""
-        return _join("join", self, other, on, left_on, right_on, suffixes)
+        return _join("join", self, other, on, left_on, right_on, suffixes, nulls_equal)
 
     def semijoin(
         self,
@@ -412,6 +415,7 @@ def _join(
     left_on: Keys | None,
     right_on: Keys | None,
     suffixes: tuple[str, str] | None,
+    nulls_equal: bool = False,
 ) -> Collection:
     """A join of ``kind`` between two handles."""
     label = f"{kind}@{user_location()}"
@@ -419,6 +423,15 @@ def _join(
         raise PlanError(f"{label}: expected a Collection or Arrangement, got {right!r}")
     flow = _same_flow(label, left, right)
     ref = joins.join(
-        flow.builder, kind, left._ref(), right._ref(), on, left_on, right_on, suffixes, label
+        flow.builder,
+        kind,
+        left._ref(),
+        right._ref(),
+        on,
+        left_on,
+        right_on,
+        suffixes,
+        label,
+        nulls_equal,
     )
     return Collection(flow, *_fields(ref))

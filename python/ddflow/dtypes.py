@@ -3,14 +3,21 @@
 ddflow columns have one of four dtypes: ``int64``, ``float64``, ``bool`` and ``str``. The engine
 takes them as int64 / float64 / bool numpy arrays and numpy object arrays of ``str``. This module
 names dtypes, infers them from Python scalars, and converts numpy, pyarrow and list columns into
-that canonical form (rejecting nulls and unsupported types with a message naming the column).
+that canonical form (rejecting unsupported types with a message naming the column).
+
+Nulls (SQL nulls: Arrow nulls, numpy masked values, ``None``) are accepted where the caller
+asks (``to_column(..., nullable=True)``: engine inputs). A column with nulls crosses to the
+engine already encoded as core words (:class:`WordColumn`; :class:`Utf8Column` with null
+flags for ``str``), null rows holding their dtype's null word: the sentinels defined in
+``rust/ddflow-core/src/encoding.rs`` (mirrored in :data:`NULL_WORDS`). int64's null word is
+``-2**63``, so that one value is refused in int64 input columns.
 """
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +34,11 @@ __all__ = [
     "Utf8Column",
     "arrow_utf8_column",
     "arrow_columns",
+    "WordColumn",
+    "NULL_WORDS",
+    "column_dtype",
+    "check_int64_min",
+    "nullable_column",
 ]
 
 DTYPES = ("int64", "float64", "bool", "str")
@@ -34,6 +46,14 @@ DTYPES = ("int64", "float64", "bool", "str")
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
+
+NULL_WORDS: dict[str, int] = {
+    "int64": 1 << 63,
+    "float64": 0x7FF8_0000_0000_DD01,
+    "bool": 2,
+    "str": (1 << 64) - 1,
+}
+"""Each dtype's null word (the core's ``encoding::null_word``; ``tests`` check they agree)."""
 
 _ALIASES: dict[str, str] = {
     "int": "int64",
@@ -135,18 +155,120 @@ class Utf8Column:
     dtype = np.dtype(object)
     ndim = 1
 
-    def __init__(self, offsets: npt.NDArray[Any], data: npt.NDArray[Any]) -> None:
-        """Wraps the two buffers (not copied)."""
-        self._ddflow_utf8 = (offsets, data)
+    def __init__(
+        self,
+        offsets: npt.NDArray[Any],
+        data: npt.NDArray[Any],
+        nulls: npt.NDArray[np.bool_] | None = None,
+    ) -> None:
+        """Wraps the two buffers (not copied); ``nulls`` flags null rows (None: no null)."""
+        self._ddflow_utf8 = (offsets, data, nulls)
 
     def __len__(self) -> int:
         """Number of strings."""
         return max(len(self._ddflow_utf8[0]) - 1, 0)
 
-    def __getitem__(self, i: int) -> str:
-        """String ``i`` (decoded; for messages, never on a hot path)."""
-        offsets, data = self._ddflow_utf8
+    def __getitem__(self, i: int) -> str | None:
+        """String ``i`` (decoded; for messages, never on a hot path); None if null."""
+        offsets, data, nulls = self._ddflow_utf8
+        if nulls is not None and nulls[i]:
+            return None
         return bytes(data[offsets[i] : offsets[i + 1]]).decode("utf-8", errors="replace")
+
+
+class WordColumn:
+    """An int64 / float64 / bool column with nulls, as the engine's core words (uint64):
+    values encoded as the core encodes them, null rows holding :data:`NULL_WORDS` of the
+    dtype. The native module takes the words as they are (``_ddflow_words``)."""
+
+    ndim = 1
+
+    def __init__(self, dtype: str, words: npt.NDArray[np.uint64]) -> None:
+        """Wraps encoded words (see :func:`nullable_column`)."""
+        self.ddflow_dtype = dtype
+        self._ddflow_words = (dtype, words)
+
+    def __len__(self) -> int:
+        """Number of values."""
+        return len(self._ddflow_words[1])
+
+    def __getitem__(self, i: int) -> object:
+        """Value ``i`` (None if null; for messages)."""
+        dtype, words = self._ddflow_words
+        w = int(words[i])
+        if w == NULL_WORDS[dtype]:
+            return None
+        if dtype == "int64":
+            return int(words[i : i + 1].view(np.int64)[0])
+        if dtype == "float64":
+            return float(words[i : i + 1].view(np.float64)[0])
+        return bool(w)
+
+    def as_float64(self) -> WordColumn:
+        """An int64 column widened to float64 (nulls stay null)."""
+        dtype, words = self._ddflow_words
+        nulls = words == np.uint64(NULL_WORDS[dtype])
+        out = nullable_column(words.view(np.int64).astype(np.float64), nulls, "float64", "")
+        assert isinstance(out, WordColumn)
+        return out
+
+
+def column_dtype(arr: Any) -> str:
+    """The ddflow dtype of a canonical column (numpy, :class:`WordColumn`, :class:`Utf8Column`)."""
+    if isinstance(arr, WordColumn):
+        return arr.ddflow_dtype
+    return {"i": "int64", "f": "float64", "b": "bool", "O": "str"}[arr.dtype.kind]
+
+
+def check_int64_min(arr: npt.NDArray[Any], what: str) -> None:
+    """Refuses int64 ``-2**63`` (int64's null word) in a column, naming its first row."""
+    if arr.dtype == np.int64 and arr.size:
+        bad = arr == _INT64_MIN
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise InvalidValueError(
+                f"{what}: value {_INT64_MIN} at row {row} is int64's reserved null word "
+                "(the one int64 value ddflow cannot hold; send None for a null)"
+            )
+
+
+def nullable_column(
+    values: npt.NDArray[Any], nulls: npt.NDArray[np.bool_], dtype: str, what: str
+) -> Any:
+    """A column of ``dtype`` with null rows ``nulls`` as the engine takes it: a
+    :class:`WordColumn` (int64 / float64 / bool) or a :class:`Utf8Column` with null flags
+    (``str``: ``values`` an object array; null rows are ignored). ``values`` must already
+    have the dtype's numpy form; the values of null rows are ignored."""
+    nulls = np.ascontiguousarray(nulls, dtype=np.bool_)
+    if dtype == "str":
+        import pyarrow as pa
+
+        filled = np.where(nulls, "", values).astype(object)
+        check_utf8(filled, what)
+        arr = pa.array(filled, type=pa.large_string())
+        _, offsets_buf, data_buf = arr.buffers()
+        offsets = np.frombuffer(offsets_buf, dtype=np.int64)[: len(arr) + 1]
+        data = (
+            np.frombuffer(data_buf, dtype=np.uint8)
+            if data_buf is not None
+            else np.zeros(0, np.uint8)
+        )
+        return Utf8Column(offsets, data, nulls)
+    if dtype == "int64":
+        ints = np.array(values, dtype=np.int64)
+        check_int64_min(np.where(nulls, 0, ints), what)
+        words = ints.view(np.uint64)
+    elif dtype == "float64":
+        floats = np.array(values, dtype=np.float64)
+        floats[floats == 0.0] = 0.0  # -0.0 is stored as 0.0
+        floats[np.isnan(floats)] = np.nan  # one canonical NaN (a value, not null)
+        words = floats.view(np.uint64)
+    elif dtype == "bool":
+        words = np.array(values, dtype=np.bool_).astype(np.uint64)
+    else:
+        raise SchemaTypeError(f"{what}: unsupported dtype {dtype!r}")
+    words[nulls] = np.uint64(NULL_WORDS[dtype])
+    return WordColumn(dtype, np.ascontiguousarray(words))
 
 
 def _arrow_object(values: object) -> Any | None:
@@ -163,10 +285,11 @@ def _arrow_object(values: object) -> Any | None:
     return None
 
 
-def arrow_utf8_column(values: object, what: str) -> Utf8Column | None:
+def arrow_utf8_column(values: object, what: str, *, nullable: bool = False) -> Utf8Column | None:
     """A :class:`Utf8Column` for an Arrow string column (any Arrow string type, chunked or
-    not, through the PyCapsule protocol too), or None for anything else. Nulls are rejected
-    naming ``what``. Only buffer views are made here: no per-value Python work."""
+    not, through the PyCapsule protocol too), or None for anything else. Nulls are flagged
+    with ``nullable``, else rejected naming ``what``. Only buffer views are made here: no
+    per-value Python work."""
     import pyarrow as pa
 
     arr = _arrow_object(values)
@@ -185,7 +308,7 @@ def arrow_utf8_column(values: object, what: str) -> Utf8Column | None:
         or pa.types.is_string_view(arr.type)
     ):
         return None
-    if arr.null_count:
+    if arr.null_count and not nullable:
         raise InvalidValueError(f"{what}: {arr.null_count} null values (nulls are not supported)")
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
@@ -197,7 +320,8 @@ def arrow_utf8_column(values: object, what: str) -> Utf8Column | None:
     data = (
         np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     )
-    return Utf8Column(offsets, data)
+    nulls = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
+    return Utf8Column(offsets, data, nulls)
 
 
 def _looks_like_strings(values: object) -> bool:
@@ -230,15 +354,16 @@ def empty_column(dtype: str) -> npt.NDArray[Any]:
     return np.empty(0, dtype=object if dtype == "str" else np.dtype(dtype))
 
 
-def from_arrow(values: Any, what: str) -> Any:
+def from_arrow(values: Any, what: str, *, nullable: bool = False) -> Any:
     """A pyarrow Array / ChunkedArray as numpy (chunks combined, dictionaries decoded,
-    strings as an ``object`` array of ``str``), rejecting nulls; anything else unchanged."""
+    strings as an ``object`` array of ``str``); with nulls a column of
+    :func:`nullable_column` if ``nullable``, else refused; anything else unchanged."""
     null_count = getattr(values, "null_count", None)
     if null_count is None or not hasattr(values, "to_numpy"):
         return values
-    if null_count:
+    if null_count and not nullable:
         raise InvalidValueError(
-            f"{what}: {null_count} null values (nulls are not supported; fill or filter "
+            f"{what}: {null_count} null values (nulls are not supported here; fill or filter "
             "them first)"
         )
     import pyarrow as pa
@@ -249,6 +374,23 @@ def from_arrow(values: Any, what: str) -> Any:
     if pa.types.is_dictionary(t):
         values = values.dictionary_decode()
         t = values.type
+    if null_count:
+        nulls = values.is_null().to_numpy(zero_copy_only=False)
+        if pa.types.is_null(t):
+            raise SchemaTypeError(
+                f"{what}: a column of only nulls has no dtype; declare it in new_input"
+            )
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            filled = np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
+            return nullable_column(filled, nulls, "str", what)
+        if pa.types.is_boolean(t):
+            fill: object = False
+        elif pa.types.is_floating(t):
+            fill = 0.0
+        else:
+            fill = 0
+        dense = to_column(values.fill_null(pa.scalar(fill, type=t)), what)
+        return nullable_column(dense, nulls, array_dtype(dense), what)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
     return values.to_numpy(zero_copy_only=False)
@@ -270,7 +412,19 @@ def uint64_as_int64(arr: npt.NDArray[Any], what: str) -> npt.NDArray[np.int64]:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-def to_column(values: object, what: str, *, keep_uint64: bool = False) -> npt.NDArray[Any]:
+@overload
+def to_column(
+    values: object, what: str, *, keep_uint64: bool = False, nullable: Literal[False] = False
+) -> npt.NDArray[Any]: ...
+
+
+@overload
+def to_column(values: object, what: str, *, keep_uint64: bool = False, nullable: bool) -> Any: ...
+
+
+def to_column(
+    values: object, what: str, *, keep_uint64: bool = False, nullable: bool = False
+) -> Any:
     """Converts a column (numpy, pyarrow, sequence) to its canonical engine form: the one
     column conversion of the Python package (inputs, callbacks' results, the kernel API).
 
@@ -278,12 +432,26 @@ def to_column(values: object, what: str, *, keep_uint64: bool = False) -> npt.ND
     uint64 follows the native module's policy: read as int64 where every value fits (an
     ``OverflowError`` otherwise), or kept as uint64 with ``keep_uint64`` (the kernel API keys
     traces by uint64). ``what`` names the column (``"input 'edges', column 'src'"``) in
-    error messages.
+    error messages. With ``nullable``, nulls (Arrow nulls, masked values of a numpy masked
+    array, ``None`` in a list or object array) give a :func:`nullable_column`; without, they
+    are refused.
     """
+    if isinstance(values, np.ma.MaskedArray):
+        data = np.asarray(values.data)
+        mask = np.broadcast_to(np.asarray(values.mask, dtype=np.bool_), data.shape)
+        if not mask.any():
+            values = data
+        elif not nullable:
+            raise InvalidValueError(f"{what}: {int(mask.sum())} masked values (nulls)")
+        else:
+            dense = to_column(data, what)
+            return nullable_column(dense, mask, array_dtype(dense), what)
     if isinstance(values, np.ndarray):
         arr = values
     elif hasattr(values, "null_count") and hasattr(values, "to_numpy"):
-        arr = from_arrow(values, what)
+        arr = from_arrow(values, what, nullable=nullable)
+        if not isinstance(arr, np.ndarray):
+            return arr
     else:
         try:
             arr = np.asarray(values)
@@ -307,14 +475,30 @@ def to_column(values: object, what: str, *, keep_uint64: bool = False) -> npt.ND
         check_utf8(out, what)
         return out
     if kind == "O":
-        return _object_column(arr, what)
+        return _object_column(arr, what, nullable)
     raise SchemaTypeError(f"{what}: unsupported dtype {arr.dtype}; use one of {', '.join(DTYPES)}")
 
 
-def _object_column(arr: npt.NDArray[Any], what: str) -> npt.NDArray[Any]:
-    """An object array must hold only ``str`` (or only ints / floats / bools: converted)."""
+def _object_column(arr: npt.NDArray[Any], what: str, nullable: bool = False) -> Any:
+    """An object array must hold only ``str`` (or only ints / floats / bools: converted);
+    ``None`` values are nulls where ``nullable``."""
     if arr.size == 0:
         return arr
+    if nullable:
+        nulls = np.fromiter((v is None for v in arr), dtype=np.bool_, count=len(arr))
+        if nulls.all():
+            raise SchemaTypeError(
+                f"{what}: a column of only nulls has no dtype; declare it in new_input"
+            )
+        if nulls.any():
+            dense = _object_column(arr[~nulls], what)
+            full = np.empty(len(arr), dtype=dense.dtype)
+            full[~nulls] = dense
+            if dense.dtype.kind == "O":
+                full[nulls] = ""
+            else:
+                full[nulls] = 0
+            return nullable_column(full, nulls, array_dtype(dense), what)
     kinds = {scalar_dtype(v) for v in arr}
     if kinds == {"str"}:
         check_utf8(arr, what)

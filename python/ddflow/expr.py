@@ -55,6 +55,7 @@ __all__ = [
     "when",
     "as_expr",
     "concat_str",
+    "coalesce",
     "check_columns",
     "expr_text",
 ]
@@ -223,8 +224,10 @@ class Expr(ExprFunctions):
                 left = left._args[0]
             operands.append(left)
             return {"op": op, "args": [e.to_json() for e in reversed(operands)]}
-        if op in ("neg", "not"):
+        if op in ("neg", "not", "is_null", "is_not_null"):
             return {"op": op, "arg": a[0].to_json()}
+        if op == "coalesce":
+            return {"op": "coalesce", "args": [e.to_json() for e in a]}
         if op == "cast":
             return {"op": "cast", "dtype": self._attrs["dtype"], "arg": a[0].to_json()}
         if op == "alias":
@@ -251,6 +254,10 @@ class Expr(ExprFunctions):
             return self._lit_text()
         if op == "not":
             return f"(~{a[0]!r})"
+        if op in ("is_null", "is_not_null"):
+            return f"{a[0]._receiver()}.{op}()"
+        if op == "coalesce":
+            return f"coalesce({', '.join(repr(e) for e in a)})"
         if op == "neg":
             return f"(-{a[0]!r})"
         if op == "cast":
@@ -298,6 +305,20 @@ class Expr(ExprFunctions):
         ``float`` / ``bool``). float -> int truncates toward zero; NaN and out-of-range values
         raise. Numbers -> bool is ``!= 0``."""
         return Expr("cast", (self,), dtype=_dtype_name(dtype))
+
+    # -- nulls -------------------------------------------------------------------------------
+
+    def is_null(self) -> Expr:
+        """True where the value is null (SQL ``IS NULL``; never null itself)."""
+        return Expr("is_null", (self,))
+
+    def is_not_null(self) -> Expr:
+        """True where the value is not null (SQL ``IS NOT NULL``)."""
+        return Expr("is_not_null", (self,))
+
+    def fill_null(self, value: IntoExpr) -> Expr:
+        """The value, or ``value`` where it is null: ``coalesce(self, value)``."""
+        return coalesce(self, value)
 
     # -- operators ---------------------------------------------------------------------------
 
@@ -434,6 +455,12 @@ def concat_str(exprs: Iterable[IntoExpr], separator: str = "") -> Expr:
     if not parts:
         raise PlanError("concat_str needs at least one expression")
     return parts[0]._concat(parts, separator)
+
+
+def coalesce(a: IntoExpr, *more: IntoExpr) -> Expr:
+    """Per row the first operand that is not null (SQL ``COALESCE``); null where all are.
+    Operands share a dtype (int64 and float64 mix as float64)."""
+    return Expr("coalesce", tuple(_into_expr(e) for e in (a, *more)))
 
 
 def min_of(a: IntoExpr, b: IntoExpr, *more: IntoExpr) -> Expr:

@@ -5,17 +5,17 @@ key columns, then one column per aggregate in the order given. It is one ``reduc
 aggregate is the engine's ``group`` kind (``operators/aggregate_group.rs``): one row per key
 computed from the key's accumulated records, with these semantics (counts may be negative):
 
-* a group is present while any of its records has a non-zero count (a group exists while it
-  has rows): its value columns are all the collection's other columns, so whether a group is
-  present does not depend on which aggregates are asked for;
-* ``count()`` is the signed sum of counts (0 or negative while the group is present);
-  ``sum`` the signed weighted sum (an int64 result outside int64 is an error update);
-  ``mean`` is ``sum / count`` as float64, an error update (division by zero) where the counts
-  sum to 0; ``min`` / ``max`` look at records with positive count, an error update where
-  none is positive. An error update takes the place of the group's whole row at that time;
-* ``group_by()`` with no keys is a global aggregate: one row while the collection has a
-  record with non-zero count, and no row at all over an empty collection (unlike SQL's
-  ``SELECT count(*)``, which gives 0).
+* a group is present while its count (the signed sum of its records' counts, SQL's
+  ``count(*)``) is non-zero, so whether a group is present does not depend on which
+  aggregates are asked for;
+* ``count()`` is the signed sum of counts (never 0 while the group is present); ``sum`` the
+  signed weighted sum (an int64 result outside int64 is an error update); ``mean`` is
+  ``sum / count`` as float64; ``min`` / ``max`` look at records with positive count, an error
+  update where none is positive. An error update takes the place of the group's whole row
+  at that time;
+* ``group_by()`` with no keys is a global aggregate: one row while the collection's count is
+  non-zero, and no row at all over an empty collection (unlike SQL's ``SELECT count(*)``,
+  which gives 0).
 
 An aggregate's argument that is not a value column (an expression, or a key column) is
 computed first into a hidden column by a ``select``. The dtypes of the columns are known
@@ -64,7 +64,7 @@ class GroupAggregate(Aggregate):
         """``{"kind": "group", "aggs": [...]}`` writing one column per part."""
         aggs: list[GroupColumnPart | GroupCountPart] = []
         for name, kind, column in self.parts:
-            if column is None or kind == "count":
+            if column is None:
                 aggs.append(GroupCountPart(kind="count", name=name))
                 continue
             if column not in vals:
@@ -72,6 +72,9 @@ class GroupAggregate(Aggregate):
                     f"{label}: {name}: column {column!r} is not a value column {list(vals)}"
                 )
             index = list(vals).index(column)
+            if kind == "count":
+                aggs.append(GroupCountPart(kind="count", name=name, column=index))
+                continue
             aggs.append(GroupColumnPart(kind=kind, column=index, name=name))
         return GroupAgg(kind="group", aggs=aggs), tuple(p[0] for p in self.parts)
 
@@ -188,9 +191,9 @@ def _part(
 ) -> Part:
     """The part of aggregate ``agg`` named ``name``; an argument that is not a value column
     gets a hidden column in ``hidden``."""
-    if isinstance(agg, CountAggregate):
+    if isinstance(agg, CountAggregate) and agg.column is None:
         return (name, "count", None)
-    if not isinstance(agg, ColumnAggregate):
+    if not isinstance(agg, ColumnAggregate | CountAggregate):
         raise PlanError(
             f"{label}: {name}: expected dd.sum, dd.count(), dd.mean, dd.min or dd.max, "
             f"got {agg!r}"
@@ -200,15 +203,19 @@ def _part(
             f"{label}: {name}: column {agg.column!r} not found; available columns are "
             f"{list(columns)}"
         )
+    kind: Literal["sum", "count", "mean", "min", "max"] = (
+        "count" if isinstance(agg, CountAggregate) else agg.kind
+    )
     if agg.expr is None and agg.column not in keys:
-        return (name, agg.kind, agg.column)
+        return (name, kind, agg.column)
+    assert agg.column is not None  # count() returned above
     expr = col(agg.column) if agg.expr is None else agg.expr
     check_columns(expr, columns, f"{label}: {name}")
     text = expr_text(expr)
     if text not in hidden:
         taken = (*columns, *(c for c, _ in hidden.values()))
         hidden[text] = (_fresh(f"{_HIDDEN}{len(hidden)}", taken), expr)
-    return (name, agg.kind, hidden[text][0])
+    return (name, kind, hidden[text][0])
 
 
 def _fresh(base: str, taken: tuple[str, ...]) -> str:

@@ -16,12 +16,16 @@ import numpy as np
 import numpy.typing as npt
 
 from ddflow.dtypes import (
+    WordColumn,
     arrow_columns,
     arrow_utf8_column,
     check_int64,
+    check_int64_min,
     check_utf8,
+    column_dtype,
     dtype_name,
     empty_column,
+    nullable_column,
     scalar_dtype,
     to_column,
 )
@@ -62,8 +66,8 @@ def _int64_checker(
 ) -> Callable[[tuple[Any, ...]], bool]:
     """A fast test that a record's int columns (Python ints) fit in int64 and its str
     columns are valid text (records failing it take the checked path, which names the
-    problem)."""
-    lo, hi = _INT64_MIN, _INT64_MAX
+    problem). ``-2**63`` is int64's null word: it takes the checked path, which refuses it."""
+    lo, hi = _INT64_MIN + 1, _INT64_MAX
     if str_columns:
         ints = _int64_checker(columns)
         strs = tuple(str_columns)
@@ -232,6 +236,14 @@ class InputSession:
         for i, v in enumerate(values):
             kind = scalar_dtype(v)
             column = self.columns[i]
+            if v is None:
+                if self._dtypes[i] is None:
+                    raise SchemaTypeError(
+                        f"{self._what()}, column {column!r}: a null (None) before the column's "
+                        "dtype is known; declare it (new_input({name: dtype})) or send a value "
+                        "first"
+                    )
+                continue
             if kind is None:
                 raise SchemaTypeError(
                     f"{self._what()}, column {column!r}: unsupported value {v!r} of type "
@@ -249,6 +261,12 @@ class InputSession:
                 )
             if kind == "int64":
                 check_int64(int(v), f"{self._what()}, column {column!r}")
+                if int(v) == _INT64_MIN:
+                    raise InvalidValueError(
+                        f"{self._what()}, column {column!r}: value {_INT64_MIN} is int64's "
+                        "reserved null word (the one int64 value ddflow cannot hold; send "
+                        "None for a null)"
+                    )
                 values[i] = int(v)
             elif kind == "float64":
                 values[i] = float(v)
@@ -355,22 +373,32 @@ class InputSession:
         out: list[Any] = []
         for c, v in zip(self.columns, items, strict=True):
             what = f"{self._what()}, column {c!r}"
-            # Arrow strings cross as their buffers; everything else as numpy arrays.
-            utf8 = arrow_utf8_column(v, what)
-            out.append(utf8 if utf8 is not None else to_column(_numpy_or_arrow(v), what))
+            # Arrow strings cross as their buffers; everything else as numpy arrays, or as
+            # core words when the column has nulls.
+            utf8 = arrow_utf8_column(v, what, nullable=True)
+            if utf8 is None:
+                out.append(to_column(_numpy_or_arrow(v), what, nullable=True))
+            else:
+                out.append(utf8)
         return out
 
-    def _check_batch_dtypes(self, arrays: list[npt.NDArray[Any]]) -> dict[int, str]:
+    def _check_batch_dtypes(self, arrays: list[Any]) -> dict[int, str]:
         fixes: dict[int, str] = {}
         for i, arr in enumerate(arrays):
-            kind = {"i": "int64", "f": "float64", "b": "bool", "O": "str"}[arr.dtype.kind]
+            kind = column_dtype(arr)
             want = self._dtypes[i]
             if len(arr) == 0:
                 if want is not None:
                     arrays[i] = empty_column(want)
                 continue
+            if kind == "int64" and not isinstance(arr, WordColumn):
+                check_int64_min(arr, f"{self._what()}, column {self.columns[i]!r}")
             if want == "float64" and kind == "int64":
-                arrays[i] = arr = arr.astype(np.float64)  # ints widen to a float column
+                # ints widen to a float column
+                if isinstance(arr, WordColumn):
+                    arrays[i] = arr = arr.as_float64()
+                else:
+                    arrays[i] = arr = arr.astype(np.float64)
                 kind = "float64"
             if want is None:
                 fixes[i] = kind
@@ -450,8 +478,19 @@ class InputSession:
         """Hands buffered single-record updates to the engine as one batch."""
         if not self._buf_diffs:
             return
-        arrays = []
+        arrays: list[Any] = []
         for kind, values in zip(self._dtypes, self._buf_cols, strict=True):
+            if kind is not None and any(v is None for v in values):
+                nulls = np.fromiter((v is None for v in values), np.bool_, len(values))
+                fill: object = "" if kind == "str" else 0
+                dense = [fill if v is None else v for v in values]
+                if kind == "str":
+                    arr = np.empty(len(values), dtype=object)
+                    arr[:] = dense
+                else:
+                    arr = np.asarray(dense, dtype=np.dtype(kind))
+                arrays.append(nullable_column(arr, nulls, kind, self._what()))
+                continue
             if kind == "str":
                 arr = np.empty(len(values), dtype=object)
                 arr[:] = values

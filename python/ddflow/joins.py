@@ -13,6 +13,12 @@ key's accumulated count on the right is positive (semijoin), or while it is not 
 The right side is first reduced to its keys with positive count (a ``count`` per key, kept
 where positive, each key once), so a key present twice on the right does not double the
 left row, and ``antijoin`` (left minus semijoin) never goes negative.
+
+Null keys (SQL): a key with a null column never matches. The join operator itself skips
+batch rows whose key has a null (``rust/ddflow-core/src/engine/operators/join.rs``), so no
+plan node is added and shared arrangements stay shared; a left row with a null key is thus
+never in a ``semijoin`` and always in an ``antijoin`` (SQL's ``NOT EXISTS``).
+``join(..., nulls_equal=True)`` matches null keys with each other instead.
 """
 
 from __future__ import annotations
@@ -173,8 +179,10 @@ def join(
     right_on: Keys,
     suffixes: tuple[str, str] | None,
     label: str,
+    nulls_equal: bool = False,
 ) -> Node:
-    """A ``join`` node of ``kind`` ``"join"``, ``"semijoin"`` or ``"antijoin"``."""
+    """A ``join`` node of ``kind`` ``"join"``, ``"semijoin"`` or ``"antijoin"``; null keys
+    never match unless ``nulls_equal``."""
     lkeys, rkeys = _keys(left, right, on, left_on, right_on, label)
     lvals = [c for c in left.columns if c not in lkeys]
     rvals = [c for c in right.columns if c not in rkeys]
@@ -191,7 +199,10 @@ def join(
             keys = _positive_keys(builder, right, rkeys, label)
             ra = _arranged(builder, keys, rkeys, scope, label, keys_only=True)
         notes = [f"{', '.join(lkeys)} = {', '.join(rkeys)}"]
-        result = builder.add(JoinOp(kind), [la, ra], columns, label, notes, scope=scope)
+        if nulls_equal:
+            notes.append("nulls equal")
+        op = JoinOp(kind, nulls_equal=nulls_equal)
+        result = builder.add(op, [la, ra], columns, label, notes, scope=scope)
         if kind != "join" and isinstance(left, Node) and result.columns != left.columns:
             result = builder.select_columns(result, left.columns, f"{label} (column order)")
         return result

@@ -146,11 +146,18 @@ class GroupColumnPart(TypedDict):
     name: str
 
 
-class GroupCountPart(TypedDict):
-    """The ``count`` part of a ``group`` aggregate; ``name`` is its output column."""
+class _GroupCountRequired(TypedDict):
+    """The required keys of :class:`GroupCountPart`."""
 
     kind: Literal["count"]
     name: str
+
+
+class GroupCountPart(_GroupCountRequired, total=False):
+    """The ``count`` part of a ``group`` aggregate; ``name`` is its output column; with
+    ``column`` (a value column index) it counts the rows where that column is not null."""
+
+    column: int
 
 
 class GroupAgg(TypedDict):
@@ -294,6 +301,15 @@ class JoinOp(OpSpec):
 
     OP: ClassVar[str] = "join"
     kind: JoinKind = "join"
+    nulls_equal: bool = False
+    """Whether null keys match each other (SQL, the default: a null key never matches)."""
+
+    def fields(self) -> dict[str, Any]:
+        """``kind``, and ``nulls_equal`` only when set."""
+        out = super().fields()
+        if not self.nulls_equal:
+            del out["nulls_equal"]
+        return out
 
 
 @dataclass(frozen=True)

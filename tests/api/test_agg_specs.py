@@ -154,7 +154,8 @@ def _conforms(value: Any, hint: Any) -> bool:
     if typing.get_origin(hint) is list:  # a list of TypedDicts: check each item's keys
         items = typing.get_args(typing.get_args(hint)[0]) or typing.get_args(hint)
         return isinstance(value, list) and all(
-            any(set(v) == set(typing.get_type_hints(t)) for t in items) for v in value
+            any(t.__required_keys__ <= set(v) <= set(typing.get_type_hints(t)) for t in items)
+            for v in value
         )
     return isinstance(value, hint)
 

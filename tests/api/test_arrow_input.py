@@ -79,17 +79,21 @@ def test_chunked_and_sliced_string_columns() -> None:
 def test_strings_cross_as_buffers_not_python_objects() -> None:
     col = arrow_utf8_column(pa.array(NAMES), "test")
     assert isinstance(col, Utf8Column)
-    offsets, data = col._ddflow_utf8
-    assert offsets.dtype == np.int64 and data.dtype == np.uint8
+    offsets, data, nulls = col._ddflow_utf8
+    assert offsets.dtype == np.int64 and data.dtype == np.uint8 and nulls is None
     assert len(col) == len(NAMES) and col[4] == "zoë"
     assert arrow_utf8_column(pa.array([1, 2]), "test") is None
 
 
-def test_arrow_nulls_are_rejected_naming_the_column() -> None:
+def test_arrow_nulls_cross_as_flags_and_come_back() -> None:
     flow = dd.Dataflow()
-    inp, _ = flow.new_input(("name", "n"), name="people")
-    with pytest.raises(dd.InvalidValueError, match=r"people.*'name'.*1 null"):
-        inp.update_batch({"name": pa.array(["a", None]), "n": [1, 2]}, times=0)
+    inp, coll = flow.new_input(("name", "n"), name="people")
+    out = coll.capture()
+    inp.update_batch({"name": pa.array(["a", None]), "n": [1, 2]}, times=0)
+    inp.advance_to(1)
+    flow.run_until(1)
+    rows = sorted(out.state().to_pylist(), key=lambda r: r["n"])
+    assert [r["name"] for r in rows] == ["a", None]
 
 
 def test_malformed_utf8_buffers_are_rejected_naming_the_row() -> None:

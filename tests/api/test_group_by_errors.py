@@ -63,12 +63,6 @@ CASES: list[tuple[str, Build, type[Exception], str]] = [
         "expected dd.sum, dd.count(), dd.mean, dd.min or dd.max",
     ),
     (
-        "count_of_a_column",
-        lambda c: c.group_by("k").agg(n=dd.count("x")),
-        dd.PlanError,
-        "use dd.count()",
-    ),
-    (
         "expression_in_reduce",
         lambda c: c.reduce(by="k", agg=dd.sum(dd.col("x") + 1)),
         dd.PlanError,

@@ -144,7 +144,7 @@ def test_record_with_wrong_types() -> None:
     assert "dst" in msg and ("2.5" in msg or "float" in msg), msg
     with pytest.raises(dd.DdflowError) as ei:
         inp.update_batch(
-            {"src": pa.array([5, None], pa.int64()), "dst": pa.array([1, 2], pa.int64())},
+            {"src": pa.array([5, -(2**63)], pa.int64()), "dst": pa.array([1, 2], pa.int64())},
             times=np.array([1, 1], dtype=np.int64),
             diffs=np.array([1, 1], dtype=np.int64),
         )

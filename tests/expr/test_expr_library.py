@@ -304,7 +304,7 @@ def test_every_library_op_reaches_rust() -> None:
 def test_select_filter_on_the_engine_with_errors_as_data(rng: np.random.Generator) -> None:
     s = rand_strings(rng, n=200)
     k = rng.integers(-3, 3, 200, dtype=np.int64)
-    k[0] = I64_MIN
+    k[0] = I64_MIN + 1  # I64_MIN itself is int64's null word, refused at the input
     flow = dd.Dataflow()
     inp, c = flow.new_input(("s", "k"))
     out = c.select(
@@ -320,15 +320,15 @@ def test_select_filter_on_the_engine_with_errors_as_data(rng: np.random.Generato
     want = sorted(
         (str(v).upper(), str(v)[:2] + "#", abs(int(x)), rem_int_ref(10, int(x)))
         for v, x in zip(s, k, strict=True)
-        if x not in (0, I64_MIN)
+        if x != 0
     )
     rows = out.at(0).to_pylist()
     got = sorted((r["up"], r["tag"], r["a"], r["r"]) for r in rows for _ in range(r["diff"]))
     assert got == want
     errors = out.errors_at(0)
     messages = " ".join(e["message"] for e in errors)
-    assert "abs(-9223372036854775808)" in messages and "10.rem(0)" in messages
-    assert sum(e["count"] for e in errors) == int((k == 0).sum()) + 1
+    assert "10.rem(0)" in messages
+    assert sum(e["count"] for e in errors) == int((k == 0).sum())
     want_kept = sorted(
         (str(v), int(x)) for v, x in zip(s, k, strict=True) if "a" in str(v) and x in (1, 2)
     )

@@ -9,6 +9,26 @@
 //! | bool    | `0` or `1`                                                        |
 //! | str     | an id from the process-wide [`Interner`]                          |
 //!
+//! ## Nulls
+//!
+//! A SQL null is one reserved word per dtype (a sentinel), so a nullable column still takes
+//! one word and hashing, sorting, grouping and `distinct` treat null as a value (null keys
+//! group together; `distinct` treats nulls as equal) with no change to traces or operators:
+//!
+//! | dtype   | null word                                                             |
+//! |---------|-----------------------------------------------------------------------|
+//! | int64   | `i64::MIN` ([`NULL_I64`]): the one int64 value a column cannot hold   |
+//! | float64 | [`NULL_F64`], a quiet NaN with a payload no value encodes to          |
+//! | bool    | `2` ([`NULL_BOOL`])                                                   |
+//! | str     | `u64::MAX` ([`NULL_STR`]), an id the interner never hands out         |
+//!
+//! [`encode_f64`] maps every NaN to the canonical NaN, so no float value becomes null; the
+//! boundary refuses an int64 value equal to `i64::MIN` (it would read as null). Null words
+//! are made only by [`null_word`]; [`is_null_word`] is the one test. Why sentinels and not a
+//! validity bitmap: every operator, trace and kernel moves rows as plain words, and a
+//! bitmap would be a second word (or a side structure) everywhere; the cost is one reserved
+//! value per dtype.
+//!
 //! Words define equality and a consistent sort order (used for grouping and consolidation),
 //! not the value order: kernels that need value order (`min`, `max`, `top_k`, comparisons)
 //! decode words with the column's [`DType`]. String ids are stable for the life of the
@@ -54,6 +74,32 @@ impl DType {
             ))),
         }
     }
+}
+
+/// The null word of int64 columns (`i64::MIN`).
+pub const NULL_I64: u64 = i64::MIN as u64;
+/// The null word of float64 columns: a quiet NaN whose payload [`encode_f64`] never makes.
+pub const NULL_F64: u64 = 0x7ff8_0000_0000_dd01;
+/// The null word of bool columns.
+pub const NULL_BOOL: u64 = 2;
+/// The null word of str columns (an id the interner never reaches).
+pub const NULL_STR: u64 = u64::MAX;
+
+/// The null word of `dtype`.
+#[inline]
+pub fn null_word(dtype: DType) -> u64 {
+    match dtype {
+        DType::Int64 => NULL_I64,
+        DType::Float64 => NULL_F64,
+        DType::Bool => NULL_BOOL,
+        DType::Str => NULL_STR,
+    }
+}
+
+/// Whether `w` is the null word of `dtype`.
+#[inline]
+pub fn is_null_word(dtype: DType, w: u64) -> bool {
+    w == null_word(dtype)
 }
 
 /// Encodes an int64.
@@ -194,6 +240,23 @@ mod tests {
         let r = Interner::resolve_all(&[b, a]).unwrap();
         assert_eq!(&*r[0], "beta");
         assert_eq!(&*r[1], "alpha");
+    }
+
+    #[test]
+    fn null_words_are_no_value() {
+        assert!(is_null_word(DType::Int64, encode_i64(i64::MIN)));
+        assert!(!is_null_word(DType::Int64, encode_i64(i64::MIN + 1)));
+        let nan_payload = f64::from_bits(NULL_F64);
+        assert!(nan_payload.is_nan());
+        for v in [f64::NAN, -f64::NAN, nan_payload, 0.0, -0.0, f64::INFINITY] {
+            assert!(!is_null_word(DType::Float64, encode_f64(v)), "{v}");
+        }
+        assert!(!is_null_word(DType::Bool, encode_bool(true)));
+        assert!(is_null_word(DType::Str, NULL_STR));
+        assert!(Interner::resolve_all(&[NULL_STR]).is_err());
+        for d in [DType::Int64, DType::Float64, DType::Bool, DType::Str] {
+            assert!(is_null_word(d, null_word(d)));
+        }
     }
 
     #[test]

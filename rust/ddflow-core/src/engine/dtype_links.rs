@@ -165,7 +165,7 @@ impl DtypeLinks {
                     }
                 }
             }
-            Op::Join { kind } => {
+            Op::Join { kind, .. } => {
                 let (a, b) = (node.inputs[0], node.inputs[1]);
                 let Some(kw) = Self::key_width(plan, a) else {
                     return;

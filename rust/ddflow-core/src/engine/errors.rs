@@ -32,6 +32,9 @@ pub struct ErrorUpdate {
 
 /// Renders one encoded value.
 pub fn render_value(dtype: DType, word: u64) -> String {
+    if crate::encoding::is_null_word(dtype, word) {
+        return "null".to_string();
+    }
     match dtype {
         DType::Int64 => decode_i64(word).to_string(),
         DType::Float64 => format!("{:?}", decode_f64(word)),

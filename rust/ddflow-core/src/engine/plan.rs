@@ -68,8 +68,11 @@ pub enum GroupAgg {
         #[serde(default, skip_serializing_if = "String::is_empty")]
         name: String,
     },
-    /// Signed sum of counts.
+    /// Signed sum of counts (`count(*)`), or with `column` the signed sum of the counts of
+    /// the rows whose `column` is not null (`count(column)`).
     Count {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        column: Option<usize>,
         #[serde(default, skip_serializing_if = "String::is_empty")]
         name: String,
     },
@@ -153,6 +156,10 @@ pub enum Op {
     Join {
         #[serde(default)]
         kind: JoinKind,
+        /// Whether null keys match each other (SQL, the default: a key with a null column
+        /// never matches).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        nulls_equal: bool,
     },
     Reduce {
         agg: Agg,
@@ -331,7 +338,9 @@ impl Node {
             Op::Delay => Box::new(delay::DelayState::new()),
             Op::Consolidate => Box::new(consolidate::Consolidate::new(self.columns.len())),
             Op::Arrange { key } => Box::new(arrange::Arrange::new(key, self.columns.len())),
-            Op::Join { kind } => Box::new(join::Join::new(*kind)),
+            Op::Join { kind, nulls_equal } => {
+                Box::new(join::Join::new(*kind).with_nulls_equal(*nulls_equal))
+            }
             Op::Reduce { agg } => Box::new(reduce::Reduce::new(
                 agg,
                 plan.arrange_key(self.inputs[0]).map_or(0, |k| k.len()),

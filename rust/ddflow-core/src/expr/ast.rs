@@ -104,6 +104,13 @@ pub enum Expr {
     Alias(Box<Expr>, String),
     /// A library function ([`Func`]) of its operands.
     Func(Func, Vec<Expr>),
+    /// `a.is_null()`: true where `a` is null (never null itself).
+    IsNull(Box<Expr>),
+    /// `a.is_not_null()`.
+    IsNotNull(Box<Expr>),
+    /// `coalesce(a, b, ...)`: per row the first operand that is not null (null if all are);
+    /// `a.fill_null(v)` is `coalesce(a, v)`.
+    Coalesce(Vec<Expr>),
 }
 
 /// The two-argument operators, for code that treats them uniformly.
@@ -323,7 +330,13 @@ impl Expr {
         }
         match self {
             Expr::Col(_) | Expr::Lit(_) => vec![],
-            Expr::Not(a) | Expr::Neg(a) | Expr::Cast(a, _) | Expr::Alias(a, _) => vec![a],
+            Expr::Not(a)
+            | Expr::Neg(a)
+            | Expr::Cast(a, _)
+            | Expr::Alias(a, _)
+            | Expr::IsNull(a)
+            | Expr::IsNotNull(a) => vec![a],
+            Expr::Coalesce(args) => args.iter().collect(),
             Expr::When {
                 cond,
                 then,
@@ -576,6 +589,24 @@ impl fmt::Display for Expr {
                 otherwise,
             } => write!(f, "when({cond}).then({then}).otherwise({otherwise})"),
             Expr::Func(func, args) => func.fmt_call(args, f),
+            Expr::IsNull(a) => {
+                receiver(a, f)?;
+                write!(f, ".is_null()")
+            }
+            Expr::IsNotNull(a) => {
+                receiver(a, f)?;
+                write!(f, ".is_not_null()")
+            }
+            Expr::Coalesce(args) => {
+                write!(f, "coalesce(")?;
+                for (i, a) in args.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{a}")?;
+                }
+                write!(f, ")")
+            }
             _ => unreachable!("binary handled above"),
         }
     }

@@ -64,6 +64,13 @@ pub(crate) enum Kind {
         lhs: Box<Node>,
         rhs: Box<Node>,
     },
+    /// `is_null` (`negate`: `is_not_null`) of `arg`.
+    IsNull {
+        arg: Box<Node>,
+        negate: bool,
+    },
+    /// The first non-null operand per row (operands share the node's dtype).
+    Coalesce(Vec<Node>),
     /// A library function ([`super::func_bind`]).
     Func {
         func: Box<super::func_bind::BoundFunc>,
@@ -283,7 +290,46 @@ impl Binder<'_> {
                 }
             }
             Expr::Func(func, args) => self.bind_func(e, func, args)?,
+            Expr::IsNull(a) | Expr::IsNotNull(a) => Node {
+                kind: Kind::IsNull {
+                    arg: Box::new(self.bind(a)?),
+                    negate: matches!(e, Expr::IsNotNull(_)),
+                },
+                dtype: DType::Bool,
+            },
+            Expr::Coalesce(args) => self.bind_coalesce(e, args)?,
             _ => unreachable!("binary handled above"),
+        })
+    }
+
+    /// `coalesce`: operands of one dtype (int64 and float64 mixed promote to float64).
+    #[inline(never)]
+    fn bind_coalesce(&mut self, e: &Expr, args: &[Expr]) -> Result<Node> {
+        let mut nodes = args
+            .iter()
+            .map(|a| self.bind(a))
+            .collect::<Result<Vec<_>>>()?;
+        let first = nodes[0].dtype;
+        let dtype = if nodes.iter().all(|n| n.dtype == first) {
+            first
+        } else if nodes.iter().all(|n| is_num(n.dtype)) {
+            DType::Float64
+        } else {
+            let names: Vec<&str> = nodes.iter().map(|n| n.dtype.name()).collect();
+            return Err(self.type_err(
+                e,
+                format!(
+                    "coalesce operands have incompatible dtypes {}",
+                    names.join(", ")
+                ),
+            ));
+        };
+        if dtype == DType::Float64 {
+            nodes = nodes.into_iter().map(to_float).collect();
+        }
+        Ok(Node {
+            kind: Kind::Coalesce(nodes),
+            dtype,
         })
     }
 

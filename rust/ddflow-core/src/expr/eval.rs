@@ -12,7 +12,7 @@ use super::ast::BinaryOp;
 use super::bind::{BoundExpr, Const, Kind, Node};
 use super::column::{Column, ColumnRef, Vals, Value};
 use super::ops;
-use crate::encoding::DType;
+use crate::encoding::{is_null_word, null_word, DType, NULL_I64};
 use crate::error::{Error, Result};
 use crate::updates::Updates;
 
@@ -232,6 +232,10 @@ fn and_mask(mask: Option<&[bool]>, c: &[bool], negate: bool) -> Vec<bool> {
 
 struct Ctx<'a> {
     inputs: &'a [Option<ColumnRef<'a>>],
+    /// Per input column, which rows are null (`None`: no null in this chunk).
+    nulls: &'a [Option<Vec<bool>>],
+    /// The bound schema (names for messages).
+    schema: &'a [(String, DType)],
     /// Rows in this chunk.
     n: usize,
     /// Index of the chunk's first row (for error messages).
@@ -239,10 +243,33 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
+    /// Input column `i`, refusing a null on a row that counts: SQL null semantics in
+    /// computed expressions are not implemented yet, so a null reaching an operation is an
+    /// error (never a wrong value). A bare column reference passes nulls through (see
+    /// [`BoundExpr::eval`]).
+    #[inline(never)]
+    fn input(&self, i: usize, mask: Option<&[bool]>) -> Result<ColumnRef<'a>> {
+        if let Some(Some(nulls)) = self.nulls.get(i) {
+            let hit = nulls
+                .iter()
+                .enumerate()
+                .find(|&(r, &null)| null && mask.is_none_or(|m| m[r]));
+            if let Some((r, _)) = hit {
+                return Err(Error::Value(format!(
+                    "null in column {:?} at row {} reaches an operation (expressions on nulls \
+                     are not supported yet: filter or fill them first)",
+                    self.schema[i].0,
+                    r + self.offset
+                )));
+            }
+        }
+        Ok(self.inputs[i].expect("checked by eval_columns"))
+    }
+
     fn eval(&self, node: &Node, mask: Option<&[bool]>) -> Result<Value<'a>> {
         let n = self.n;
         Ok(match &node.kind {
-            Kind::Input(i) => match self.inputs[*i].expect("checked by eval_columns") {
+            Kind::Input(i) => match self.input(*i, mask)? {
                 ColumnRef::Int64(s) => Value::Int(Vals::Slice(s)),
                 ColumnRef::Float64(s) => Value::Float(Vals::Slice(s)),
                 ColumnRef::Bool(s) => Value::Bool(Vals::Slice(s)),
@@ -371,7 +398,87 @@ impl<'a> Ctx<'a> {
                 }
             }
             Kind::Func { func, args, src } => self.eval_func(func, args, src, mask)?,
+            Kind::IsNull { .. } | Kind::Coalesce(_) => self.eval_null_node(node, mask)?,
         })
+    }
+
+    /// `is_null` and `coalesce` inside an expression (out of line: keeps the recursive
+    /// [`Ctx::eval`] frame small).
+    #[inline(never)]
+    fn eval_null_node(&self, node: &Node, mask: Option<&[bool]>) -> Result<Value<'a>> {
+        let n = self.n;
+        Ok(match &node.kind {
+            Kind::IsNull { arg, negate } => {
+                let (_, nulls) = self.eval_nullable(arg, mask)?;
+                Value::Bool(match nulls {
+                    None => Vals::Const(*negate),
+                    Some(nulls) => Vals::Owned(nulls.iter().map(|&x| x ^ *negate).collect()),
+                })
+            }
+            _ => {
+                let (v, nulls) = self.eval_nullable(node, mask)?;
+                if let Some(nulls) = nulls {
+                    if let Some(r) = first_bad(n, mask, |r| nulls[r]) {
+                        return Err(Error::Value(format!(
+                            "a null (coalesce of nulls) at row {} reaches an operation \
+                             (expressions on nulls are not supported yet)",
+                            r + self.offset
+                        )));
+                    }
+                }
+                v
+            }
+        })
+    }
+
+    /// Evaluates `node` with its nulls: the values (meaningless on null rows) and which rows
+    /// are null (`None`: none). Nulls come from input columns and pass through `coalesce`
+    /// (the rows where every operand is null) and casts; any other node refuses a null
+    /// operand (see [`Ctx::input`]), so its value is never null.
+    fn eval_nullable(
+        &self,
+        node: &Node,
+        mask: Option<&[bool]>,
+    ) -> Result<(Value<'a>, Option<Vec<bool>>)> {
+        match &node.kind {
+            Kind::Input(i) => {
+                let v = match self.inputs[*i].expect("checked by eval_columns") {
+                    ColumnRef::Int64(s) => Value::Int(Vals::Slice(s)),
+                    ColumnRef::Float64(s) => Value::Float(Vals::Slice(s)),
+                    ColumnRef::Bool(s) => Value::Bool(Vals::Slice(s)),
+                    ColumnRef::Str(s) => Value::Str(Vals::Slice(s)),
+                };
+                Ok((v, self.nulls.get(*i).cloned().flatten()))
+            }
+            Kind::Cast { arg, src } => {
+                let (v, nulls) = self.eval_nullable(arg, mask)?;
+                // Null rows do not count for the cast's errors.
+                let counted = nulls.as_ref().map(|nl| and_mask(mask, nl, true));
+                let v = self.cast(v, node.dtype, counted.as_deref().or(mask), src)?;
+                Ok((v, nulls))
+            }
+            Kind::Coalesce(args) => {
+                let (mut acc, mut nulls) = self.eval_nullable(&args[0], mask)?;
+                for a in &args[1..] {
+                    let Some(still) = nulls.take() else { break };
+                    // The next operand counts only on the rows still null.
+                    let sub = and_mask(mask, &still, false);
+                    let (v, vn) = self.eval_nullable(a, Some(&sub))?;
+                    acc = match (v, acc) {
+                        (Value::Int(t), Value::Int(o)) => Value::Int(select(&still, &t, &o)),
+                        (Value::Float(t), Value::Float(o)) => Value::Float(select(&still, &t, &o)),
+                        (Value::Bool(t), Value::Bool(o)) => Value::Bool(select(&still, &t, &o)),
+                        (Value::Str(t), Value::Str(o)) => Value::Str(select(&still, &t, &o)),
+                        _ => unreachable!("bind unifies coalesce operands"),
+                    };
+                    nulls = vn
+                        .map(|vn| still.iter().zip(&vn).map(|(&s, &v)| s & v).collect())
+                        .filter(|x: &Vec<bool>| x.iter().any(|&b| b));
+                }
+                Ok((acc, nulls))
+            }
+            _ => Ok((self.eval(node, mask)?, None)),
+        }
     }
 
     /// A library function (out of line: keeps the recursive [`Ctx::eval`] frame small).
@@ -487,6 +594,8 @@ impl BoundExpr {
                 .collect();
             let ctx = Ctx {
                 inputs: &chunk,
+                nulls: &[],
+                schema,
                 n: end - start,
                 offset: start,
             };
@@ -500,8 +609,41 @@ impl BoundExpr {
     /// word `rows.rows[r * width + i]`, encoded per [`crate::encoding`]); returns one encoded
     /// word per row.
     pub fn eval(&self, rows: &Updates) -> Result<Vec<u64>> {
+        if let Kind::Input(i) = self.root.kind {
+            // A bare column: its words as they are (nulls included).
+            let w = rows.width;
+            if w == self.schema().len() && rows.rows.len() == rows.len() * w {
+                return Ok(rows.rows.chunks_exact(w).map(|r| r[i]).collect());
+            }
+        }
         let mut out = Vec::with_capacity(rows.len());
-        self.eval_row_chunks(rows, |v, m| v.append_words(&mut out, m))?;
+        let null = null_word(self.dtype());
+        let int = self.dtype() == DType::Int64;
+        // The first row whose int64 result is the value `i64::MIN` (not a null passed
+        // through): it cannot be stored, `i64::MIN` being int64's null word.
+        let mut min_at: Option<usize> = None;
+        self.eval_row_chunks(rows, |v, nulls, m| {
+            let start = out.len();
+            v.append_words(&mut out, m);
+            if int && min_at.is_none() {
+                min_at = (start..out.len())
+                    .find(|&r| out[r] == NULL_I64 && !nulls.is_some_and(|nl| nl[r - start]));
+            }
+            if let Some(nulls) = nulls {
+                for (w, &is_null) in out[start..].iter_mut().zip(nulls) {
+                    if is_null {
+                        *w = null;
+                    }
+                }
+            }
+        })?;
+        if let Some(r) = min_at {
+            return Err(Error::Overflow(format!(
+                "int64 result {} in {} at row {r}: the one int64 value reserved for null",
+                i64::MIN,
+                self.expr()
+            )));
+        }
         Ok(out)
     }
 
@@ -515,8 +657,17 @@ impl BoundExpr {
             )));
         }
         let mut out = Vec::with_capacity(rows.len());
-        self.eval_row_chunks(rows, |v, m| match v {
-            Value::Bool(b) => b.append_to(&mut out, m),
+        // A null predicate is not true: the row is dropped.
+        self.eval_row_chunks(rows, |v, nulls, m| match v {
+            Value::Bool(b) => {
+                let start = out.len();
+                b.append_to(&mut out, m);
+                if let Some(nulls) = nulls {
+                    for (k, &is_null) in out[start..].iter_mut().zip(nulls) {
+                        *k &= !is_null;
+                    }
+                }
+            }
             _ => unreachable!("bool dtype"),
         })?;
         Ok(out)
@@ -527,7 +678,7 @@ impl BoundExpr {
     fn eval_row_chunks(
         &self,
         rows: &Updates,
-        mut sink: impl FnMut(Value<'_>, usize),
+        mut sink: impl FnMut(Value<'_>, Option<&[bool]>, usize),
     ) -> Result<()> {
         let schema = self.schema();
         let (n, w) = (rows.len(), rows.width);
@@ -552,12 +703,23 @@ impl BoundExpr {
                 .collect();
             let refs: Vec<Option<ColumnRef<'_>>> =
                 owned.iter().map(|c| c.as_ref().map(Column::view)).collect();
+            let nulls: Vec<Option<Vec<bool>>> = (0..schema.len())
+                .map(|i| {
+                    let d = schema[i].1;
+                    let col = || words.chunks_exact(w).map(move |r| r[i]);
+                    (self.inputs().contains(&i) && col().any(|x| is_null_word(d, x)))
+                        .then(|| col().map(|x| is_null_word(d, x)).collect())
+                })
+                .collect();
             let ctx = Ctx {
                 inputs: &refs,
+                nulls: &nulls,
+                schema,
                 n: end - start,
                 offset: start,
             };
-            sink(ctx.eval(&self.root, None)?, end - start);
+            let (v, nulls) = ctx.eval_nullable(&self.root, None)?;
+            sink(v, nulls.as_deref(), end - start);
             start = end;
         }
         Ok(())

@@ -111,6 +111,24 @@ fn parse(v: &Value, depth: usize) -> Result<Expr> {
             then: arg("then")?,
             otherwise: arg("otherwise")?,
         },
+        "is_null" => Expr::IsNull(arg("arg")?),
+        "is_not_null" => Expr::IsNotNull(arg("arg")?),
+        "coalesce" => {
+            let args = field(obj, "args", v)?
+                .as_array()
+                .filter(|a| !a.is_empty())
+                .ok_or_else(|| plan_err("\"coalesce\" needs \"args\": [a, ...]", v))?;
+            if depth + args.len() > MAX_DEPTH {
+                return Err(Error::Plan(format!(
+                    "expression nested deeper than {MAX_DEPTH} levels"
+                )));
+            }
+            Expr::Coalesce(
+                args.iter()
+                    .map(|a| parse(a, depth + 1))
+                    .collect::<Result<Vec<_>>>()?,
+            )
+        }
         other if super::func::FUNC_OPS.contains(&other) => {
             return super::func::parse(other, obj, v, |x| parse(x, depth + 1));
         }
@@ -196,6 +214,12 @@ impl Expr {
                 "otherwise": otherwise.to_json(),
             }),
             Expr::Func(func, args) => func.to_json(args.iter().map(Expr::to_json).collect()),
+            Expr::IsNull(a) => json!({"op": "is_null", "arg": a.to_json()}),
+            Expr::IsNotNull(a) => json!({"op": "is_not_null", "arg": a.to_json()}),
+            Expr::Coalesce(args) => {
+                let args: Vec<Value> = args.iter().map(Expr::to_json).collect();
+                json!({"op": "coalesce", "args": args})
+            }
             _ => unreachable!("binary handled above"),
         }
     }

@@ -23,6 +23,8 @@
 //! | `cast` | `dtype`, `arg` | `a.cast(dtype)` |
 //! | `when` | `cond`, `then`, `otherwise` | `when(cond).then(a).otherwise(b)` |
 //! | `alias` | `name`, `arg` | `a.alias(name)` (names the output; no effect on values) |
+//! | `is_null` `is_not_null` | `arg` | whether `a` is null (bool, never null) |
+//! | `coalesce` | `args: [a, ...]` | per row the first non-null operand (`fill_null`); null if all are |
 //! | `is_in`, `abs`, `round`, `floor`, `ceil`, `sqrt`, `log`, `exp`, `pow`, `rem`, `str.*`, `concat_str` | see [`Func`] | the expression library (`func.rs`; dtypes in `func_bind.rs`) |
 //!
 //! ```json
@@ -46,6 +48,16 @@
 //! [`json::MAX_DEPTH`] levels (counting chained `args`); `serde_json`'s parser also
 //! limits JSON text to 128 nested arrays/objects (about 60 levels of non-chained binary
 //! operators).
+//!
+//! # Nulls
+//!
+//! A SQL null is its dtype's null word ([`crate::encoding::null_word`]). Evaluating on words
+//! ([`BoundExpr::eval`], [`BoundExpr::eval_predicate`]) knows which input rows are null: a
+//! bare column passes them through, `is_null` / `is_not_null` test them, `coalesce` (and
+//! casts of its operands) carry them; any other node refuses a null operand with a value
+//! error for the row (full SQL null propagation is not implemented yet). A predicate that is
+//! null is false. An int64 result of `i64::MIN` (the null word) is an overflow error.
+//! [`BoundExpr::eval_columns`] (typed columns: kernels, Spark tasks) has no nulls.
 //!
 //! # Display
 //!

@@ -2,7 +2,7 @@
 //! numpy arrays.
 
 use super::{decode_word, ColType, Enc};
-use ddflow_core::encoding::{decode_f64, Interner};
+use ddflow_core::encoding::{decode_f64, Interner, NULL_STR};
 use ddflow_core::expr::Column as ExprColumn;
 use ddflow_core::{Error, Result as CoreResult};
 use numpy::PyArray1;
@@ -21,8 +21,8 @@ pub enum ColOut {
     F64(Vec<f64>),
     /// bool values.
     Bool(Vec<bool>),
-    /// Strings.
-    Str(Vec<Arc<str>>),
+    /// Strings (`None` for a null).
+    Str(Vec<Option<Arc<str>>>),
 }
 
 /// Decodes column `c` of rows of `w` words (encoding `enc`) as type `ty`.
@@ -45,9 +45,22 @@ pub fn decode_column(
         ColType::Bool => ColOut::Bool(words.map(|&x| x != 0).collect()),
         ColType::Str => {
             let ids: Vec<u64> = words.copied().collect();
-            ColOut::Str(Interner::resolve_all(&ids)?)
+            ColOut::Str(resolve_nullable(&ids)?)
         }
     })
+}
+
+/// The strings of interned ids, `None` for the null id.
+pub fn resolve_nullable(ids: &[u64]) -> Result<Vec<Option<Arc<str>>>, Error> {
+    if !ids.contains(&NULL_STR) {
+        return Ok(Interner::resolve_all(ids)?.into_iter().map(Some).collect());
+    }
+    let known: Vec<u64> = ids.iter().copied().filter(|&i| i != NULL_STR).collect();
+    let mut strings = Interner::resolve_all(&known)?.into_iter();
+    Ok(ids
+        .iter()
+        .map(|&i| if i == NULL_STR { None } else { strings.next() })
+        .collect())
 }
 
 /// Decodes every column of rows of `types.len()` words.
@@ -75,11 +88,12 @@ pub fn col_to_py(py: Python<'_>, col: ColOut) -> Bound<'_, PyAny> {
             let mut cache: HashMap<*const u8, PyObject> = HashMap::new();
             let objs: Vec<PyObject> = v
                 .iter()
-                .map(|s| {
-                    cache
+                .map(|s| match s {
+                    None => py.None(),
+                    Some(s) => cache
                         .entry(s.as_ptr())
                         .or_insert_with(|| PyString::new(py, s).into_any().unbind())
-                        .clone_ref(py)
+                        .clone_ref(py),
                 })
                 .collect();
             PyArray1::from_vec(py, objs).into_any()
@@ -99,7 +113,7 @@ impl ColOut {
             ExprColumn::Int64(v) => ColOut::I64(v),
             ExprColumn::Float64(v) => ColOut::F64(v),
             ExprColumn::Bool(v) => ColOut::Bool(v),
-            ExprColumn::Str(ids) => ColOut::Str(Interner::resolve_all(&ids)?),
+            ExprColumn::Str(ids) => ColOut::Str(resolve_nullable(&ids)?),
         })
     }
 }

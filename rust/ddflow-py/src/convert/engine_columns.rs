@@ -7,7 +7,7 @@ use super::columns_in::{readonly, slice1};
 use super::{
     col_to_py, decode_column, err, hold, prepare, untyped1, ColHold, ColOut, Enc, Unsigned,
 };
-use ddflow_core::encoding::{DType, Interner};
+use ddflow_core::encoding::{is_null_word, DType, Interner, NULL_STR};
 use ddflow_core::engine::column::Column;
 use ddflow_core::{Error, Result as CoreResult};
 use numpy::{PyArray1, PyReadonlyArray1};
@@ -20,12 +20,42 @@ use std::borrow::Cow;
 pub fn column_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
     let py = obj.py();
     if let Ok(buffers) = obj.getattr("_ddflow_utf8") {
-        let (offsets, data): (PyReadonlyArray1<i64>, PyReadonlyArray1<u8>) = buffers.extract()?;
+        let (offsets, data, nulls): (
+            PyReadonlyArray1<i64>,
+            PyReadonlyArray1<u8>,
+            Option<PyReadonlyArray1<bool>>,
+        ) = buffers.extract()?;
         let (offsets, data) = (offsets.as_slice()?, data.as_slice()?);
         let words = py.allow_threads(|| utf8_column(offsets, data, what));
+        let mut words = words.map_err(err)?;
+        if let Some(nulls) = nulls {
+            let nulls = nulls.as_slice()?;
+            if nulls.len() != words.len() {
+                return Err(err(Error::Shape(format!(
+                    "{what}: {} null flags for {} strings",
+                    nulls.len(),
+                    words.len()
+                ))));
+            }
+            for (w, &null) in words.iter_mut().zip(nulls) {
+                if null {
+                    *w = NULL_STR;
+                }
+            }
+        }
         return Ok(Column {
             dtype: DType::Str,
-            words: words.map_err(err)?,
+            words,
+        });
+    }
+    if let Ok(encoded) = obj.getattr("_ddflow_words") {
+        // A nullable column the package encoded already (`ddflow.dtypes.WordColumn`): core
+        // words, null rows holding their dtype's null word.
+        let (name, words): (String, PyReadonlyArray1<u64>) = encoded.extract()?;
+        let dtype = DType::parse(&name).map_err(err)?;
+        return Ok(Column {
+            dtype,
+            words: words.as_slice()?.to_vec(),
         });
     }
     let (arr, ty) = prepare(what, obj, Unsigned::AsInt64)?;
@@ -101,7 +131,10 @@ pub fn rows_to_arrow_py<'py>(
     let cols = schema
         .iter()
         .enumerate()
-        .map(|(c, &d)| arrow_column_py(py, decode_column(d.into(), rows, w, c, Enc::Core)))
+        .map(|(c, &d)| {
+            let nulls = null_flags(d, rows.iter().skip(c).step_by(w.max(1)));
+            arrow_column_py(py, decode_column(d.into(), rows, w, c, Enc::Core), nulls)
+        })
         .collect::<PyResult<Vec<_>>>()?;
     PyList::new(py, cols)
 }
@@ -116,25 +149,56 @@ pub fn words_to_arrow_py<'py>(
     let cols = schema
         .iter()
         .zip(columns)
-        .map(|(&d, words)| arrow_column_py(py, decode_column(d.into(), words, 1, 0, Enc::Core)))
+        .map(|(&d, words)| {
+            let nulls = null_flags(d, words.iter());
+            arrow_column_py(py, decode_column(d.into(), words, 1, 0, Enc::Core), nulls)
+        })
         .collect::<PyResult<Vec<_>>>()?;
     PyList::new(py, cols)
 }
 
+/// Which words of a column of `dtype` are null (`None` when none is).
+fn null_flags<'a>(dtype: DType, words: impl Iterator<Item = &'a u64> + Clone) -> Option<Vec<bool>> {
+    let mut words = words;
+    if !words.clone().any(|&w| is_null_word(dtype, w)) {
+        return None;
+    }
+    Some(words.by_ref().map(|&w| is_null_word(dtype, w)).collect())
+}
+
 /// One decoded capture column as Python receives it: a numpy array, or a str column as the
 /// tuple `(int32 or int64 offsets, uint8 UTF-8 bytes)` of its Arrow layout (so Python
-/// builds a pyarrow array without touching each value).
-fn arrow_column_py(py: Python<'_>, col: CoreResult<ColOut>) -> PyResult<Bound<'_, PyAny>> {
+/// builds a pyarrow array without touching each value). A column with nulls (`nulls`) comes
+/// as a dict `{"values": ..., "nulls": bool array}` (the values of null rows are
+/// meaningless; a null string is empty in the buffers).
+fn arrow_column_py(
+    py: Python<'_>,
+    col: CoreResult<ColOut>,
+    nulls: Option<Vec<bool>>,
+) -> PyResult<Bound<'_, PyAny>> {
+    let values = arrow_values_py(py, col)?;
+    let Some(nulls) = nulls else {
+        return Ok(values);
+    };
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("values", values)?;
+    d.set_item("nulls", PyArray1::from_vec(py, nulls))?;
+    Ok(d.into_any())
+}
+
+fn arrow_values_py(py: Python<'_>, col: CoreResult<ColOut>) -> PyResult<Bound<'_, PyAny>> {
     let strings = match col.map_err(err)? {
         ColOut::Str(strings) => strings,
         other => return Ok(col_to_py(py, other)),
     };
-    let total: usize = strings.iter().map(|s| s.len()).sum();
+    let total: usize = strings.iter().flatten().map(|s| s.len()).sum();
     let mut data = Vec::with_capacity(total);
     let mut ends = Vec::with_capacity(strings.len() + 1);
     ends.push(0usize);
     for s in &strings {
-        data.extend_from_slice(s.as_bytes());
+        if let Some(s) = s {
+            data.extend_from_slice(s.as_bytes());
+        }
         ends.push(data.len());
     }
     let offsets = if total <= i32::MAX as usize {

@@ -8,7 +8,9 @@
 //! `distinct` keeps values with positive count, once. `group` (several one-row aggregates per
 //! key) is evaluated in `aggregate_group`.
 
-use crate::encoding::{decode_f64, decode_i64, encode_f64, encode_i64, DType};
+use crate::encoding::{
+    decode_f64, decode_i64, encode_f64, encode_i64, is_null_word, null_word, DType,
+};
 use crate::engine::plan::Agg;
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
@@ -90,16 +92,21 @@ pub fn apply(
             } else {
                 Ordering::Greater
             };
+            // Nulls are skipped; only nulls (with positive counts) give null.
+            let d = dtypes[*c];
             let mut best: Option<u64> = None;
+            let mut null_seen = false;
             for i in 0..n {
                 if counts[i] > 0 {
                     let v = row(i)[*c];
-                    if best.is_none_or(|b| cmp_words(dtypes[*c], v, b) == want) {
+                    if is_null_word(d, v) {
+                        null_seen = true;
+                    } else if best.is_none_or(|b| cmp_words(d, v, b) == want) {
                         best = Some(v);
                     }
                 }
             }
-            if let Some(b) = best {
+            if let Some(b) = best.or(null_seen.then(|| null_word(d))) {
                 push(&[b], 1);
             }
         }
@@ -107,10 +114,16 @@ pub fn apply(
             if n == 0 {
                 return Ok(());
             }
-            match dtypes[*c] {
+            // Nulls are skipped; a key whose values are all null sums to null.
+            let d = dtypes[*c];
+            if (0..n).all(|i| is_null_word(d, row(i)[*c])) {
+                push(&[null_word(d)], 1);
+                return Ok(());
+            }
+            match d {
                 DType::Int64 => {
                     let mut s: i64 = 0;
-                    for i in 0..n {
+                    for i in (0..n).filter(|&i| !is_null_word(d, row(i)[*c])) {
                         let v = decode_i64(row(i)[*c]);
                         s = v
                             .checked_mul(counts[i])
@@ -122,11 +135,16 @@ pub fn apply(
                                 ))
                             })?;
                     }
+                    if s == i64::MIN {
+                        return Err(Error::Overflow(format!(
+                            "{label}: sum is {s}, int64's reserved null word"
+                        )));
+                    }
                     push(&[encode_i64(s)], 1);
                 }
                 _ => {
                     let mut s = 0.0f64;
-                    for i in 0..n {
+                    for i in (0..n).filter(|&i| !is_null_word(d, row(i)[*c])) {
                         s += decode_f64(row(i)[*c]) * counts[i] as f64;
                     }
                     push(&[encode_f64(s)], 1);
@@ -139,6 +157,11 @@ pub fn apply(
                 s = s
                     .checked_add(c)
                     .ok_or_else(|| Error::Overflow(format!("{label}: count overflows int64")))?;
+            }
+            if s == i64::MIN {
+                return Err(Error::Overflow(format!(
+                    "{label}: count is {s}, int64's reserved null word"
+                )));
             }
             if s != 0 {
                 push(&[encode_i64(s)], 1);

@@ -15,7 +15,11 @@
 //!   vals, unlike a checked running int64 sum);
 //! * `mean` is `sum / count` as float64 (the count of a present group is never 0);
 //! * `min` / `max` consider the vals with positive count; when none is positive (the group
-//!   is present only through negative counts) the value is undefined: an error update.
+//!   is present only through negative counts) the value is undefined: an error update;
+//! * nulls (SQL): `sum`, `mean`, `min`, `max` skip null vals (`mean` divides by the count of
+//!   non-null vals) and are null when the group has no non-null val; `count` with a column
+//!   counts the non-null vals of that column. A `sum` equal to `i64::MIN` (int64's null
+//!   word) is an overflow.
 //!
 //! Any error makes the whole row absent at that time and emits an error update naming the
 //! part (errors as data, see `reduce_errors`), so one bad part never yields a partial row.
@@ -28,15 +32,17 @@
 //! each input update in once.
 
 use super::aggregate::cmp_words;
-use crate::encoding::{decode_f64, decode_i64, encode_f64, encode_i64, DType};
+use crate::encoding::{
+    decode_f64, decode_i64, encode_f64, encode_i64, is_null_word, null_word, DType, NULL_I64,
+};
 use crate::engine::plan::GroupAgg;
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
 
-/// The val column a part reads (None for `count`).
+/// The val column a part reads (None for `count()`).
 fn column_of(part: &GroupAgg) -> Option<usize> {
     match part {
-        GroupAgg::Count { .. } => None,
+        GroupAgg::Count { column, .. } => *column,
         GroupAgg::Sum { column, .. }
         | GroupAgg::Mean { column, .. }
         | GroupAgg::Min { column, .. }
@@ -48,7 +54,7 @@ fn column_of(part: &GroupAgg) -> Option<usize> {
 fn describe(part: &GroupAgg) -> String {
     let (kind, name) = match part {
         GroupAgg::Sum { name, .. } => ("sum", name),
-        GroupAgg::Count { name } => ("count", name),
+        GroupAgg::Count { name, .. } => ("count", name),
         GroupAgg::Mean { name, .. } => ("mean", name),
         GroupAgg::Min { name, .. } => ("min", name),
         GroupAgg::Max { name, .. } => ("max", name),
@@ -95,6 +101,7 @@ pub fn output_dtypes(aggs: &[GroupAgg], vals: &[DType], label: &str) -> Result<V
                         d
                     })
                 }
+                GroupAgg::Count { .. } => Ok(DType::Int64),
                 _ => Ok(d),
             }
         })
@@ -139,31 +146,38 @@ fn write_row(
 ) -> Result<()> {
     let word = |i: usize, c: usize| vals[i * vw + c];
     let total: i128 = counts.iter().map(|&c| c as i128).sum();
-    // The weighted sum of column `c`: exact in 128 bits for int64, else float64.
+    let null = |i: usize, c: usize| is_null_word(dtypes[c], word(i, c));
+    // The signed count of the non-null vals of column `c`.
+    let non_null = |c: usize| -> i128 {
+        counts
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| !null(i, c))
+            .map(|(_, &n)| n as i128)
+            .sum()
+    };
+    // The weighted sum of column `c` (nulls skipped): exact in 128 bits for int64, else
+    // float64.
     let sum = |c: usize| -> Sum {
+        let terms = counts.iter().enumerate().filter(|&(i, _)| !null(i, c));
         if dtypes[c] == DType::Int64 {
             Sum::Int(
-                counts
-                    .iter()
-                    .enumerate()
+                terms
                     .map(|(i, &n)| decode_i64(word(i, c)) as i128 * n as i128)
                     .try_fold(0i128, |acc, p| acc.checked_add(p)),
             )
         } else {
-            Sum::Float(
-                counts
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &n)| decode_f64(word(i, c)) * n as f64)
-                    .sum(),
-            )
+            Sum::Float(terms.map(|(i, &n)| decode_f64(word(i, c)) * n as f64).sum())
         }
     };
     for part in aggs {
         let w = match part {
-            GroupAgg::Count { .. } => finish(part, total, None, label)?,
+            GroupAgg::Count { column: None, .. } => finish(part, total, total, None, label)?,
+            GroupAgg::Count {
+                column: Some(c), ..
+            } => finish(part, total, non_null(*c), None, label)?,
             GroupAgg::Sum { column, .. } | GroupAgg::Mean { column, .. } => {
-                finish(part, total, Some(sum(*column)), label)?
+                finish(part, total, non_null(*column), Some(sum(*column)), label)?
             }
             GroupAgg::Min { column, .. } | GroupAgg::Max { column, .. } => {
                 let want = if matches!(part, GroupAgg::Min { .. }) {
@@ -173,13 +187,17 @@ fn write_row(
                 };
                 let d = dtypes[*column];
                 let mut best: Option<u64> = None;
+                let mut null_seen = false;
                 for (i, &n) in counts.iter().enumerate() {
                     let v = word(i, *column);
-                    if n > 0 && best.is_none_or(|b| cmp_words(d, v, b) == want) {
+                    if n > 0 && is_null_word(d, v) {
+                        null_seen = true;
+                    } else if n > 0 && best.is_none_or(|b| cmp_words(d, v, b) == want) {
                         best = Some(v);
                     }
                 }
-                best.ok_or_else(|| {
+                // Only nulls (with positive counts): the SQL null.
+                best.or(null_seen.then(|| null_word(d))).ok_or_else(|| {
                     Error::Value(format!(
                         "{label}: {} is undefined: no value of the group has a positive count",
                         describe(part)
@@ -192,18 +210,32 @@ fn write_row(
     Ok(())
 }
 
-/// The word of a `count`, `sum` or `mean` part from the group's signed total count and (for
-/// `sum` / `mean`) its column's weighted sum.
-fn finish(part: &GroupAgg, total: i128, sum: Option<Sum>, label: &str) -> Result<u64> {
+/// The word of a `count`, `sum` or `mean` part from the group's signed total count, the
+/// signed count of its column's non-null vals (`non_null`; the total for `count()`) and
+/// (for `sum` / `mean`) its column's weighted sum of non-null vals. No non-null val: `sum`
+/// and `mean` are null.
+fn finish(
+    part: &GroupAgg,
+    total: i128,
+    non_null: i128,
+    sum: Option<Sum>,
+    label: &str,
+) -> Result<u64> {
     let overflow = || Error::Overflow(format!("{label}: {} overflows int64", describe(part)));
+    let int = |v: i128| match i64::try_from(v) {
+        Ok(v) if v != i64::MIN => Ok(encode_i64(v)),
+        _ => Err(overflow()),
+    };
+    let all_null = non_null == 0 && total != 0;
     Ok(match (part, sum) {
-        (GroupAgg::Count { .. }, _) => encode_i64(i64::try_from(total).map_err(|_| overflow())?),
-        (GroupAgg::Sum { .. }, Some(Sum::Int(s))) => {
-            encode_i64(s.and_then(|s| i64::try_from(s).ok()).ok_or_else(overflow)?)
-        }
+        (GroupAgg::Count { .. }, _) => int(non_null)?,
+        (GroupAgg::Sum { .. }, Some(Sum::Int(_))) if all_null => NULL_I64,
+        (GroupAgg::Sum { .. }, Some(Sum::Float(_))) if all_null => null_word(DType::Float64),
+        (GroupAgg::Sum { .. }, Some(Sum::Int(s))) => int(s.ok_or_else(overflow)?)?,
         (GroupAgg::Sum { .. }, Some(Sum::Float(s))) => encode_f64(s),
+        (GroupAgg::Mean { .. }, Some(_)) if all_null => null_word(DType::Float64),
         (GroupAgg::Mean { .. }, Some(s)) => {
-            if total == 0 {
+            if non_null == 0 {
                 return Err(Error::DivisionByZero(format!(
                     "{label}: {} is undefined: the group's counts sum to 0",
                     describe(part)
@@ -213,7 +245,7 @@ fn finish(part: &GroupAgg, total: i128, sum: Option<Sum>, label: &str) -> Result
                 Sum::Int(s) => s.ok_or_else(overflow)? as f64,
                 Sum::Float(s) => s,
             };
-            encode_f64(s / total as f64)
+            encode_f64(s / non_null as f64)
         }
         _ => {
             return Err(Error::Internal(format!(
@@ -225,10 +257,10 @@ fn finish(part: &GroupAgg, total: i128, sum: Option<Sum>, label: &str) -> Result
 }
 
 /// Whether the group's row follows from running totals alone (see [`RunningTotals`]): every
-/// part is a `count`, or a `sum` / `mean` of an int64 column.
+/// part is a `count()`, or a `sum` / `mean` of an int64 column.
 pub fn has_running_totals(aggs: &[GroupAgg], dtypes: &[DType]) -> bool {
     aggs.iter().all(|p| match p {
-        GroupAgg::Count { .. } => true,
+        GroupAgg::Count { column, .. } => column.is_none(),
         GroupAgg::Sum { column, .. } | GroupAgg::Mean { column, .. } => {
             dtypes.get(*column) == Some(&DType::Int64)
         }
@@ -244,8 +276,11 @@ pub fn has_running_totals(aggs: &[GroupAgg], dtypes: &[DType]) -> bool {
 #[derive(Default)]
 pub struct RunningTotals {
     count: i128,
-    /// Per part, the weighted sum of its column (0 for `count` parts).
+    /// Per part, the weighted sum of its column's non-null vals (0 for `count` parts).
     sums: Vec<i128>,
+    /// Per part, the signed count of its column's non-null vals (a null contributes
+    /// nothing; the total count for `count` parts).
+    non_null: Vec<i128>,
 }
 
 impl RunningTotals {
@@ -254,16 +289,24 @@ impl RunningTotals {
         self.count = 0;
         self.sums.clear();
         self.sums.resize(aggs.len(), 0);
+        self.non_null.clear();
+        self.non_null.resize(aggs.len(), 0);
     }
 
     /// Folds in one update: `vals` is its val row, `diff` its count.
     pub fn fold(&mut self, aggs: &[GroupAgg], vals: &[u64], diff: i64, label: &str) -> Result<()> {
         let overflow = || Error::Overflow(format!("{label}: a group's running sum overflows"));
         self.count = self.count.checked_add(diff as i128).ok_or_else(overflow)?;
-        for (part, s) in aggs.iter().zip(self.sums.iter_mut()) {
-            if let Some(c) = column_of(part) {
-                let p = decode_i64(vals[c]) as i128 * diff as i128;
-                *s = s.checked_add(p).ok_or_else(overflow)?;
+        for ((part, s), nn) in aggs.iter().zip(&mut self.sums).zip(&mut self.non_null) {
+            match column_of(part) {
+                // Running totals read only int64 columns (`has_running_totals`).
+                Some(c) if vals[c] == NULL_I64 => {}
+                Some(c) => {
+                    let p = decode_i64(vals[c]) as i128 * diff as i128;
+                    *s = s.checked_add(p).ok_or_else(overflow)?;
+                    *nn = nn.checked_add(diff as i128).ok_or_else(overflow)?;
+                }
+                None => *nn = nn.checked_add(diff as i128).ok_or_else(overflow)?,
             }
         }
         Ok(())
@@ -276,8 +319,14 @@ impl RunningTotals {
 
     /// Appends the group's row (the caller knows the group is present).
     pub fn write(&self, aggs: &[GroupAgg], label: &str, out: &mut Vec<u64>) -> Result<()> {
-        for (part, &s) in aggs.iter().zip(&self.sums) {
-            out.push(finish(part, self.count, Some(Sum::Int(Some(s))), label)?);
+        for ((part, &s), &nn) in aggs.iter().zip(&self.sums).zip(&self.non_null) {
+            out.push(finish(
+                part,
+                self.count,
+                nn,
+                Some(Sum::Int(Some(s))),
+                label,
+            )?);
         }
         Ok(())
     }

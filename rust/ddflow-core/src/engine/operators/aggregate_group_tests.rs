@@ -12,7 +12,10 @@ const DTYPES: [DType; 3] = [DType::Int64, DType::Float64, DType::Bool];
 fn all_parts() -> Vec<GroupAgg> {
     let n = String::new;
     vec![
-        GroupAgg::Count { name: n() },
+        GroupAgg::Count {
+            column: None,
+            name: n(),
+        },
         GroupAgg::Sum {
             column: 0,
             name: "total".into(),
@@ -45,10 +48,14 @@ fn all_parts() -> Vec<GroupAgg> {
             column: 2,
             name: n(),
         },
+        GroupAgg::Count {
+            column: Some(0),
+            name: "n_a".into(),
+        },
     ]
 }
 
-/// A group's vals: `(a, b, c, count)`.
+/// A group's vals: `(a, b, c, count)`; `a == i64::MIN` is a null (int64's null word).
 type Vals = [(i64, f64, bool, i64)];
 
 /// What a group yields: no row, a row of decoded values, or an error of a kind.
@@ -64,36 +71,52 @@ enum Value {
     I(i64),
     F(f64),
     B(bool),
+    Null,
 }
 
-/// The reference: each part straight from its definition, over `(value, count)` pairs.
+/// The reference: each part straight from its definition, over `(value, count)` pairs, with
+/// SQL nulls in `a` as `None`.
 fn reference(parts: &[GroupAgg], vals: &Vals) -> Outcome {
     let total: i128 = vals.iter().map(|v| v.3 as i128).sum();
     if total == 0 {
         return Outcome::Absent;
     }
-    let int_sum: i128 = vals.iter().map(|v| v.0 as i128 * v.3 as i128).sum();
+    let a = |v: &(i64, f64, bool, i64)| (v.0 != i64::MIN).then_some(v.0);
+    let non_null_a: i128 = vals
+        .iter()
+        .filter(|v| a(v).is_some())
+        .map(|v| v.3 as i128)
+        .sum();
+    let int_sum: i128 = vals
+        .iter()
+        .filter_map(|v| a(v).map(|x| x as i128 * v.3 as i128))
+        .sum();
     let float_sum: f64 = vals.iter().map(|v| v.1 * v.3 as f64).sum();
     let positive: Vec<_> = vals.iter().filter(|v| v.3 > 0).collect();
     let mut row = Vec::new();
     for p in parts {
         let v = match p {
-            GroupAgg::Count { .. } => match i64::try_from(total) {
-                Ok(n) => Value::I(n),
-                Err(_) => return Outcome::Err("overflow"),
-            },
+            GroupAgg::Count { column, .. } => {
+                let n = if column.is_some() { non_null_a } else { total };
+                match i64::try_from(n) {
+                    Ok(n) => Value::I(n),
+                    Err(_) => return Outcome::Err("overflow"),
+                }
+            }
+            GroupAgg::Sum { column: 0, .. } if non_null_a == 0 => Value::Null,
             GroupAgg::Sum { column: 0, .. } => match i64::try_from(int_sum) {
-                Ok(s) => Value::I(s),
-                Err(_) => return Outcome::Err("overflow"),
+                Ok(s) if s != i64::MIN => Value::I(s),
+                _ => return Outcome::Err("overflow"),
             },
             GroupAgg::Sum { .. } => Value::F(float_sum),
+            GroupAgg::Mean { column: 0, .. } if non_null_a == 0 => Value::Null,
             GroupAgg::Mean { column, .. } => {
-                let s = if *column == 0 {
-                    int_sum as f64
+                let (s, n) = if *column == 0 {
+                    (int_sum as f64, non_null_a)
                 } else {
-                    float_sum
+                    (float_sum, total)
                 };
-                Value::F(s / total as f64)
+                Value::F(s / n as f64)
             }
             GroupAgg::Min { column, .. } | GroupAgg::Max { column, .. } => {
                 if positive.is_empty() {
@@ -102,8 +125,11 @@ fn reference(parts: &[GroupAgg], vals: &Vals) -> Outcome {
                 let is_min = matches!(p, GroupAgg::Min { .. });
                 match column {
                     0 => {
-                        let it = positive.iter().map(|v| v.0);
-                        Value::I(if is_min { it.min() } else { it.max() }.unwrap())
+                        let it = positive.iter().filter_map(|v| a(v));
+                        match if is_min { it.min() } else { it.max() } {
+                            Some(x) => Value::I(x),
+                            None => Value::Null,
+                        }
                     }
                     1 => {
                         let it = positive.iter().map(|v| v.1);
@@ -168,6 +194,7 @@ fn run(parts: &[GroupAgg], vals: &Vals) -> Outcome {
                 .iter()
                 .zip(&out_types)
                 .map(|(&w, d)| match d {
+                    _ if crate::encoding::is_null_word(*d, w) => Value::Null,
                     DType::Int64 => Value::I(decode_i64(w)),
                     DType::Float64 => Value::F(decode_f64(w)),
                     _ => Value::B(w != 0),
@@ -179,7 +206,13 @@ fn run(parts: &[GroupAgg], vals: &Vals) -> Outcome {
 }
 
 fn int_value() -> impl Strategy<Value = i64> {
-    prop_oneof![8 => -6i64..7, 1 => Just(i64::MAX), 1 => Just(i64::MIN)]
+    // i64::MIN is int64's null word: a null.
+    prop_oneof![
+        8 => -6i64..7,
+        1 => Just(i64::MAX),
+        1 => Just(i64::MIN + 1),
+        2 => Just(i64::MIN)
+    ]
 }
 
 fn group() -> impl Strategy<Value = Vec<(i64, f64, bool, i64)>> {
@@ -221,6 +254,7 @@ fn fixed_groups() {
     let cancel = vec![(1, 0.5, true, 1), (2, 1.0, false, -1)];
     let count_sum = [
         GroupAgg::Count {
+            column: None,
             name: String::new(),
         },
         parts[1].clone(),
@@ -234,12 +268,36 @@ fn fixed_groups() {
     let big = vec![
         (i64::MAX, 0.0, true, 1),
         (i64::MAX, 0.0, true, 1),
-        (i64::MIN, 0.0, true, 1),
+        (i64::MIN + 1, 0.0, true, 1),
     ];
     assert_eq!(
         run(&parts[1..2], &big),
-        Outcome::Row(vec![Value::I(i64::MAX - 1)])
+        Outcome::Row(vec![Value::I(i64::MAX)])
     );
+    // Only nulls: sum, mean, min are null; count(a) is 0; count() counts rows.
+    let nulls = vec![(i64::MIN, 1.0, true, 2)];
+    assert_eq!(
+        run(
+            &[
+                parts[0].clone(),
+                parts[1].clone(),
+                parts[3].clone(),
+                parts[5].clone(),
+                parts[9].clone()
+            ],
+            &nulls
+        ),
+        Outcome::Row(vec![
+            Value::I(2),
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::I(0)
+        ])
+    );
+    // A sum of exactly i64::MIN would read as null: an overflow.
+    let min_sum = vec![(i64::MIN + 1, 0.0, true, 1), (-1, 0.0, true, 1)];
+    assert_eq!(run(&parts[1..2], &min_sum), Outcome::Err("overflow"));
     assert_eq!(run(&parts, &[]), Outcome::Absent);
 }
 
@@ -250,7 +308,7 @@ fn dtypes_and_refusals() {
     use DType::*;
     assert_eq!(
         d,
-        vec![Int64, Int64, Float64, Float64, Float64, Int64, Float64, Bool, Bool]
+        vec![Int64, Int64, Float64, Float64, Float64, Int64, Float64, Bool, Bool, Int64]
     );
     let e = output_dtypes(
         &[GroupAgg::Mean {
@@ -336,6 +394,7 @@ proptest! {
                     out.iter()
                         .zip(output_dtypes(&parts, &DTYPES, "g").unwrap())
                         .map(|(&w, d)| match d {
+                            _ if crate::encoding::is_null_word(d, w) => Value::Null,
                             DType::Int64 => Value::I(decode_i64(w)),
                             _ => Value::F(decode_f64(w)),
                         })

@@ -18,7 +18,7 @@
 
 use super::join_replay::{replay_products, ReplayScratch, REPLAY_MIN_SIDE};
 use super::{Operator, Output, RunCtx};
-use crate::encoding::DType;
+use crate::encoding::{is_null_word, DType};
 use crate::engine::arrangement::Arrangement;
 use crate::engine::column::Msg;
 use crate::engine::errors::{render_row, ErrorUpdate};
@@ -104,6 +104,8 @@ impl Work {
 /// traces and fresh batches of its two input arrangements.
 pub struct Join {
     kind: JoinKind,
+    /// Whether null keys match (else a batch row whose key has a null never joins).
+    nulls_equal: bool,
     fuel: usize,
     work: VecDeque<Work>,
 }
@@ -118,9 +120,16 @@ impl Join {
     pub fn with_fuel(kind: JoinKind, fuel: usize) -> Self {
         Join {
             kind,
+            nulls_equal: false,
             fuel: fuel.max(1),
             work: VecDeque::new(),
         }
+    }
+
+    /// The same join, matching null keys with each other when `nulls_equal`.
+    pub fn with_nulls_equal(mut self, nulls_equal: bool) -> Self {
+        self.nulls_equal = nulls_equal;
+        self
     }
 }
 
@@ -231,9 +240,16 @@ impl Operator for Join {
         let empty_a = Updates::new(ta.width);
         let empty_b = Updates::new(tb.width);
         let mut overflow = Vec::new();
+        // SQL: a key with a null column never matches (unless `nulls_equal`).
+        let null_keys = if self.nulls_equal {
+            &[][..]
+        } else {
+            sa.get(..kw).unwrap_or(&[])
+        };
         let (upd, rest) = join_delta_fueled(
             kind,
             kw,
+            null_keys,
             (da.as_ref().map(|m| &m.upd).unwrap_or(&empty_a), da.as_ref()),
             (db.as_ref().map(|m| &m.upd).unwrap_or(&empty_b), db.as_ref()),
             ta,
@@ -498,6 +514,7 @@ pub fn join_delta(
     let (out, rest) = join_delta_fueled(
         kind,
         kw,
+        &[],
         (da, None),
         (db, None),
         ta,
@@ -512,11 +529,15 @@ pub fn join_delta(
 
 /// [`join_delta`] emitting at most `budget` products (it is decreased by those emitted);
 /// the products not emitted are returned as [`Rest`], with the key histories they need read
-/// out of the traces.
+/// out of the traces. Batch rows whose key has a null column of `null_keys` (the key
+/// dtypes; empty: nulls match like values) are never looked up in the other side's trace,
+/// so a null key never matches (the delta rule looks up only batch keys); an antijoin still
+/// passes them through.
 #[allow(clippy::too_many_arguments)]
 pub fn join_delta_fueled(
     kind: JoinKind,
     kw: usize,
+    null_keys: &[DType],
     da: Batch<'_>,
     db: Batch<'_>,
     ta: &Arrangement,
@@ -535,8 +556,16 @@ pub fn join_delta_fueled(
     let mut scratch = JoinScratch::default();
     let mut rest = Vec::new();
     let (a_rows, b_rows) = (da.0, db.0);
-    let runs_a = key_runs(a_rows, kw);
-    let runs_b = key_runs(b_rows, kw);
+    let matchable = |rows: &Updates, &(s, _): &(usize, usize)| {
+        let key = &rows.rows[s * rows.width..s * rows.width + kw];
+        !key.iter().zip(null_keys).any(|(&x, &d)| is_null_word(d, x))
+    };
+    let mut runs_a = key_runs(a_rows, kw);
+    let mut runs_b = key_runs(b_rows, kw);
+    if !null_keys.is_empty() {
+        runs_a.retain(|r| matchable(a_rows, r));
+        runs_b.retain(|r| matchable(b_rows, r));
+    }
     let (aw, bw) = (a_rows.width, b_rows.width);
     let (mut shared_a, mut shared_b) = (None, None);
     // dA x B

@@ -23,7 +23,7 @@
 use super::aggregate;
 use super::aggregate_group::{self, RunningTotals};
 use super::reduce::Pending;
-use crate::encoding::{decode_i64, encode_i64, DType};
+use crate::encoding::{decode_i64, encode_i64, DType, NULL_I64};
 use crate::engine::plan::{Agg, GroupAgg};
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, PartialOrder, Time};
@@ -117,8 +117,10 @@ pub struct ChainKey<'a> {
 enum Acc {
     /// Signed sum of diffs.
     Count(i128),
-    /// Signed weighted sum of an int64 column (present while some val has a non-zero count).
-    SumInt(i128),
+    /// Signed weighted sum of an int64 column's non-null vals (present while some val has a
+    /// non-zero count), and how many null vals have a non-zero count (a null contributes
+    /// nothing; only nulls: the sum is null).
+    SumInt(i128, usize),
     /// Counts per distinct val (in `ChainScratch::counts`).
     PerVal,
     /// A `group` aggregate's running totals (in `ChainScratch::totals`).
@@ -151,7 +153,7 @@ pub fn reduce_key(
     let seed_count = seed.as_ref().map_or(0, |c| c.count);
     let mut acc = match k.agg {
         Agg::Count => Acc::Count(seed_count as i128),
-        Agg::Sum { column: c } if k.val_dtypes[*c] == DType::Int64 => Acc::SumInt(0),
+        Agg::Sum { column: c } if k.val_dtypes[*c] == DType::Int64 => Acc::SumInt(0, 0),
         Agg::Group { aggs } if aggregate_group::has_running_totals(aggs, k.val_dtypes) => {
             match seed {
                 Some(c) => s.totals = c.totals,
@@ -193,10 +195,16 @@ pub fn reduce_key(
                 let c = &mut s.counts[v];
                 let before = *c;
                 *c = c.checked_add(d).ok_or_else(|| overflow("count"))?;
-                nonzero_vals = nonzero_vals + (*c != 0) as usize - (before != 0) as usize;
+                let now = *c;
+                nonzero_vals = nonzero_vals + (now != 0) as usize - (before != 0) as usize;
                 match &mut acc {
                     Acc::Count(total) => *total += d as i128,
-                    Acc::SumInt(total) => {
+                    Acc::SumInt(_, nulls)
+                        if k.input.rows[e * w + kw + sum_column(k.agg)] == NULL_I64 =>
+                    {
+                        *nulls = *nulls + (now != 0) as usize - (before != 0) as usize;
+                    }
+                    Acc::SumInt(total, _) => {
                         let word = k.input.rows[e * w + kw + sum_column(k.agg)];
                         *total += decode_i64(word) as i128 * d as i128;
                     }
@@ -237,9 +245,15 @@ pub fn reduce_key(
                         s.desired_counts.push(1);
                     }
                 }
-                Acc::SumInt(total) => {
-                    if nonzero_vals > 0 {
-                        let v = i64::try_from(total).map_err(|_| overflow("sum"))?;
+                Acc::SumInt(total, nulls) => {
+                    if nonzero_vals > 0 && nulls == nonzero_vals {
+                        s.desired_rows.push(NULL_I64);
+                        s.desired_counts.push(1);
+                    } else if nonzero_vals > 0 {
+                        let v = i64::try_from(total)
+                            .ok()
+                            .filter(|&v| v != i64::MIN)
+                            .ok_or_else(|| overflow("sum"))?;
                         s.desired_rows.push(encode_i64(v));
                         s.desired_counts.push(1);
                     }
