@@ -187,17 +187,30 @@ def test_null_expressions() -> None:
     )
 
 
-def test_a_null_reaching_an_operation_is_an_error_update() -> None:
+def test_sql_null_semantics_in_expressions() -> None:
     flow, inp, coll = _flow()
-    cap = coll.filter(dd.col("x") > 1.0).capture(errors="collect")
-    guarded = coll.filter(dd.col("x").is_not_null() & (dd.col("x").fill_null(0.0) > 1.0))
-    ok = guarded.capture()
+    kept = coll.filter(dd.col("x") > 1.0).capture()  # a null predicate drops the row
+    cap = coll.select(
+        "s",
+        (dd.col("k") * 2).alias("k2"),  # null in, null out
+        (dd.col("k") > 1).alias("gt"),
+        ((dd.col("k") > 1) | dd.col("b")).alias("either"),  # Kleene
+        ((dd.col("k") > 1) & dd.col("b")).alias("both"),
+        dd.when(dd.col("b")).then(1).otherwise(0).alias("w"),  # null condition: otherwise
+        dd.col("s").str.to_uppercase().alias("up"),  # functions propagate
+        (dd.col("k") // 0).alias("div"),  # fails, except where k is null
+    ).capture(errors="collect")
     inp.update_batch(TABLE)
     _run(flow, inp)
-    errors = cap.errors().to_pylist()
-    assert len(errors) == 1
-    assert "null" in str(errors[0])
-    assert [r["x"] for r in _rows(ok)] == [2.5]
+    assert [r["x"] for r in _rows(kept)] == [2.5]
+    rows = {r["s"]: r for r in cap.state().to_pylist()}
+    assert set(rows) == {None, ""}  # the rows with k = 1 and 3 failed on // 0
+    assert len(cap.errors().to_pylist()) == 2
+    for r in rows.values():
+        assert (r["k2"], r["gt"], r["div"]) == (None, None, None)
+        assert r["either"] is None and r["both"] is None  # b is null too
+        assert r["w"] == 0
+    assert rows[""]["up"] == "" and rows[None]["up"] is None
 
 
 def test_an_int64_result_of_the_null_word_is_an_overflow() -> None:

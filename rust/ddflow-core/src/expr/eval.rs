@@ -230,12 +230,69 @@ fn and_mask(mask: Option<&[bool]>, c: &[bool], negate: bool) -> Vec<bool> {
     }
 }
 
+/// Which rows of a temporary are null (`None`: none).
+type Nulls = Option<Vec<bool>>;
+
+/// The rows null in either operand.
+fn or_nulls(a: Nulls, b: Nulls) -> Nulls {
+    match (a, b) {
+        (None, x) | (x, None) => x,
+        (Some(mut a), Some(b)) => {
+            a.iter_mut().zip(&b).for_each(|(x, &y)| *x |= y);
+            Some(a)
+        }
+    }
+}
+
+/// The rows of `mask` that are not null (`None` when there is no null: `mask` itself).
+fn counted_rows(mask: Option<&[bool]>, nulls: &Nulls) -> Option<Vec<bool>> {
+    nulls.as_ref().map(|nl| and_mask(mask, nl, true))
+}
+
+/// Kleene's `a & b` / `a | b`: `false & null` is false, `true | null` is true, otherwise a
+/// null operand gives null.
+fn kleene(
+    and: bool,
+    a: &Vals<'_, bool>,
+    na: Nulls,
+    b: &Vals<'_, bool>,
+    nb: Nulls,
+    n: usize,
+) -> (Value<'static>, Nulls) {
+    if na.is_none() && nb.is_none() {
+        let v = if and {
+            map2(a, b, |x, y| x & y)
+        } else {
+            map2(a, b, |x, y| x | y)
+        };
+        return (Value::Bool(v), None);
+    }
+    let null = |x: &Nulls, i: usize| x.as_ref().is_some_and(|x| x[i]);
+    // The deciding value: false for `&`, true for `|`.
+    let decides = !and;
+    let mut vals = Vec::with_capacity(n);
+    let mut nulls = Vec::with_capacity(n);
+    for i in 0..n {
+        let (x, y) = (a.get(i), b.get(i));
+        let (xn, yn) = (null(&na, i), null(&nb, i));
+        let decided = (!xn && x == decides) || (!yn && y == decides);
+        let is_null = !decided && (xn || yn);
+        vals.push(if decided {
+            decides
+        } else if and {
+            x & y
+        } else {
+            x | y
+        });
+        nulls.push(is_null);
+    }
+    (Value::Bool(Vals::Owned(vals)), Some(nulls))
+}
+
 struct Ctx<'a> {
     inputs: &'a [Option<ColumnRef<'a>>],
     /// Per input column, which rows are null (`None`: no null in this chunk).
     nulls: &'a [Option<Vec<bool>>],
-    /// The bound schema (names for messages).
-    schema: &'a [(String, DType)],
     /// Rows in this chunk.
     n: usize,
     /// Index of the chunk's first row (for error messages).
@@ -243,143 +300,130 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    /// Input column `i`, refusing a null on a row that counts: SQL null semantics in
-    /// computed expressions are not implemented yet, so a null reaching an operation is an
-    /// error (never a wrong value). A bare column reference passes nulls through (see
-    /// [`BoundExpr::eval`]).
-    #[inline(never)]
-    fn input(&self, i: usize, mask: Option<&[bool]>) -> Result<ColumnRef<'a>> {
-        if let Some(Some(nulls)) = self.nulls.get(i) {
-            let hit = nulls
-                .iter()
-                .enumerate()
-                .find(|&(r, &null)| null && mask.is_none_or(|m| m[r]));
-            if let Some((r, _)) = hit {
-                return Err(Error::Value(format!(
-                    "null in column {:?} at row {} reaches an operation (expressions on nulls \
-                     are not supported yet: filter or fill them first)",
-                    self.schema[i].0,
-                    r + self.offset
-                )));
+    /// Evaluates `node` on the rows `mask` selects (all when `None`; other rows may hold any
+    /// value) with SQL nulls: the values (meaningless on null rows) and which rows are null
+    /// (`None`: none). Arithmetic, comparisons, casts, `min_of`/`max_of` and library
+    /// functions are null where an operand is (and never fail on such a row); `&`, `|`, `~`
+    /// are Kleene's; `when` takes a null condition as false; `is_null` is never null;
+    /// `coalesce` is null where every operand is.
+    fn eval(&self, node: &Node, mask: Option<&[bool]>) -> Result<(Value<'a>, Nulls)> {
+        Ok(match &node.kind {
+            Kind::Input(i) => {
+                let v = match self.inputs[*i].expect("checked by eval_columns") {
+                    ColumnRef::Int64(s) => Value::Int(Vals::Slice(s)),
+                    ColumnRef::Float64(s) => Value::Float(Vals::Slice(s)),
+                    ColumnRef::Bool(s) => Value::Bool(Vals::Slice(s)),
+                    ColumnRef::Str(s) => Value::Str(Vals::Slice(s)),
+                };
+                (v, self.nulls.get(*i).cloned().flatten())
             }
-        }
-        Ok(self.inputs[i].expect("checked by eval_columns"))
+            Kind::Const(c) => (
+                match *c {
+                    Const::Int(v) => Value::Int(Vals::Const(v)),
+                    Const::Float(v) => Value::Float(Vals::Const(v)),
+                    Const::Bool(v) => Value::Bool(Vals::Const(v)),
+                    Const::Str(v) => Value::Str(Vals::Const(v)),
+                },
+                None,
+            ),
+            Kind::Arith { op, lhs, rhs, src } => self.eval_arith(*op, lhs, rhs, src, mask)?,
+            Kind::Cmp { .. }
+            | Kind::And(..)
+            | Kind::Or(..)
+            | Kind::Not(_)
+            | Kind::Neg { .. }
+            | Kind::Cast { .. } => self.eval_op(node, mask)?,
+            Kind::When {
+                cond,
+                then,
+                otherwise,
+            } => self.eval_when(node, cond, then, otherwise, mask)?,
+            Kind::MinMax { .. } => self.eval_op(node, mask)?,
+            Kind::Func { func, args, src } => self.eval_func(func, args, src, mask)?,
+            Kind::IsNull { arg, negate } => {
+                let (_, nulls) = self.eval(arg, mask)?;
+                let v = match nulls {
+                    None => Vals::Const(*negate),
+                    Some(nulls) => Vals::Owned(nulls.iter().map(|&x| x ^ *negate).collect()),
+                };
+                (Value::Bool(v), None)
+            }
+            Kind::Coalesce(args) => self.eval_coalesce(args, mask)?,
+        })
     }
 
-    fn eval(&self, node: &Node, mask: Option<&[bool]>) -> Result<Value<'a>> {
-        let n = self.n;
-        Ok(match &node.kind {
-            Kind::Input(i) => match self.input(*i, mask)? {
-                ColumnRef::Int64(s) => Value::Int(Vals::Slice(s)),
-                ColumnRef::Float64(s) => Value::Float(Vals::Slice(s)),
-                ColumnRef::Bool(s) => Value::Bool(Vals::Slice(s)),
-                ColumnRef::Str(s) => Value::Str(Vals::Slice(s)),
-            },
-            Kind::Const(c) => match *c {
-                Const::Int(v) => Value::Int(Vals::Const(v)),
-                Const::Float(v) => Value::Float(Vals::Const(v)),
-                Const::Bool(v) => Value::Bool(Vals::Const(v)),
-                Const::Str(v) => Value::Str(Vals::Const(v)),
-            },
-            Kind::Arith { op, lhs, rhs, src } => {
-                match (self.eval(lhs, mask)?, self.eval(rhs, mask)?) {
-                    (Value::Int(a), Value::Int(b)) => {
-                        let rows = Rows {
-                            n,
-                            off: self.offset,
-                            mask,
-                        };
-                        Value::Int(arith_i64(*op, &a, &b, rows, src)?)
-                    }
-                    (Value::Float(a), Value::Float(b)) => Value::Float(arith_f64(*op, &a, &b)),
-                    _ => unreachable!("bind unifies arithmetic operands"),
-                }
+    /// `+ - * / // %`, null where an operand is (never failing there).
+    #[inline(never)]
+    fn eval_arith(
+        &self,
+        op: BinaryOp,
+        lhs: &Node,
+        rhs: &Node,
+        src: &str,
+        mask: Option<&[bool]>,
+    ) -> Result<(Value<'a>, Nulls)> {
+        let op = &op;
+        let ((a, na), (b, nb)) = (self.eval(lhs, mask)?, self.eval(rhs, mask)?);
+        let nulls = or_nulls(na, nb);
+        let counted = counted_rows(mask, &nulls);
+        let v = match (a, b) {
+            (Value::Int(a), Value::Int(b)) => {
+                let rows = Rows {
+                    n: self.n,
+                    off: self.offset,
+                    mask: counted.as_deref().or(mask),
+                };
+                Value::Int(arith_i64(*op, &a, &b, rows, src)?)
             }
+            (Value::Float(a), Value::Float(b)) => Value::Float(arith_f64(*op, &a, &b)),
+            _ => unreachable!("bind unifies arithmetic operands"),
+        };
+        Ok((v, nulls))
+    }
+
+    /// The operators whose operands are null-propagating or Kleene (out of line: keeps the
+    /// recursive [`Ctx::eval`] frame small, the deepest accepted tree fitting in 2 MiB).
+    #[inline(never)]
+    fn eval_op(&self, node: &Node, mask: Option<&[bool]>) -> Result<(Value<'a>, Nulls)> {
+        Ok(match &node.kind {
             Kind::Cmp { op, lhs, rhs } => {
-                Value::Bool(match (self.eval(lhs, mask)?, self.eval(rhs, mask)?) {
+                let ((a, na), (b, nb)) = (self.eval(lhs, mask)?, self.eval(rhs, mask)?);
+                let v = Value::Bool(match (a, b) {
                     (Value::Int(a), Value::Int(b)) => compare(*op, &a, &b),
                     (Value::Float(a), Value::Float(b)) => compare(*op, &a, &b),
                     (Value::Bool(a), Value::Bool(b)) => compare(*op, &a, &b),
                     (Value::Str(a), Value::Str(b)) => compare(*op, &a, &b),
                     _ => unreachable!("bind unifies comparison operands"),
-                })
+                });
+                (v, or_nulls(na, nb))
             }
             Kind::And(l, r) | Kind::Or(l, r) => {
                 let and = matches!(node.kind, Kind::And(..));
-                match (self.eval(l, mask)?, self.eval(r, mask)?) {
-                    (Value::Bool(a), Value::Bool(b)) => Value::Bool(if and {
-                        map2(&a, &b, |x, y| x & y)
-                    } else {
-                        map2(&a, &b, |x, y| x | y)
-                    }),
-                    _ => unreachable!("bind checks bool operands"),
-                }
+                let ((a, na), (b, nb)) = (self.eval(l, mask)?, self.eval(r, mask)?);
+                let (Value::Bool(a), Value::Bool(b)) = (a, b) else {
+                    unreachable!("bind checks bool operands")
+                };
+                kleene(and, &a, na, &b, nb, self.n)
             }
             Kind::Not(a) => match self.eval(a, mask)? {
-                Value::Bool(a) => Value::Bool(map1(&a, |x| !x)),
+                (Value::Bool(a), na) => (Value::Bool(map1(&a, |x| !x)), na),
                 _ => unreachable!("bind checks bool operand"),
             },
-            Kind::Neg { arg, src } => match self.eval(arg, mask)? {
-                Value::Int(a) => {
-                    let bad = n > 0
-                        && match a.slice() {
-                            None => a.get(0) == i64::MIN,
-                            Some(s) => s.iter().fold(false, |acc, &x| acc | (x == i64::MIN)),
-                        };
-                    if bad {
-                        if let Some(i) = first_bad(n, mask, |i| a.get(i) == i64::MIN) {
-                            return Err(overflow(src, i + self.offset, format!("-({})", i64::MIN)));
-                        }
-                    }
-                    Value::Int(map1(&a, i64::wrapping_neg))
-                }
-                Value::Float(a) => Value::Float(map1(&a, |x| -x)),
-                _ => unreachable!("bind checks numeric operand"),
-            },
-            Kind::Cast { arg, src } => self.cast(self.eval(arg, mask)?, node.dtype, mask, src)?,
-            Kind::When {
-                cond,
-                then,
-                otherwise,
-            } => {
-                let Value::Bool(c) = self.eval(cond, mask)? else {
-                    unreachable!("bind checks bool condition")
-                };
-                let c = match c.slice() {
-                    None => {
-                        let branch = if c.get(0) { then } else { otherwise };
-                        return self.eval(branch, mask);
-                    }
-                    Some(c) => c,
-                };
-                let then_mask = and_mask(mask, c, false);
-                let else_mask = and_mask(mask, c, true);
-                let t = if then_mask.contains(&true) {
-                    Some(self.eval(then, Some(&then_mask))?)
-                } else {
-                    None
-                };
-                let o = if else_mask.contains(&true) {
-                    Some(self.eval(otherwise, Some(&else_mask))?)
-                } else {
-                    None
-                };
-                match (t, o) {
-                    (Some(t), None) => t,
-                    (None, Some(o)) => o,
-                    // No row selected (n == 0 or every row masked out): any value of the dtype.
-                    (None, None) => placeholder(node.dtype),
-                    (Some(t), Some(o)) => match (t, o) {
-                        (Value::Int(t), Value::Int(o)) => Value::Int(select(c, &t, &o)),
-                        (Value::Float(t), Value::Float(o)) => Value::Float(select(c, &t, &o)),
-                        (Value::Bool(t), Value::Bool(o)) => Value::Bool(select(c, &t, &o)),
-                        (Value::Str(t), Value::Str(o)) => Value::Str(select(c, &t, &o)),
-                        _ => unreachable!("bind unifies branches"),
-                    },
-                }
+            Kind::Neg { arg, src } => {
+                let (a, na) = self.eval(arg, mask)?;
+                let counted = counted_rows(mask, &na);
+                (self.neg(a, counted.as_deref().or(mask), src)?, na)
+            }
+            Kind::Cast { arg, src } => {
+                let (v, nulls) = self.eval(arg, mask)?;
+                // Null rows do not count for the cast's errors.
+                let counted = counted_rows(mask, &nulls);
+                let v = self.cast(v, node.dtype, counted.as_deref().or(mask), src)?;
+                (v, nulls)
             }
             Kind::MinMax { max, lhs, rhs } => {
-                match (self.eval(lhs, mask)?, self.eval(rhs, mask)?, *max) {
+                let ((a, na), (b, nb)) = (self.eval(lhs, mask)?, self.eval(rhs, mask)?);
+                let v = match (a, b, *max) {
                     (Value::Int(a), Value::Int(b), false) => Value::Int(map2(&a, &b, i64::min)),
                     (Value::Int(a), Value::Int(b), true) => Value::Int(map2(&a, &b, i64::max)),
                     (Value::Float(a), Value::Float(b), false) => {
@@ -395,93 +439,123 @@ impl<'a> Ctx<'a> {
                         Value::Bool(map2(&a, &b, |x, y| x | y))
                     }
                     _ => unreachable!("bind unifies min/max operands"),
-                }
+                };
+                (v, or_nulls(na, nb))
             }
-            Kind::Func { func, args, src } => self.eval_func(func, args, src, mask)?,
-            Kind::IsNull { .. } | Kind::Coalesce(_) => self.eval_null_node(node, mask)?,
+            _ => unreachable!("eval dispatches only operators here"),
         })
     }
 
-    /// `is_null` and `coalesce` inside an expression (out of line: keeps the recursive
-    /// [`Ctx::eval`] frame small).
-    #[inline(never)]
-    fn eval_null_node(&self, node: &Node, mask: Option<&[bool]>) -> Result<Value<'a>> {
+    /// `-a` (int64 `-i64::MIN` is an overflow on a counted row).
+    fn neg(&self, a: Value<'a>, mask: Option<&[bool]>, src: &str) -> Result<Value<'a>> {
         let n = self.n;
-        Ok(match &node.kind {
-            Kind::IsNull { arg, negate } => {
-                let (_, nulls) = self.eval_nullable(arg, mask)?;
-                Value::Bool(match nulls {
-                    None => Vals::Const(*negate),
-                    Some(nulls) => Vals::Owned(nulls.iter().map(|&x| x ^ *negate).collect()),
-                })
-            }
-            _ => {
-                let (v, nulls) = self.eval_nullable(node, mask)?;
-                if let Some(nulls) = nulls {
-                    if let Some(r) = first_bad(n, mask, |r| nulls[r]) {
-                        return Err(Error::Value(format!(
-                            "a null (coalesce of nulls) at row {} reaches an operation \
-                             (expressions on nulls are not supported yet)",
-                            r + self.offset
-                        )));
+        Ok(match a {
+            Value::Int(a) => {
+                let bad = n > 0
+                    && match a.slice() {
+                        None => a.get(0) == i64::MIN,
+                        Some(s) => s.iter().fold(false, |acc, &x| acc | (x == i64::MIN)),
+                    };
+                if bad {
+                    if let Some(i) = first_bad(n, mask, |i| a.get(i) == i64::MIN) {
+                        return Err(overflow(src, i + self.offset, format!("-({})", i64::MIN)));
                     }
                 }
-                v
+                Value::Int(map1(&a, i64::wrapping_neg))
+            }
+            Value::Float(a) => Value::Float(map1(&a, |x| -x)),
+            _ => unreachable!("bind checks numeric operand"),
+        })
+    }
+
+    /// `when(cond).then(t).otherwise(o)`: each branch is evaluated only on its rows (so its
+    /// errors count only there); a null condition selects `otherwise`.
+    #[inline(never)]
+    fn eval_when(
+        &self,
+        node: &Node,
+        cond: &Node,
+        then: &Node,
+        otherwise: &Node,
+        mask: Option<&[bool]>,
+    ) -> Result<(Value<'a>, Nulls)> {
+        let (Value::Bool(c), nc) = self.eval(cond, mask)? else {
+            unreachable!("bind checks bool condition")
+        };
+        let c: Vec<bool> = match (c.slice(), &nc) {
+            (None, None) => {
+                let branch = if c.get(0) { then } else { otherwise };
+                return self.eval(branch, mask);
+            }
+            (Some(c), None) => c.to_vec(),
+            (_, Some(nc)) => (0..self.n).map(|i| c.get(i) & !nc[i]).collect(),
+        };
+        let then_mask = and_mask(mask, &c, false);
+        let else_mask = and_mask(mask, &c, true);
+        let t = if then_mask.contains(&true) {
+            Some(self.eval(then, Some(&then_mask))?)
+        } else {
+            None
+        };
+        let o = if else_mask.contains(&true) {
+            Some(self.eval(otherwise, Some(&else_mask))?)
+        } else {
+            None
+        };
+        Ok(match (t, o) {
+            (Some(t), None) => t,
+            (None, Some(o)) => o,
+            // No row selected (n == 0 or every row masked out): any value of the dtype.
+            (None, None) => (placeholder(node.dtype), None),
+            (Some((t, nt)), Some((o, no))) => {
+                let v = match (t, o) {
+                    (Value::Int(t), Value::Int(o)) => Value::Int(select(&c, &t, &o)),
+                    (Value::Float(t), Value::Float(o)) => Value::Float(select(&c, &t, &o)),
+                    (Value::Bool(t), Value::Bool(o)) => Value::Bool(select(&c, &t, &o)),
+                    (Value::Str(t), Value::Str(o)) => Value::Str(select(&c, &t, &o)),
+                    _ => unreachable!("bind unifies branches"),
+                };
+                let nulls = match (nt, no) {
+                    (None, None) => None,
+                    (nt, no) => {
+                        let get = |x: &Nulls, i: usize| x.as_ref().is_some_and(|x| x[i]);
+                        Some(
+                            (0..self.n)
+                                .map(|i| if c[i] { get(&nt, i) } else { get(&no, i) })
+                                .collect(),
+                        )
+                    }
+                };
+                (v, nulls)
             }
         })
     }
 
-    /// Evaluates `node` with its nulls: the values (meaningless on null rows) and which rows
-    /// are null (`None`: none). Nulls come from input columns and pass through `coalesce`
-    /// (the rows where every operand is null) and casts; any other node refuses a null
-    /// operand (see [`Ctx::input`]), so its value is never null.
-    fn eval_nullable(
-        &self,
-        node: &Node,
-        mask: Option<&[bool]>,
-    ) -> Result<(Value<'a>, Option<Vec<bool>>)> {
-        match &node.kind {
-            Kind::Input(i) => {
-                let v = match self.inputs[*i].expect("checked by eval_columns") {
-                    ColumnRef::Int64(s) => Value::Int(Vals::Slice(s)),
-                    ColumnRef::Float64(s) => Value::Float(Vals::Slice(s)),
-                    ColumnRef::Bool(s) => Value::Bool(Vals::Slice(s)),
-                    ColumnRef::Str(s) => Value::Str(Vals::Slice(s)),
-                };
-                Ok((v, self.nulls.get(*i).cloned().flatten()))
-            }
-            Kind::Cast { arg, src } => {
-                let (v, nulls) = self.eval_nullable(arg, mask)?;
-                // Null rows do not count for the cast's errors.
-                let counted = nulls.as_ref().map(|nl| and_mask(mask, nl, true));
-                let v = self.cast(v, node.dtype, counted.as_deref().or(mask), src)?;
-                Ok((v, nulls))
-            }
-            Kind::Coalesce(args) => {
-                let (mut acc, mut nulls) = self.eval_nullable(&args[0], mask)?;
-                for a in &args[1..] {
-                    let Some(still) = nulls.take() else { break };
-                    // The next operand counts only on the rows still null.
-                    let sub = and_mask(mask, &still, false);
-                    let (v, vn) = self.eval_nullable(a, Some(&sub))?;
-                    acc = match (v, acc) {
-                        (Value::Int(t), Value::Int(o)) => Value::Int(select(&still, &t, &o)),
-                        (Value::Float(t), Value::Float(o)) => Value::Float(select(&still, &t, &o)),
-                        (Value::Bool(t), Value::Bool(o)) => Value::Bool(select(&still, &t, &o)),
-                        (Value::Str(t), Value::Str(o)) => Value::Str(select(&still, &t, &o)),
-                        _ => unreachable!("bind unifies coalesce operands"),
-                    };
-                    nulls = vn
-                        .map(|vn| still.iter().zip(&vn).map(|(&s, &v)| s & v).collect())
-                        .filter(|x: &Vec<bool>| x.iter().any(|&b| b));
-                }
-                Ok((acc, nulls))
-            }
-            _ => Ok((self.eval(node, mask)?, None)),
+    /// `coalesce`: per row the first non-null operand; each operand after the first is
+    /// evaluated only on the rows still null.
+    #[inline(never)]
+    fn eval_coalesce(&self, args: &[Node], mask: Option<&[bool]>) -> Result<(Value<'a>, Nulls)> {
+        let (mut acc, mut nulls) = self.eval(&args[0], mask)?;
+        for a in &args[1..] {
+            let Some(still) = nulls.take() else { break };
+            let sub = and_mask(mask, &still, false);
+            let (v, vn) = self.eval(a, Some(&sub))?;
+            acc = match (v, acc) {
+                (Value::Int(t), Value::Int(o)) => Value::Int(select(&still, &t, &o)),
+                (Value::Float(t), Value::Float(o)) => Value::Float(select(&still, &t, &o)),
+                (Value::Bool(t), Value::Bool(o)) => Value::Bool(select(&still, &t, &o)),
+                (Value::Str(t), Value::Str(o)) => Value::Str(select(&still, &t, &o)),
+                _ => unreachable!("bind unifies coalesce operands"),
+            };
+            nulls = vn
+                .map(|vn| still.iter().zip(&vn).map(|(&s, &v)| s & v).collect())
+                .filter(|x: &Vec<bool>| x.contains(&true));
         }
+        Ok((acc, nulls))
     }
 
-    /// A library function (out of line: keeps the recursive [`Ctx::eval`] frame small).
+    /// A library function (out of line: keeps the recursive [`Ctx::eval`] frame small): null
+    /// where an argument is; it never fails on such a row.
     #[inline(never)]
     fn eval_func(
         &self,
@@ -489,17 +563,33 @@ impl<'a> Ctx<'a> {
         args: &[Node],
         src: &str,
         mask: Option<&[bool]>,
-    ) -> Result<Value<'a>> {
-        let vals = args
-            .iter()
-            .map(|a| self.eval(a, mask))
-            .collect::<Result<Vec<_>>>()?;
+    ) -> Result<(Value<'a>, Nulls)> {
+        let mut vals = Vec::with_capacity(args.len());
+        let mut nulls = None;
+        for a in args {
+            let (v, na) = self.eval(a, mask)?;
+            // String functions resolve every id: a null's (no string) becomes "".
+            let v = match (v, &na) {
+                (Value::Str(ids), Some(nl)) => {
+                    let empty = crate::encoding::Interner::intern("");
+                    Value::Str(Vals::Owned(
+                        (0..self.n)
+                            .map(|i| if nl[i] { empty } else { ids.get(i) })
+                            .collect(),
+                    ))
+                }
+                (v, _) => v,
+            };
+            vals.push(v);
+            nulls = or_nulls(nulls, na);
+        }
+        let counted = counted_rows(mask, &nulls);
         let rows = Rows {
             n: self.n,
             off: self.offset,
-            mask,
+            mask: counted.as_deref().or(mask),
         };
-        super::func_eval::eval(func, vals, rows, src)
+        Ok((super::func_eval::eval(func, vals, rows, src)?, nulls))
     }
 
     fn cast(&self, v: Value<'a>, to: DType, mask: Option<&[bool]>, src: &str) -> Result<Value<'a>> {
@@ -595,11 +685,13 @@ impl BoundExpr {
             let ctx = Ctx {
                 inputs: &chunk,
                 nulls: &[],
-                schema,
                 n: end - start,
                 offset: start,
             };
-            ctx.eval(&self.root, None)?.append_to(&mut out, end - start);
+            // Typed columns hold no nulls.
+            ctx.eval(&self.root, None)?
+                .0
+                .append_to(&mut out, end - start);
             start = end;
         }
         Ok(out)
@@ -714,11 +806,10 @@ impl BoundExpr {
             let ctx = Ctx {
                 inputs: &refs,
                 nulls: &nulls,
-                schema,
                 n: end - start,
                 offset: start,
             };
-            let (v, nulls) = ctx.eval_nullable(&self.root, None)?;
+            let (v, nulls) = ctx.eval(&self.root, None)?;
             sink(v, nulls.as_deref(), end - start);
             start = end;
         }

@@ -53,10 +53,12 @@
 //!
 //! A SQL null is its dtype's null word ([`crate::encoding::null_word`]). Evaluating on words
 //! ([`BoundExpr::eval`], [`BoundExpr::eval_predicate`]) knows which input rows are null: a
-//! bare column passes them through, `is_null` / `is_not_null` test them, `coalesce` (and
-//! casts of its operands) carry them; any other node refuses a null operand with a value
-//! error for the row (full SQL null propagation is not implemented yet). A predicate that is
-//! null is false. An int64 result of `i64::MIN` (the null word) is an overflow error.
+//! bare column passes them through; arithmetic, comparisons, casts, `min_of` / `max_of` and
+//! library functions are null where an operand is (and never fail on that row); `&`, `|`,
+//! `~` are Kleene's; `when` takes a null condition as false; `is_null` / `is_not_null` are
+//! never null; `coalesce` is the first non-null operand (`null_tests.rs` checks these against
+//! an `Option` reference). A predicate that is null is false. An int64 result of `i64::MIN`
+//! (the null word) is an overflow error.
 //! [`BoundExpr::eval_columns`] (typed columns: kernels, Spark tasks) has no nulls.
 //!
 //! # Display
@@ -121,6 +123,8 @@ mod func_eval;
 mod func_tests;
 pub mod json;
 mod math;
+#[cfg(test)]
+mod null_tests;
 mod ops;
 mod strings;
 #[cfg(test)]
