@@ -336,3 +336,13 @@ def test_aggregates_match_duckdb_with_nulls() -> None:
         key=repr,
     )
     assert got == want
+
+
+def test_nulls_reaching_a_python_function_are_error_updates() -> None:
+    flow, inp, coll = _flow()
+    cap = coll.select("k").map(lambda cols: {"k": cols["k"] + 1}).capture(errors="collect")
+    inp.update_batch(TABLE)
+    _run(flow, inp)
+    assert sorted(cap.state().column("k").to_pylist()) == [2, 4]
+    (error,) = cap.errors().to_pylist()
+    assert "null int64" in error["message"] and error["diff"] == 2

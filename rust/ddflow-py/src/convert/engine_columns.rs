@@ -114,8 +114,19 @@ pub fn utf8_column(offsets: &[i64], data: &[u8], what: &str) -> CoreResult<Vec<u
     Ok(words)
 }
 
-/// An engine column as a numpy array (str columns become object arrays of str).
+/// An engine column as a numpy array (str columns become object arrays of str, `None` for
+/// a null). Python callbacks do not take int64 / float64 / bool nulls yet (numpy has no
+/// null for them): such a column is refused, never handed over as its null word.
 pub fn column_to_py<'py>(py: Python<'py>, col: &Column) -> PyResult<Bound<'py, PyAny>> {
+    if col.dtype != DType::Str {
+        if let Some(i) = col.words.iter().position(|&w| is_null_word(col.dtype, w)) {
+            return Err(err(Error::Value(format!(
+                "a null {} value (row {i}) reaches a Python function, which does not take \
+                 nulls yet; filter them (is_not_null) or fill them (fill_null) first",
+                col.dtype.name()
+            ))));
+        }
+    }
     let out = decode_column(col.dtype.into(), &col.words, 1, 0, Enc::Core).map_err(err)?;
     Ok(col_to_py(py, out))
 }
