@@ -301,8 +301,10 @@ def join(
     *,
     left_on: str | Sequence[str] | None = None,
     right_on: str | Sequence[str] | None = None,
+    nulls_equal: bool = False,
 ) -> Rel:
-    """Bilinear equi-join: key (left names), left's other columns, right's other columns."""
+    """Bilinear equi-join: key (left names), left's other columns, right's other columns. A
+    key with a null (``None``) matches nothing (SQL), unless ``nulls_equal``."""
     lk, rk = _keys(left, right, on, left_on, right_on)
     lkp, lvp = _split(left, lk)
     rkp, rvp = _split(right, rk)
@@ -316,6 +318,8 @@ def join(
     for r, c in left.counts.items():
         key = tuple(r[i] for i in lkp)
         lv = tuple(r[i] for i in lvp)
+        if None in key and not nulls_equal:
+            continue
         for rv, c2 in by_key.get(key, ()):
             pairs.append((key + lv + rv, c * c2))
     return _rel(columns, pairs)
@@ -330,7 +334,7 @@ def semijoin(
     right_on: str | Sequence[str] | None = None,
 ) -> Rel:
     """Left records (with their own counts) whose key's total count on the right is positive
-    (left's columns kept)."""
+    (left's columns kept). A key with a null matches nothing (SQL)."""
     lk, rk = _keys(left, right, on, left_on, right_on)
     lkp, _ = _split(left, lk)
     rkp, _ = _split(right, rk)
@@ -340,7 +344,7 @@ def semijoin(
     return _rel(
         left.columns,
         (
-            (r, c if key_count.get(tuple(r[i] for i in lkp), 0) > 0 else 0)
+            (r, c if None not in (k := tuple(r[i] for i in lkp)) and key_count.get(k, 0) > 0 else 0)
             for r, c in left.counts.items()
         ),
     )
@@ -380,6 +384,15 @@ def _positive(group: list[tuple[Record, int]]) -> list[Record]:
     return [v for v, c in group if c > 0]
 
 
+def _min_max(pick: Callable[[list[Any]], Any], vals: list[Any]) -> list[tuple[Record, int]]:
+    """``min`` / ``max`` of the values with positive count, skipping nulls (``None``): null
+    when all are null, no row when there is none."""
+    known = [x for x in vals if x is not None]
+    if known:
+        return [((pick(known),), 1)]
+    return [((None,), 1)] if vals else []
+
+
 @dataclass(frozen=True)
 class Min(Agg):
     """Least value of ``column`` among values with positive count."""
@@ -393,8 +406,7 @@ class Min(Agg):
         self, value_columns: tuple[str, ...], group: list[tuple[Record, int]]
     ) -> list[tuple[Record, int]]:
         i = value_columns.index(self.column)
-        vals = [v[i] for v in _positive(group)]
-        return [((min(vals),), 1)] if vals else []
+        return _min_max(min, [v[i] for v in _positive(group)])
 
 
 @dataclass(frozen=True)
@@ -410,8 +422,7 @@ class Max(Agg):
         self, value_columns: tuple[str, ...], group: list[tuple[Record, int]]
     ) -> list[tuple[Record, int]]:
         i = value_columns.index(self.column)
-        vals = [v[i] for v in _positive(group)]
-        return [((max(vals),), 1)] if vals else []
+        return _min_max(max, [v[i] for v in _positive(group)])
 
 
 @dataclass(frozen=True)
@@ -427,7 +438,10 @@ class Sum(Agg):
         self, value_columns: tuple[str, ...], group: list[tuple[Record, int]]
     ) -> list[tuple[Record, int]]:
         i = value_columns.index(self.column)
-        return [((sum(v[i] * c for v, c in group),), 1)] if group else []
+        if not group:
+            return []
+        terms = [(v[i], c) for v, c in group if v[i] is not None]
+        return [((sum(x * c for x, c in terms) if terms else None,), 1)]
 
 
 @dataclass(frozen=True)
@@ -520,18 +534,27 @@ class Aggs(Agg):
             return []
         row: list[Any] = []
         for _, kind, column in self.parts:
-            if kind == "count":
+            if kind == "count" and column is None:
                 row.append(n)
                 continue
+            # SQL nulls (None): skipped; a part over only nulls is null.
             i = value_columns.index(str(column))
-            total = sum(v[i] * c for v, c in group)
-            positive = [v[i] for v in _positive(group)]
-            if kind == "sum":
+            terms = [(v[i], c) for v, c in group if v[i] is not None]
+            nn = sum(c for _, c in terms)
+            total = sum(x * c for x, c in terms)
+            positive = [v[i] for v in _positive(group) if v[i] is not None]
+            if kind == "count":
+                row.append(nn)
+            elif nn == 0 and kind in ("sum", "mean"):
+                row.append(None)  # no non-null value (counted): null
+            elif kind == "sum":
                 row.append(total)
             elif kind == "mean":
-                row.append(total / n)
+                row.append(total / nn)
             else:
-                row.append(min(positive) if kind == "min" else max(positive))
+                row.append(
+                    (min(positive) if kind == "min" else max(positive)) if positive else None
+                )
         return [(tuple(row), 1)]
 
 
