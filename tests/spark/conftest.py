@@ -2,8 +2,10 @@
 that run the same dataflow on the embedded engine and on Spark and compare the outputs.
 
 The session is ``local[2]`` with 4 shuffle partitions and the UI off; executors' Python
-workers use this interpreter (``PYSPARK_PYTHON``), which has ddflow installed. pyspark is
-imported unconditionally: without it (or without Java) these tests fail rather than skip.
+workers use this interpreter (``PYSPARK_PYTHON``), which has ddflow installed. With
+``DDFLOW_SPARK_REMOTE=sc://host:port`` it is a Spark Connect session to that server
+instead. pyspark is imported unconditionally: without it (or without Java) these tests fail
+rather than skip.
 """
 
 from __future__ import annotations
@@ -54,9 +56,20 @@ def _collect_sockets() -> Iterator[None]:
         gc.collect()
 
 
+REMOTE = os.environ.get("DDFLOW_SPARK_REMOTE")
+"""A Spark Connect URL (``sc://host:port``): the ``spark`` fixture connects there instead of
+starting ``local[2]`` (``tests/spark/connect/run.sh`` starts such a server and sets it)."""
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    """The one local Spark session of the test run."""
+    """The one Spark session of the test run: ``local[2]``, or a Spark Connect session to
+    ``DDFLOW_SPARK_REMOTE`` when set (its server's Python workers must have ddflow)."""
+    if REMOTE:
+        remote = SparkSession.builder.remote(REMOTE).getOrCreate()
+        yield remote
+        remote.stop()
+        return
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     with warnings.catch_warnings():

@@ -9,7 +9,7 @@ the eighth and a driver out of memory).
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ddflow.errors import PlanError
@@ -49,6 +49,19 @@ class Checkpoints:
         if self.mode == "reliable":
             return df.checkpoint(eager=True)
         return df.localCheckpoint(eager=True)
+
+    def cut_measured(self, df: DataFrame, measure: Column) -> tuple[DataFrame, int]:
+        """``df`` materialized with its lineage cut, and the aggregate ``measure`` over its
+        rows (0 when null), read from the job's result: the driver's counts come from
+        DataFrames, which classic and Spark Connect sessions both run (no accumulators).
+        With local checkpoints this is one job: the checkpoint is lazy and the job computing
+        the measure materializes every partition of it."""
+        if self.mode == "reliable":
+            cut = self.cut(df)
+        else:
+            cut = df.localCheckpoint(eager=False)
+        value = cut.agg(measure).collect()[0][0]
+        return cut, int(value or 0)
 
     def partitioned(self, df: DataFrame, key_len: int, partitions: int) -> DataFrame:
         """``df`` hash-partitioned by its first ``key_len`` columns into ``partitions``, cut."""

@@ -1,6 +1,11 @@
-"""Progress output of the Spark backend: per-phase measurements (wall time, Spark jobs,
-shuffle bytes from Spark's status store) and the one line per superstep printed while a run
-goes on."""
+"""Progress output of the Spark backend: per-phase measurements and the one line per
+superstep printed while a run goes on.
+
+Every session gives each phase's wall time and the updates a superstep fed back (read from
+the job that cut its output). A classic session adds Spark's own figures (jobs, shuffle
+bytes, stage and task time, from its status store), best effort: a Spark Connect session
+has no SparkContext to ask, and the backend needs none of them to run.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,30 @@ import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from ddflow.errors import DataError
 from ddflow.spark.tasks.error_rows import DATA_ERROR
 
-__all__ = ["Superstep", "Meter", "data_error"]
+__all__ = ["Superstep", "Meter", "data_error", "classic_context", "is_connect"]
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (``SparkSession.builder.remote``)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def classic_context(spark: SparkSession) -> SparkContext | None:
+    """The SparkContext of a classic session; None for a Spark Connect session, which has
+    none (the backend runs on the DataFrame API alone; only ``Meter``'s optional figures
+    read a context)."""
+    if is_connect(spark):
+        return None
+    try:
+        return spark.sparkContext
+    except Exception:  # another remote session type without a context
+        return None
 
 
 def data_error(exc: BaseException) -> DataError | None:
@@ -51,10 +74,15 @@ class Superstep:
     """Summed executor run time of the phase's tasks."""
     stage_ids: tuple[int, ...] = ()
     """The Spark stages the phase ran (for Spark's UI or status store)."""
+    measured: bool = True
+    """Whether Spark's figures (jobs, shuffle bytes, stage and task time) were read: a
+    classic session; on Spark Connect they are 0."""
 
     def line(self) -> str:
         """One progress line."""
         rows = "" if self.rows_fed_back is None else f", {self.rows_fed_back} updates fed back"
+        if not self.measured:
+            return f"{self.phase}: {self.seconds:.2f} s{rows}"
         return (
             f"{self.phase}: {self.seconds:.2f} s{rows}, shuffle write "
             f"{self.shuffle_write:,} B, read {self.shuffle_read:,} B, {self.jobs} jobs "
@@ -66,7 +94,8 @@ class Meter:
     """Runs phases under their own Spark job group and measures them."""
 
     def __init__(self, spark: SparkSession, log: Callable[[str], None] | None) -> None:
-        self.sc = spark.sparkContext
+        self.sc = classic_context(spark)
+        """The session's SparkContext (its job groups and status store), None on Connect."""
         self.log = log
         self.phases: list[Superstep] = []
         self._n = 0
@@ -75,7 +104,8 @@ class Meter:
         """Runs ``body`` (returning the updates fed back, or None) as phase ``phase``."""
         self._n += 1
         group = f"ddflow-{id(self)}-{self._n}"
-        self.sc.setJobGroup(group, f"ddflow {phase}")
+        if self.sc is not None:
+            self.sc.setJobGroup(group, f"ddflow {phase}")
         start = _time.perf_counter()
         try:
             rows = body()
@@ -85,18 +115,25 @@ class Meter:
                 raise found from None
             raise
         finally:
-            self.sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+            if self.sc is not None:
+                self.sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
         secs = _time.perf_counter() - start
-        step = Superstep(phase, iteration, secs, rows, *self._stages(group))
+        if self.sc is None:
+            step = Superstep(phase, iteration, secs, rows, 0, 0, 0, measured=False)
+        else:
+            step = Superstep(phase, iteration, secs, rows, *self._stages(self.sc, group))
         self.phases.append(step)
         if self.log is not None:
             self.log(step.line())
         return rows
 
-    def _stages(self, group: str) -> tuple[int, int, int, float, float, tuple[int, ...]]:
+    @staticmethod
+    def _stages(
+        sc: SparkContext, group: str
+    ) -> tuple[int, int, int, float, float, tuple[int, ...]]:
         """Shuffle read and write bytes, jobs, stage wall seconds, task seconds and stage ids
-        of a job group."""
-        tracker = self.sc.statusTracker()
+        of a job group (a classic session's status store)."""
+        tracker = sc.statusTracker()
         jobs = tracker.getJobIdsForGroup(group)
         stages: set[int] = set()
         for j in jobs:
@@ -106,10 +143,10 @@ class Meter:
         read = write = 0
         stage_ms = task_ms = 0
         try:
-            store = self.sc._jsc.sc().statusStore()
-            jvm = self.sc._jvm
+            store = sc._jsc.sc().statusStore()
+            jvm = sc._jvm
             empty = jvm.java.util.Collections.emptyList()  # type: ignore[union-attr]
-            quantiles = self.sc._gateway.new_array(jvm.double, 0)  # type: ignore[union-attr]
+            quantiles = sc._gateway.new_array(jvm.double, 0)  # type: ignore[union-attr]
             for s in stages:
                 try:
                     data = store.stageAttempt(s, 0, False, empty, False, quantiles)._1()

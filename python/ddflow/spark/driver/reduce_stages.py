@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyspark import Accumulator
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -183,12 +182,11 @@ class ReduceStages:
         spec: ReduceSpec,
         tagged: DataFrame,
         stateful: bool,
-        counter: Accumulator[int] | None = None,
     ) -> DataFrame:
         """The reduce stage over ``tagged`` rows (new input, and with ``stateful`` the
         accumulated state), repartitioned by key."""
         keys = [ccol(i) for i in range(spec.n_keys)]
-        fn = functools.partial(reduce_partition, spec, self.ctx.fns, stateful, counter)
+        fn = functools.partial(reduce_partition, spec, self.ctx.fns, stateful)
         shuffled = tagged.repartition(self.ctx.partitions, *keys)
         return map_in_arrow(shuffled, fn, _out_schema(spec))
 
@@ -199,7 +197,6 @@ class ReduceStages:
         tagged: DataFrame,
         store: StateStore,
         version: int,
-        counter: Accumulator[int] | None,
     ) -> DataFrame:
         """Superstep ``version`` of reduce ``n`` with its state in ``store``: only the new
         input is shuffled (by key, with its store bucket ``pmod(hash(key), P)``)."""
@@ -208,7 +205,5 @@ class ReduceStages:
         bucketed = tagged.withColumn(
             BUCKET, F.pmod(F.hash(*[F.col(k) for k in keys]), F.lit(partitions))
         )
-        fn = functools.partial(
-            reduce_partition_stored, spec, self.ctx.fns, store, n, version, counter
-        )
+        fn = functools.partial(reduce_partition_stored, spec, self.ctx.fns, store, n, version)
         return map_in_arrow(bucketed.repartition(partitions, *keys), fn, _out_schema(spec))

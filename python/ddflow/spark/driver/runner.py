@@ -36,6 +36,7 @@ from ddflow.input import InputSession
 from ddflow.plan import LeaveOp, VariableOp
 from ddflow.spark.driver import fused
 from ddflow.spark.driver.compiler import Compiler
+from ddflow.spark.driver.context import key_partitions
 from ddflow.spark.driver.error_frames import ErrorFrames
 from ddflow.spark.driver.ops import SPARK_OPS
 from ddflow.spark.driver.preflight import ExecutorVersionError, check_executors
@@ -119,14 +120,14 @@ def run_on_spark(
 
     ``partitions``: key partitions (default ``spark.sql.shuffle.partitions``);
     ``checkpoint``: ``"local"`` (``localCheckpoint``) or ``"reliable"`` (``checkpoint()`` to
-    the SparkContext's checkpoint directory) at every superstep; ``progress``: print (or call
+    Spark's checkpoint directory) at every superstep; ``progress``: print (or call
     the function with) one line per superstep; ``reduce_state``: where a reduce inside an
     iterate keeps its accumulated input and output between supersteps, ``"store"`` (Arrow
     files under ``state_dir``, read and written by the reduce's tasks; only new input is
     shuffled) or ``"shuffle"`` (a checkpointed DataFrame shuffled with the new input every
     superstep); ``state_dir``: a directory every executor can read and write (a local path
     or a file system URI such as ``hdfs://...``; default: the temporary directory in local
-    mode, the SparkContext's checkpoint directory on a cluster). The store is deleted when
+    mode, ``spark.checkpoint.dir`` on a cluster). The store is deleted when
     the run returns.
 
     ``errors``: what a record that makes an operator fail (an expression's division by zero
@@ -188,7 +189,7 @@ def warm_up(spark: SparkSession) -> float:
     start = _time.perf_counter()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "distutils Version classes", DeprecationWarning)
-        n = max(1, spark.sparkContext.defaultParallelism)
+        n = key_partitions(spark, None)
         spark.range(0, 1000, 1, n).mapInArrow(warm_up_batches, "id long").count()
     return _time.perf_counter() - start
 

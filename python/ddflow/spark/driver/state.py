@@ -8,8 +8,8 @@ The driver's use of the reduce state store (``tasks/store.py``) is here too (``S
 where it goes, creating it on first use, pruning the versions no task can read after each
 superstep, and deleting a finished scope's state and the whole store when the run returns.
 Where: ``state_dir`` when given; in local mode by default the temporary directory
-(``spark.local.dir`` when set); on a cluster by default the SparkContext's checkpoint
-directory. A cluster with neither fails before any job, naming the options.
+(``spark.local.dir`` when set); on a cluster by default ``spark.checkpoint.dir``. A cluster
+with neither fails before any job, naming the options.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable, Iterable
 
-from pyspark import Accumulator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -25,7 +24,7 @@ from ddflow.errors import PlanError
 from ddflow.spark.driver.context import RunContext
 from ddflow.spark.driver.lineage import Checkpoints, consolidated
 from ddflow.spark.driver.reduce_stages import ReduceStages
-from ddflow.spark.tasks.batches import TAG, TAG_IN_ACC, TAG_OUT_ACC
+from ddflow.spark.tasks.batches import TAG, TAG_DELTA_OUT, TAG_IN_ACC, TAG_OUT_ACC
 from ddflow.spark.tasks.reduce import ReduceSpec
 from ddflow.spark.tasks.store import StateStore
 
@@ -36,21 +35,23 @@ REDUCE_STATE_MODES = ("store", "shuffle")
 
 
 def state_parent(spark: SparkSession, state_dir: str | None) -> str:
-    """The directory the run's store is created in (see the module doc)."""
+    """The directory the run's store is created in (see the module doc). Read from the
+    session's configuration only (``spark.master``, ``spark.local.dir``,
+    ``spark.checkpoint.dir``), which classic and Spark Connect sessions both answer."""
     if state_dir:
         return state_dir
-    sc = spark.sparkContext
-    if (sc.master or "").startswith("local"):
-        local = sc.getConf().get("spark.local.dir")
+    master = spark.conf.get("spark.master", None) or ""
+    if master.startswith("local"):
+        local = spark.conf.get("spark.local.dir", None)
         return local.split(",")[0] if local else tempfile.gettempdir()
-    checkpoint_dir = sc._jsc.sc().getCheckpointDir()
-    if checkpoint_dir.isDefined():
-        return str(checkpoint_dir.get())
+    checkpoint_dir = spark.conf.get("spark.checkpoint.dir", None)
+    if checkpoint_dir:
+        return checkpoint_dir
     raise PlanError(
-        f"run_on_spark on master {sc.master!r}: the reduce state store needs a directory "
-        "every executor can read and write; pass state_dir='hdfs://...' (or a shared "
-        "path), set sc.setCheckpointDir(...), or pass reduce_state='shuffle' to keep the "
-        "state in DataFrames"
+        f"run_on_spark on master {master!r}: the reduce state store needs a directory "
+        "every executor (and the driver) can read and write; pass state_dir='hdfs://...' "
+        "(or a shared path), set spark.checkpoint.dir, or pass reduce_state='shuffle' to "
+        "keep the state in DataFrames"
     )
 
 
@@ -111,9 +112,9 @@ class State:
         """Per reduce (``reduce_state="shuffle"``): accumulated input and output of
         iterations ``< i``, tagged."""
         self.reduce_specs: dict[int, ReduceSpec] = {}
-        self.reduce_counts: dict[int, Accumulator[int]] = {}
-        """Per reduce: the output updates its last superstep produced (counted by its
-        tasks)."""
+        self.reduce_counts: dict[int, int] = {}
+        """Per reduce: the output updates its last superstep produced (counted by the job
+        that cut its output)."""
 
     def partitioned(self, df: DataFrame, n: int) -> DataFrame:
         """``df`` (arrangement ``n``) hash-partitioned by key, cut; joins with it shuffle only
@@ -143,7 +144,7 @@ class State:
         state advanced (compacted to this iteration). The delta (and with
         ``reduce_state="shuffle"`` the state) is shuffled by key to the reduce's partition
         function, which recomputes only the keys with new input; the output is cut (one Spark
-        job), its size counted by the tasks.
+        job, which also counts its output updates).
 
         Measured alternative, not kept: picking the touched keys' state out with a broadcast
         semi-join (and keeping the rest by an anti-join, without a shuffle) costs two more
@@ -156,16 +157,17 @@ class State:
         if spec is None:
             spec = self.reduce_specs[n] = reduces.spec(n, delta, collect=ctx.collect)
         tagged = reduces.tagged_input(delta, spec)
-        counter = ctx.spark.sparkContext.accumulator(0)
-        self.reduce_counts[n] = counter
+        outputs = F.count(F.when(F.col(TAG) == TAG_DELTA_OUT, 1))
         if ctx.reduce_state == "store":
             # A retried task reads the same stored version and writes the same file.
             store = self.store.ensure(n)
-            raw = self.cuts.cut(reduces.run_stored(n, spec, tagged, store, i, counter))
+            stage = reduces.run_stored(n, spec, tagged, store, i)
         else:
             if n in self.reduce_state:
                 tagged = tagged.unionByName(self.reduce_state[n])
-            raw = self.cuts.cut(reduces.run(spec, tagged, stateful=True, counter=counter))
+            stage = reduces.run(spec, tagged, stateful=True)
+        raw, self.reduce_counts[n] = self.cuts.cut_measured(stage, outputs)
+        if ctx.reduce_state != "store":
             kept = raw.where(F.col(TAG).isin(TAG_IN_ACC, TAG_OUT_ACC))
             self.reduce_state[n] = kept.select(*spec.schema.names)
         if spec.collect:

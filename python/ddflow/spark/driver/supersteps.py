@@ -177,8 +177,8 @@ class IterateDriver:
                 counted: int | None = None
                 if res is not None and nodes[result]["op"] == ReduceOp.OP:
                     # Consolidated per key partition and cut already; its size was counted
-                    # by the reduce's tasks (no extra job).
-                    counted = int(state.reduce_counts[result].value)
+                    # by the job that cut it (no extra job).
+                    counted = state.reduce_counts[result]
                 elif res is not None:
                     res = state.cuts.cut(consolidated(res))
                 if res is not None:

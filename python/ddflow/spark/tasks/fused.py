@@ -48,6 +48,7 @@ __all__ = [
     "ChainStep",
     "FusedSpec",
     "TAG_SOURCE",
+    "TAG_COUNT",
     "FAULT_ENV",
     "fused_superstep",
     "write_invariant",
@@ -56,6 +57,8 @@ __all__ = [
 
 TAG_SOURCE = 5
 """Rows of the loop variable's source (iteration 0 only), subtracted from the feedback."""
+TAG_COUNT = 6
+"""A fused task's count of the variable's updates it fed back (in ``diff``)."""
 
 FAULT_ENV = "DDFLOW_SPARK_FAULT"
 """Fault injection for tests: ``"{superstep}:{marker path}"`` makes the first task of that
@@ -191,14 +194,15 @@ def fused_superstep(
     store: StateStore,
     version: int,
     last: bool,
-    counter: object,
     batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
     """Superstep ``version`` of a fused body on this task's buckets (see the module doc).
     ``last``: no further iteration may run (``max_iterations``), so nothing is fed back.
-    ``counter`` (a Spark accumulator) receives the variable's updates fed back."""
+    The task's last row (tag ``TAG_COUNT``, its count in ``diff``, other columns null)
+    holds the number of the variable's updates it fed back, for the driver to sum."""
     rs = spec.reduce
     keys, vals, outs, tnames = column_names(rs)
+    fed_back = 0
     for bucket, rows in by_bucket(batches):
         tag = rows[TAG]
         delta = rows.filter(pc.equal(tag, TAG_DELTA_IN)).select([*keys, *vals, *tnames, DIFF])
@@ -218,8 +222,7 @@ def fused_superstep(
             pa.concat_tables([out_delta, negated(source).cast(out_delta.schema)]),
             [*keys, *outs, *tnames],
         )
-        if counter is not None:
-            counter.add(var.num_rows)  # type: ignore[attr-defined]
+        fed_back += var.num_rows
         if var.num_rows == 0:
             continue
         var = var.rename_columns([f"_c{i}" for i in range(spec.n_var)] + tnames + [DIFF])
@@ -240,6 +243,9 @@ def fused_superstep(
         parts.update({t: nxt[t] for t in tnames})
         parts[DIFF] = nxt[DIFF]
         yield from widen(pa.table(parts), rs.schema, TAG_DELTA_IN).to_batches()
+    if fed_back:
+        count = pa.table({DIFF: pa.array([fed_back], pa.int64())})
+        yield from widen(count, rs.schema, TAG_COUNT).to_batches()
 
 
 def read_result(

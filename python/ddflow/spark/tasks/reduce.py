@@ -148,7 +148,6 @@ def reduce_partition(
     spec: ReduceSpec,
     fns: FnTable,
     stateful: bool,
-    counter: Any,
     batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
     """One partition of a reduce superstep.
@@ -158,8 +157,7 @@ def reduce_partition(
     current iteration (so only outer time coordinates remain). Output: the new accumulated
     input (1) and output (2) when ``stateful``, and the output updates of this iteration (3):
     ``reduce(accumulated input) - accumulated output``, computed only for keys with new input;
-    the state rows of the other keys are passed on as they came. ``counter`` (a Spark
-    accumulator, or None) receives the number of output updates.
+    the state rows of the other keys are passed on as they came.
     """
     table = table_of(batches, spec.schema)
     keys, vals, outs, tnames = column_names(spec)
@@ -177,8 +175,6 @@ def reduce_partition(
         return
     state = table.filter(pc.invert(is_delta))
     new_state, out_delta, err_delta = reduce_step(spec, fns, state, delta)
-    if counter is not None:
-        counter.add(out_delta.num_rows)
     out = widen(out_delta, spec.schema, TAG_DELTA_OUT)
     yield from _outputs(spec, pa.concat_tables([new_state, out]), err_delta)
 
@@ -272,7 +268,6 @@ def reduce_partition_stored(
     store: StateStore,
     node: int,
     version: int,
-    counter: Any,
     batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
     """One partition of a reduce superstep whose state lives in ``store``.
@@ -281,8 +276,7 @@ def reduce_partition_stored(
     ``_b``). For each bucket present, the state is read from the newest version below
     ``version``, advanced by ``_reduce_step`` and written as ``version``; buckets without
     new input are neither read nor written. Output: the output updates of this iteration
-    (tag 3, tagged schema). ``counter`` (a Spark accumulator, or None) receives their
-    number.
+    (tag 3, tagged schema).
     """
     keys, vals, _outs, tnames = column_names(spec)
     for bucket, rows in by_bucket(batches):
@@ -292,6 +286,4 @@ def reduce_partition_stored(
             state = spec.schema.empty_table()
         new_state, out_delta, err_delta = reduce_step(spec, fns, state, delta)
         store.save(node, bucket, version, new_state)
-        if counter is not None:
-            counter.add(out_delta.num_rows)
         yield from _outputs(spec, widen(out_delta, spec.schema, TAG_DELTA_OUT), err_delta)
