@@ -4,8 +4,9 @@ Only the part of the expression language whose Spark semantics equal the Rust ev
 exactly is compiled; anything else raises :class:`NotCompilable` and the stage runs the Rust
 evaluator in ``mapInArrow`` instead (``tasks/batch_functions.py``). Exactness notes:
 
-* int64 ``+ -`` and negation raise on overflow like the engine (Spark would wrap); ``*`` on
-  int64 is left to Rust.
+* int64 ``+ -`` and negation raise on overflow like the engine (Spark would wrap), and so
+  does a result of -2**63, the int64 word the engine reserves for null; ``*`` on int64 is
+  left to Rust.
 * float comparisons give ``False`` (``!=``: ``True``) when either side is NaN, as IEEE and the
   engine do (Spark orders NaN above every number and calls it equal to itself).
 * ``/``, ``//``, ``%``, float ``min_of``/``max_of`` and casts from float are left to Rust
@@ -75,11 +76,13 @@ def _arith(op: str, a: Typed, b: Typed, label: str, may_raise: bool = True) -> T
     if op == "mul":
         raise NotCompilable("int64 multiplication")
     r = ca + cb if op == "add" else ca - cb
-    # Two's complement overflow test on the wrapped result.
+    # Two's complement overflow test on the wrapped result; -2**63 is the engine's null word,
+    # so a result equal to it overflows as well.
     if op == "add":
         bad = ca.bitwiseXOR(r).bitwiseAND(cb.bitwiseXOR(r)) < 0
     else:
         bad = ca.bitwiseXOR(cb).bitwiseAND(ca.bitwiseXOR(r)) < 0
+    bad = bad | (r == F.lit(_I64_MIN))
     return F.when(bad, _overflow(label, op, may_raise)).otherwise(r), "int64"
 
 
