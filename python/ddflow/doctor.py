@@ -31,6 +31,14 @@ from pathlib import Path
 
 from ddflow import _core
 
+# The executors' side of the check (no pyspark): the task function run_on_spark uses.
+from ddflow.spark.tasks.batches import PROBE_COLUMNS, version_probe
+
+try:  # The Spark backend's driver imports pyspark, which is optional.
+    from ddflow.spark.driver import preflight
+except ImportError:
+    preflight = None  # type: ignore[assignment]
+
 SPARK_MASTER = "local[2]"
 """The local Spark session ``--spark`` starts."""
 
@@ -195,11 +203,7 @@ def check_spark(report: Report) -> None:
 
     from pyspark.sql import SparkSession
 
-    # The Spark backend imports pyspark, which is optional: imported only for --spark.
-    from ddflow.spark.driver import preflight
-
-    # The executors' side of the check (no pyspark): the task function run_on_spark uses.
-    from ddflow.spark.tasks.batches import PROBE_COLUMNS, version_probe
+    assert preflight is not None, "pyspark imports, so the Spark backend does"
 
     report.row("spark check", f"starting a {SPARK_MASTER} session ...")
     session = None

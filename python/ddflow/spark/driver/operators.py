@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ddflow import _core
 from ddflow.errors import SchemaTypeError
 from ddflow.plan import FilterOp, FilterPyOp
 from ddflow.spark.driver.columns import (
@@ -143,8 +144,6 @@ class Operators:
     ) -> ExprSpec:
         """Expressions ``exprs`` over ``df`` (columns ``names``) for the Rust evaluator; a
         select's output types found by evaluating on an empty batch."""
-        from ddflow import _core
-
         texts = tuple(json.dumps(e, separators=(",", ":")) for e in exprs)
         empty: dict[str, Any] = {
             name: to_numpy(pa.array([], type=arrow_type(df.schema[ccol(i)].dataType)))

@@ -34,6 +34,8 @@ import numpy.typing as npt
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+import ddflow
+from ddflow import _core
 from ddflow.dataflow import Dataflow
 from ddflow.errors import PlanError, SchemaTypeError
 from ddflow.input import InputSession
@@ -49,9 +51,6 @@ class ExecutorVersionError(PlanError):
 
 def driver_versions() -> tuple[str, str]:
     """The driver's ``ddflow.__version__`` and ``ddflow._core.__version__``."""
-    import ddflow
-    from ddflow import _core
-
     return str(ddflow.__version__), str(_core.__version__)
 
 
@@ -101,8 +100,6 @@ def check_linked_dtypes(
     """Raises the embedded engine's ``SchemaTypeError`` when two input columns the plan puts
     side by side (a join key, a concat, a loop variable) have different dtypes in the input
     DataFrames (see the module doc). Call after the inputs' columns and types are checked."""
-    from ddflow import _core
-
     sessions = list(inputs.items())
     if len(sessions) < 2:
         return

@@ -42,7 +42,7 @@ from ddflow.spark.driver.ops import SPARK_OPS
 from ddflow.spark.driver.preflight import ExecutorVersionError, check_executors
 from ddflow.spark.driver.progress import Meter, Superstep
 from ddflow.spark.driver.validate import UnsupportedOperatorError
-from ddflow.spark.tasks.batches import warm_up_batches
+from ddflow.spark.tasks import warm_up_batches
 
 __all__ = [
     "run_on_spark",

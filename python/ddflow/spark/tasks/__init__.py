@@ -6,4 +6,31 @@ fused superstep), the reduce state store's on-disk layout (``store.py``), data e
 error updates and rows (``error_rows.py``) and the shared Arrow helpers and column names
 (``batches.py``). These modules import Arrow, numpy, ``ddflow._core`` and plain ddflow
 modules only, never pyspark: an executor runs them without the driver's code.
+
+Importing the package loads every task module, so a task function pickled by reference
+finds them all on the executor; :func:`warm_up_batches` is the identity partition function
+whose run does only that.
 """
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ddflow.spark.tasks import batch_functions, batches, error_rows, fused, reduce, store
+
+__all__ = [
+    "warm_up_batches",
+    "batch_functions",
+    "batches",
+    "error_rows",
+    "fused",
+    "reduce",
+    "store",
+]
+
+
+def warm_up_batches(parts: Iterable[Any]) -> Iterator[Any]:
+    """The identity partition function; importing this package (which loads the task
+    modules) is its job, so the first Arrow stage of a session finds them loaded."""
+    yield from parts

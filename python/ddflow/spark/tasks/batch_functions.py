@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ddflow import _core
 from ddflow.callbacks import ROW
 from ddflow.plan import FilterPyOp, FlatMapPyOp
 from ddflow.spark.tasks import error_rows as er
@@ -98,8 +99,6 @@ class ExprSpec:
 
 def expr_batches(spec: ExprSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Evaluates expressions on whole columns in Rust (``ddflow._core.eval_expr``)."""
-    from ddflow import _core
-
     tnames = [tcol(j) for j in range(spec.dims)]
     for batch in batches:
         n = batch.num_rows

@@ -41,7 +41,6 @@ __all__ = [
     "negated",
     "widen",
     "by_bucket",
-    "warm_up_batches",
     "PROBE_COLUMNS",
     "version_probe",
 ]
@@ -166,16 +165,6 @@ def by_bucket(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.Table
     for bucket in buckets:
         rows = table.filter(pc.equal(table[BUCKET], bucket)) if len(buckets) > 1 else table
         yield int(bucket), rows
-
-
-def warm_up_batches(batches: Iterable[Any]) -> Iterator[Any]:
-    """The identity partition function; importing the task modules is its job (the first
-    Arrow stage of a session then finds them loaded)."""
-    import ddflow.spark.tasks.batch_functions
-    import ddflow.spark.tasks.fused
-    import ddflow.spark.tasks.reduce  # noqa: F401
-
-    yield from batches
 
 
 PROBE_COLUMNS = ("ddflow", "core", "python", "executable", "error")

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from ddflow import _core
 from ddflow.errors import DataError
 from ddflow.plan import CaptureOp, InputOp
 from ddflow.spark.tasks.batches import FnTable, to_numpy
@@ -88,8 +89,6 @@ def rerun(
 ) -> Rerun:
     """Runs ``batch`` (record columns ``_c0..``, times ``_t0..``, diffs ``_d``) through the
     plan node ``node_json`` on a one-node embedded dataflow."""
-    from ddflow import _core
-
     node = dict(json.loads(node_json), id=1, inputs=[0], scope=0)
     nodes = [
         {"id": 0, "op": InputOp.OP, "scope": 0, "inputs": [], "columns": list(in_names),

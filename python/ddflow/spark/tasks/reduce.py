@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ddflow import _core
 from ddflow.errors import DataError
 from ddflow.plan import ArrangeOp, CaptureOp, InputOp, ReduceOp
 from ddflow.spark.tasks import error_rows as er
@@ -102,8 +103,6 @@ def _run_reduce(
 
     Runs the embedded engine's own reduce operator on the whole table at once.
     """
-    from ddflow import _core
-
     keys = [f"_c{i}" for i in range(spec.n_keys)]
     vals = [f"_v{i}" for i in range(spec.n_vals)]
     tnames = [tcol(j) for j in range(spec.dims)]
