@@ -43,6 +43,8 @@ __version__: str
 """The package version."""
 PLAN_OPERATORS: list[str]
 """Every plan operator's name (the engine's ``plan::Op`` variants): the operator catalogue."""
+EXPR_FUNCTIONS: list[str]
+"""Every expression library function's JSON ``op`` (the engine's ``expr::Func``)."""
 
 # --- sorting and consolidation ---------------------------------------------------------
 

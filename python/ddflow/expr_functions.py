@@ -25,37 +25,14 @@ import builtins
 import json
 from typing import TYPE_CHECKING, Any, Self
 
+from ddflow import _core
 from ddflow.errors import PlanError
 from ddflow.expr_str import ExprStringNamespace
 
 __all__ = ["FUNCTION_OPS", "ExprFunctions", "function_json", "function_repr"]
 
-FUNCTION_OPS: frozenset[str] = frozenset(
-    {
-        "is_in",
-        "abs",
-        "round",
-        "floor",
-        "ceil",
-        "sqrt",
-        "log",
-        "exp",
-        "pow",
-        "rem",
-        "str.len_chars",
-        "str.to_lowercase",
-        "str.to_uppercase",
-        "str.strip_chars",
-        "str.starts_with",
-        "str.ends_with",
-        "str.contains",
-        "str.like",
-        "str.slice",
-        "str.replace",
-        "concat_str",
-    }
-)
-"""The JSON ``op`` names of the library (``ddflow._core`` knows the same set)."""
+FUNCTION_OPS: frozenset[str] = frozenset(_core.EXPR_FUNCTIONS)
+"""The JSON ``op`` names of the library, as the engine defines them (``expr::Func``)."""
 
 _TWO_OPERANDS = ("pow", "rem")
 

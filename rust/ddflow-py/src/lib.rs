@@ -27,6 +27,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "PLAN_OPERATORS",
         ddflow_core::engine::plan::OPERATORS.to_vec(),
     )?;
+    m.add("EXPR_FUNCTIONS", ddflow_core::expr::FUNC_OPS.to_vec())?;
     kernels::register(m)?;
     engine::register(m)?;
     capture::register(m)?;

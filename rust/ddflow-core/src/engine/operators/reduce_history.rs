@@ -205,6 +205,18 @@ impl Histories {
             .extend_from_slice(&batch.rows[lo * w..hi * w]);
         self.input.times.extend_from_slice(&batch.times[lo..hi]);
         self.input.diffs.extend_from_slice(&batch.diffs[lo..hi]);
+        self.read_output_and_edits(key, output, errors)
+    }
+
+    /// Reads `key`'s output history and its edit times (the input's, the output's and its
+    /// errors'), once `self.input` holds the key's input; returns where its output history
+    /// starts in `outputs`.
+    fn read_output_and_edits(
+        &mut self,
+        key: &[u64],
+        output: &mut Reader,
+        errors: &ReduceErrors,
+    ) -> usize {
         let out_lo = self.outputs.len();
         output.key_history(key, &mut self.outputs);
         self.out_offs.push(self.outputs.len());
@@ -232,14 +244,7 @@ impl Histories {
     ) -> usize {
         self.input.clear();
         input.key_history(key, &mut self.input);
-        let out_lo = self.outputs.len();
-        output.key_history(key, &mut self.outputs);
-        self.out_offs.push(self.outputs.len());
-        self.edits.clear();
-        self.edits.extend_from_slice(&self.input.times);
-        self.edits.extend_from_slice(&self.outputs.times[out_lo..]);
-        errors.times_of(key, &mut self.edits);
-        out_lo
+        self.read_output_and_edits(key, output, errors)
     }
 }
 
