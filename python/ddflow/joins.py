@@ -19,6 +19,9 @@ batch rows whose key has a null (``rust/ddflow-core/src/engine/operators/join.rs
 plan node is added and shared arrangements stay shared; a left row with a null key is thus
 never in a ``semijoin`` and always in an ``antijoin`` (SQL's ``NOT EXISTS``).
 ``join(..., nulls_equal=True)`` matches null keys with each other instead.
+
+Left, right and outer joins (``join(how=...)``) are built from these in
+:mod:`ddflow.outer_joins`.
 """
 
 from __future__ import annotations
