@@ -88,6 +88,7 @@ EXPRS: dict[str, dd.expr.Expr] = {
     "starts": col("s").str.starts_with("a"),
     "cat": dd.concat_str([col("s"), col("s")], separator="-"),
     "abs": col("v").abs(),
+    "nullit": dd.when(col("k") > 1).then(dd.lit(None, "int64")).otherwise(col("k")),
 }
 """Expressions the Spark compiler translates (every one of them, with nulls)."""
 
