@@ -7,9 +7,9 @@ once, hands them to native code or to the user's function, and yields Arrow batc
 loops over records in Python. A batch that fails on a record is rerun through the embedded
 engine's own operator (``error_rows.rerun``) to get exactly its error updates: the task then
 fails with a ``DataError`` or, with ``errors="collect"``, emits them as error rows beside the
-output of the records that succeeded. A batch with SQL nulls, or any batch of expressions with a null
-literal (neither of which the evaluator's kernel and numpy can hold), runs through that
-operator too: the engine's null semantics, Arrow nulls out.
+output of the records that succeeded. A batch with SQL nulls, or any batch of expressions
+with a null literal (neither of which the evaluator's kernel and numpy can hold), runs
+through that operator too: the engine's null semantics, Arrow nulls out.
 """
 
 from __future__ import annotations
