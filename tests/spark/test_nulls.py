@@ -264,3 +264,19 @@ def test_int64_null_word_in_an_input_fails_naming_the_column(spark: SparkSession
     with pytest.raises(Exception, match="column 'k'.*reserved null word"):
         result = run_on_spark(spark, flow, {sessions[n]: df for n, df in dfs.items()}, outputs)
         result[outputs[0]].collect()
+
+
+def test_a_null_advance_iteration_value_fails_on_both(spark: SparkSession) -> None:
+    """The engine reads a null value's word as negative (an error); Spark's ``greatest``
+    would skip the null, so the backend fails on it explicitly."""
+
+    def build(flow: dd.Dataflow) -> Any:
+        ai, a = flow.new_input({"x": "int64", "v": "int64"}, name="xs")
+        out = a.iterate(lambda it: it.advance_iteration("v").concat(it).distinct())
+        return {"xs": ai}, [out]
+
+    data: Data = {"xs": (("x", "v"), [(9, 1, 0, 1), (2, None, 1, 1)])}
+    with pytest.raises(dd.DataError, match="advance_iteration"):
+        embedded(build, data)
+    with pytest.raises(dd.DataError, match=r"advance_iteration@.*value is null"):
+        on_spark(spark, build, data)

@@ -11,7 +11,7 @@ holds proposals for iterations up to the largest distance).
 ``delay`` (bundling updates by time) needs nothing on Spark: a superstep already handles
 each iteration's updates together, so it is the identity.
 
-A value below zero or at or past ``max_iterations`` fails the job with a ``DataError``
+A null value, a value below zero or at or past ``max_iterations`` fails the job with a ``DataError``
 naming the operator and the value (the embedded engine makes it an error update; in
 ``errors="collect"`` mode Spark still fails the job here).
 """
@@ -84,7 +84,11 @@ class Held:
                 F.lit(f"{DATA_ERROR}:\n  operator {label}: advance_iteration value "),
                 v.cast("string"),
             )
-            checked = F.when(v < 0, F.raise_error(F.concat(bad, F.lit(" is negative"))))
+            # A null value fails as on the engine (its null word reads as negative there);
+            # unchecked, Spark's greatest would skip it and keep the update at iteration i.
+            null = F.lit(f"{DATA_ERROR}:\n  operator {label}: advance_iteration value is null")
+            checked = F.when(v.isNull(), F.raise_error(null))
+            checked = checked.when(v < 0, F.raise_error(F.concat(bad, F.lit(" is negative"))))
             if self.max_iterations is not None:
                 beyond = F.lit(f" is beyond the iterate's last iteration {self.max_iterations - 1}")
                 checked = checked.when(
