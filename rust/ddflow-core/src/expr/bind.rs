@@ -71,6 +71,8 @@ pub(crate) enum Kind {
     },
     /// The first non-null operand per row (operands share the node's dtype).
     Coalesce(Vec<Node>),
+    /// The operand's words under another dtype label (same physical dtype).
+    Retype(Box<Node>),
     /// A library function ([`super::func_bind`]).
     Func {
         func: Box<super::func_bind::BoundFunc>,
@@ -189,6 +191,7 @@ impl Binder<'_> {
                     Scalar::Float64(v) => Const::Float(*v),
                     Scalar::Bool(v) => Const::Bool(*v),
                     Scalar::Str(v) => Const::Str(Interner::intern(v)),
+                    Scalar::Word(v, _) => Const::Int(*v),
                 };
                 Node {
                     kind: Kind::Const(c),
@@ -209,8 +212,12 @@ impl Binder<'_> {
                 }
             }
             Expr::Neg(a) => {
-                let a = self.bind(a)?;
-                if !is_num(a.dtype) {
+                let a = super::bind_logical::widen(self.bind(a)?);
+                let counted = matches!(
+                    a.dtype.family(),
+                    crate::dtype::Family::Decimal | crate::dtype::Family::Duration
+                );
+                if !is_num(a.dtype) && !counted {
                     return Err(self.type_err(
                         e,
                         format!(
@@ -265,6 +272,11 @@ impl Binder<'_> {
                     ));
                 }
                 let (t, o) = (self.bind(then)?, self.bind(otherwise)?);
+                let (t, o) = if t.dtype == o.dtype {
+                    (t, o)
+                } else {
+                    (super::bind_logical::widen(t), super::bind_logical::widen(o))
+                };
                 let (t, o, dtype) = if t.dtype == o.dtype {
                     let d = t.dtype;
                     (t, o, d)
@@ -309,6 +321,9 @@ impl Binder<'_> {
             .iter()
             .map(|a| self.bind(a))
             .collect::<Result<Vec<_>>>()?;
+        if nodes.iter().any(|n| n.dtype != nodes[0].dtype) {
+            nodes = nodes.into_iter().map(super::bind_logical::widen).collect();
+        }
         let first = nodes[0].dtype;
         let dtype = if nodes.iter().all(|n| n.dtype == first) {
             first
@@ -347,6 +362,11 @@ impl Binder<'_> {
     }
 
     fn binary(&mut self, e: &Expr, op: BinaryOp, l: Node, r: Node) -> Result<Node> {
+        let (l, r) = match super::bind_logical::binary(op, l, r, &e.to_string()) {
+            Ok(super::bind_logical::Bound::Node(n)) => return Ok(n),
+            Ok(super::bind_logical::Bound::Physical(l, r)) => (l, r),
+            Err(msg) => return Err(self.type_err(e, msg)),
+        };
         let (ld, rd) = (l.dtype.name(), r.dtype.name());
         let both_num = is_num(l.dtype) && is_num(r.dtype);
         let both = |d: DType| l.dtype == d && r.dtype == d;

@@ -49,6 +49,9 @@ pub(crate) enum BoundFunc {
     Slice(i64, Option<i64>),
     Replace(Matcher, String),
     ConcatStr(String),
+    /// Decimal quotient of two unscaled int64 operands: `a * 10**shift / b`, rounded half
+    /// away from zero ([`super::bind_logical`] chooses `shift` from the scales).
+    DecimalDiv(u32),
 }
 
 fn node(func: BoundFunc, args: Vec<Node>, dtype: DType, src: String) -> Node {
@@ -98,6 +101,7 @@ pub(crate) fn bind(func: &Func, mut args: Vec<Node>, src: String) -> Result<Node
                     (Scalar::Float64(x), _) => Const::Float(*x),
                     (Scalar::Bool(x), _) => Const::Bool(*x),
                     (Scalar::Str(x), _) => Const::Str(Interner::intern(x)),
+                    (Scalar::Word(x, _), _) => Const::Int(*x),
                 })
                 .collect();
             node(BoundFunc::IsIn(consts), vec![arg], DType::Bool, src)

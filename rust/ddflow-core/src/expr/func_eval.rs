@@ -167,6 +167,33 @@ pub(super) fn eval<'a>(
     if let BoundFunc::IsIn(consts) = func {
         return Ok(is_in(args.pop().expect("one operand"), consts));
     }
+    if let BoundFunc::DecimalDiv(shift) = *func {
+        let b = args.pop().expect("two operands");
+        let a = args.pop().expect("two operands");
+        let (Value::Int(a), Value::Int(b)) = (a, b) else {
+            unreachable!("bind passes unscaled int64 operands")
+        };
+        return Ok(Value::Int(checked_i64(
+            &a,
+            &b,
+            rows,
+            |x, y| math::decimal_div(x, y, shift).unwrap_or(0),
+            |x, y| math::decimal_div(x, y, shift).is_none(),
+            |i, x, y| {
+                if y == 0 {
+                    Error::DivisionByZero(format!(
+                        "decimal division by zero in {src} at row {i}"
+                    ))
+                } else {
+                    overflow(
+                        src,
+                        i,
+                        format!("the quotient of unscaled {x} / {y} leaves 64 bits"),
+                    )
+                }
+            },
+        )?));
+    }
     if matches!(func, BoundFunc::Pow | BoundFunc::Rem) {
         let b = args.pop().expect("two operands");
         let a = args.pop().expect("two operands");

@@ -114,6 +114,7 @@
 
 mod ast;
 mod bind;
+mod bind_logical;
 mod column;
 mod eval;
 mod func;

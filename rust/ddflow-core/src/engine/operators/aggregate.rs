@@ -17,11 +17,11 @@ use std::cmp::Ordering;
 
 /// Compares two encoded words by the value order of `dtype`.
 pub fn cmp_words(dtype: DType, a: u64, b: u64) -> Ordering {
-    match dtype {
+    match dtype.physical() {
         DType::Int64 => decode_i64(a).cmp(&decode_i64(b)),
         DType::Float64 => decode_f64(a).total_cmp(&decode_f64(b)),
         DType::Bool => a.cmp(&b),
-        DType::Str => {
+        _ => {
             let s = crate::encoding::Interner::resolve_all(&[a, b]).unwrap_or_default();
             if s.len() == 2 {
                 s[0].cmp(&s[1])
