@@ -303,9 +303,7 @@ impl DType {
             "int64" | "int" | "i64" => DType::Int64,
             "float64" | "float" | "f64" | "double" => DType::Float64,
             "bool" | "boolean" => DType::Bool,
-            "str" | "string" | "utf8" | "large_string" | "large_utf8" | "string_view" => {
-                DType::Str
-            }
+            "str" | "string" | "utf8" | "large_string" | "large_utf8" | "string_view" => DType::Str,
             "int8" => DType::Int8,
             "int16" => DType::Int16,
             "int32" => DType::Int32,

@@ -56,7 +56,10 @@ pub fn render_logical(dtype: DType, w: u64) -> Option<String> {
         },
         DType::Timestamp(unit, zone) => match instant(v, unit) {
             Some(t) => match zone.and_then(|z| z.name().parse::<chrono_tz::Tz>().ok()) {
-                Some(tz) => t.with_timezone(&tz).format("%Y-%m-%d %H:%M:%S%.f%:z").to_string(),
+                Some(tz) => t
+                    .with_timezone(&tz)
+                    .format("%Y-%m-%d %H:%M:%S%.f%:z")
+                    .to_string(),
                 None if zone.is_some() => {
                     format!("{}+00:00", t.naive_utc().format("%Y-%m-%d %H:%M:%S%.f"))
                 }

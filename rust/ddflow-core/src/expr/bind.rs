@@ -199,6 +199,27 @@ impl Binder<'_> {
                 }
             }
             Expr::Alias(a, _) => self.bind(a)?,
+            Expr::Not(_) | Expr::Neg(_) | Expr::Cast(..) | Expr::When { .. } => {
+                self.bind_unary(e)?
+            }
+            Expr::Func(func, args) => self.bind_func(e, func, args)?,
+            Expr::IsNull(a) | Expr::IsNotNull(a) => Node {
+                kind: Kind::IsNull {
+                    arg: Box::new(self.bind(a)?),
+                    negate: matches!(e, Expr::IsNotNull(_)),
+                },
+                dtype: DType::Bool,
+            },
+            Expr::Coalesce(args) => self.bind_coalesce(e, args)?,
+            _ => unreachable!("binary handled above"),
+        })
+    }
+
+    /// `~`, unary `-`, casts and `when` (out of line: keeps the recursive [`Binder::bind`]
+    /// frame small, since a debug build gives every arm's locals their own slots).
+    #[inline(never)]
+    fn bind_unary(&mut self, e: &Expr) -> Result<Node> {
+        Ok(match e {
             Expr::Not(a) => {
                 let a = self.bind(a)?;
                 if a.dtype != DType::Bool {
@@ -301,16 +322,7 @@ impl Binder<'_> {
                     dtype,
                 }
             }
-            Expr::Func(func, args) => self.bind_func(e, func, args)?,
-            Expr::IsNull(a) | Expr::IsNotNull(a) => Node {
-                kind: Kind::IsNull {
-                    arg: Box::new(self.bind(a)?),
-                    negate: matches!(e, Expr::IsNotNull(_)),
-                },
-                dtype: DType::Bool,
-            },
-            Expr::Coalesce(args) => self.bind_coalesce(e, args)?,
-            _ => unreachable!("binary handled above"),
+            _ => unreachable!("bind dispatches only these here"),
         })
     }
 
@@ -361,11 +373,31 @@ impl Binder<'_> {
         })
     }
 
+    /// The logical dtypes' rules (out of line: keeps the recursive frame small).
+    #[inline(never)]
+    fn binary_logical(
+        &self,
+        e: &Expr,
+        op: BinaryOp,
+        l: Node,
+        r: Node,
+    ) -> Result<super::bind_logical::Bound> {
+        if !super::bind_logical::is_logical(l.dtype)
+            && !super::bind_logical::is_logical(r.dtype)
+            && l.dtype.is_physical()
+            && r.dtype.is_physical()
+        {
+            return Ok(super::bind_logical::Bound::Physical(l, r));
+        }
+        super::bind_logical::binary(op, l, r, &e.to_string()).map_err(|msg| self.type_err(e, msg))
+    }
+
+    /// A binary operator (out of line: keeps the recursive [`Binder::bind`] frame small).
+    #[inline(never)]
     fn binary(&mut self, e: &Expr, op: BinaryOp, l: Node, r: Node) -> Result<Node> {
-        let (l, r) = match super::bind_logical::binary(op, l, r, &e.to_string()) {
-            Ok(super::bind_logical::Bound::Node(n)) => return Ok(n),
-            Ok(super::bind_logical::Bound::Physical(l, r)) => (l, r),
-            Err(msg) => return Err(self.type_err(e, msg)),
+        let (l, r) = match self.binary_logical(e, op, l, r)? {
+            super::bind_logical::Bound::Node(n) => return Ok(n),
+            super::bind_logical::Bound::Physical(l, r) => (l, r),
         };
         let (ld, rd) = (l.dtype.name(), r.dtype.name());
         let both_num = is_num(l.dtype) && is_num(r.dtype);

@@ -159,7 +159,10 @@ fn align(l: Node, r: Node, src: &str) -> Result<(Node, Node, DType), String> {
                 _ => None,
             };
             let (lz, rz) = (zone(ld), zone(rd));
-            if lz.is_some() != rz.is_some() || (lf == Date && lz.is_some()) || (rf == Date && rz.is_some()) {
+            if lz.is_some() != rz.is_some()
+                || (lf == Date && lz.is_some())
+                || (rf == Date && rz.is_some())
+            {
                 return Err(format!(
                     "cannot compare {} with {}: one has a time zone and the other not (cast first)",
                     ld.name(),
@@ -219,7 +222,14 @@ pub(super) fn binary(op: BinaryOp, l: Node, r: Node, src: &str) -> Result<Bound,
         return Ok(Bound::Physical(l, r));
     }
     let (ld, rd) = (l.dtype, r.dtype);
-    let cannot = || format!("cannot apply {} to {} and {}", op_name(op), ld.name(), rd.name());
+    let cannot = || {
+        format!(
+            "cannot apply {} to {} and {}",
+            op_name(op),
+            ld.name(),
+            rd.name()
+        )
+    };
     use BinaryOp::*;
     let node = match op {
         Eq | Ne | Lt | Le | Gt | Ge => {

@@ -49,6 +49,14 @@ pub(crate) enum BoundFunc {
     Slice(i64, Option<i64>),
     Replace(Matcher, String),
     ConcatStr(String),
+    /// A field of a date or timestamp.
+    Dt(super::calendar::DtPart, super::calendar::Calendar),
+    /// The count of a unit since the epoch.
+    DtEpoch(super::calendar::EpochUnit, super::calendar::Calendar),
+    /// Truncation to a period.
+    DtTruncate(super::calendar::Every, super::calendar::Calendar),
+    /// A calendar offset.
+    DtOffsetBy(super::calendar::Every, super::calendar::Calendar),
     /// Decimal quotient of two unscaled int64 operands: `a * 10**shift / b`, rounded half
     /// away from zero ([`super::bind_logical`] chooses `shift` from the scales).
     DecimalDiv(u32),
@@ -151,6 +159,24 @@ pub(crate) fn bind(func: &Func, mut args: Vec<Node>, src: String) -> Result<Node
                 let (a, b, dtype) = unify_num(a, b);
                 node(BoundFunc::Rem, vec![a, b], dtype, src)
             }
+        }
+        Func::Dt(_) | Func::DtEpoch(_) | Func::DtTruncate(_) | Func::DtOffsetBy(_) => {
+            use super::calendar::{parse_every, Calendar, EpochUnit};
+            let cal = Calendar::of(d0, name)?;
+            let (f, dtype) = match func {
+                Func::Dt(part) => (BoundFunc::Dt(*part, cal), DType::Int64),
+                Func::DtEpoch(unit) => (
+                    BoundFunc::DtEpoch(EpochUnit::parse(unit)?, cal),
+                    DType::Int64,
+                ),
+                Func::DtTruncate(every) => {
+                    func.validate()?;
+                    (BoundFunc::DtTruncate(parse_every(every)?, cal), d0)
+                }
+                Func::DtOffsetBy(by) => (BoundFunc::DtOffsetBy(parse_every(by)?, cal), d0),
+                _ => unreachable!(),
+            };
+            node(f, args, dtype, src)
         }
         Func::ConcatStr(sep) => {
             if !strings(&args) {

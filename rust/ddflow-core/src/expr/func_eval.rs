@@ -167,6 +167,9 @@ pub(super) fn eval<'a>(
     if let BoundFunc::IsIn(consts) = func {
         return Ok(is_in(args.pop().expect("one operand"), consts));
     }
+    if let Some(out) = eval_calendar(func, &args, rows, src) {
+        return out;
+    }
     if let BoundFunc::DecimalDiv(shift) = *func {
         let b = args.pop().expect("two operands");
         let a = args.pop().expect("two operands");
@@ -181,9 +184,7 @@ pub(super) fn eval<'a>(
             |x, y| math::decimal_div(x, y, shift).is_none(),
             |i, x, y| {
                 if y == 0 {
-                    Error::DivisionByZero(format!(
-                        "decimal division by zero in {src} at row {i}"
-                    ))
+                    Error::DivisionByZero(format!("decimal division by zero in {src} at row {i}"))
                 } else {
                     overflow(
                         src,
@@ -264,4 +265,37 @@ pub(super) fn eval<'a>(
         }
         (func, _) => unreachable!("bind checks the operand of {func:?}"),
     })
+}
+
+/// The `.dt` functions (`None` for any other function): a value chrono cannot represent,
+/// or a result outside int64, is a value error on a counted row.
+fn eval_calendar<'a>(
+    func: &BoundFunc,
+    args: &[Value<'a>],
+    rows: Rows<'_>,
+    src: &str,
+) -> Option<Result<Value<'a>>> {
+    use super::calendar::{epoch, field, offset_by, truncate};
+    let f: Box<dyn Fn(i64) -> Option<i64> + '_> = match func {
+        BoundFunc::Dt(part, cal) => Box::new(move |v| field(cal, v, *part)),
+        BoundFunc::DtEpoch(unit, cal) => Box::new(move |v| epoch(cal, v, *unit)),
+        BoundFunc::DtTruncate(every, cal) => Box::new(move |v| truncate(cal, v, *every)),
+        BoundFunc::DtOffsetBy(every, cal) => Box::new(move |v| offset_by(cal, v, *every)),
+        _ => return None,
+    };
+    let Value::Int(a) = &args[0] else {
+        unreachable!("bind passes date or timestamp words")
+    };
+    let Rows { n, off, mask } = rows;
+    let out: Vec<Option<i64>> = (0..n).map(|i| f(a.get(i))).collect();
+    if let Some(i) = first_bad(n, mask, |i| out[i].is_none()) {
+        return Some(Err(Error::Value(format!(
+            "{src} at row {}: the value (stored word {}) is out of the calendar's range",
+            i + off,
+            a.get(i)
+        ))));
+    }
+    Some(Ok(Value::Int(Vals::Owned(
+        out.into_iter().map(|v| v.unwrap_or(0)).collect(),
+    ))))
 }

@@ -243,7 +243,11 @@ mod decimal_tests {
                 for shift in 0..6u32 {
                     let num = a as f64 * 10f64.powi(shift as i32) / b as f64;
                     let want = num.abs().round() * num.signum();
-                    assert_eq!(decimal_div(a, b, shift), Some(want as i64), "{a} {b} {shift}");
+                    assert_eq!(
+                        decimal_div(a, b, shift),
+                        Some(want as i64),
+                        "{a} {b} {shift}"
+                    );
                 }
             }
         }

@@ -115,6 +115,7 @@
 mod ast;
 mod bind;
 mod bind_logical;
+mod calendar;
 mod column;
 mod eval;
 mod func;

@@ -32,6 +32,7 @@
 //! each input update in once.
 
 use super::aggregate::cmp_words;
+use crate::dtype::{Family, MAX_DECIMAL_PRECISION};
 use crate::encoding::{
     decode_f64, decode_i64, encode_f64, encode_i64, is_null_word, null_word, DType, NULL_I64,
 };
@@ -66,8 +67,38 @@ fn describe(part: &GroupAgg) -> String {
     }
 }
 
-/// Output dtypes: `sum` keeps its column's (int64 or float64), `count` is int64, `mean`
-/// float64, `min` / `max` keep their column's.
+/// The dtype of a `sum` of a column of dtype `d`: int64 for integers (overflow is an error
+/// update), float64 for floats, `decimal128(38, s)` for a decimal of scale `s`, the same
+/// duration for durations; `None` for a dtype that does not sum.
+pub fn sum_dtype(d: DType) -> Option<DType> {
+    Some(match d.family() {
+        Family::Integer => DType::Int64,
+        Family::Float => DType::Float64,
+        Family::Decimal => match d {
+            DType::Decimal(_, s) => DType::Decimal(MAX_DECIMAL_PRECISION, s),
+            _ => unreachable!(),
+        },
+        Family::Duration => d,
+        _ => return None,
+    })
+}
+
+/// The dtype of a `mean` of a column of dtype `d`: float64 for integers and floats,
+/// `decimal128(38, s + 4)` (scale at most 38) for a decimal of scale `s`, as Spark.
+pub fn mean_dtype(d: DType) -> Option<DType> {
+    Some(match d {
+        DType::Decimal(_, s) => DType::Decimal(MAX_DECIMAL_PRECISION, mean_scale(s)),
+        _ if matches!(d.family(), Family::Integer | Family::Float) => DType::Float64,
+        _ => return None,
+    })
+}
+
+fn mean_scale(s: u8) -> u8 {
+    (s + 4).min(MAX_DECIMAL_PRECISION)
+}
+
+/// Output dtypes: `sum` as [`sum_dtype`], `count` is int64, `mean` as [`mean_dtype`],
+/// `min` / `max` keep their column's.
 pub fn output_dtypes(aggs: &[GroupAgg], vals: &[DType], label: &str) -> Result<Vec<DType>> {
     if aggs.is_empty() {
         return Err(Error::Plan(format!(
@@ -88,17 +119,22 @@ pub fn output_dtypes(aggs: &[GroupAgg], vals: &[DType], label: &str) -> Result<V
             })?;
             match part {
                 GroupAgg::Sum { .. } | GroupAgg::Mean { .. } => {
-                    if !matches!(d, DType::Int64 | DType::Float64) {
-                        return Err(Error::Type(format!(
-                            "{label}: {} needs an int64 or float64 column, got {}",
-                            describe(part),
-                            d.name()
-                        )));
-                    }
-                    Ok(if matches!(part, GroupAgg::Mean { .. }) {
-                        DType::Float64
+                    let out = if matches!(part, GroupAgg::Mean { .. }) {
+                        mean_dtype(d)
                     } else {
-                        d
+                        sum_dtype(d)
+                    };
+                    out.ok_or_else(|| {
+                        Error::Type(format!(
+                            "{label}: {} needs a {} column, got {}",
+                            describe(part),
+                            if matches!(part, GroupAgg::Sum { .. }) {
+                                "numeric, decimal or duration"
+                            } else {
+                                "numeric or decimal"
+                            },
+                            d.name()
+                        ))
                     })
                 }
                 GroupAgg::Count { .. } => Ok(DType::Int64),
@@ -160,7 +196,7 @@ fn write_row(
     // float64.
     let sum = |c: usize| -> Sum {
         let terms = counts.iter().enumerate().filter(|&(i, _)| !null(i, c));
-        if dtypes[c] == DType::Int64 {
+        if dtypes[c].physical() == DType::Int64 {
             Sum::Int(
                 terms
                     .map(|(i, &n)| decode_i64(word(i, c)) as i128 * n as i128)
@@ -172,13 +208,18 @@ fn write_row(
     };
     for part in aggs {
         let w = match part {
-            GroupAgg::Count { column: None, .. } => finish(part, total, total, None, label)?,
+            GroupAgg::Count { column: None, .. } => finish(part, total, total, None, None, label)?,
             GroupAgg::Count {
                 column: Some(c), ..
-            } => finish(part, total, non_null(*c), None, label)?,
-            GroupAgg::Sum { column, .. } | GroupAgg::Mean { column, .. } => {
-                finish(part, total, non_null(*column), Some(sum(*column)), label)?
-            }
+            } => finish(part, total, non_null(*c), None, None, label)?,
+            GroupAgg::Sum { column, .. } | GroupAgg::Mean { column, .. } => finish(
+                part,
+                total,
+                non_null(*column),
+                Some(sum(*column)),
+                Some(dtypes[*column]),
+                label,
+            )?,
             GroupAgg::Min { column, .. } | GroupAgg::Max { column, .. } => {
                 let want = if matches!(part, GroupAgg::Min { .. }) {
                     Ordering::Less
@@ -219,6 +260,7 @@ fn finish(
     total: i128,
     non_null: i128,
     sum: Option<Sum>,
+    column: Option<DType>,
     label: &str,
 ) -> Result<u64> {
     let overflow = || Error::Overflow(format!("{label}: {} overflows int64", describe(part)));
@@ -241,6 +283,24 @@ fn finish(
                     describe(part)
                 )));
             }
+            if let Some(DType::Decimal(_, scale)) = column {
+                // Exact: sum * 10**4 / count, half away from zero (scale s + 4).
+                let shift = (mean_scale(scale) - scale) as u32;
+                let Sum::Int(s) = s else {
+                    unreachable!("decimal sums are int")
+                };
+                let num = s
+                    .ok_or_else(overflow)?
+                    .checked_mul(10i128.pow(shift))
+                    .ok_or_else(overflow)?;
+                let (q, r) = (num / non_null, num % non_null);
+                let q = if 2 * r.abs() >= non_null.abs() {
+                    q + if (num < 0) == (non_null < 0) { 1 } else { -1 }
+                } else {
+                    q
+                };
+                return int(q);
+            }
             let s = match s {
                 Sum::Int(s) => s.ok_or_else(overflow)? as f64,
                 Sum::Float(s) => s,
@@ -262,7 +322,7 @@ pub fn has_running_totals(aggs: &[GroupAgg], dtypes: &[DType]) -> bool {
     aggs.iter().all(|p| match p {
         GroupAgg::Count { column, .. } => column.is_none(),
         GroupAgg::Sum { column, .. } | GroupAgg::Mean { column, .. } => {
-            dtypes.get(*column) == Some(&DType::Int64)
+            dtypes.get(*column).map(|d| d.physical()) == Some(DType::Int64)
         }
         _ => false,
     })
@@ -318,13 +378,21 @@ impl RunningTotals {
     }
 
     /// Appends the group's row (the caller knows the group is present).
-    pub fn write(&self, aggs: &[GroupAgg], label: &str, out: &mut Vec<u64>) -> Result<()> {
+    pub fn write(
+        &self,
+        aggs: &[GroupAgg],
+        dtypes: &[DType],
+        label: &str,
+        out: &mut Vec<u64>,
+    ) -> Result<()> {
         for ((part, &s), &nn) in aggs.iter().zip(&self.sums).zip(&self.non_null) {
+            let column = column_of(part).map(|c| dtypes[c]);
             out.push(finish(
                 part,
                 self.count,
                 nn,
                 Some(Sum::Int(Some(s))),
+                column,
                 label,
             )?);
         }

@@ -321,7 +321,7 @@ fn dtypes_and_refusals() {
     assert!(e
         .unwrap_err()
         .to_string()
-        .contains("mean 'm' needs an int64 or float64"));
+        .contains("mean 'm' needs a numeric or decimal column, got bool"));
     let e = output_dtypes(
         &[GroupAgg::Sum {
             column: 5,
@@ -385,7 +385,7 @@ proptest! {
             Outcome::Absent
         } else {
             let mut out = Vec::new();
-            match totals.write(&parts, "g", &mut out) {
+            match totals.write(&parts, &DTYPES, "g", &mut out) {
                 Err(e) => Outcome::Err(["overflow", "division by zero", "value error"]
                     .into_iter()
                     .find(|k| e.to_string().starts_with(k))
