@@ -17,9 +17,9 @@ builders their nodes and wrap the nodes they get back.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
-from ddflow import grouping, joins, reducing
+from ddflow import grouping, joins, outer_joins, reducing
 from ddflow.aggregates import Aggregate, ThresholdAggregate, count, distinct
 from ddflow.builder import ArrangedNode, Node, resolve_names
 from ddflow.capture import Capture, Probe
@@ -77,11 +77,21 @@ class Collection(RecordOperators):
         right_on: Keys | None = None,
         suffixes: tuple[str, str] | None = None,
         nulls_equal: bool = False,
+        how: outer_joins.JoinHow = "inner",
     ) -> Collection:
         """Pairs of rows with equal keys: key columns (left names), left's other columns,
         right's other columns. Names on both sides need ``suffixes=("_l", "_r")``. A null key
-        matches nothing (SQL), or other null keys with ``nulls_equal=True``."""
-        return _join("join", self, other, on, left_on, right_on, suffixes, nulls_equal)
+        matches nothing (SQL), or other null keys with ``nulls_equal=True``.
+
+        ``how``: ``"inner"`` (default); ``"left"`` also gives each left row whose key has no
+        match, once, with nulls in the right's columns (retracted when a match arrives);
+        ``"right"`` the same for the right's rows; ``"outer"`` both; ``"semi"`` / ``"anti"``
+        are :meth:`semijoin` / :meth:`antijoin`. With ``on=`` there is one key column per
+        key, holding the key of whichever side has the row (SQL ``USING``); with
+        ``left_on=`` / ``right_on=`` naming other columns, left and right joins keep both
+        sides' key columns (left keys, left values, right keys, right values; the missing
+        side's null), as SQL's ``ON``. Semantics and null dtypes: :mod:`ddflow.outer_joins`."""
+        return _join("join", self, other, on, left_on, right_on, suffixes, nulls_equal, how)
 
     def semijoin(
         self,
@@ -337,9 +347,10 @@ class Arrangement:
         right_on: str | Sequence[str] | None = None,
         suffixes: tuple[str, str] | None = None,
         nulls_equal: bool = False,
+        how: outer_joins.JoinHow = "inner",
     ) -> Collection:
-        """Joins on this arrangement's key (see ``Collection.join``)."""
-        return _join("join", self, other, on, left_on, right_on, suffixes, nulls_equal)
+        """Joins on this arrangement's key (see ``Collection.join``, also for ``how``)."""
+        return _join("join", self, other, on, left_on, right_on, suffixes, nulls_equal, how)
 
     def semijoin(
         self,
@@ -416,22 +427,26 @@ def _join(
     right_on: Keys | None,
     suffixes: tuple[str, str] | None,
     nulls_equal: bool = False,
+    how: str = "inner",
 ) -> Collection:
-    """A join of ``kind`` between two handles."""
+    """A join of ``kind`` between two handles; ``join``'s ``how`` picks another kind or an
+    outer join."""
     label = f"{kind}@{user_location()}"
+    outer_joins.check_how(how, label)
+    if not isinstance(nulls_equal, bool):
+        raise PlanError(f"{label}: nulls_equal must be a bool, got {nulls_equal!r}")
+    if how in ("semi", "anti"):
+        if suffixes is not None:
+            raise PlanError(
+                f"{label}: how={how!r} keeps only the left's columns; suffixes do not apply"
+            )
+        kind = "semijoin" if how == "semi" else "antijoin"
     if not isinstance(right, Collection | Arrangement):
         raise PlanError(f"{label}: expected a Collection or Arrangement, got {right!r}")
     flow = _same_flow(label, left, right)
-    ref = joins.join(
-        flow.builder,
-        kind,
-        left._ref(),
-        right._ref(),
-        on,
-        left_on,
-        right_on,
-        suffixes,
-        label,
-        nulls_equal,
-    )
+    args = (left._ref(), right._ref(), on, left_on, right_on, suffixes, label, nulls_equal)
+    if how in ("left", "right", "outer"):
+        ref = outer_joins.outer_join(flow.builder, cast(outer_joins.OuterHow, how), *args)
+    else:
+        ref = joins.join(flow.builder, kind, *args)
     return Collection(flow, *_fields(ref))

@@ -50,6 +50,7 @@ __all__ = [
     "When",
     "col",
     "lit",
+    "null_column",
     "max_of",
     "min_of",
     "when",
@@ -211,6 +212,8 @@ class Expr(ExprFunctions):
             return {"op": "col", "name": self._attrs["name"]}
         if op == "lit":
             value, dtype = self._attrs["value"], self._attrs["dtype"]
+            if value is None:  # a null; without a dtype, the plan decides it (null_column)
+                return {"op": "lit", "value": None, **({"dtype": dtype} if dtype else {})}
             if dtype == "float64":
                 value = _float_json(value)
             return {"op": "lit", "value": value, "dtype": dtype}
@@ -272,6 +275,8 @@ class Expr(ExprFunctions):
 
     def _lit_text(self) -> str:
         value, dtype = self._attrs["value"], self._attrs["dtype"]
+        if value is None:
+            return "lit(None)" if dtype is None else f"lit(None, {_quote(dtype)})"
         if dtype == "str":
             return _quote(value)
         if dtype == "float64":
@@ -280,7 +285,9 @@ class Expr(ExprFunctions):
 
     def _receiver(self) -> str:
         """The text of ``self`` as the receiver of a method call."""
-        return f"lit({self._lit_text()})" if self._op == "lit" else repr(self)
+        if self._op == "lit" and self._attrs["value"] is not None:
+            return f"lit({self._lit_text()})"
+        return repr(self)
 
     def __bool__(self) -> bool:
         raise TypeError(
@@ -418,11 +425,16 @@ def col(name: str) -> Expr:
     return Expr("col", name=name)
 
 
-def lit(value: Scalar, dtype: object = None) -> Expr:
+def lit(value: Scalar | None, dtype: object = None) -> Expr:
     """A literal broadcast to every row. The dtype follows the value (``bool``, ``int`` ->
-    int64, ``float`` -> float64, ``str``) unless given; an int may be given as float64."""
+    int64, ``float`` -> float64, ``str``) unless given; an int may be given as float64.
+    ``lit(None, dtype)`` is a SQL null of ``dtype`` (``CAST(NULL AS ...)``)."""
     if isinstance(value, Expr):
         return value
+    if value is None:
+        if dtype is None:
+            raise SchemaTypeError('a null literal needs a dtype: lit(None, "int64")')
+        return Expr("lit", value=None, dtype=_dtype_name(dtype))
     natural = _scalar_dtype(value)
     want = natural if dtype is None else _dtype_name(dtype)
     v: Scalar
@@ -439,6 +451,13 @@ def lit(value: Scalar, dtype: object = None) -> Expr:
     else:
         raise SchemaTypeError(f"cannot make a {want} literal from {value!r} ({natural})")
     return Expr("lit", value=v, dtype=want)
+
+
+def null_column() -> Expr:
+    """A null without a dtype, for a whole ``select`` output column only: the engine gives it
+    the dtype of the columns the plan puts it beside (the padding of an outer join, concat-ed
+    with the matched rows; see :mod:`ddflow.joins`)."""
+    return Expr("lit", value=None, dtype=None)
 
 
 def _fold(op: str, a: IntoExpr, b: IntoExpr, more: tuple[IntoExpr, ...]) -> Expr:

@@ -19,6 +19,9 @@ batch rows whose key has a null (``rust/ddflow-core/src/engine/operators/join.rs
 plan node is added and shared arrangements stay shared; a left row with a null key is thus
 never in a ``semijoin`` and always in an ``antijoin`` (SQL's ``NOT EXISTS``).
 ``join(..., nulls_equal=True)`` matches null keys with each other instead.
+
+Left, right and outer joins (``join(how=...)``) are built from these in
+:mod:`ddflow.outer_joins`.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from ddflow.expr import col, expr_text
 from ddflow.plan import FilterOp, JoinKind, JoinOp, user_location
 from ddflow.reducing import reduce_arranged, reduce_collection
 
-__all__ = ["join", "join_columns", "Side"]
+__all__ = ["join", "join_columns", "resolve_keys", "arranged", "positive_keys", "Side"]
 
 Keys = str | Sequence[str] | None
 
@@ -40,7 +43,7 @@ Side = Node | ArrangedNode
 """One input of a join: a collection or an arrangement."""
 
 
-def _keys(
+def resolve_keys(
     left: Side,
     right: Side,
     on: Keys,
@@ -107,7 +110,7 @@ def join_columns(
     return names
 
 
-def _arranged(
+def arranged(
     builder: PlanBuilder, side: Side, keys: list[str], scope: int, label: str, keys_only: bool
 ) -> ArrangedNode:
     """``side`` arranged by ``keys`` and entered into ``scope``.
@@ -137,7 +140,7 @@ def _imported_key_error(side: ArrangedNode, keys: list[str], label: str) -> Plan
     )
 
 
-def _positive_keys(builder: PlanBuilder, side: Side, keys: list[str], label: str) -> Node:
+def positive_keys(builder: PlanBuilder, side: Side, keys: list[str], label: str) -> Node:
     """The keys whose accumulated count in ``side`` is positive, each with count 1."""
     count_label = f"count@{user_location()}"
     source: Side
@@ -183,7 +186,7 @@ def join(
 ) -> Node:
     """A ``join`` node of ``kind`` ``"join"``, ``"semijoin"`` or ``"antijoin"``; null keys
     never match unless ``nulls_equal``."""
-    lkeys, rkeys = _keys(left, right, on, left_on, right_on, label)
+    lkeys, rkeys = resolve_keys(left, right, on, left_on, right_on, label)
     lvals = [c for c in left.columns if c not in lkeys]
     rvals = [c for c in right.columns if c not in rkeys]
     if kind == "join":
@@ -192,12 +195,12 @@ def join(
         columns = [*lkeys, *lvals]
     scope = builder.common_scope(label, left.scope, right.scope)
     with builder.atomic(label):
-        la = _arranged(builder, left, lkeys, scope, label, keys_only=False)
+        la = arranged(builder, left, lkeys, scope, label, keys_only=False)
         if kind == "join":
-            ra = _arranged(builder, right, rkeys, scope, label, keys_only=False)
+            ra = arranged(builder, right, rkeys, scope, label, keys_only=False)
         else:
-            keys = _positive_keys(builder, right, rkeys, label)
-            ra = _arranged(builder, keys, rkeys, scope, label, keys_only=True)
+            keys = positive_keys(builder, right, rkeys, label)
+            ra = arranged(builder, keys, rkeys, scope, label, keys_only=True)
         notes = [f"{', '.join(lkeys)} = {', '.join(rkeys)}"]
         if nulls_equal:
             notes.append("nulls equal")

@@ -133,11 +133,11 @@ def frames(spark: SparkSession, data: Data, dims: int) -> dict[str, DataFrame]:
         tcols = ["time"] if dims == 1 else [f"time_{j}" for j in range(dims)]
         body = [(*r[: len(cols)], *_time(r[len(cols)]), r[len(cols) + 1]) for r in rows]
         types = {int: "long", float: "double", str: "string", bool: "boolean"}
-        sample = rows[0] if rows else None
         fields = []
         for i, c in enumerate(cols):
-            typ = "long" if sample is None else types[type(sample[i])]
-            fields.append(f"`{c}` {typ}")
+            # A column's type is its first non-null value's (nulls are None).
+            sample = next((r[i] for r in rows if r[i] is not None), 0)
+            fields.append(f"`{c}` {types[type(sample)]}")
         fields += [f"{t} long" for t in tcols] + ["diff long"]
         out[name] = spark.createDataFrame(body, ", ".join(fields))
     return out

@@ -11,11 +11,18 @@ evaluator in ``mapInArrow`` instead (``tasks/batch_functions.py``). Exactness no
   engine do (Spark orders NaN above every number and calls it equal to itself).
 * ``/``, ``//``, ``%``, float ``min_of``/``max_of`` and casts from float are left to Rust
   (Spark's division by zero gives null, its ``least``/``greatest`` order NaN differently).
+* SQL nulls: Spark's operators, comparisons, casts, Kleene ``&``/``|``/``~``, ``when`` (a
+  null condition takes ``otherwise``) and ``where`` (keeps true only) follow the engine's
+  rules; ``is_null``/``is_not_null``/``coalesce`` are Spark's own. Where a Spark function
+  skips nulls (``least``/``greatest``, ``concat_ws``) or answers for a null beside a NaN
+  (``isnan``) or a zero divisor, the compiled column is guarded to be null where an operand
+  is (:func:`all_set`), as on the engine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -27,6 +34,7 @@ from ddflow.plan import NegateOp, ScaleOp
 __all__ = [
     "NotCompilable",
     "compile_expr",
+    "all_set",
     "SPARK_TYPES",
     "dtype_of",
     "negate_diffs",
@@ -102,7 +110,8 @@ def _compare(op: str, a: Typed, b: Typed) -> Typed:
     if ta in numeric and tb in numeric:
         if ta == "float64" or tb == "float64":
             x, y = ca.cast("double"), cb.cast("double")
-            nan = F.isnan(x) | F.isnan(y)
+            # isnan(null) is false: a null operand beside a NaN stays null, as on the engine.
+            nan = (F.isnan(x) | F.isnan(y)) & x.isNotNull() & y.isNotNull()
             return F.when(nan, F.lit(op == "ne")).otherwise(_CMP[op](x, y)), "bool"
         return _CMP[op](ca, cb), "bool"
     if ta != tb:
@@ -110,6 +119,11 @@ def _compare(op: str, a: Typed, b: Typed) -> Typed:
     if ta == "str" and op not in ("eq", "ne"):
         raise NotCompilable(f"{op} on str")
     return _CMP[op](ca, cb), "bool"
+
+
+def all_set(args: Sequence[Typed]) -> Column:
+    """True where no operand is null (Spark's functions that skip nulls are guarded by it)."""
+    return functools.reduce(lambda a, b: a & b, [c.isNotNull() for c, _ in args])
 
 
 def compile_expr(
@@ -181,7 +195,19 @@ def compile_expr(
         if any(t != "int64" for _, t in args):
             raise NotCompilable(f"{op} on non-int64")
         fn = F.least if op == "min_of" else F.greatest
-        return fn(*[c for c, _ in args]), "int64"
+        # Spark's least/greatest skip nulls; the engine's min_of/max_of are null then.
+        return F.when(all_set(args), fn(*[c for c, _ in args])), "int64"
+    if op in ("is_null", "is_not_null"):
+        c, _ = compile_expr(expr["arg"], columns, label, may_raise)
+        return (c.isNull() if op == "is_null" else c.isNotNull()), "bool"
+    if op == "coalesce":
+        args = [compile_expr(a, columns, label, may_raise) for a in expr["args"]]
+        kinds = {t for _, t in args}
+        if len(kinds) == 1:
+            return F.coalesce(*[c for c, _ in args]), kinds.pop()
+        if kinds == {"int64", "float64"}:
+            return F.coalesce(*[c.cast("double") for c, _ in args]), "float64"
+        raise NotCompilable(f"coalesce of {sorted(kinds)}")
     if op == "cast":
         c, t = compile_expr(expr["arg"], columns, label, may_raise)
         to = expr["dtype"]

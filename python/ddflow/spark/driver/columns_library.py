@@ -32,7 +32,14 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from ddflow.expr_functions import FUNCTION_OPS
-from ddflow.spark.driver.columns import SPARK_TYPES, NotCompilable, Typed, _compare, _overflow
+from ddflow.spark.driver.columns import (
+    SPARK_TYPES,
+    NotCompilable,
+    Typed,
+    _compare,
+    _overflow,
+    all_set,
+)
 
 __all__ = ["LIBRARY_OPS", "compile_function"]
 
@@ -181,15 +188,22 @@ def compile_function(
         parts = [compile_sub(a, columns, label, may_raise) for a in expr["args"]]
         if any(t != "str" for _, t in parts):
             raise NotCompilable("concat_str of non-str")
-        return F.concat_ws(expr.get("separator", ""), *[c for c, _ in parts]), "str"
+        # concat, not concat_ws (which skips nulls): null where a part is, as on the engine.
+        sep = F.lit(expr.get("separator", ""))
+        joined = [parts[0][0]]
+        for c, _ in parts[1:]:
+            joined += [sep, c]
+        return F.concat(*joined), "str"
     if op in ("pow", "rem"):
         a, b = (compile_sub(x, columns, label, may_raise) for x in expr["args"])
         if op == "pow":
             raise NotCompilable("pow (java.lang.Math may differ from libm in the last bit)")
-        return _rem(a, b, label, may_raise)
+        c, t = _rem(a, b, label, may_raise)
+        return F.when(all_set([a, b]), c), t
     c, t = compile_sub(expr["arg"], columns, label, may_raise)
     if op == "is_in":
-        return _is_in(c, t, expr["values"])
+        found, tf = _is_in(c, t, expr["values"])
+        return F.when(c.isNotNull(), found), tf
     if op.startswith("str."):
         if t != "str":
             raise NotCompilable(f"{op} on {t}")

@@ -110,6 +110,8 @@ def detect(c: RunContext, members: list[int], variant: set[int], var: int) -> Sh
     jn = nodes[join]
     if jn["op"] != JoinOp.OP or jn["kind"] in ("semijoin", "antijoin"):
         return None
+    if jn.get("nulls_equal", False):
+        return None  # the task's Arrow join never matches null keys
     if jn["inputs"][0] != var_arr:
         return None
     invariant = jn["inputs"][1]

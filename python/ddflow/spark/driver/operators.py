@@ -96,7 +96,7 @@ class Operators:
             schema = df.schema
         else:
             fields = [
-                T.StructField(ccol(j), spark_of_arrow(t), False)
+                T.StructField(ccol(j), spark_of_arrow(t), True)
                 for j, t in enumerate(spec.out_types)
             ]
             schema = T.StructType(fields + time_fields(self.ctx.dims))
@@ -200,7 +200,7 @@ class Operators:
             probe.pop("__row__", None)
             out_types = tuple(arrow_type_of_numpy(np.asarray(v)) for v in probe.values())
             fields = [
-                T.StructField(ccol(j), spark_of_arrow(t), False) for j, t in enumerate(out_types)
+                T.StructField(ccol(j), spark_of_arrow(t), True) for j, t in enumerate(out_types)
             ]
             schema = T.StructType(fields + time_fields(ctx.dims))
         spec = PySpec(
@@ -284,7 +284,11 @@ class Operators:
             r = r.hint("shuffle_hash")
         elif fixed == "right":
             left = left.hint("shuffle_hash")
-        cond = [F.col(ccol(i)) == F.col(f"_r{i}") for i in range(k)]
+        # Null keys never match (SQL), unless the join says nulls_equal (null-safe equality).
+        if node.get("nulls_equal", False):
+            cond = [F.col(ccol(i)).eqNullSafe(F.col(f"_r{i}")) for i in range(k)]
+        else:
+            cond = [F.col(ccol(i)) == F.col(f"_r{i}") for i in range(k)]
         joined = left.join(r, on=functools.reduce(lambda a, b: a & b, cond), how="inner")
         times = [F.greatest(F.col(t), F.col(f"_r{t}")).alias(t) for t in tn]
         # Spark's long product wraps silently; try_multiply gives null where it leaves int64.

@@ -44,6 +44,7 @@ from ddflow.plan import (
     SelectOp,
     VariableOp,
 )
+from ddflow.spark.driver.lineage import consolidated
 from ddflow.spark.driver.operators import Operators
 
 if TYPE_CHECKING:
@@ -125,8 +126,12 @@ def _top_concat(c: Compiler, n: int) -> DataFrame:
 
 def _top_join(c: Compiler, n: int) -> DataFrame:
     a, b = c.ctx.inputs(n)
-    df = c.ops.join(n, c.top(a), c.top(b))
-    c.ctx.note(n, "Spark equi-join on the key, time = greatest, diff = product")
+    df = consolidated(c.ops.join(n, c.top(a), c.top(b)))
+    c.ctx.note(
+        n,
+        "Spark equi-join on the key, time = greatest, diff = product; consolidated "
+        "(groupBy(record, time).sum(diff) on the join's key partitioning)",
+    )
     return df
 
 

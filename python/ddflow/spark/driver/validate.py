@@ -2,8 +2,10 @@
 belong to the dataflow, every operator the outputs need is supported where it is (the
 operator registry, ``ops.py``), input DataFrames have
 the input's columns with supported types and agreeing time coordinates. Checks only the data
-can answer (nulls, negative times) are compiled into the input frames as ``raise_error``
-columns naming the input and the column."""
+can answer (null times or diffs, negative times, an int64 record value of ``-2**63``, the
+engine's null word) are compiled into the input frames as ``raise_error`` columns naming the
+input and the column. Record columns may hold nulls (SQL nulls, as on the embedded
+engine)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ from ddflow.spark.driver.columns import SPARK_TYPES
 from ddflow.spark.driver.ops import SPARK_OPS, supported_ops
 from ddflow.spark.driver.schemas import record_dtype
 from ddflow.spark.tasks.batches import DIFF, ccol, tcol
+
+_I64_MIN = -(2**63)
 
 __all__ = [
     "UnsupportedOperatorError",
@@ -180,11 +184,15 @@ def _input_frame(session: InputSession, df: DataFrame, dims: int) -> DataFrame:
                 f"the input is declared {declared}"
             )
         col = F.col(c).cast(SPARK_TYPES[dtype])
-        if nullable[c]:
+        if isinstance(types[c], T.LongType):
+            # Nulls are values; -2**63 is int64's null word, which no record may hold.
             col = F.when(
-                F.col(c).isNull(),
+                F.col(c) == F.lit(_I64_MIN),
                 F.raise_error(
-                    F.lit(f"ddflow: {what}, column {c!r}: null value (records have no nulls)")
+                    F.lit(
+                        f"ddflow: {what}, column {c!r}: value {_I64_MIN} is int64's reserved "
+                        "null word (the one int64 value ddflow cannot hold; use a null)"
+                    )
                 ),
             ).otherwise(col)
         exprs.append(col.alias(ccol(i)))

@@ -3,7 +3,8 @@
 Partition functions and the specs pickled with them (``batch_functions.py``: expressions and
 user batch functions; ``reduce.py``: the engine's reduce operator; ``fused.py``: a whole
 fused superstep), the reduce state store's on-disk layout (``store.py``), data errors as
-error updates and rows (``error_rows.py``) and the shared Arrow helpers and column names
+error updates and rows (``error_rows.py``), Arrow columns into the engine and back with
+nulls (``engine_io.py``) and the shared Arrow helpers and column names
 (``batches.py``). These modules import Arrow, numpy, ``ddflow._core`` and plain ddflow
 modules only, never pyspark: an executor runs them without the driver's code.
 
@@ -17,12 +18,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ddflow.spark.tasks import batch_functions, batches, error_rows, fused, reduce, store
+from ddflow.spark.tasks import (
+    batch_functions,
+    batches,
+    engine_io,
+    error_rows,
+    fused,
+    reduce,
+    store,
+)
 
 __all__ = [
     "warm_up_batches",
     "batch_functions",
     "batches",
+    "engine_io",
     "error_rows",
     "fused",
     "reduce",

@@ -7,11 +7,14 @@ once, hands them to native code or to the user's function, and yields Arrow batc
 loops over records in Python. A batch that fails on a record is rerun through the embedded
 engine's own operator (``error_rows.rerun``) to get exactly its error updates: the task then
 fails with a ``DataError`` or, with ``errors="collect"``, emits them as error rows beside the
-output of the records that succeeded.
+output of the records that succeeded. A batch with SQL nulls (which the evaluator's kernel and
+numpy cannot hold) runs through that operator too: the engine's null semantics, Arrow nulls
+out.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,9 +24,11 @@ import pyarrow as pa
 
 from ddflow import _core
 from ddflow.callbacks import ROW
-from ddflow.plan import FilterPyOp, FlatMapPyOp
+from ddflow.errors import DataError
+from ddflow.plan import FilterOp, FilterPyOp, FlatMapPyOp, SelectOp
 from ddflow.spark.tasks import error_rows as er
 from ddflow.spark.tasks.batches import DIFF, FnTable, tcol, to_arrow, to_numpy
+from ddflow.spark.tasks.engine_io import PlanRun, as_type, has_nulls
 
 __all__ = ["PySpec", "ExprSpec", "py_batches", "expr_batches"]
 
@@ -52,7 +57,13 @@ def py_batches(
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        payload = {name: to_numpy(batch.column(f"_c{i}")) for i, name in enumerate(spec.in_names)}
+        records = [batch.column(f"_c{i}") for i in range(len(spec.in_names))]
+        if any(c.null_count and not pa.types.is_string(c.type) for c in records):
+            # An int64 / float64 / bool null reaching a Python function is an error update
+            # on the engine (numpy has no null for them): the engine's operator says which.
+            yield from _on_engine(spec, fns, batch)
+            continue
+        payload = {name: to_numpy(c) for name, c in zip(spec.in_names, records, strict=True)}
         rest = [batch.column(t) for t in tnames] + [batch.column(DIFF)]
         try:
             result = fns(spec.fn_id, spec.kind, payload)
@@ -104,8 +115,13 @@ def expr_batches(spec: ExprSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[
         n = batch.num_rows
         if n == 0:
             continue
+        records = [batch.column(f"_c{i}") for i in range(len(spec.in_names))]
+        if has_nulls(records):
+            # SQL nulls: the engine's own operator (the evaluator's kernel takes no nulls).
+            yield from _on_engine(spec, FnTable({}), batch)
+            continue
         payload: dict[str, Any] = {
-            name: to_numpy(batch.column(f"_c{i}")) for i, name in enumerate(spec.in_names)
+            name: to_numpy(c) for name, c in zip(spec.in_names, records, strict=True)
         }
         try:
             values = [np.asarray(_core.eval_expr(e, payload, n)) for e in spec.exprs]
@@ -143,6 +159,39 @@ def _collected(
     if not result.errors:
         exc.add_note(f"ddflow: raised by {spec.label} on Spark")
         raise exc
+    yield from _rerun_rows(spec, batch, result)
+
+
+def _on_engine(
+    spec: PySpec | ExprSpec, fns: FnTable, batch: pa.RecordBatch
+) -> Iterator[pa.RecordBatch]:
+    """``batch`` run through the engine's own operator (a batch with SQL nulls): its output
+    and, in collect mode, its error rows; with ``errors="raise"`` an error update fails the
+    task with a ``DataError``."""
+    result = er.rerun(_node_json(spec), spec.in_names, spec.dims, fns, batch)
+    if result.errors and not spec.collect:
+        raise DataError(er.describe(result.errors), er.as_dicts(result.errors))
+    yield from _rerun_rows(spec, batch, result)
+
+
+def _node_json(spec: PySpec | ExprSpec) -> str:
+    """The plan node a spec runs: its own, or (an expression stage of the backend's own
+    making) a select or filter node built from its expressions."""
+    if isinstance(spec, PySpec) or spec.node_json:
+        return spec.node_json
+    exprs = [json.loads(e) for e in spec.exprs]
+    node: dict[str, Any] = {"op": SelectOp.OP, "label": spec.label}
+    if spec.is_filter:
+        node.update(op=FilterOp.OP, predicate=exprs[0], columns=list(spec.in_names))
+    else:
+        node.update(exprs=exprs, columns=[f"_o{j}" for j in range(len(exprs))])
+    return json.dumps(node)
+
+
+def _rerun_rows(
+    spec: PySpec | ExprSpec, batch: pa.RecordBatch, result: PlanRun
+) -> Iterator[pa.RecordBatch]:
+    """The data rows (then, when there are any, the error rows) of a batch's rerun."""
     filters = spec.is_filter if isinstance(spec, ExprSpec) else spec.kind == FilterPyOp.OP
     types = (
         [batch.schema.field(f"_c{i}").type for i in range(len(spec.in_names))]
@@ -154,8 +203,9 @@ def _collected(
     data = pa.schema([*fields, pa.field(DIFF, pa.int64())])
     n = len(result.diffs)
     if n:
-        cols = [to_arrow(c, t, spec.label) for c, t in zip(result.columns, types, strict=True)]
+        cols = [as_type(c, t, spec.label) for c, t in zip(result.columns, types, strict=True)]
         cols += [pa.array(result.times[:, j]) for j in range(spec.dims)]
         cols.append(pa.array(result.diffs))
-        yield er.without_errors(pa.RecordBatch.from_arrays(cols, schema=data))
-    yield er.error_batch(result.errors, data, spec.dims)
+        yield _out(spec, pa.RecordBatch.from_arrays(cols, schema=data))
+    if result.errors:
+        yield er.error_batch(result.errors, data, spec.dims)

@@ -39,6 +39,7 @@ __all__ = [
     "table_of",
     "consolidated",
     "negated",
+    "filter_join",
     "widen",
     "by_bucket",
     "PROBE_COLUMNS",
@@ -134,6 +135,34 @@ def consolidated(table: pa.Table, keys: Sequence[str]) -> pa.Table:
     grouped = table.group_by(list(keys), use_threads=False).aggregate([(DIFF, "sum")])
     out = pa.table([grouped[k] for k in keys] + [grouped[f"{DIFF}_sum"]], names=[*keys, DIFF])
     return out.filter(pc.not_equal(out[DIFF], 0))
+
+
+_FILL: dict[str, Any] = {"int64": 0, "double": 0.0, "bool": False}
+
+
+def _null_safe_keys(table: pa.Table, keys: Sequence[str]) -> tuple[pa.Table, list[str]]:
+    """``table`` with two join columns per key column: its values with nulls filled, and
+    whether it is null; joining on those matches a null key with a null key."""
+    names = []
+    for i, k in enumerate(keys):
+        col = table[k]
+        fill = pa.scalar(_FILL.get(str(col.type), ""), type=col.type)
+        table = table.append_column(f"__k{i}", pc.fill_null(col, fill))
+        table = table.append_column(f"__n{i}", pc.is_null(col))
+        names += [f"__k{i}", f"__n{i}"]
+    return table, names
+
+
+def filter_join(left: pa.Table, right: pa.Table, keys: Sequence[str], how: str) -> pa.Table:
+    """``left``'s rows whose ``keys`` do (``how="left semi"``) or do not (``"left anti"``)
+    occur in ``right``, a null key matching a null key (grouping's rule: a key with nulls is
+    one key). Arrow's own joins never match a null."""
+    if not any(t[k].null_count for t in (left, right) for k in keys):
+        return left.join(right, keys=list(keys), join_type=how, use_threads=False)
+    lk, names = _null_safe_keys(left, keys)
+    rk, _ = _null_safe_keys(right.select(list(keys)), keys)
+    out = lk.join(rk.select(names), keys=names, join_type=how, use_threads=False)
+    return out.select(left.column_names)
 
 
 def negated(table: pa.Table) -> pa.Table:

@@ -21,13 +21,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 
-from ddflow import _core
 from ddflow.errors import DataError
 from ddflow.plan import CaptureOp, InputOp
-from ddflow.spark.tasks.batches import FnTable, to_numpy
+from ddflow.spark.tasks.batches import FnTable
+from ddflow.spark.tasks.engine_io import PlanRun, RawError, run_plan
 
 __all__ = [
     "DATA_ERROR",
@@ -36,7 +35,6 @@ __all__ = [
     "ERR_VALS",
     "ERROR_FIELDS",
     "RawError",
-    "Rerun",
     "rerun",
     "raise_data_errors",
     "describe",
@@ -55,29 +53,7 @@ ERR_VALS = "_ev"
 ERROR_FIELDS = (ERR_OP, ERR_MSG, ERR_VALS)
 """The error columns of a stage's output in ``errors="collect"`` mode (null on data rows)."""
 
-RawError = tuple[int, str, str, str, list[int], int]
-"""An error update as the engine hands it out: node, operator label, message, values, time,
-diff."""
-
 _SHOWN = 5
-
-
-class Rerun:
-    """A batch rerun through one operator of the embedded engine: its error updates and the
-    (consolidated) output of the records that succeeded."""
-
-    def __init__(
-        self,
-        errors: list[RawError],
-        columns: list[npt.NDArray[Any]],
-        times: npt.NDArray[np.int64],
-        diffs: npt.NDArray[np.int64],
-    ) -> None:
-        self.errors = errors
-        self.columns = columns
-        self.times = times
-        """Output times, one row per update (outer coordinates)."""
-        self.diffs = diffs
 
 
 def rerun(
@@ -86,9 +62,10 @@ def rerun(
     dims: int,
     fns: FnTable,
     batch: pa.RecordBatch,
-) -> Rerun:
+) -> PlanRun:
     """Runs ``batch`` (record columns ``_c0..``, times ``_t0..``, diffs ``_d``) through the
-    plan node ``node_json`` on a one-node embedded dataflow."""
+    plan node ``node_json`` on a one-node embedded dataflow: its error updates and the
+    (consolidated) output of the records that succeed, as Arrow columns with nulls."""
     node = dict(json.loads(node_json), id=1, inputs=[0], scope=0)
     nodes = [
         {"id": 0, "op": InputOp.OP, "scope": 0, "inputs": [], "columns": list(in_names),
@@ -99,22 +76,19 @@ def rerun(
     ]  # fmt: skip
     plan = {"version": 1, "time_dims": dims, "scopes": [{"id": 0, "parent": None}],
             "nodes": nodes}  # fmt: skip
-    engine = _core.Engine(json.dumps(plan, separators=(",", ":")), 1, fns)
-    engine.set_logging(False)
-    columns = [to_numpy(batch.column(f"_c{i}")) for i in range(len(in_names))]
+    in_cols = [batch.column(f"_c{i}") for i in range(len(in_names))]
     times = np.column_stack([batch.column(f"_t{j}").to_numpy() for j in range(dims)])
     diffs = batch.column("_d").to_numpy().astype(np.int64)
-    engine.push(0, columns, np.ascontiguousarray(times.astype(np.int64)), diffs)
-    engine.close_input(0)
-    engine.run()
-    errors = list(engine.errors_take())
-    out_cols, out_times, out_diffs = engine.capture_take(2)
-    n = len(out_diffs)
-    return Rerun(
-        errors,
-        [np.asarray(c) for c in out_cols],
-        np.asarray(out_times, dtype=np.int64).reshape(n, dims),
-        np.asarray(out_diffs, dtype=np.int64),
+    return run_plan(
+        json.dumps(plan, separators=(",", ":")),
+        fns,
+        in_cols,
+        in_names,
+        times.astype(np.int64),
+        diffs,
+        2,
+        node["columns"],
+        node["label"],
     )
 
 

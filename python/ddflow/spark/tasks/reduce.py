@@ -20,7 +20,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ddflow import _core
 from ddflow.errors import DataError
 from ddflow.plan import ArrangeOp, CaptureOp, InputOp, ReduceOp
 from ddflow.spark.tasks import error_rows as er
@@ -34,12 +33,12 @@ from ddflow.spark.tasks.batches import (
     FnTable,
     by_bucket,
     consolidated,
+    filter_join,
     table_of,
     tcol,
-    to_arrow,
-    to_numpy,
     widen,
 )
+from ddflow.spark.tasks.engine_io import as_type, run_plan
 from ddflow.spark.tasks.store import StateStore
 
 __all__ = [
@@ -107,34 +106,37 @@ def _run_reduce(
     vals = [f"_v{i}" for i in range(spec.n_vals)]
     tnames = [tcol(j) for j in range(spec.dims)]
     out_names = keys + [f"_o{i}" for i in range(spec.n_outs)]
+    empty = spec.schema.empty_table().select([*out_names, *tnames, DIFF])
     if table.num_rows == 0:
-        return spec.schema.empty_table().select([*out_names, *tnames, DIFF]), []
-    engine = _core.Engine(_mini_plan(spec), 1, fns)
-    engine.set_logging(False)
-    columns = [to_numpy(table[c]) for c in keys + vals]
+        return empty, []
     times = np.column_stack([table[t].to_numpy() for t in tnames]).astype(np.int64)
     diffs = table[DIFF].to_numpy().astype(np.int64)
     try:
-        engine.push(0, columns, np.ascontiguousarray(times), diffs)
-        engine.close_input(0)
-        engine.run()
+        run = run_plan(
+            _mini_plan(spec),
+            fns,
+            [table[c] for c in keys + vals],
+            spec.in_names,
+            times,
+            diffs,
+            3,
+            spec.out_names,
+            spec.label,
+        )
     except Exception as exc:
         exc.add_note(f"ddflow: raised by {spec.label} on Spark")
         raise
-    errors = list(engine.errors_take())
-    out_cols, out_times, out_diffs = engine.capture_take(3)
-    n = len(out_diffs)
+    n = len(run.diffs)
     if n == 0:
-        return spec.schema.empty_table().select([*out_names, *tnames, DIFF]), errors
-    out_times = np.asarray(out_times, dtype=np.int64).reshape(n, spec.dims)
+        return empty, run.errors
     key_types = [spec.schema.field(k).type for k in keys]
     arrays = [
-        to_arrow(np.asarray(c), t, spec.label)
-        for c, t in zip(out_cols, key_types + list(spec.out_types), strict=True)
+        as_type(c, t, spec.label)
+        for c, t in zip(run.columns, key_types + list(spec.out_types), strict=True)
     ]
-    arrays += [pa.array(out_times[:, j]) for j in range(spec.dims)]
-    arrays.append(pa.array(np.asarray(out_diffs, dtype=np.int64)))
-    return pa.table(arrays, names=[*out_names, *tnames, DIFF]), errors
+    arrays += [pa.array(run.times[:, j]) for j in range(spec.dims)]
+    arrays.append(pa.array(run.diffs))
+    return pa.table(arrays, names=[*out_names, *tnames, DIFF]), run.errors
 
 
 def _fail(errors: Sequence[er.RawError]) -> None:
@@ -226,8 +228,8 @@ def reduce_step(
     """
     keys, vals, outs, tnames = column_names(spec)
     touched = delta.select(keys).group_by(keys, use_threads=False).aggregate([])
-    kept = state.join(touched, keys=keys, join_type="left anti", use_threads=False)
-    hit = state.join(touched, keys=keys, join_type="left semi", use_threads=False)
+    kept = filter_join(state, touched, keys, "left anti")
+    hit = filter_join(state, touched, keys, "left semi")
     tag = hit[TAG]
     in_acc = hit.filter(pc.equal(tag, TAG_IN_ACC)).select([*keys, *vals, *tnames, DIFF])
     out_acc = hit.filter(pc.equal(tag, TAG_OUT_ACC)).select([*keys, *outs, *tnames, DIFF])

@@ -9,6 +9,11 @@
 //!
 //! Links are conservative: a column computed by an expression, a Python function or an
 //! aggregate starts a class of its own, so nothing is refused that could have run.
+//!
+//! Classes also tell the dtype of a column before data reaches it ([`DtypeLinks::dtype_of`]):
+//! the dtype an input fixed, else the first dtype an arrangement of the class was seen with
+//! at run time ([`DtypeLinks::observe`]; never used to refuse a batch). A `select` column
+//! that is a null without a dtype (the padding of an outer join) takes it from there.
 
 use super::plan::{JoinKind, Op, Plan};
 use crate::encoding::DType;
@@ -16,7 +21,7 @@ use crate::error::{Error, Result};
 
 /// Union-find over `(node, column)` slots, with the dtype each class was fixed to.
 #[derive(Clone, Debug)]
-pub(super) struct DtypeLinks {
+pub struct DtypeLinks {
     /// First slot of each node.
     base: Vec<usize>,
     parent: Vec<usize>,
@@ -26,6 +31,8 @@ pub(super) struct DtypeLinks {
     meets: Vec<Option<String>>,
     /// Per class root: the fixed dtype and the `(input node, column)` that fixed it.
     fixed: Vec<Option<(DType, usize, usize)>>,
+    /// Per class root: the dtype an arrangement of the class was first seen with.
+    observed: Vec<Option<DType>>,
 }
 
 impl DtypeLinks {
@@ -43,6 +50,7 @@ impl DtypeLinks {
             has_input: vec![false; total],
             meets: vec![None; total],
             fixed: vec![None; total],
+            observed: vec![None; total],
         };
         for (n, node) in plan.nodes.iter().enumerate() {
             if matches!(node.op, Op::Input { .. }) {
@@ -90,10 +98,42 @@ impl DtypeLinks {
             return;
         }
         self.parent[rb] = ra;
+        self.observed[ra] = self.observed[ra].or(self.observed[rb]);
         let both = self.has_input[ra] && self.has_input[rb];
         self.has_input[ra] |= self.has_input[rb];
         let m = self.meets[ra].take().or_else(|| self.meets[rb].take());
         self.meets[ra] = m.or_else(|| both.then(|| label.to_string()));
+    }
+
+    /// The root of slot `s`'s class (no path compression: for readers sharing the links).
+    fn root(&self, mut s: usize) -> usize {
+        while self.parent[s] != s {
+            s = self.parent[s];
+        }
+        s
+    }
+
+    /// The dtype of column `col` of `node` as far as the plan and the data so far tell: the
+    /// dtype an input fixed for its class, else the one an arrangement of the class was seen
+    /// with; `None` while no data of the class has arrived.
+    pub(super) fn dtype_of(&self, node: usize, col: usize) -> Option<DType> {
+        if node >= self.base.len() || col >= self.width(node) {
+            return None;
+        }
+        let r = self.root(self.slot(node, col));
+        self.fixed[r].map(|(d, _, _)| d).or(self.observed[r])
+    }
+
+    /// Records the dtypes `schema` that the columns of `node` (an arrangement) were seen
+    /// with, for classes that have none yet.
+    pub(super) fn observe(&mut self, node: usize, schema: &[DType]) {
+        let w = self.width(node).min(schema.len());
+        for (c, &d) in schema.iter().enumerate().take(w) {
+            let r = self.find(self.slot(node, c));
+            if self.observed[r].is_none() {
+                self.observed[r] = Some(d);
+            }
+        }
     }
 
     /// Key width of the arrangement a join or reduce reads (through `enter_arrangement`).

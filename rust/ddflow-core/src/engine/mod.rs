@@ -24,7 +24,7 @@ pub mod arrangement;
 mod attach;
 pub mod column;
 mod compaction;
-mod dtype_links;
+pub mod dtype_links;
 pub mod errors;
 pub mod exchange;
 mod input;

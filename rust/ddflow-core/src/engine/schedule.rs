@@ -60,6 +60,7 @@ impl Engine {
                 frontier_in,
                 reach_out,
                 workers,
+                dtype_links,
                 ..
             } = self;
             let ctx = PassCtx {
@@ -69,6 +70,7 @@ impl Engine {
                 trace_of,
                 frontier_in,
                 reach_out,
+                dtype_links,
             };
             let weight = match plan.nodes[node].op {
                 super::plan::Op::Reduce { .. } => REDUCE_LOAD_WEIGHT,
@@ -101,6 +103,15 @@ impl Engine {
             }
             if self.workers.len() > 1 {
                 exchange::flush(&mut self.workers);
+            }
+            if matches!(self.plan.nodes[node].op, Op::Arrange { .. }) {
+                // The dtypes any worker's trace was seen with, for columns linked to it.
+                for w in &self.workers {
+                    if let Some(schema) = w.traces[node].as_ref().and_then(|t| t.schema.clone()) {
+                        self.dtype_links.observe(node, &schema);
+                        break;
+                    }
+                }
             }
             self.refresh(node, &f_in);
             self.frontier_in[node] = f_in;

@@ -6,6 +6,7 @@
 
 use super::arrangement::Arrangement;
 use super::column::{Callbacks, Msg};
+use super::dtype_links::DtypeLinks;
 use super::errors::ErrorUpdate;
 use super::exchange;
 use super::operators::{Operator, Output, RunCtx};
@@ -66,6 +67,8 @@ pub struct PassCtx<'a> {
     pub frontier_in: &'a [Antichain<Time>],
     /// Frontier of each node's output at the start of the pass (global).
     pub reach_out: &'a [Antichain<Time>],
+    /// Which columns share a dtype, and the dtypes known so far.
+    pub dtype_links: &'a DtypeLinks,
 }
 
 impl Worker {
@@ -269,6 +272,7 @@ impl Worker {
             traces,
             fresh,
             errors,
+            dtype_links: ctx.dtype_links,
         };
         let op = &mut ops[node];
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

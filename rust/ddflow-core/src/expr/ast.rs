@@ -63,6 +63,11 @@ pub enum Expr {
     Col(String),
     /// A literal, broadcast to every row.
     Lit(Scalar),
+    /// A SQL null of a dtype (`lit(None, "int64")`), broadcast to every row. Without a
+    /// dtype (`lit(None)`) it may only be a whole `select` output column, whose dtype the
+    /// plan decides: the engine gives it the dtype of the columns the plan links it with
+    /// (the padding of an outer join; `engine/dtype_links.rs`).
+    Null(Option<DType>),
     /// `a + b`.
     Add(Box<Expr>, Box<Expr>),
     /// `a - b`.
@@ -339,7 +344,7 @@ impl Expr {
             return vec![a, b];
         }
         match self {
-            Expr::Col(_) | Expr::Lit(_) => vec![],
+            Expr::Col(_) | Expr::Lit(_) | Expr::Null(_) => vec![],
             Expr::Not(a)
             | Expr::Neg(a)
             | Expr::Cast(a, _)
@@ -583,6 +588,8 @@ impl fmt::Display for Expr {
         match self {
             Expr::Col(name) => write!(f, "col({})", quote(name)),
             Expr::Lit(s) => write!(f, "{s}"),
+            Expr::Null(Some(d)) => write!(f, "lit(None, {})", quote(d.name())),
+            Expr::Null(None) => f.write_str("lit(None)"),
             Expr::Not(a) => write!(f, "(~{a})"),
             Expr::Neg(a) => write!(f, "(-{a})"),
             Expr::Cast(a, dtype) => {

@@ -29,6 +29,8 @@ pub(crate) enum Kind {
     /// Input column (schema index).
     Input(usize),
     Const(Const),
+    /// A null of the node's dtype on every row.
+    Null,
     /// `+ - * // %` on two int64 or two float64 operands; `/` on two float64.
     Arith {
         op: BinaryOp,
@@ -197,6 +199,18 @@ impl Binder<'_> {
                     kind: Kind::Const(c),
                     dtype: s.dtype(),
                 }
+            }
+            Expr::Null(Some(d)) => Node {
+                kind: Kind::Null,
+                dtype: *d,
+            },
+            Expr::Null(None) => {
+                return Err(Error::Type(format!(
+                    "{e} has no dtype: give one, lit(None, \"int64\") (only a whole select \
+                     column that the plan links with another column may leave it out), in \
+                     expression {}",
+                    self.top
+                )))
             }
             Expr::Alias(a, _) => self.bind(a)?,
             Expr::Not(_) | Expr::Neg(_) | Expr::Cast(..) | Expr::When { .. } => {

@@ -326,6 +326,15 @@ impl<'a> Ctx<'a> {
                 },
                 None,
             ),
+            Kind::Null => (
+                match node.dtype {
+                    DType::Int64 => Value::Int(Vals::Const(0)),
+                    DType::Float64 => Value::Float(Vals::Const(0.0)),
+                    DType::Bool => Value::Bool(Vals::Const(false)),
+                    DType::Str => Value::Str(Vals::Const(0)),
+                },
+                Some(vec![true; self.n]),
+            ),
             Kind::Arith { op, lhs, rhs, src } => self.eval_arith(*op, lhs, rhs, src, mask)?,
             Kind::Cmp { .. }
             | Kind::And(..)

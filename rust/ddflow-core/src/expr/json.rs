@@ -120,6 +120,12 @@ fn parse(v: &Value, depth: usize) -> Result<Expr> {
     }
     Ok(match op {
         "col" => Expr::Col(str_field(obj, "name", v)?.to_string()),
+        "lit" if matches!(obj.get("value"), Some(Value::Null)) => {
+            Expr::Null(match obj.get("dtype") {
+                None | Some(Value::Null) => None,
+                Some(_) => Some(dtype_field(obj, v)?),
+            })
+        }
         "lit" => Expr::Lit(parse_lit(obj, v)?),
         "neg" => Expr::Neg(arg("arg")?),
         "not" => Expr::Not(arg("arg")?),
@@ -219,6 +225,8 @@ impl Expr {
         match self {
             Expr::Col(name) => json!({"op": "col", "name": name}),
             Expr::Lit(s) => lit_json(s),
+            Expr::Null(Some(d)) => json!({"op": "lit", "value": null, "dtype": d.name()}),
+            Expr::Null(None) => json!({"op": "lit", "value": null}),
             Expr::Neg(a) => json!({"op": "neg", "arg": a.to_json()}),
             Expr::Not(a) => json!({"op": "not", "arg": a.to_json()}),
             Expr::Cast(a, d) => json!({"op": "cast", "dtype": d.name(), "arg": a.to_json()}),

@@ -42,6 +42,10 @@
 //! for any other number, bool or str. With `"dtype": "float64"`, `value` may be an integer
 //! or a string holding a float (`"inf"`, `"-inf"`, `"nan"`, `"0.1"`: JSON has no non-finite
 //! numbers, and a string is parsed exactly even without `serde_json`'s `float_roundtrip`).
+//! A `value` of `null` is a SQL null of `dtype` (`{"op": "lit", "value": null, "dtype":
+//! "int64"}`, Python `lit(None, "int64")`); without `dtype` it is a null whose dtype the plan
+//! decides, allowed only as a whole `select` column (the padding of an outer join: the
+//! engine's `select` gives it the dtype of the columns the plan links it with).
 //! [`Expr::to_json`] always writes `dtype`, and writes a float as a string when `serde_json`
 //! (without its `float_roundtrip` feature) would not read the number back exactly. Malformed JSON raises [`Error::Plan`](crate::Error);
 //! an integer literal outside int64 raises `Error::Overflow`. Nesting is limited to

@@ -56,6 +56,7 @@ pub mod variable;
 
 use super::arrangement::Arrangement;
 use super::column::{Callbacks, Msg, Schema};
+use super::dtype_links::DtypeLinks;
 use super::errors::ErrorUpdate;
 use super::plan::{Node, Plan};
 use super::util::consolidate;
@@ -163,6 +164,8 @@ pub struct RunCtx<'a> {
     pub fresh: &'a mut [Option<Arc<Msg>>],
     /// The worker's error updates.
     pub errors: &'a mut Vec<ErrorUpdate>,
+    /// Which columns share a dtype, and the dtypes known so far (all workers).
+    pub dtype_links: &'a DtypeLinks,
 }
 
 impl<'a> RunCtx<'a> {

@@ -1,9 +1,15 @@
 //! `select`: evaluates one expression per output column on every record.
+//!
+//! An output column that is a null without a dtype (`{"op": "lit", "value": null}`, the
+//! padding of an outer join) takes the dtype of the columns the plan links it with
+//! ([`crate::engine::dtype_links`]: an input's, or an arrangement's seen at run time). While
+//! none is known yet, every record of the batch is an error update naming the column.
 
 use super::records::{Bound, Failures};
 use super::{Operator, Output, RunCtx};
+use crate::encoding::DType;
 use crate::engine::column::{Msg, Schema};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::expr::{BoundExpr, Expr};
 use crate::lattice::{Antichain, Time};
 use crate::updates::Updates;
@@ -12,16 +18,61 @@ use std::sync::Arc;
 /// A `select` node: its expressions, bound for the last input schema.
 pub struct Select {
     exprs: Vec<Expr>,
+    /// Output columns that are nulls without a dtype, and the dtypes they were given.
+    untyped: Vec<(usize, Option<DType>)>,
     bound: Bound<(Vec<BoundExpr>, Schema)>,
 }
 
 impl Select {
     /// A `select` of `exprs`.
     pub fn new(exprs: &[Expr]) -> Self {
+        let untyped = exprs
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| is_untyped_null(e))
+            .map(|(j, _)| (j, None))
+            .collect();
         Select {
             exprs: exprs.to_vec(),
+            untyped,
             bound: Bound::default(),
         }
+    }
+
+    /// Gives the untyped null columns the dtypes the links know; `Err` names the first
+    /// column still without one.
+    fn type_nulls(&mut self, cx: &RunCtx<'_>) -> std::result::Result<(), Error> {
+        let mut changed = false;
+        for (j, given) in self.untyped.iter_mut() {
+            if given.is_some() {
+                continue;
+            }
+            let Some(d) = cx.dtype_links.dtype_of(cx.node, *j) else {
+                let name = cx.spec().columns.get(*j).cloned().unwrap_or_default();
+                return Err(Error::Type(format!(
+                    "column {name:?} is a null whose dtype comes from the columns the plan \
+                     puts it beside (the other side of an outer join), and no data of them \
+                     has arrived yet; push that side's first update (at any time) before \
+                     running this time"
+                )));
+            };
+            *given = Some(d);
+            self.exprs[*j] = Expr::Null(Some(d));
+            changed = true;
+        }
+        if changed {
+            self.bound = Bound::default();
+        }
+        Ok(())
+    }
+}
+
+/// Whether `e` is a null without a dtype (under any aliases).
+fn is_untyped_null(e: &Expr) -> bool {
+    match e {
+        Expr::Null(None) => true,
+        Expr::Alias(a, _) => is_untyped_null(a),
+        _ => false,
     }
 }
 
@@ -63,6 +114,13 @@ impl Operator for Select {
         let names = cx.input_columns();
         let mut out = Vec::new();
         let mut failures = Failures::default();
+        if let Err(e) = self.type_nulls(cx) {
+            for m in inputs.iter().flatten() {
+                failures.fail_all(m, &e);
+            }
+            failures.record(cx, names);
+            return Ok(Output::none());
+        }
         for m in inputs.iter().flatten() {
             let exprs = &self.exprs;
             let bound = self.bound.get(m, names, &spec.label, |schema| {

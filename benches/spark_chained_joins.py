@@ -1,0 +1,213 @@
+"""A TPC-H Q1-shaped plan on the Spark backend beside the embedded engine, from one run.
+
+``python benches/spark_chained_joins.py [--rows 1000000] [--times 100] [--groups 4]
+[--deletes 0.2] [--form chained|agg|both] [--partitions 2] [--master local[2]] [--out FILE]``
+
+The input is a lineitem-like table (group key ``flag``, ``status`` with ``--groups`` groups;
+``qty``, ``price``, ``disc``, ``tax``) with an update history: each row is inserted at a
+random time in ``0..times-1`` and a ``--deletes`` share of them is deleted at a later time.
+Two forms of Q1's eight aggregates per group:
+
+* ``chained``: eight ``reduce`` nodes, one aggregate each (four sums, three means, a count),
+  joined back together on the group key by seven chained joins. Every aggregate of a group
+  changes at nearly every time, so each reduce output holds about ``2 * times`` updates per
+  group, and a join of two such histories pairs every update of one side with every update of
+  the other (their product at the later time);
+* ``agg``: the modern form, ``group_by(...).agg(...)``: one reduce, no joins.
+
+For each form: the embedded engine on the whole history at once, then ``run_on_spark`` on
+the same input (Parquet), both timed in this process (the Spark session warm); checks that
+the output histories are identical and prints both times and their ratio as a Markdown
+table, appended to ``--out`` (``-`` for none). Exit status 1 when outputs differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import ddflow as dd
+from ddflow import col
+
+KEY = ("flag", "status")
+VALUES = ("qty", "price", "disc", "tax")
+
+
+def history(rows: int, times: int, groups: int, deletes: float, seed: int = 0) -> pa.Table:
+    """The lineitem-like update history (see the module doc)."""
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, groups, rows)
+    cols = {
+        "flag": g // 2,
+        "status": g % 2,
+        "qty": rng.integers(1, 51, rows),
+        "price": rng.integers(900, 100_000, rows),
+        "disc": rng.integers(0, 11, rows),
+        "tax": rng.integers(0, 9, rows),
+    }
+    born = rng.integers(0, times, rows)
+    gone = rng.random(rows) < deletes
+    gone &= born < times - 1
+    died = (
+        born[gone] + 1 + (rng.random(int(gone.sum())) * (times - 1 - born[gone])).astype(np.int64)
+    )
+    out = {k: np.concatenate([v, v[gone]]).astype(np.int64) for k, v in cols.items()}
+    out["time"] = np.concatenate([born, died]).astype(np.int64)
+    out["diff"] = np.concatenate([np.ones(rows, np.int64), -np.ones(int(gone.sum()), np.int64)])
+    return pa.table(out)
+
+
+def build(form: str) -> tuple[dd.Dataflow, dd.InputSession, dd.Collection]:
+    """The Q1-shaped dataflow in ``form`` (``chained`` or ``agg``)."""
+    flow = dd.Dataflow(log=False)
+    li_in, li = flow.new_input({c: "int64" for c in (*KEY, *VALUES)})
+    price, disc, tax = col("price"), col("disc"), col("tax")
+    measures = {
+        "sum_qty": (col("qty"), dd.sum),
+        "sum_base_price": (price, dd.sum),
+        "sum_disc_price": (price * (100 - disc), dd.sum),
+        "sum_charge": (price * (100 - disc) * (100 + tax), dd.sum),
+        "avg_qty": (col("qty"), dd.mean),
+        "avg_price": (price, dd.mean),
+        "avg_disc": (disc, dd.mean),
+    }
+    if form == "agg":
+        aggs: dict[str, Any] = {name: fn(e) for name, (e, fn) in measures.items()}
+        return flow, li_in, li.group_by(*KEY).agg(**aggs, count_order=dd.count())
+    parts = [
+        li.select(*KEY, **{name: e}).reduce(list(KEY), fn(name))
+        for name, (e, fn) in measures.items()
+    ]
+    parts.append(li.select(*KEY).count(by=list(KEY)).rename(count="count_order"))
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.join(p, on=list(KEY))
+    return flow, li_in, out
+
+
+def run_embedded(form: str, hist: pa.Table) -> tuple[list[tuple[Any, ...]], float]:
+    """The output history on the embedded engine, and the seconds from the first update to
+    the read output."""
+    flow, li_in, out = build(form)
+    cap = out.capture()
+    start = time.perf_counter()
+    li_in.update_batch(
+        {c: hist[c].to_numpy() for c in (*KEY, *VALUES)},
+        times=hist["time"].to_numpy(),
+        diffs=hist["diff"].to_numpy(),
+    )
+    li_in.close()
+    flow.run()
+    rows = sorted(tuple(r.values()) for r in cap.updates().to_pylist())
+    return rows, time.perf_counter() - start
+
+
+def run_spark(spark: Any, form: str, path: str, partitions: int) -> tuple[list[Any], float, str]:
+    """The output history through ``run_on_spark`` (input read from Parquet), the seconds
+    from the call to the collected output, and ``explain()``."""
+    from ddflow.spark import run_on_spark
+
+    flow, li_in, out = build(form)
+    start = time.perf_counter()
+    df = spark.read.parquet(path)
+    result = run_on_spark(spark, flow, {li_in: df}, [out], partitions=partitions)
+    rows = sorted(tuple(r) for r in result[out].collect())
+    return rows, time.perf_counter() - start, result.explain()
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _load() -> str:
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python benches/spark_chained_joins.py")
+    p.add_argument("--rows", type=int, default=1_000_000)
+    p.add_argument("--times", type=int, default=100)
+    p.add_argument("--groups", type=int, default=4)
+    p.add_argument("--deletes", type=float, default=0.2)
+    p.add_argument("--form", choices=("chained", "agg", "both"), default="both")
+    p.add_argument("--partitions", type=int, default=2)
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--out", default="-")
+    p.add_argument("--explain", action="store_true", help="print how each node ran on Spark")
+    args = p.parse_args(argv)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from ddflow.spark import warm_up
+
+    load_before = _load()
+    hist = history(args.rows, args.times, args.groups, args.deletes)
+    spark = (
+        SparkSession.builder.master(args.master)
+        .config("spark.sql.shuffle.partitions", str(args.partitions))
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    warm = warm_up(spark)
+    forms = ("chained", "agg") if args.form == "both" else (args.form,)
+    lines = [
+        f"`python benches/spark_chained_joins.py {' '.join(argv or sys.argv[1:])}`".replace(
+            " `", "`"
+        ),
+        "",
+        f"commit {_commit()}, {os.cpu_count()} cores ({platform.machine()}), "
+        f"{args.master}, {args.partitions} partitions, pyspark {spark.version}; "
+        f"{hist.num_rows:,} input updates ({args.rows:,} rows, {args.groups} groups, "
+        f"{args.times} times, {args.deletes:.0%} deleted later); warm-up {warm:.1f} s "
+        f"(kept out)",
+        "",
+        "| form | embedded | ddflow on Spark | Spark / embedded | output updates | equal |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    same_all = True
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "lineitem.parquet")
+        pq.write_table(hist, path)
+        for form in forms:
+            want, secs_e = run_embedded(form, hist)
+            got, secs_s, how = run_spark(spark, form, path, args.partitions)
+            same = got == [tuple(r) for r in want]
+            same_all &= same
+            lines.append(
+                f"| {form} | {secs_e:.2f} s | {secs_s:.2f} s | {secs_s / secs_e:.1f}x | "
+                f"{len(got):,} | {'yes' if same else 'NO'} |"
+            )
+            print(lines[-1], flush=True)
+            if args.explain:
+                print(how, flush=True)
+    spark.stop()
+    lines += ["", f"load average before {load_before}, after {_load()}"]
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if args.out != "-":
+        with open(args.out, "a") as f:
+            f.write(report + "\n")
+    return 0 if same_all else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
