@@ -327,11 +327,11 @@ impl<'a> Ctx<'a> {
                 None,
             ),
             Kind::Null => (
-                match node.dtype {
+                match node.dtype.physical() {
                     DType::Int64 => Value::Int(Vals::Const(0)),
                     DType::Float64 => Value::Float(Vals::Const(0.0)),
                     DType::Bool => Value::Bool(Vals::Const(false)),
-                    DType::Str => Value::Str(Vals::Const(0)),
+                    _ => Value::Str(Vals::Const(0)),
                 },
                 Some(vec![true; self.n]),
             ),
