@@ -18,11 +18,11 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ddflow.logical_types import arrow_type, is_logical, to_arrow
 from ddflow._core import CaptureState
 from ddflow.engine import Runtime
 from ddflow.errorlog import describe
 from ddflow.errors import DataError, InvalidValueError, PlanError, TimeError
+from ddflow.logical_types import arrow_type, is_logical, to_arrow
 from ddflow.times import Time, frontier_passed
 
 __all__ = ["Capture", "Probe", "KEEP_MODES"]

@@ -22,9 +22,16 @@ from typing import Any, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
-from ddflow.logical_types import NULL_WORDS, canonical, is_logical, name_of_arrow, physical, words_of
 from ddflow import _core
 from ddflow.errors import InvalidValueError, OverflowError, SchemaTypeError
+from ddflow.logical_types import (
+    NULL_WORDS,
+    canonical,
+    is_logical,
+    name_of_arrow,
+    physical,
+    words_of,
+)
 
 __all__ = [
     "DTYPES",
@@ -75,7 +82,7 @@ def dtype_name(spec: object) -> str:
     ``"decimal128(12, 2)"``, ``"int32"``) or pyarrow types."""
     if isinstance(spec, str) and spec not in _ALIASES:
         return canonical(spec)
-    if hasattr(spec, "bit_width") or type(spec).__module__.startswith("pyarrow"):
+    if type(spec).__module__.startswith("pyarrow"):
         import pyarrow as pa
 
         if isinstance(spec, pa.DataType):
@@ -592,7 +599,9 @@ def coerce_column(arr: Any, kind: str, want: str, what: str) -> WordColumn:
     if bounds is not None and _int_range(kind) is not None:
         lo, hi = bounds
         bad = ((values < lo) | (values > hi)) & ~nulls
-    elif want_scale is not None and (_int_range(kind) is not None or _decimal_scale(kind) is not None):
+    elif want_scale is not None and (
+        _int_range(kind) is not None or _decimal_scale(kind) is not None
+    ):
         shift = want_scale - (_decimal_scale(kind) or 0)
         if shift < 0:
             raise refuse

@@ -15,15 +15,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ddflow.logical_types import NULL_WORDS, is_logical, physical, scalar_kind, word_of
 from ddflow.dtypes import (
     WordColumn,
-    coerce_column,
     arrow_columns,
     arrow_utf8_column,
     check_int64,
     check_int64_min,
     check_utf8,
+    coerce_column,
     column_dtype,
     dtype_name,
     empty_column,
@@ -40,6 +39,7 @@ from ddflow.errors import (
     ShapeError,
     TimeError,
 )
+from ddflow.logical_types import NULL_WORDS, is_logical, physical, scalar_kind, word_of
 from ddflow.times import Coords, Time, is_int, less_equal
 
 __all__ = ["InputSession"]
@@ -412,7 +412,9 @@ class InputSession:
                     arrays[i] = arr = arr.astype(np.float64)
                 kind = "float64"
             if want is not None and kind != want and is_logical(want):
-                arrays[i] = arr = coerce_column(arr, kind, want, f"{self._what()}, column {self.columns[i]!r}")
+                arrays[i] = arr = coerce_column(
+                    arr, kind, want, f"{self._what()}, column {self.columns[i]!r}"
+                )
                 kind = want
             if want is None:
                 fixes[i] = kind

@@ -246,5 +246,7 @@ def to_arrow(arr: pa.Array, name: str) -> pa.Array:
         validity = arr.buffers()[0] if arr.null_count else None
         if validity is not None and arr.offset:
             validity = pa.array(arr.is_valid()).buffers()[1]
-        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(pairs.tobytes())], arr.null_count)
+        return pa.Array.from_buffers(
+            t, n, [validity, pa.py_buffer(pairs.tobytes())], arr.null_count
+        )
     return arr.cast(t)

@@ -272,27 +272,8 @@ impl Binder<'_> {
             }
             Expr::Cast(a, to) => {
                 let a = self.bind(a)?;
-                let from = a.dtype;
-                if from == *to {
-                    return Ok(a);
-                }
-                if from == DType::Str || *to == DType::Str {
-                    return Err(self.type_err(
-                        e,
-                        format!(
-                            "cannot cast {} to {} (casts are among int64, float64 and bool)",
-                            from.name(),
-                            to.name()
-                        ),
-                    ));
-                }
-                Node {
-                    kind: Kind::Cast {
-                        arg: Box::new(a),
-                        src: e.to_string(),
-                    },
-                    dtype: *to,
-                }
+                super::bind_cast::bind_cast(a, *to, &e.to_string())
+                    .map_err(|msg| self.type_err(e, msg))?
             }
             Expr::When {
                 cond,

@@ -118,6 +118,7 @@
 
 mod ast;
 mod bind;
+mod bind_cast;
 mod bind_logical;
 mod calendar;
 mod column;

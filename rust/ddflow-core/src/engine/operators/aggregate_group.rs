@@ -275,7 +275,10 @@ fn finish(
         (GroupAgg::Sum { .. }, Some(Sum::Float(_))) if all_null => null_word(DType::Float64),
         (GroupAgg::Sum { .. }, Some(Sum::Int(s))) => int(s.ok_or_else(overflow)?)?,
         (GroupAgg::Sum { .. }, Some(Sum::Float(s))) => encode_f64(s),
-        (GroupAgg::Mean { .. }, Some(_)) if all_null => null_word(DType::Float64),
+        (GroupAgg::Mean { .. }, Some(_)) if all_null => match column {
+            Some(d @ DType::Decimal(..)) => null_word(d),
+            _ => null_word(DType::Float64),
+        },
         (GroupAgg::Mean { .. }, Some(s)) => {
             if non_null == 0 {
                 return Err(Error::DivisionByZero(format!(
