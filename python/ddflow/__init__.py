@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from ddflow import _core as _core
 from ddflow import algorithms
-from ddflow.aggregates import count, distinct, max, mean, min, reducer, sum, top_k
+from ddflow.aggregates import count, count_distinct, distinct, max, mean, min, reducer, sum, top_k
 from ddflow.callbacks import ReduceBatch
 from ddflow.capture import Capture, Probe
 from ddflow.collection import Arrangement, Collection
@@ -87,6 +87,7 @@ __all__ = [
     "sum",
     "mean",
     "count",
+    "count_distinct",
     "distinct",
     "top_k",
     "reducer",

@@ -455,6 +455,7 @@ def lit(value: Scalar | None, dtype: object = None) -> Expr:
         if physical(want) == "float64":
             return Expr("lit", value=float(cast(float, value)), dtype="float64")
         return Expr("lit", value=word_of(value, want, f"literal {value!r}"), dtype=want)
+    value = cast(int | float | bool | str, value)
     if want == "int64" and natural == "int64":
         v = iv = int(value)
         if not _I64_MIN <= iv <= _I64_MAX:

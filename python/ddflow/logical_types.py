@@ -149,10 +149,10 @@ def words_of(arr: Any, name: str, what: str) -> npt.NDArray[np.uint64]:
         floats = np.array(floats, dtype=np.float64)
         floats[floats == 0.0] = 0.0
         floats[np.isnan(floats)] = np.nan
-        words = floats.view(np.uint64)
+        float_words: npt.NDArray[np.uint64] = floats.view(np.uint64)
         if nulls is not None:
-            words[nulls] = np.uint64(NULL_WORDS["float64"])
-        return words
+            float_words[nulls] = np.uint64(NULL_WORDS["float64"])
+        return float_words
     if pa.types.is_decimal(t):
         pairs = _values(arr, 2, np.int64).reshape(n, 2)
         low, high = pairs[:, 0], pairs[:, 1]

@@ -295,3 +295,42 @@ def test_decimal_overflow_is_an_error_update() -> None:
     assert "p=90000000000000000.00" in str(errors[0]["values"]) or "90000000000000000.00" in str(
         errors[0]
     )
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_count_distinct_matches_duckdb_through_retractions(seed: int) -> None:
+    rng = random.Random(seed)
+    flow = dd.Dataflow()
+    inp, c = flow.new_input({"k": "int64", "u": "int64", "x": "int64"})
+    capture = c.group_by("k").agg(users=dd.count_distinct("u"), n=dd.count()).capture()
+    live: list[tuple[int, int | None, int]] = []
+    con = duckdb.connect()
+    for t in range(6):
+        for _ in range(30):
+            if live and rng.random() < 0.3:
+                row = live.pop(rng.randrange(len(live)))
+                inp.update_at(row, time=t, diff=-1)
+            else:
+                u = None if rng.random() < 0.1 else rng.randrange(6)
+                row = (rng.randrange(3), u, rng.randrange(100))
+                live.append(row)
+                inp.update_at(row, time=t)
+        inp.advance_to(t + 1)
+        flow.run_until(t + 1)
+        table = pa.table(
+            {"k": [r[0] for r in live], "u": pa.array([r[1] for r in live], pa.int64())}
+        )
+        con.register("t", table)
+        want = con.execute("select k, count(distinct u), count(*) from t group by k").fetchall()
+        assert _final_at(capture, t) == sorted(want, key=repr)
+
+
+def _final_at(capture: dd.Capture, t: int) -> list[tuple[object, ...]]:
+    table = capture.updates()
+    rows = [r for r in table.to_pylist() if r["time"] <= t]
+    acc: dict[tuple[object, ...], int] = {}
+    cols = [c for c in table.column_names if c not in ("time", "diff")]
+    for row in rows:
+        key = tuple(row[c] for c in cols)
+        acc[key] = acc.get(key, 0) + row["diff"]
+    return sorted([k for k, n in acc.items() for _ in range(n)], key=repr)

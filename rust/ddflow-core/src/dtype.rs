@@ -271,7 +271,7 @@ impl DType {
             _ => unreachable!("simple names above"),
         };
         let leaked: &'static str = Box::leak(text.into_boxed_str());
-        *names()
+        names()
             .write()
             .expect("names poisoned")
             .entry(*self)

@@ -83,7 +83,12 @@ fn fit(n: Node, to: DType, src: &str) -> Node {
         _ => to.int_range().filter(|r| *r != (i64::MIN + 1, i64::MAX)),
     };
     match range {
-        Some((lo, hi)) => func(BoundFunc::Fit(lo, hi), vec![retype(n, DType::Int64)], to, src),
+        Some((lo, hi)) => func(
+            BoundFunc::Fit(lo, hi),
+            vec![retype(n, DType::Int64)],
+            to,
+            src,
+        ),
         None => retype(n, to),
     }
 }
@@ -151,7 +156,12 @@ pub(super) fn bind_cast(a: Node, to: DType, src: &str) -> Result<Node, String> {
                 mul(a, 10i64.pow((s2 - s1) as u32), to, src)
             } else {
                 let d = int_node(10i64.pow((s1 - s2) as u32));
-                func(BoundFunc::DecimalDiv(0), vec![retype(a, DType::Int64), d], to, src)
+                func(
+                    BoundFunc::DecimalDiv(0),
+                    vec![retype(a, DType::Int64), d],
+                    to,
+                    src,
+                )
             };
             fit(n, to, src)
         }

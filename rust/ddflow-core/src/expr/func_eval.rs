@@ -312,14 +312,19 @@ fn eval_conversion<'a>(
     src: &str,
 ) -> Option<Result<Value<'a>>> {
     let Rows { n, off, mask } = rows;
-    let bad = |i: usize, what: String| {
-        Err(Error::Value(format!("{src} at row {}: {what}", i + off)))
-    };
+    let bad =
+        |i: usize, what: String| Err(Error::Value(format!("{src} at row {}: {what}", i + off)));
     Some(match (func, &args[0]) {
         (BoundFunc::Fit(lo, hi), Value::Int(a)) => {
             let (lo, hi) = (*lo, *hi);
             match first_bad(n, mask, |i| !(lo..=hi).contains(&a.get(i))) {
-                Some(i) => bad(i, format!("value {} is out of the target's range {lo}..={hi}", a.get(i))),
+                Some(i) => bad(
+                    i,
+                    format!(
+                        "value {} is out of the target's range {lo}..={hi}",
+                        a.get(i)
+                    ),
+                ),
                 None => Ok(Value::Int(map1(a, |x| x))),
             }
         }
@@ -327,9 +332,7 @@ fn eval_conversion<'a>(
             let d = *d;
             Ok(Value::Int(map1(a, move |x| x / d)))
         }
-        (BoundFunc::ToFloat32, Value::Float(a)) => {
-            Ok(Value::Float(map1(a, |x| x as f32 as f64)))
-        }
+        (BoundFunc::ToFloat32, Value::Float(a)) => Ok(Value::Float(map1(a, |x| x as f32 as f64))),
         (BoundFunc::FloatToDecimal(s), Value::Float(a)) => {
             let scale = 10f64.powi(*s as i32);
             let conv = move |x: f64| {

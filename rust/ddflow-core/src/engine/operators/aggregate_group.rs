@@ -47,7 +47,8 @@ fn column_of(part: &GroupAgg) -> Option<usize> {
         GroupAgg::Sum { column, .. }
         | GroupAgg::Mean { column, .. }
         | GroupAgg::Min { column, .. }
-        | GroupAgg::Max { column, .. } => Some(*column),
+        | GroupAgg::Max { column, .. }
+        | GroupAgg::CountDistinct { column, .. } => Some(*column),
     }
 }
 
@@ -59,6 +60,7 @@ fn describe(part: &GroupAgg) -> String {
         GroupAgg::Mean { name, .. } => ("mean", name),
         GroupAgg::Min { name, .. } => ("min", name),
         GroupAgg::Max { name, .. } => ("max", name),
+        GroupAgg::CountDistinct { name, .. } => ("count_distinct", name),
     };
     match (name.is_empty(), column_of(part)) {
         (false, _) => format!("{kind} '{name}'"),
@@ -137,7 +139,7 @@ pub fn output_dtypes(aggs: &[GroupAgg], vals: &[DType], label: &str) -> Result<V
                         ))
                     })
                 }
-                GroupAgg::Count { .. } => Ok(DType::Int64),
+                GroupAgg::Count { .. } | GroupAgg::CountDistinct { .. } => Ok(DType::Int64),
                 _ => Ok(d),
             }
         })
@@ -220,6 +222,29 @@ fn write_row(
                 Some(dtypes[*column]),
                 label,
             )?,
+            GroupAgg::CountDistinct { column, .. } => {
+                // The values' accumulated counts: vals rows may repeat a value of `column`
+                // beside other columns' values.
+                let mut counted: Vec<(u64, i128)> = counts
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| !null(i, *column))
+                    .map(|(i, &n)| (word(i, *column), n as i128))
+                    .collect();
+                counted.sort_unstable_by_key(|&(w, _)| w);
+                let mut distinct = 0i64;
+                let mut k = 0;
+                while k < counted.len() {
+                    let (w, mut n) = counted[k];
+                    k += 1;
+                    while k < counted.len() && counted[k].0 == w {
+                        n += counted[k].1;
+                        k += 1;
+                    }
+                    distinct += (n > 0) as i64;
+                }
+                encode_i64(distinct)
+            }
             GroupAgg::Min { column, .. } | GroupAgg::Max { column, .. } => {
                 let want = if matches!(part, GroupAgg::Min { .. }) {
                     Ordering::Less
