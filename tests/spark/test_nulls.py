@@ -5,7 +5,8 @@ Cases: nulls passed through; expressions compiled to Spark Columns and the same 
 in the Rust evaluator (``mapInArrow``): arithmetic, comparisons (NaN beside a null), Kleene
 ``&``/``|``/``~``, ``when``, casts, ``min_of``/``max_of``, ``is_null``/``is_not_null``/
 ``fill_null``/``coalesce`` and library functions; filters (a null predicate drops the row);
-joins (null keys never match unless ``nulls_equal``), semijoin and antijoin; ``group_by``
+joins (null keys never match unless ``nulls_equal``), semijoin, antijoin and outer joins
+(padded with untyped nulls); ``group_by``
 with null keys and aggregates that skip nulls, ``distinct``, ``count``; Python functions
 (a ``str`` null is ``None``, an int64 null is an error); loops over null-keyed edges, fused
 and general; ``errors="collect"``; and what the input refuses (int64's null word ``-2**63``).
@@ -87,6 +88,7 @@ EXPRS: dict[str, dd.expr.Expr] = {
     "starts": col("s").str.starts_with("a"),
     "cat": dd.concat_str([col("s"), col("s")], separator="-"),
     "abs": col("v").abs(),
+    "nullit": dd.when(col("k") > 1).then(dd.lit(None, "int64")).otherwise(col("k")),
 }
 """Expressions the Spark compiler translates (every one of them, with nulls)."""
 
@@ -124,6 +126,14 @@ CASES: dict[str, Callable[[dd.Collection, dd.Collection], list[dd.Collection]]] 
         a.antijoin(b, on="k"),
         a.join(b.rename(k="kb"), left_on="s", right_on="w"),
         a.join(b, left_on=["k", "s"], right_on=["k", "w"], nulls_equal=True),
+    ],
+    "outer_joins": lambda a, b: [
+        a.join(b, on="k", how="left"),
+        a.join(b, on="k", how="right"),
+        a.join(b, on="k", how="outer"),
+        a.join(b, on="k", how="outer", nulls_equal=True),
+        a.join(b.rename(k="kb"), left_on="s", right_on="w", how="outer"),
+        b.join(a.select("k", "v"), on="k", how="left").group_by("k").agg(n=dd.count("v")),
     ],
     "group_by": lambda a, b: [
         a.group_by("k").agg(

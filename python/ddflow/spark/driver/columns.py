@@ -16,7 +16,9 @@ evaluator in ``mapInArrow`` instead (``tasks/batch_functions.py``). Exactness no
   rules; ``is_null``/``is_not_null``/``coalesce`` are Spark's own. Where a Spark function
   skips nulls (``least``/``greatest``, ``concat_ws``) or answers for a null beside a NaN
   (``isnan``) or a zero divisor, the compiled column is guarded to be null where an operand
-  is (:func:`all_set`), as on the engine.
+  is (:func:`all_set`), as on the engine. A typed null literal is a cast null; one without a
+  dtype (an outer join's padding) is Spark's ``NullType`` until a ``concat`` gives it the
+  type of the column beside it (``operators.py``), as the engine's dtype links do.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ __all__ = [
     "NotCompilable",
     "compile_expr",
     "all_set",
+    "UNTYPED_NULL",
     "SPARK_TYPES",
     "dtype_of",
     "negate_diffs",
@@ -49,6 +52,9 @@ SPARK_TYPES: dict[str, T.DataType] = {
 }
 
 _I64_MIN = -(2**63)
+
+UNTYPED_NULL = "null"
+"""The pseudo-dtype of a null without a dtype (``{"op": "lit", "value": null}``)."""
 
 Typed = tuple[Column, str]
 
@@ -143,6 +149,13 @@ def compile_expr(
         return columns[name]
     if op == "lit":
         value = expr["value"]
+        if value is None:
+            dtype = expr.get("dtype")
+            if dtype is None:
+                # A null without a dtype (an outer join's padding, a whole select column):
+                # Spark's NullType, given its peer's type where the concat unions it.
+                return F.lit(None), UNTYPED_NULL
+            return F.lit(None).cast(SPARK_TYPES[dtype]), dtype
         dtype = expr.get("dtype") or (
             "bool"
             if isinstance(value, bool)

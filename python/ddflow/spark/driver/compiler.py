@@ -9,10 +9,12 @@ runs as supersteps (``supersteps.py``) when its ``leave`` is first needed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from ddflow.capture import Capture
 from ddflow.collection import Collection
@@ -23,6 +25,7 @@ from ddflow.plan import ReduceOp
 from ddflow.spark.driver import validate
 from ddflow.spark.driver.context import ERROR_MODES, RunContext, key_partitions
 from ddflow.spark.driver.error_frames import ErrorFrames
+from ddflow.spark.driver.key_regions import KeyRegions
 from ddflow.spark.driver.lineage import Checkpoints, consolidated
 from ddflow.spark.driver.operators import Operators
 from ddflow.spark.driver.ops import SPARK_OPS
@@ -52,7 +55,13 @@ class Compiler:
         reduce_state: str = "store",
         state_dir: str | None = None,
         errors: str = "raise",
+        key_regions: bool | None = None,
     ) -> None:
+        """``key_regions``: run key-local regions as one engine stage each
+        (``key_regions.py``); off, every operator runs on its own. Default: on, unless the
+        environment variable ``DDFLOW_SPARK_KEY_REGIONS`` is ``0``."""
+        if key_regions is None:
+            key_regions = os.environ.get("DDFLOW_SPARK_KEY_REGIONS", "1") != "0"
         cuts = Checkpoints(checkpoint)
         if reduce_state not in REDUCE_STATE_MODES:
             raise PlanError(
@@ -85,12 +94,19 @@ class Compiler:
         self.reduces = ReduceStages(self.ctx)
         self.state = State(self.ctx, cuts, self.reduces, store)
         self.iterates = IterateDriver(self.ctx, self.ops, self.state, self.top)
+        self.regions = KeyRegions(self.ctx, self.out_nodes, enabled=key_regions)
         self.memo: dict[int, DataFrame] = {}
+        self._general = False
+        """Compiling operator by operator, regions ignored (for their exits' schemas)."""
+        self._general_memo: dict[int, DataFrame] = {}
 
     def top(self, n: int) -> DataFrame:
-        """Top-level node ``n``'s whole history (memoized)."""
-        if n in self.memo:
-            return self.memo[n]
+        """Top-level node ``n``'s whole history (memoized): the exit of a key-local region
+        from that region's stage (``key_regions.py``), any other node by its registry
+        rule."""
+        memo = self._general_memo if self._general else self.memo
+        if n in memo:
+            return memo[n]
         ctx = self.ctx
         inside, ctx.iteration = ctx.iteration, None
         try:
@@ -100,11 +116,25 @@ class Compiler:
                     f"{ctx.label(n)}: operator {ctx.nodes[n]['op']!r} runs only inside an "
                     f"iterate on the Spark backend"
                 )
-            df = rule(self, n)
+            if not self._general and self.regions.region_of(n) is not None:
+                df = self.regions.frame(n, self.top, self._general_schema)
+            else:
+                df = rule(self, n)
         finally:
             ctx.iteration = inside
-        self.memo[n] = df
+        memo[n] = df
         return df
+
+    def _general_schema(self, n: int) -> StructType:
+        """Node ``n``'s schema when compiled operator by operator (no job runs; its notes
+        are dropped)."""
+        was, self._general = self._general, True
+        noted = len(self.ctx.stages)
+        try:
+            return self.top(n).schema
+        finally:
+            self._general = was
+            del self.ctx.stages[noted:]
 
     def reduce(self, n: int) -> DataFrame:
         """Top-level reduce ``n``: the engine's reduce operator per key partition over the

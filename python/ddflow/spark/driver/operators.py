@@ -244,7 +244,9 @@ class Operators:
         return df.select(*cols, *self.ctx.tnames(), DIFF)
 
     def union(self, n: int, frames: Sequence[DataFrame]) -> DataFrame:
-        """``concat``: the inputs' updates together (their column types must agree)."""
+        """``concat``: the inputs' updates together (their column types must agree). A
+        column of untyped nulls (an outer join's padding) takes its peers' type."""
+        frames = _typed_nulls(frames)
         first = frames[0]
         for other in frames[1:]:
             for a, b in zip(first.schema.fields, other.schema.fields, strict=True):
@@ -305,3 +307,27 @@ class Operators:
             return left.unionByName(negate_diffs(semi, DIFF, node["label"]))
         rcols = [F.col(f"_r{i}").alias(ccol(nl + i - k)) for i in range(k, nr)]
         return joined.select(*lcols, *rcols, *times, diff)
+
+
+def _typed_nulls(frames: Sequence[DataFrame]) -> list[DataFrame]:
+    """``frames`` with each ``NullType`` column cast to the type the same column has in
+    another frame (the engine types an untyped null from the columns the plan puts it
+    beside); unchanged where no frame has a type for it."""
+    peer: dict[str, T.DataType] = {}
+    for df in frames:
+        for f in df.schema.fields:
+            if not isinstance(f.dataType, T.NullType):
+                peer.setdefault(f.name, f.dataType)
+    out = []
+    for df in frames:
+        if any(isinstance(f.dataType, T.NullType) and f.name in peer for f in df.schema.fields):
+            df = df.select(
+                *[
+                    F.col(f.name).cast(peer[f.name]).alias(f.name)
+                    if isinstance(f.dataType, T.NullType) and f.name in peer
+                    else F.col(f.name)
+                    for f in df.schema.fields
+                ]
+            )
+        out.append(df)
+    return out

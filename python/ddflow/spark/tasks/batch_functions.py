@@ -7,9 +7,9 @@ once, hands them to native code or to the user's function, and yields Arrow batc
 loops over records in Python. A batch that fails on a record is rerun through the embedded
 engine's own operator (``error_rows.rerun``) to get exactly its error updates: the task then
 fails with a ``DataError`` or, with ``errors="collect"``, emits them as error rows beside the
-output of the records that succeeded. A batch with SQL nulls (which the evaluator's kernel and
-numpy cannot hold) runs through that operator too: the engine's null semantics, Arrow nulls
-out.
+output of the records that succeeded. A batch with SQL nulls, or any batch of expressions
+with a null literal (neither of which the evaluator's kernel and numpy can hold), runs
+through that operator too: the engine's null semantics, Arrow nulls out.
 """
 
 from __future__ import annotations
@@ -111,12 +111,13 @@ class ExprSpec:
 def expr_batches(spec: ExprSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Evaluates expressions on whole columns in Rust (``ddflow._core.eval_expr``)."""
     tnames = [tcol(j) for j in range(spec.dims)]
+    literal_null = any(_has_null_literal(json.loads(e)) for e in spec.exprs)
     for batch in batches:
         n = batch.num_rows
         if n == 0:
             continue
         records = [batch.column(f"_c{i}") for i in range(len(spec.in_names))]
-        if has_nulls(records):
+        if literal_null or has_nulls(records):
             # SQL nulls: the engine's own operator (the evaluator's kernel takes no nulls).
             yield from _on_engine(spec, FnTable({}), batch)
             continue
@@ -139,6 +140,17 @@ def expr_batches(spec: ExprSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[
         rest = [batch.column(t) for t in tnames] + [batch.column(DIFF)]
         names = [f"_c{j}" for j in range(len(cols))] + tnames + [DIFF]
         yield _out(spec, pa.RecordBatch.from_arrays(cols + rest, names=names))
+
+
+def _has_null_literal(node: Any) -> bool:
+    """Whether expression JSON ``node`` holds a null literal anywhere."""
+    if isinstance(node, dict):
+        if node.get("op") == "lit" and node.get("value") is None:
+            return True
+        return any(_has_null_literal(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_null_literal(v) for v in node)
+    return False
 
 
 def _out(spec: PySpec | ExprSpec, batch: pa.RecordBatch) -> pa.RecordBatch:

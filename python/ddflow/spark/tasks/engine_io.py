@@ -6,8 +6,10 @@ Spark hands a task Arrow batches whose nulls are Arrow nulls. The engine holds a
 dtype's reserved word (``ddflow.dtypes.NULL_WORDS``): a column with nulls goes in as the
 package's encoded form (``ddflow.dtypes.to_column(..., nullable=True)``: a ``WordColumn`` or a
 ``Utf8Column`` with null flags), never through numpy (which would turn an int64 null into a
-float NaN). Output is read through a native ``CaptureState``, the embedded capture's own path,
-whose columns carry their null flags, so nulls come back as Arrow nulls, never as words.
+float NaN). Output of a batch with nulls is read through a native ``CaptureState``, the embedded
+capture's own path, whose columns carry their null flags, so nulls come back as Arrow
+nulls, never as words; a batch without nulls (no null can come out) keeps the faster raw
+``capture_take``.
 """
 
 from __future__ import annotations
@@ -125,6 +127,22 @@ def run_plan(
     engine.close_input(0)
     engine.run()
     errors: list[RawError] = list(engine.errors_take())
+    if not has_nulls(columns):
+        # No null in, none out: the raw updates as numpy (a fifth faster than a capture
+        # state's consolidation on a 500k-row reduce).
+        cols, raw_times, raw_diffs = engine.capture_take(capture)
+        n = len(raw_diffs)
+        return PlanRun(
+            errors,
+            [
+                pa.array(c)
+                if isinstance(c, np.ndarray) and c.dtype != object
+                else pa.array(c, pa.string())
+                for c in cols
+            ],
+            np.asarray(raw_times, dtype=np.int64).reshape(n, dims),
+            np.asarray(raw_diffs, dtype=np.int64),
+        )
     state = _core.CaptureState(label, list(out_names), dims, "history")
     fresh = engine.capture_poll(capture, state)
     if fresh is None:
