@@ -20,8 +20,8 @@ a circle (``tests/api/test_layers.py`` checks both against this table)::
     4 handles:  collection, records
     3 runtime:  engine, input, capture, traces
     2 plan:     expr, plan, callbacks, functions, aggregates, builder, joins, reducing, grouping
-    2 plan:     expr_functions, expr_str, outer_joins
-    1 values:   _core, errors, dtypes, times, errorlog, kernels
+    2 plan:     expr_functions, expr_str, expr_dt, outer_joins
+    1 values:   _core, errors, logical_types, dtypes, times, errorlog, kernels
 
 1. values: the native module, errors, dtypes and time coordinates, the error log, kernels.
 2. plan: expressions, the plan's operator nodes, user functions and aggregates, and the
@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from ddflow import _core as _core
 from ddflow import algorithms
-from ddflow.aggregates import count, distinct, max, mean, min, reducer, sum, top_k
+from ddflow.aggregates import count, count_distinct, distinct, max, mean, min, reducer, sum, top_k
 from ddflow.callbacks import ReduceBatch
 from ddflow.capture import Capture, Probe
 from ddflow.collection import Arrangement, Collection
@@ -87,6 +87,7 @@ __all__ = [
     "sum",
     "mean",
     "count",
+    "count_distinct",
     "distinct",
     "top_k",
     "reducer",

@@ -437,3 +437,12 @@ def _error_examples() -> int:
 
 def _raise_error_example(i: int) -> None:
     """Raises example core error ``i`` as its ``ddflow.errors`` class."""
+
+def canonical_dtype(name: str) -> str:
+    """The engine's name for the dtype ``name``; ``SchemaTypeError`` for one it cannot hold."""
+
+def physical_dtype(name: str) -> str:
+    """The physical dtype (int64, float64, bool or str) the words of ``name`` are read as."""
+
+def render_word(name: str, value: int) -> str:
+    """The text of an int64-stored value of the logical dtype ``name``."""

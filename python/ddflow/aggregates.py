@@ -39,6 +39,7 @@ __all__ = [
     "sum",
     "mean",
     "count",
+    "count_distinct",
     "distinct",
     "top_k",
     "reducer",
@@ -81,7 +82,7 @@ class ColumnAggregate(Aggregate):
     ``group`` aggregate). With ``expr`` (an expression argument, ``column`` its text) it is
     only a part of ``group_by(...).agg(...)``, which computes the expression first."""
 
-    kind: Literal["min", "max", "sum", "mean"]
+    kind: Literal["min", "max", "sum", "mean", "count_distinct"]
     column: str
     name: str | None = None
     expr: Expr | None = field(default=None, compare=False, repr=False)
@@ -101,8 +102,8 @@ class ColumnAggregate(Aggregate):
             )
         index = _val_index(self.column, key, vals, label)
         name = self.name or self.column
-        if self.kind == "mean":
-            part = GroupColumnPart(kind="mean", column=index, name=name)
+        if self.kind == "mean" or self.kind == "count_distinct":
+            part = GroupColumnPart(kind=self.kind, column=index, name=name)
             return GroupAgg(kind="group", aggs=[part]), (name,)
         return ColumnAgg(kind=self.kind, column=index), (name,)
 
@@ -268,6 +269,12 @@ def mean(column: str | Expr) -> ColumnAggregate:
     return _column_aggregate("mean", column)
 
 
+def count_distinct(column: str | Expr) -> ColumnAggregate:
+    """The number of distinct non-null values of ``column`` with positive count (SQL
+    ``count(DISTINCT column)``), int64; writes ``column``."""
+    return _column_aggregate("count_distinct", column)
+
+
 def count(column: str | Expr | None = None) -> CountAggregate:
     """The signed sum of counts per key (absent when zero in ``reduce``); writes ``count``.
 
@@ -283,7 +290,7 @@ def count(column: str | Expr | None = None) -> CountAggregate:
 
 
 def _column_aggregate(
-    kind: Literal["min", "max", "sum", "mean"], column: str | Expr
+    kind: Literal["min", "max", "sum", "mean", "count_distinct"], column: str | Expr
 ) -> ColumnAggregate:
     """A column aggregate of a column name, ``dd.col(name)`` or another expression."""
     if isinstance(column, Expr):

@@ -22,6 +22,7 @@ from ddflow._core import CaptureState
 from ddflow.engine import Runtime
 from ddflow.errorlog import describe
 from ddflow.errors import DataError, InvalidValueError, PlanError, TimeError
+from ddflow.logical_types import arrow_type, is_logical, to_arrow
 from ddflow.times import Time, frontier_passed
 
 __all__ = ["Capture", "Probe", "KEEP_MODES"]
@@ -153,13 +154,7 @@ class Capture(_Frontiered):
     def _fields(self) -> list[pa.Field]:
         """The record columns' fields (int64 before the first update)."""
         dtypes = self._native.dtypes() if self._native is not None else None
-        names = {
-            "int64": pa.int64(),
-            "float64": pa.float64(),
-            "bool": pa.bool_(),
-            "str": pa.string(),
-        }
-        types = [names[d] for d in dtypes] if dtypes else [pa.int64()] * len(self.columns)
+        types = [arrow_type(d) for d in dtypes] if dtypes else [pa.int64()] * len(self.columns)
         return [pa.field(c, t) for c, t in zip(self.columns, types, strict=True)]
 
     def _time_array(self, times: npt.NDArray[np.int64]) -> pa.Array:
@@ -170,17 +165,28 @@ class Capture(_Frontiered):
         flat = pa.array(np.ascontiguousarray(times, dtype=np.int64).reshape(-1))
         return pa.FixedSizeListArray.from_arrays(flat, dims)
 
+    def _records(self, columns: list[Any]) -> list[pa.Array]:
+        """Native record columns as Arrow arrays of their dtypes (a date stays a date, a
+        decimal a decimal)."""
+        arrays = [_arrow(c) for c in columns]
+        dtypes = self._native.dtypes() if self._native is not None else None
+        if dtypes:
+            arrays = [
+                to_arrow(a, d) if is_logical(d) else a for a, d in zip(arrays, dtypes, strict=True)
+            ]
+        return arrays
+
     def _timed(
         self, columns: list[Any], times: npt.NDArray[np.int64], diffs: npt.NDArray[np.int64]
     ) -> pa.Table:
         """A native ``(columns, times, diffs)`` batch as record columns, ``time``, ``diff``."""
-        arrays = [_arrow(c) for c in columns]
+        arrays = self._records(columns)
         arrays += [self._time_array(times), pa.array(diffs)]
         return pa.table(arrays, names=[*self.columns, "time", "diff"])
 
     def _untimed(self, columns: list[Any], diffs: npt.NDArray[np.int64]) -> pa.Table:
         """A native ``(columns, diffs)`` batch as record columns and ``diff``."""
-        arrays = [_arrow(c) for c in columns] + [pa.array(diffs)]
+        arrays = self._records(columns) + [pa.array(diffs)]
         return pa.table(arrays, names=[*self.columns, "diff"])
 
     def _empty(self, with_time: bool) -> pa.Table:

@@ -22,7 +22,16 @@ from typing import Any, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
+from ddflow import _core
 from ddflow.errors import InvalidValueError, OverflowError, SchemaTypeError
+from ddflow.logical_types import (
+    NULL_WORDS,
+    canonical,
+    is_logical,
+    name_of_arrow,
+    physical,
+    words_of,
+)
 
 __all__ = [
     "DTYPES",
@@ -39,6 +48,7 @@ __all__ = [
     "column_dtype",
     "check_int64_min",
     "nullable_column",
+    "coerce_column",
 ]
 
 DTYPES = ("int64", "float64", "bool", "str")
@@ -47,13 +57,6 @@ DTYPES = ("int64", "float64", "bool", "str")
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 
-NULL_WORDS: dict[str, int] = {
-    "int64": 1 << 63,
-    "float64": 0x7FF8_0000_0000_DD01,
-    "bool": 2,
-    "str": (1 << 64) - 1,
-}
-"""Each dtype's null word (the core's ``encoding::null_word``; ``tests`` check they agree)."""
 
 _ALIASES: dict[str, str] = {
     "int": "int64",
@@ -74,7 +77,22 @@ _ALIASES: dict[str, str] = {
 
 
 def dtype_name(spec: object) -> str:
-    """The ddflow dtype named by ``spec``: a name, a Python type, a numpy or pyarrow dtype."""
+    """The ddflow dtype named by ``spec``: a name, a Python type, a numpy or pyarrow dtype;
+    the logical dtypes by their Arrow names (``"date32"``, ``"timestamp[us, tz=UTC]"``,
+    ``"decimal128(12, 2)"``, ``"int32"``) or pyarrow types."""
+    if isinstance(spec, str) and spec not in _ALIASES:
+        return canonical(spec)
+    if type(spec).__module__.startswith("pyarrow"):
+        import pyarrow as pa
+
+        if isinstance(spec, pa.DataType):
+            name = name_of_arrow(spec)
+            if name is None:
+                raise SchemaTypeError(
+                    f"unsupported dtype {spec!r}: ddflow holds bool, integers, floats, "
+                    "strings, date32, timestamps, durations and decimal128"
+                )
+            return name
     if spec is int:
         return "int64"
     if spec is float:
@@ -196,6 +214,13 @@ class WordColumn:
         """Value ``i`` (None if null; for messages)."""
         dtype, words = self._ddflow_words
         w = int(words[i])
+        if is_logical(dtype):
+            kind = physical(dtype)
+            if w == NULL_WORDS[kind]:
+                return None
+            if kind == "float64":
+                return float(words[i : i + 1].view(np.float64)[0])
+            return _core.render_word(dtype, int(words[i : i + 1].view(np.int64)[0]))
         if w == NULL_WORDS[dtype]:
             return None
         if dtype == "int64":
@@ -374,6 +399,10 @@ def from_arrow(values: Any, what: str, *, nullable: bool = False) -> Any:
     if pa.types.is_dictionary(t):
         values = values.dictionary_decode()
         t = values.type
+    logical = name_of_arrow(t)
+    if logical is not None and is_logical(logical) and physical(logical) == "int64":
+        if not (pa.types.is_integer(t)):
+            return WordColumn(logical, words_of(values, logical, what))
     if null_count:
         nulls = values.is_null().to_numpy(zero_copy_only=False)
         if pa.types.is_null(t):
@@ -515,3 +544,75 @@ def _object_column(arr: npt.NDArray[Any], what: str, nullable: bool = False) -> 
                 check_int64(int(v), what)
         return np.asarray(arr.tolist(), dtype=np.dtype(kind))
     raise SchemaTypeError(f"{what}: mixed value types {sorted(k for k in kinds if k)}")
+
+
+def _int_range(name: str) -> tuple[int, int] | None:
+    if name.startswith("uint"):
+        bits = int(name[4:])
+        return 0, min(2**bits - 1, 2**63 - 1)
+    if name.startswith("int"):
+        bits = int(name[3:])
+        return -(2 ** (bits - 1)) + (bits == 64), 2 ** (bits - 1) - 1
+    return None
+
+
+def _decimal_scale(name: str) -> int | None:
+    if name.startswith("decimal128("):
+        return int(name[:-1].split(",")[1])
+    return None
+
+
+def coerce_column(arr: Any, kind: str, want: str, what: str) -> WordColumn:
+    """A batch column of dtype ``kind`` as the declared logical dtype ``want``, where that
+    loses nothing: integers into a narrower integer dtype (each value checked), float64 into
+    float32 (rounded, as a cast), a decimal or an integer into a decimal of a scale at least
+    as large (rescaled exactly). Anything else is a ``SchemaTypeError`` naming both dtypes;
+    a value that does not fit is an ``InvalidValueError`` naming the row and value."""
+    source = physical(kind)
+    if isinstance(arr, WordColumn):
+        words = arr._ddflow_words[1]
+    elif source == "int64":
+        words = np.ascontiguousarray(arr, dtype=np.int64).view(np.uint64)
+    elif source == "float64":
+        words = np.ascontiguousarray(arr, dtype=np.float64).view(np.uint64)
+    else:
+        words = None
+    target = physical(want)
+    null = np.uint64(NULL_WORDS[target])
+    refuse = SchemaTypeError(
+        f"{what}: values of dtype {kind}, the column is {want} (cast the values first)"
+    )
+    if words is None or source != target:
+        raise refuse
+    nulls = words == null
+    out = words.copy()
+    if target == "float64":
+        if want != "float32":
+            raise refuse
+        floats = words.view(np.float64).astype(np.float32).astype(np.float64)
+        out = floats.view(np.uint64)
+        out[nulls] = null
+        return WordColumn(want, out)
+    values = words.view(np.int64)
+    bounds = _int_range(want)
+    want_scale = _decimal_scale(want)
+    if bounds is not None and _int_range(kind) is not None:
+        lo, hi = bounds
+        bad = ((values < lo) | (values > hi)) & ~nulls
+    elif want_scale is not None and (
+        _int_range(kind) is not None or _decimal_scale(kind) is not None
+    ):
+        shift = want_scale - (_decimal_scale(kind) or 0)
+        if shift < 0:
+            raise refuse
+        factor = 10**shift
+        limit = (2**63 - 1) // factor
+        bad = (np.abs(values) > limit) & ~nulls
+        out = (values * factor).view(np.uint64)
+    else:
+        raise refuse
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise InvalidValueError(f"{what}: value {arr[row]!r} at row {row} does not fit {want}")
+    out = np.where(nulls, null, out).astype(np.uint64)
+    return WordColumn(want, out)

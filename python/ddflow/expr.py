@@ -25,6 +25,8 @@ name (use ``col(name)``).
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 import math
 import numbers
@@ -33,6 +35,8 @@ from typing import Any, TypeAlias, cast
 
 import numpy as np
 
+from ddflow import _core
+from ddflow.dtypes import dtype_name
 from ddflow.errors import (
     ColumnNotFoundError,
     DdflowError,
@@ -41,6 +45,7 @@ from ddflow.errors import (
     SchemaTypeError,
 )
 from ddflow.expr_functions import ExprFunctions, function_json, function_repr
+from ddflow.logical_types import is_logical, physical, scalar_kind, word_of
 
 __all__ = [
     "DTYPES",
@@ -97,7 +102,7 @@ _INFIX: dict[str, str] = {
 _I64_MIN = -(2**63)
 _I64_MAX = 2**63 - 1
 
-Scalar: TypeAlias = int | float | bool | str
+Scalar: TypeAlias = int | float | bool | str | datetime.date | datetime.timedelta | decimal.Decimal
 IntoExpr: TypeAlias = "Expr | int | float | bool | str"
 
 
@@ -112,6 +117,8 @@ def _dtype_name(dtype: object) -> str:
         name = getattr(dtype, "__name__", None)
     if isinstance(name, str) and name in _DTYPE_ALIASES:
         return _DTYPE_ALIASES[name]
+    if isinstance(dtype, str) or type(dtype).__module__.startswith("pyarrow"):
+        return dtype_name(dtype)  # the logical dtypes: "date32", "decimal128(12, 2)", ...
     raise SchemaTypeError(f"unsupported dtype {dtype!r} (expected one of {', '.join(DTYPES)})")
 
 
@@ -130,6 +137,9 @@ def _scalar_dtype(value: object) -> str:
         return "float64"
     if isinstance(value, str):
         return "str"
+    kind = scalar_kind(value)
+    if kind is not None:
+        return kind
     raise SchemaTypeError(
         f"cannot use {value!r} (type {type(value).__name__}) in an expression: expected an "
         f"Expr, int, float, bool or str"
@@ -275,6 +285,8 @@ class Expr(ExprFunctions):
 
     def _lit_text(self) -> str:
         value, dtype = self._attrs["value"], self._attrs["dtype"]
+        if is_logical(dtype) and value is not None:
+            return f"{dtype}({_quote(_core.render_word(dtype, value))})"
         if value is None:
             return "lit(None)" if dtype is None else f"lit(None, {_quote(dtype)})"
         if dtype == "str":
@@ -438,6 +450,12 @@ def lit(value: Scalar | None, dtype: object = None) -> Expr:
     natural = _scalar_dtype(value)
     want = natural if dtype is None else _dtype_name(dtype)
     v: Scalar
+    if is_logical(want):
+        # Dates, timestamps, durations, decimals, narrow ints: the engine word of the value.
+        if physical(want) == "float64":
+            return Expr("lit", value=float(cast(float, value)), dtype="float64")
+        return Expr("lit", value=word_of(value, want, f"literal {value!r}"), dtype=want)
+    value = cast(int | float | bool | str, value)
     if want == "int64" and natural == "int64":
         v = iv = int(value)
         if not _I64_MIN <= iv <= _I64_MAX:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from ddflow import _core
 from ddflow.errors import PlanError
+from ddflow.expr_dt import ExprDateTimeNamespace
 from ddflow.expr_str import ExprStringNamespace
 
 __all__ = ["FUNCTION_OPS", "ExprFunctions", "function_json", "function_repr"]
@@ -156,6 +157,11 @@ class ExprFunctions:
     # -- namespaces (last: the property named ``str`` shadows the builtin in this class) -----
 
     @property
+    def dt(self) -> ExprDateTimeNamespace[Self]:
+        """Date and time functions: ``col("d").dt.year()``, ``.dt.offset_by("3mo")``, ..."""
+        return ExprDateTimeNamespace(self)
+
+    @property
     def str(self) -> ExprStringNamespace[Self]:
         """String functions: ``col("s").str.len_chars()``, ``.str.contains("a+")``, ..."""
         return ExprStringNamespace(self)
@@ -194,6 +200,9 @@ def function_repr(e: ExprFunctions) -> str:
         return f"{head}.{op}({args[1]!r})"
     if op in ("str.starts_with", "str.ends_with", "str.like"):
         key = {"str.starts_with": "prefix", "str.ends_with": "suffix"}.get(op, "pattern")
+        return f"{head}.{op}({_quote(attrs[key])})"
+    if op in ("dt.epoch", "dt.truncate", "dt.offset_by"):
+        key = {"dt.epoch": "unit", "dt.truncate": "every"}.get(op, "by")
         return f"{head}.{op}({_quote(attrs[key])})"
     if op == "str.contains":
         return f"{head}.{op}({_quote(attrs['pattern'])}, literal={attrs['literal']})"

@@ -41,7 +41,7 @@ __all__ = ["GroupAggregate", "GroupBy", "Part", "group_aggregate"]
 H = TypeVar("H")
 """The collection handle type that ``agg`` returns."""
 
-Part = tuple[str, Literal["sum", "count", "mean", "min", "max"], str | None]
+Part = tuple[str, Literal["sum", "count", "mean", "min", "max", "count_distinct"], str | None]
 """One aggregate of a group: ``(output name, kind, value column or None for count)``."""
 
 _HIDDEN = "__agg"
@@ -168,6 +168,9 @@ def group_aggregate(
         return out
 
 
+_KINDS = "dd.sum, dd.count(), dd.mean, dd.min, dd.max or dd.count_distinct"
+
+
 def _default_name(agg: Aggregate, label: str) -> str:
     """The output name of a positional aggregate: its alias, column or ``count``."""
     if isinstance(agg, CountAggregate):
@@ -178,7 +181,7 @@ def _default_name(agg: Aggregate, label: str) -> str:
         if agg.expr is None:
             return agg.column
         return agg.expr.output_name()
-    raise PlanError(f"{label}: expected dd.sum, dd.count(), dd.mean, dd.min or dd.max, got {agg!r}")
+    raise PlanError(f"{label}: expected {_KINDS}, got {agg!r}")
 
 
 def _part(
@@ -194,16 +197,13 @@ def _part(
     if isinstance(agg, CountAggregate) and agg.column is None:
         return (name, "count", None)
     if not isinstance(agg, ColumnAggregate | CountAggregate):
-        raise PlanError(
-            f"{label}: {name}: expected dd.sum, dd.count(), dd.mean, dd.min or dd.max, "
-            f"got {agg!r}"
-        )
+        raise PlanError(f"{label}: {name}: expected {_KINDS}, got {agg!r}")
     if agg.expr is None and agg.column not in columns:
         raise ColumnNotFoundError(
             f"{label}: {name}: column {agg.column!r} not found; available columns are "
             f"{list(columns)}"
         )
-    kind: Literal["sum", "count", "mean", "min", "max"] = (
+    kind: Literal["sum", "count", "mean", "min", "max", "count_distinct"] = (
         "count" if isinstance(agg, CountAggregate) else agg.kind
     )
     if agg.expr is None and agg.column not in keys:

@@ -22,6 +22,7 @@ from ddflow.dtypes import (
     check_int64,
     check_int64_min,
     check_utf8,
+    coerce_column,
     column_dtype,
     dtype_name,
     empty_column,
@@ -38,6 +39,7 @@ from ddflow.errors import (
     ShapeError,
     TimeError,
 )
+from ddflow.logical_types import NULL_WORDS, is_logical, physical, scalar_kind, word_of
 from ddflow.times import Coords, Time, is_int, less_equal
 
 __all__ = ["InputSession"]
@@ -234,7 +236,7 @@ class InputSession:
         """Type-checks values against the dtypes; returns the dtypes this record would fix."""
         fixes: dict[int, str] = {}
         for i, v in enumerate(values):
-            kind = scalar_dtype(v)
+            kind = scalar_dtype(v) or scalar_kind(v)
             column = self.columns[i]
             if v is None:
                 if self._dtypes[i] is None:
@@ -250,6 +252,14 @@ class InputSession:
                     f"{type(v).__name__} (use int, float, bool or str)"
                 )
             want = self._dtypes[i]
+            if is_logical(want) or is_logical(kind):
+                # Dates, decimals, narrow ints...: buffered as their engine words.
+                target = want or kind
+                assert target is not None
+                values[i] = word_of(v, target, f"{self._what()}, column {column!r}")
+                if want is None:
+                    fixes[i] = target
+                continue
             if want == "float64" and kind == "int64":
                 kind = "float64"  # ints widen to a float column
             if want is None:
@@ -290,7 +300,8 @@ class InputSession:
         frontier = self._current()
         if len(frontier) == 1 and all(d is not None for d in self._dtypes):
             self._frontier_int = frontier[0]
-            self._fast = tuple(_PY_TYPES[d] for d in self._dtypes if d is not None)
+            if not any(is_logical(d) for d in self._dtypes):
+                self._fast = tuple(_PY_TYPES[d] for d in self._dtypes if d is not None)
 
     def _time(self, time: Time) -> Coords:
         """A validated time for a new update: the right shape, not before the frontier."""
@@ -400,6 +411,11 @@ class InputSession:
                 else:
                     arrays[i] = arr = arr.astype(np.float64)
                 kind = "float64"
+            if want is not None and kind != want and is_logical(want):
+                arrays[i] = arr = coerce_column(
+                    arr, kind, want, f"{self._what()}, column {self.columns[i]!r}"
+                )
+                kind = want
             if want is None:
                 fixes[i] = kind
             elif kind != want:
@@ -480,6 +496,16 @@ class InputSession:
             return
         arrays: list[Any] = []
         for kind, values in zip(self._dtypes, self._buf_cols, strict=True):
+            if is_logical(kind):
+                assert kind is not None
+                null = NULL_WORDS[physical(kind)]
+                words = np.fromiter(
+                    (null if v is None else v & 0xFFFF_FFFF_FFFF_FFFF for v in values),
+                    np.uint64,
+                    len(values),
+                )
+                arrays.append(WordColumn(kind, words))
+                continue
             if kind is not None and any(v is None for v in values):
                 nulls = np.fromiter((v is None for v in values), np.bool_, len(values))
                 fill: object = "" if kind == "str" else 0
@@ -526,11 +552,14 @@ class InputSession:
 
     @staticmethod
     def parse_columns(
-        columns: Sequence[str] | Mapping[str, Any] | str,
+        columns: Sequence[str] | Mapping[str, Any] | str | Any,
     ) -> tuple[tuple[str, ...], list[str | None]]:
-        """Column names and declared dtypes from ``("a", "b")`` or ``{"a": "int64", ...}``."""
+        """Column names and declared dtypes from ``("a", "b")``, ``{"a": "int64", ...}`` or
+        a ``pyarrow.Schema``."""
         if isinstance(columns, str):
             columns = (columns,)
+        if hasattr(columns, "names") and hasattr(columns, "field"):
+            columns = {name: columns.field(name).type for name in columns.names}
         if isinstance(columns, Mapping):
             names = tuple(columns.keys())
             dtypes: list[str | None] = [dtype_name(v) for v in columns.values()]

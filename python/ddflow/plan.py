@@ -141,7 +141,7 @@ class GroupColumnPart(TypedDict):
     """A part of a ``group`` aggregate reading value column ``column``; ``name`` is its
     output column (for messages)."""
 
-    kind: Literal["sum", "mean", "min", "max"]
+    kind: Literal["sum", "mean", "min", "max", "count_distinct"]
     column: int
     name: str
 

@@ -60,7 +60,7 @@ CASES: list[tuple[str, Build, type[Exception], str]] = [
         "not_a_row_aggregate",
         lambda c: c.group_by("k").agg(d=dd.distinct()),
         dd.PlanError,
-        "expected dd.sum, dd.count(), dd.mean, dd.min or dd.max",
+        "expected dd.sum, dd.count(), dd.mean, dd.min, dd.max or dd.count_distinct",
     ),
     (
         "expression_in_reduce",
@@ -93,7 +93,7 @@ def test_sum_or_mean_of_a_string_column_fails_naming_operator_and_part(kind: str
     c.group_by("k").agg(bad=getattr(dd, kind)("s")).capture()
     inp.update_batch({"k": np.array([1]), "s": np.array(["a"], dtype=object)}, times=0)
     inp.advance_to(1)
-    with pytest.raises(dd.SchemaTypeError, match=f"group_by.agg@.*{kind} 'bad' needs an int64"):
+    with pytest.raises(dd.SchemaTypeError, match=f"group_by.agg@.*{kind} 'bad' needs a numeric"):
         flow.run_until(1)
 
 

@@ -292,6 +292,8 @@ def test_every_library_op_reaches_rust() -> None:
         x.pow(2), x.rem(2), s.str.len_chars(), s.str.to_lowercase(), s.str.to_uppercase(),
         s.str.strip_chars(), s.str.starts_with("a"), s.str.ends_with("a"), s.str.contains("a"),
         s.str.like("a"), s.str.slice(0), s.str.replace("a", "b"), dd.concat_str([s]),
+        x.dt.year(), x.dt.month(), x.dt.day(), x.dt.hour(), x.dt.minute(), x.dt.second(),
+        x.dt.weekday(), x.dt.epoch("s"), x.dt.truncate("1mo"), x.dt.offset_by("-3mo"),
     ]  # fmt: skip
     assert {e.op for e in nodes} == FUNCTION_OPS
     for e in nodes:

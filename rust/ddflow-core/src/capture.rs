@@ -320,10 +320,13 @@ pub fn describe_record(columns: &[String], schema: Option<&[DType]>, words: &[u6
         .map(|(c, &w)| {
             let value = match schema.and_then(|s| s.get(c)) {
                 Some(&d) if crate::encoding::is_null_word(d, w) => "None".to_string(),
+                Some(&d) if !d.is_physical() => {
+                    crate::values::render_logical(d, w).unwrap_or_default()
+                }
                 Some(DType::Int64) => decode_i64(w).to_string(),
                 Some(DType::Float64) => format!("{:?}", decode_f64(w)),
                 Some(DType::Bool) => if decode_bool(w) { "True" } else { "False" }.to_string(),
-                Some(DType::Str) => match Interner::resolve_all(&[w]) {
+                Some(_) => match Interner::resolve_all(&[w]) {
                     Ok(s) => quote(&s[0]),
                     Err(_) => format!("<string {w}>"),
                 },

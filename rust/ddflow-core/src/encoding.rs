@@ -38,43 +38,7 @@ use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
-/// The type of a record column.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DType {
-    /// Signed 64-bit integers.
-    Int64,
-    /// 64-bit floats.
-    Float64,
-    /// Booleans.
-    Bool,
-    /// UTF-8 strings (interned).
-    Str,
-}
-
-impl DType {
-    /// The dtype's name as used in the Python API.
-    pub fn name(&self) -> &'static str {
-        match self {
-            DType::Int64 => "int64",
-            DType::Float64 => "float64",
-            DType::Bool => "bool",
-            DType::Str => "str",
-        }
-    }
-
-    /// Parses a dtype name.
-    pub fn parse(name: &str) -> Result<DType> {
-        match name {
-            "int64" | "int" | "i64" => Ok(DType::Int64),
-            "float64" | "float" | "f64" => Ok(DType::Float64),
-            "bool" => Ok(DType::Bool),
-            "str" | "string" | "utf8" => Ok(DType::Str),
-            other => Err(Error::Type(format!(
-                "unsupported dtype {other:?} (expected int64, float64, bool or str)"
-            ))),
-        }
-    }
-}
+pub use crate::dtype::DType;
 
 /// The null word of int64 columns (`i64::MIN`).
 pub const NULL_I64: u64 = i64::MIN as u64;
@@ -88,11 +52,11 @@ pub const NULL_STR: u64 = u64::MAX;
 /// The null word of `dtype`.
 #[inline]
 pub fn null_word(dtype: DType) -> u64 {
-    match dtype {
+    match dtype.physical() {
         DType::Int64 => NULL_I64,
         DType::Float64 => NULL_F64,
         DType::Bool => NULL_BOOL,
-        DType::Str => NULL_STR,
+        _ => NULL_STR,
     }
 }
 
@@ -152,11 +116,11 @@ pub fn decode_bool(w: u64) -> bool {
 #[inline]
 pub fn ordered_word(dtype: DType, w: u64) -> u64 {
     const SIGN: u64 = 1 << 63;
-    match dtype {
+    match dtype.physical() {
         DType::Int64 => w ^ SIGN,
         DType::Float64 if w & SIGN != 0 => !w,
         DType::Float64 => w | SIGN,
-        DType::Bool | DType::Str => w,
+        _ => w,
     }
 }
 
@@ -164,11 +128,11 @@ pub fn ordered_word(dtype: DType, w: u64) -> u64 {
 #[inline]
 pub fn from_ordered_word(dtype: DType, o: u64) -> u64 {
     const SIGN: u64 = 1 << 63;
-    match dtype {
+    match dtype.physical() {
         DType::Int64 => o ^ SIGN,
         DType::Float64 if o & SIGN != 0 => o & !SIGN,
         DType::Float64 => !o,
-        DType::Bool | DType::Str => o,
+        _ => o,
     }
 }
 

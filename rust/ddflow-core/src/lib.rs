@@ -4,7 +4,9 @@
 //! no PyO3 dependency: the `ddflow-py` crate wraps it as the module `ddflow._core`.
 //!
 //! * [`lattice`]: product times, antichains (frontiers), `advance_by` for compaction.
+//! * [`dtype`]: column dtypes (Arrow's types) and the physical word each is stored as.
 //! * [`encoding`]: typed column values as `u64` words; the process-wide string interner.
+//! * [`values`]: words of the logical dtypes (dates, decimals, ...) as text.
 //! * [`updates`]: columnar batches of `(row, time, diff)` updates.
 //! * [`sort`]: LSD radix sort and consolidation.
 //! * [`trace`]: immutable batches (layers), fueled merging with compaction, the spine,
@@ -20,6 +22,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod capture;
+pub mod dtype;
 pub mod encoding;
 pub mod engine;
 pub mod error;
@@ -29,6 +32,7 @@ pub mod sort;
 pub mod times;
 pub mod trace;
 pub mod updates;
+pub mod values;
 
 pub use error::{Error, Result};
 pub use lattice::{Antichain, Lattice, PartialOrder, Time};

@@ -3,7 +3,7 @@
 //! Each binding converts numpy/Arrow columns to core types, calls the core with the GIL
 //! released, and maps core errors to `ddflow` exception classes (see [`errors`]).
 //! One file per area: `kernels.rs` (sort, consolidate, traces, lattice, interesting times),
-//! `expr.rs` (expression evaluation), `engine.rs` (dataflows), `capture.rs` (capture
+//! `expr.rs` (expression evaluation), `dtypes.rs` (dtype names and values), `engine.rs` (dataflows), `capture.rs` (capture
 //! state); `convert/` is the one numpy <-> core conversion module they all use (with the
 //! bindings' uint64 policy, in `convert/uint64.rs`).
 
@@ -12,6 +12,7 @@
 
 mod capture;
 mod convert;
+mod dtypes;
 mod engine;
 mod errors;
 mod expr;
@@ -33,5 +34,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     capture::register(m)?;
     errors::register(m)?;
     expr::register(m)?;
+    dtypes::register(m)?;
     Ok(())
 }

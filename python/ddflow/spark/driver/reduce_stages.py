@@ -78,10 +78,10 @@ class ReduceStages:
             out_types = [val_types[int(agg["column"])]]
         elif kind in ("distinct", "top_k", "threshold_py"):
             out_types = list(val_types)
-        elif kind == "group":  # count int64, mean float64, sum/min/max their column's type
+        elif kind == "group":  # counts int64, mean float64, sum/min/max their column's type
             out_types = [
                 pa.int64()
-                if part["kind"] == "count"
+                if part["kind"] in ("count", "count_distinct")
                 else pa.float64()
                 if part["kind"] == "mean"
                 else val_types[int(part["column"])]

@@ -35,11 +35,14 @@ pub fn render_value(dtype: DType, word: u64) -> String {
     if crate::encoding::is_null_word(dtype, word) {
         return "null".to_string();
     }
+    if let Some(text) = crate::values::render_logical(dtype, word) {
+        return text;
+    }
     match dtype {
         DType::Int64 => decode_i64(word).to_string(),
         DType::Float64 => format!("{:?}", decode_f64(word)),
         DType::Bool => if decode_bool(word) { "True" } else { "False" }.to_string(),
-        DType::Str => match Interner::resolve_all(&[word]) {
+        _ => match Interner::resolve_all(&[word]) {
             Ok(s) => format!("{:?}", &*s[0]),
             Err(_) => format!("<string {word}>"),
         },

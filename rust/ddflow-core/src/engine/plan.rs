@@ -94,6 +94,13 @@ pub enum GroupAgg {
         #[serde(default, skip_serializing_if = "String::is_empty")]
         name: String,
     },
+    /// The number of distinct non-null values of a val column with positive count (SQL
+    /// `count(distinct column)`).
+    CountDistinct {
+        column: usize,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        name: String,
+    },
 }
 
 impl Agg {

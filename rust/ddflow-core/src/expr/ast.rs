@@ -20,6 +20,9 @@ pub enum Scalar {
     Bool(bool),
     /// A string (interned when the expression is bound).
     Str(String),
+    /// A value of a dtype stored as an int64 word other than int64 itself: a date's days, a
+    /// timestamp's or duration's units, a decimal's unscaled value, a narrow integer.
+    Word(i64, DType),
 }
 
 impl Scalar {
@@ -30,6 +33,7 @@ impl Scalar {
             Scalar::Float64(_) => DType::Float64,
             Scalar::Bool(_) => DType::Bool,
             Scalar::Str(_) => DType::Str,
+            Scalar::Word(_, d) => *d,
         }
     }
 }
@@ -42,6 +46,12 @@ impl fmt::Display for Scalar {
             Scalar::Bool(true) => f.write_str("True"),
             Scalar::Bool(false) => f.write_str("False"),
             Scalar::Str(s) => f.write_str(&quote(s)),
+            Scalar::Word(v, d) => write!(
+                f,
+                "{}({})",
+                d.name(),
+                quote(&crate::values::render_logical(*d, *v as u64).unwrap_or_default())
+            ),
         }
     }
 }

@@ -73,6 +73,8 @@ pub(crate) enum Kind {
     },
     /// The first non-null operand per row (operands share the node's dtype).
     Coalesce(Vec<Node>),
+    /// The operand's words under another dtype label (same physical dtype).
+    Retype(Box<Node>),
     /// A library function ([`super::func_bind`]).
     Func {
         func: Box<super::func_bind::BoundFunc>,
@@ -191,6 +193,7 @@ impl Binder<'_> {
                     Scalar::Float64(v) => Const::Float(*v),
                     Scalar::Bool(v) => Const::Bool(*v),
                     Scalar::Str(v) => Const::Str(Interner::intern(v)),
+                    Scalar::Word(v, _) => Const::Int(*v),
                 };
                 Node {
                     kind: Kind::Const(c),
@@ -210,6 +213,27 @@ impl Binder<'_> {
                 )))
             }
             Expr::Alias(a, _) => self.bind(a)?,
+            Expr::Not(_) | Expr::Neg(_) | Expr::Cast(..) | Expr::When { .. } => {
+                self.bind_unary(e)?
+            }
+            Expr::Func(func, args) => self.bind_func(e, func, args)?,
+            Expr::IsNull(a) | Expr::IsNotNull(a) => Node {
+                kind: Kind::IsNull {
+                    arg: Box::new(self.bind(a)?),
+                    negate: matches!(e, Expr::IsNotNull(_)),
+                },
+                dtype: DType::Bool,
+            },
+            Expr::Coalesce(args) => self.bind_coalesce(e, args)?,
+            _ => unreachable!("binary handled above"),
+        })
+    }
+
+    /// `~`, unary `-`, casts and `when` (out of line: keeps the recursive [`Binder::bind`]
+    /// frame small, since a debug build gives every arm's locals their own slots).
+    #[inline(never)]
+    fn bind_unary(&mut self, e: &Expr) -> Result<Node> {
+        Ok(match e {
             Expr::Not(a) => {
                 let a = self.bind(a)?;
                 if a.dtype != DType::Bool {
@@ -223,8 +247,12 @@ impl Binder<'_> {
                 }
             }
             Expr::Neg(a) => {
-                let a = self.bind(a)?;
-                if !is_num(a.dtype) {
+                let a = super::bind_logical::widen(self.bind(a)?);
+                let counted = matches!(
+                    a.dtype.family(),
+                    crate::dtype::Family::Decimal | crate::dtype::Family::Duration
+                );
+                if !is_num(a.dtype) && !counted {
                     return Err(self.type_err(
                         e,
                         format!(
@@ -244,27 +272,8 @@ impl Binder<'_> {
             }
             Expr::Cast(a, to) => {
                 let a = self.bind(a)?;
-                let from = a.dtype;
-                if from == *to {
-                    return Ok(a);
-                }
-                if from == DType::Str || *to == DType::Str {
-                    return Err(self.type_err(
-                        e,
-                        format!(
-                            "cannot cast {} to {} (casts are among int64, float64 and bool)",
-                            from.name(),
-                            to.name()
-                        ),
-                    ));
-                }
-                Node {
-                    kind: Kind::Cast {
-                        arg: Box::new(a),
-                        src: e.to_string(),
-                    },
-                    dtype: *to,
-                }
+                super::bind_cast::bind_cast(a, *to, &e.to_string())
+                    .map_err(|msg| self.type_err(e, msg))?
             }
             Expr::When {
                 cond,
@@ -279,6 +288,11 @@ impl Binder<'_> {
                     ));
                 }
                 let (t, o) = (self.bind(then)?, self.bind(otherwise)?);
+                let (t, o) = if t.dtype == o.dtype {
+                    (t, o)
+                } else {
+                    (super::bind_logical::widen(t), super::bind_logical::widen(o))
+                };
                 let (t, o, dtype) = if t.dtype == o.dtype {
                     let d = t.dtype;
                     (t, o, d)
@@ -303,16 +317,7 @@ impl Binder<'_> {
                     dtype,
                 }
             }
-            Expr::Func(func, args) => self.bind_func(e, func, args)?,
-            Expr::IsNull(a) | Expr::IsNotNull(a) => Node {
-                kind: Kind::IsNull {
-                    arg: Box::new(self.bind(a)?),
-                    negate: matches!(e, Expr::IsNotNull(_)),
-                },
-                dtype: DType::Bool,
-            },
-            Expr::Coalesce(args) => self.bind_coalesce(e, args)?,
-            _ => unreachable!("binary handled above"),
+            _ => unreachable!("bind dispatches only these here"),
         })
     }
 
@@ -323,6 +328,9 @@ impl Binder<'_> {
             .iter()
             .map(|a| self.bind(a))
             .collect::<Result<Vec<_>>>()?;
+        if nodes.iter().any(|n| n.dtype != nodes[0].dtype) {
+            nodes = nodes.into_iter().map(super::bind_logical::widen).collect();
+        }
         let first = nodes[0].dtype;
         let dtype = if nodes.iter().all(|n| n.dtype == first) {
             first
@@ -360,7 +368,32 @@ impl Binder<'_> {
         })
     }
 
+    /// The logical dtypes' rules (out of line: keeps the recursive frame small).
+    #[inline(never)]
+    fn binary_logical(
+        &self,
+        e: &Expr,
+        op: BinaryOp,
+        l: Node,
+        r: Node,
+    ) -> Result<super::bind_logical::Bound> {
+        if !super::bind_logical::is_logical(l.dtype)
+            && !super::bind_logical::is_logical(r.dtype)
+            && l.dtype.is_physical()
+            && r.dtype.is_physical()
+        {
+            return Ok(super::bind_logical::Bound::Physical(l, r));
+        }
+        super::bind_logical::binary(op, l, r, &e.to_string()).map_err(|msg| self.type_err(e, msg))
+    }
+
+    /// A binary operator (out of line: keeps the recursive [`Binder::bind`] frame small).
+    #[inline(never)]
     fn binary(&mut self, e: &Expr, op: BinaryOp, l: Node, r: Node) -> Result<Node> {
+        let (l, r) = match self.binary_logical(e, op, l, r)? {
+            super::bind_logical::Bound::Node(n) => return Ok(n),
+            super::bind_logical::Bound::Physical(l, r) => (l, r),
+        };
         let (ld, rd) = (l.dtype.name(), r.dtype.name());
         let both_num = is_num(l.dtype) && is_num(r.dtype);
         let both = |d: DType| l.dtype == d && r.dtype == d;

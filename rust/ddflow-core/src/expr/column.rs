@@ -45,11 +45,11 @@ impl Column {
 
     /// An empty column with room for `n` values.
     pub fn with_capacity(dtype: DType, n: usize) -> Column {
-        match dtype {
+        match dtype.physical() {
             DType::Int64 => Column::Int64(Vec::with_capacity(n)),
             DType::Float64 => Column::Float64(Vec::with_capacity(n)),
             DType::Bool => Column::Bool(Vec::with_capacity(n)),
-            DType::Str => Column::Str(Vec::with_capacity(n)),
+            _ => Column::Str(Vec::with_capacity(n)),
         }
     }
 
@@ -66,11 +66,11 @@ impl Column {
     /// Decodes column `index` of `n` rows of `width` words (see [`crate::encoding`]).
     pub fn from_words(dtype: DType, words: &[u64], width: usize, index: usize) -> Column {
         let it = words.chunks_exact(width).map(|row| row[index]);
-        match dtype {
+        match dtype.physical() {
             DType::Int64 => Column::Int64(it.map(|w| w as i64).collect()),
             DType::Float64 => Column::Float64(it.map(f64::from_bits).collect()),
             DType::Bool => Column::Bool(it.map(|w| w != 0).collect()),
-            DType::Str => Column::Str(it.collect()),
+            _ => Column::Str(it.collect()),
         }
     }
 

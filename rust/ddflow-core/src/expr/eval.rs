@@ -327,11 +327,11 @@ impl<'a> Ctx<'a> {
                 None,
             ),
             Kind::Null => (
-                match node.dtype {
+                match node.dtype.physical() {
                     DType::Int64 => Value::Int(Vals::Const(0)),
                     DType::Float64 => Value::Float(Vals::Const(0.0)),
                     DType::Bool => Value::Bool(Vals::Const(false)),
-                    DType::Str => Value::Str(Vals::Const(0)),
+                    _ => Value::Str(Vals::Const(0)),
                 },
                 Some(vec![true; self.n]),
             ),
@@ -358,6 +358,7 @@ impl<'a> Ctx<'a> {
                 (Value::Bool(v), None)
             }
             Kind::Coalesce(args) => self.eval_coalesce(args, mask)?,
+            Kind::Retype(arg) => self.eval(arg, mask)?,
         })
     }
 
@@ -638,11 +639,11 @@ impl<'a> Ctx<'a> {
 }
 
 fn placeholder(dtype: DType) -> Value<'static> {
-    match dtype {
+    match dtype.physical() {
         DType::Int64 => Value::Int(Vals::Const(0)),
         DType::Float64 => Value::Float(Vals::Const(0.0)),
         DType::Bool => Value::Bool(Vals::Const(false)),
-        DType::Str => Value::Str(Vals::Const(crate::encoding::Interner::intern(""))),
+        _ => Value::Str(Vals::Const(crate::encoding::Interner::intern(""))),
     }
 }
 
@@ -719,7 +720,7 @@ impl BoundExpr {
         }
         let mut out = Vec::with_capacity(rows.len());
         let null = null_word(self.dtype());
-        let int = self.dtype() == DType::Int64;
+        let int = self.dtype().physical() == DType::Int64;
         // The first row whose int64 result is the value `i64::MIN` (not a null passed
         // through): it cannot be stored, `i64::MIN` being int64's null word.
         let mut min_at: Option<usize> = None;

@@ -5,6 +5,7 @@
 //! [`math`](super::math) and [`strings`](super::strings).
 
 use super::ast::{quote, Expr, Scalar};
+use super::calendar::{parse_every, DtPart, EpochUnit};
 use crate::error::{Error, Result};
 use serde_json::{json, Map, Value};
 use std::fmt;
@@ -73,10 +74,18 @@ pub enum Func {
     },
     /// `concat_str([a, b, ...], separator=...)`.
     ConcatStr(String),
+    /// `a.dt.year()`, `.month()`, ...: a field of a date or timestamp (int64).
+    Dt(DtPart),
+    /// `a.dt.epoch(unit)`: the count of `unit` (`d`, `s`, `ms`, `us`, `ns`) since the epoch.
+    DtEpoch(String),
+    /// `a.dt.truncate(every)`: the start of the `every` period holding the value.
+    DtTruncate(String),
+    /// `a.dt.offset_by(by)`: the value moved by a duration string (calendar months).
+    DtOffsetBy(String),
 }
 
 /// The JSON `op` names of the library, for callers that dispatch on them.
-pub const FUNC_OPS: [&str; 21] = [
+pub const FUNC_OPS: [&str; 31] = [
     "is_in",
     "abs",
     "round",
@@ -98,6 +107,16 @@ pub const FUNC_OPS: [&str; 21] = [
     "str.slice",
     "str.replace",
     "concat_str",
+    "dt.year",
+    "dt.month",
+    "dt.day",
+    "dt.hour",
+    "dt.minute",
+    "dt.second",
+    "dt.weekday",
+    "dt.epoch",
+    "dt.truncate",
+    "dt.offset_by",
 ];
 
 impl Func {
@@ -125,6 +144,10 @@ impl Func {
             Func::Slice { .. } => "str.slice",
             Func::Replace { .. } => "str.replace",
             Func::ConcatStr(_) => "concat_str",
+            Func::Dt(part) => part.json_name(),
+            Func::DtEpoch(_) => "dt.epoch",
+            Func::DtTruncate(_) => "dt.truncate",
+            Func::DtOffsetBy(_) => "dt.offset_by",
         }
     }
 
@@ -151,6 +174,18 @@ impl Func {
             } if *n < 0 => Err(Error::Plan(format!(
                 "str.slice length must be >= 0 or None, got {n}"
             ))),
+            Func::DtEpoch(unit) => EpochUnit::parse(unit).map(|_| ()),
+            Func::DtOffsetBy(by) => parse_every(by).map(|_| ()),
+            Func::DtTruncate(every) => {
+                let e = parse_every(every)?;
+                if (e.months > 0 && e.nanos != 0) || (e.months <= 0 && e.nanos <= 0) || e.months < 0
+                {
+                    return Err(Error::Plan(format!(
+                        "dt.truncate needs a positive period of calendar units (mo, q, y) or of fixed units (ns ... w), not both, got {every:?}"
+                    )));
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
@@ -202,6 +237,15 @@ impl Func {
             Func::ConcatStr(sep) => {
                 m.insert("separator".into(), json!(sep));
             }
+            Func::DtEpoch(unit) => {
+                m.insert("unit".into(), json!(unit));
+            }
+            Func::DtTruncate(every) => {
+                m.insert("every".into(), json!(every));
+            }
+            Func::DtOffsetBy(by) => {
+                m.insert("by".into(), json!(by));
+            }
             _ => {}
         }
         Value::Object(m)
@@ -241,6 +285,9 @@ impl Func {
                     quote(pattern),
                     py_bool(*literal)
                 )
+            }
+            Func::DtEpoch(s) | Func::DtTruncate(s) | Func::DtOffsetBy(s) => {
+                write!(f, ".{name}({})", quote(s))
             }
             Func::Slice { offset, length } => match length {
                 Some(n) => write!(f, ".{name}({offset}, {n})"),
@@ -356,6 +403,15 @@ pub(crate) fn parse(
             value: text("value")?,
             literal: flag("literal")?,
         },
+        "dt.epoch" => Func::DtEpoch(text("unit")?),
+        "dt.truncate" => Func::DtTruncate(text("every")?),
+        "dt.offset_by" => Func::DtOffsetBy(text("by")?),
+        other if other.starts_with("dt.") => {
+            match DtPart::ALL.iter().find(|p| p.json_name() == other) {
+                Some(p) => Func::Dt(*p),
+                None => return Err(plan_err(format!("unknown op {other:?}"), v)),
+            }
+        }
         "concat_str" => Func::ConcatStr(match obj.get("separator") {
             None => String::new(),
             Some(_) => text("separator")?,

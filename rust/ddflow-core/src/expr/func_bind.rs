@@ -49,6 +49,25 @@ pub(crate) enum BoundFunc {
     Slice(i64, Option<i64>),
     Replace(Matcher, String),
     ConcatStr(String),
+    /// A field of a date or timestamp.
+    Dt(super::calendar::DtPart, super::calendar::Calendar),
+    /// The count of a unit since the epoch.
+    DtEpoch(super::calendar::EpochUnit, super::calendar::Calendar),
+    /// Truncation to a period.
+    DtTruncate(super::calendar::Every, super::calendar::Calendar),
+    /// A calendar offset.
+    DtOffsetBy(super::calendar::Every, super::calendar::Calendar),
+    /// The operand checked to lie in `lo..=hi` (a cast to a narrower integer or decimal).
+    Fit(i64, i64),
+    /// An int64 divided by a constant, truncated toward zero (decimal to integer).
+    TruncDiv(i64),
+    /// A float64 times `10**scale`, rounded half away from zero, as int64 (float to decimal).
+    FloatToDecimal(u8),
+    /// A float64 rounded to the nearest float32.
+    ToFloat32,
+    /// Decimal quotient of two unscaled int64 operands: `a * 10**shift / b`, rounded half
+    /// away from zero ([`super::bind_logical`] chooses `shift` from the scales).
+    DecimalDiv(u32),
 }
 
 fn node(func: BoundFunc, args: Vec<Node>, dtype: DType, src: String) -> Node {
@@ -98,6 +117,7 @@ pub(crate) fn bind(func: &Func, mut args: Vec<Node>, src: String) -> Result<Node
                     (Scalar::Float64(x), _) => Const::Float(*x),
                     (Scalar::Bool(x), _) => Const::Bool(*x),
                     (Scalar::Str(x), _) => Const::Str(Interner::intern(x)),
+                    (Scalar::Word(x, _), _) => Const::Int(*x),
                 })
                 .collect();
             node(BoundFunc::IsIn(consts), vec![arg], DType::Bool, src)
@@ -147,6 +167,24 @@ pub(crate) fn bind(func: &Func, mut args: Vec<Node>, src: String) -> Result<Node
                 let (a, b, dtype) = unify_num(a, b);
                 node(BoundFunc::Rem, vec![a, b], dtype, src)
             }
+        }
+        Func::Dt(_) | Func::DtEpoch(_) | Func::DtTruncate(_) | Func::DtOffsetBy(_) => {
+            use super::calendar::{parse_every, Calendar, EpochUnit};
+            let cal = Calendar::of(d0, name)?;
+            let (f, dtype) = match func {
+                Func::Dt(part) => (BoundFunc::Dt(*part, cal), DType::Int64),
+                Func::DtEpoch(unit) => (
+                    BoundFunc::DtEpoch(EpochUnit::parse(unit)?, cal),
+                    DType::Int64,
+                ),
+                Func::DtTruncate(every) => {
+                    func.validate()?;
+                    (BoundFunc::DtTruncate(parse_every(every)?, cal), d0)
+                }
+                Func::DtOffsetBy(by) => (BoundFunc::DtOffsetBy(parse_every(by)?, cal), d0),
+                _ => unreachable!(),
+            };
+            node(f, args, dtype, src)
         }
         Func::ConcatStr(sep) => {
             if !strings(&args) {

@@ -167,6 +167,37 @@ pub(super) fn eval<'a>(
     if let BoundFunc::IsIn(consts) = func {
         return Ok(is_in(args.pop().expect("one operand"), consts));
     }
+    if let Some(out) = eval_calendar(func, &args, rows, src) {
+        return out;
+    }
+    if let Some(out) = eval_conversion(func, &args, rows, src) {
+        return out;
+    }
+    if let BoundFunc::DecimalDiv(shift) = *func {
+        let b = args.pop().expect("two operands");
+        let a = args.pop().expect("two operands");
+        let (Value::Int(a), Value::Int(b)) = (a, b) else {
+            unreachable!("bind passes unscaled int64 operands")
+        };
+        return Ok(Value::Int(checked_i64(
+            &a,
+            &b,
+            rows,
+            |x, y| math::decimal_div(x, y, shift).unwrap_or(0),
+            |x, y| math::decimal_div(x, y, shift).is_none(),
+            |i, x, y| {
+                if y == 0 {
+                    Error::DivisionByZero(format!("decimal division by zero in {src} at row {i}"))
+                } else {
+                    overflow(
+                        src,
+                        i,
+                        format!("the quotient of unscaled {x} / {y} leaves 64 bits"),
+                    )
+                }
+            },
+        )?));
+    }
     if matches!(func, BoundFunc::Pow | BoundFunc::Rem) {
         let b = args.pop().expect("two operands");
         let a = args.pop().expect("two operands");
@@ -236,5 +267,83 @@ pub(super) fn eval<'a>(
             Value::Str(map_str_str(&s, |x| m.replace_first(x, value))?)
         }
         (func, _) => unreachable!("bind checks the operand of {func:?}"),
+    })
+}
+
+/// The `.dt` functions (`None` for any other function): a value chrono cannot represent,
+/// or a result outside int64, is a value error on a counted row.
+fn eval_calendar<'a>(
+    func: &BoundFunc,
+    args: &[Value<'a>],
+    rows: Rows<'_>,
+    src: &str,
+) -> Option<Result<Value<'a>>> {
+    use super::calendar::{epoch, field, offset_by, truncate};
+    let f: Box<dyn Fn(i64) -> Option<i64> + '_> = match func {
+        BoundFunc::Dt(part, cal) => Box::new(move |v| field(cal, v, *part)),
+        BoundFunc::DtEpoch(unit, cal) => Box::new(move |v| epoch(cal, v, *unit)),
+        BoundFunc::DtTruncate(every, cal) => Box::new(move |v| truncate(cal, v, *every)),
+        BoundFunc::DtOffsetBy(every, cal) => Box::new(move |v| offset_by(cal, v, *every)),
+        _ => return None,
+    };
+    let Value::Int(a) = &args[0] else {
+        unreachable!("bind passes date or timestamp words")
+    };
+    let Rows { n, off, mask } = rows;
+    let out: Vec<Option<i64>> = (0..n).map(|i| f(a.get(i))).collect();
+    if let Some(i) = first_bad(n, mask, |i| out[i].is_none()) {
+        return Some(Err(Error::Value(format!(
+            "{src} at row {}: the value (stored word {}) is out of the calendar's range",
+            i + off,
+            a.get(i)
+        ))));
+    }
+    Some(Ok(Value::Int(Vals::Owned(
+        out.into_iter().map(|v| v.unwrap_or(0)).collect(),
+    ))))
+}
+
+/// The conversions casts use (`None` for any other function): a value that does not fit
+/// the target is a value error on a counted row.
+fn eval_conversion<'a>(
+    func: &BoundFunc,
+    args: &[Value<'a>],
+    rows: Rows<'_>,
+    src: &str,
+) -> Option<Result<Value<'a>>> {
+    let Rows { n, off, mask } = rows;
+    let bad =
+        |i: usize, what: String| Err(Error::Value(format!("{src} at row {}: {what}", i + off)));
+    Some(match (func, &args[0]) {
+        (BoundFunc::Fit(lo, hi), Value::Int(a)) => {
+            let (lo, hi) = (*lo, *hi);
+            match first_bad(n, mask, |i| !(lo..=hi).contains(&a.get(i))) {
+                Some(i) => bad(
+                    i,
+                    format!(
+                        "value {} is out of the target's range {lo}..={hi}",
+                        a.get(i)
+                    ),
+                ),
+                None => Ok(Value::Int(map1(a, |x| x))),
+            }
+        }
+        (BoundFunc::TruncDiv(d), Value::Int(a)) => {
+            let d = *d;
+            Ok(Value::Int(map1(a, move |x| x / d)))
+        }
+        (BoundFunc::ToFloat32, Value::Float(a)) => Ok(Value::Float(map1(a, |x| x as f32 as f64))),
+        (BoundFunc::FloatToDecimal(s), Value::Float(a)) => {
+            let scale = 10f64.powi(*s as i32);
+            let conv = move |x: f64| {
+                let v = (x * scale).round();
+                (v.is_finite() && v.abs() < 9.2e18).then_some(v as i64)
+            };
+            match first_bad(n, mask, |i| conv(a.get(i)).is_none()) {
+                Some(i) => bad(i, format!("value {} does not fit the decimal", a.get(i))),
+                None => Ok(Value::Int(map1(a, move |x| conv(x).unwrap_or(0)))),
+            }
+        }
+        _ => return None,
     })
 }

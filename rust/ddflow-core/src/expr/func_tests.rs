@@ -159,7 +159,14 @@ fn every_function_has_its_op_name() {
             literal: true,
         },
         Func::ConcatStr(String::new()),
+        Func::DtEpoch(String::new()),
+        Func::DtTruncate(String::new()),
+        Func::DtOffsetBy(String::new()),
     ];
+    let all: Vec<Func> = all
+        .into_iter()
+        .chain(super::calendar::DtPart::ALL.map(Func::Dt))
+        .collect();
     let mut names: Vec<&str> = all.iter().map(Func::json_name).collect();
     let mut want = FUNC_OPS.to_vec();
     names.sort_unstable();

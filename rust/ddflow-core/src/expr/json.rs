@@ -65,6 +65,25 @@ fn parse_lit(obj: &Map<String, Value>, v: &Value) -> Result<Scalar> {
         ),
         (None | Some(DType::Bool), Value::Bool(b)) => Scalar::Bool(*b),
         (None | Some(DType::Str), Value::String(s)) => Scalar::Str(s.clone()),
+        (Some(d), Value::Number(n)) if d.physical() == DType::Int64 && !n.is_f64() => {
+            let v = int(n)?;
+            if v == i64::MIN {
+                return Err(bad(d.name()));
+            }
+            if let Some((lo, hi)) = d.int_range() {
+                if !(lo..=hi).contains(&v) {
+                    return Err(Error::Overflow(format!(
+                        "literal {v} does not fit in {}",
+                        d.name()
+                    )));
+                }
+            }
+            Scalar::Word(v, d)
+        }
+        (Some(DType::Float32), Value::Number(n)) => {
+            let x = n.as_f64().ok_or_else(|| bad("a float"))?;
+            Scalar::Float64(x as f32 as f64)
+        }
         (Some(d), _) => return Err(bad(d.name())),
         (None, _) => return Err(bad("a number, bool or string")),
     })
@@ -168,6 +187,7 @@ fn lit_json(s: &Scalar) -> Value {
         }
         Scalar::Bool(v) => json!({"op": "lit", "value": v, "dtype": "bool"}),
         Scalar::Str(v) => json!({"op": "lit", "value": v, "dtype": "str"}),
+        Scalar::Word(v, d) => json!({"op": "lit", "value": v, "dtype": d.name()}),
     }
 }
 

@@ -204,3 +204,52 @@ mod tests {
         }
     }
 }
+
+/// `a * 10**shift / b` rounded half away from zero; `None` on division by zero or when the
+/// result leaves int64 (or is `i64::MIN`, the null word).
+pub(super) fn decimal_div(a: i64, b: i64, shift: u32) -> Option<i64> {
+    if b == 0 {
+        return None;
+    }
+    let num = (a as i128).checked_mul(10i128.checked_pow(shift)?)?;
+    let (b, q, r) = (b as i128, num / b as i128, num % b as i128);
+    let q = if 2 * r.abs() >= b.abs() {
+        q + if (num < 0) == (b < 0) { 1 } else { -1 }
+    } else {
+        q
+    };
+    i64::try_from(q).ok().filter(|&v| v != i64::MIN)
+}
+
+#[cfg(test)]
+mod decimal_tests {
+    use super::decimal_div;
+
+    #[test]
+    fn decimal_division_rounds_half_away_from_zero() {
+        // 1.00 / 3 at scale 6 (shift 4): 0.333333
+        assert_eq!(decimal_div(100, 3, 4), Some(333_333));
+        assert_eq!(decimal_div(200, 3, 4), Some(666_667));
+        assert_eq!(decimal_div(-200, 3, 4), Some(-666_667));
+        assert_eq!(decimal_div(200, -3, 4), Some(-666_667));
+        assert_eq!(decimal_div(5, 10, 0), Some(1));
+        assert_eq!(decimal_div(-5, 10, 0), Some(-1));
+        assert_eq!(decimal_div(4, 10, 0), Some(0));
+        assert_eq!(decimal_div(1, 0, 4), None);
+        assert_eq!(decimal_div(i64::MAX, 1, 4), None);
+        // Against exact rational arithmetic on random operands.
+        for a in [-997i64, -10, -1, 0, 1, 7, 12345, 99_999] {
+            for b in [-13i64, -2, 1, 3, 8, 1000] {
+                for shift in 0..6u32 {
+                    let num = a as f64 * 10f64.powi(shift as i32) / b as f64;
+                    let want = num.abs().round() * num.signum();
+                    assert_eq!(
+                        decimal_div(a, b, shift),
+                        Some(want as i64),
+                        "{a} {b} {shift}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -118,6 +118,9 @@
 
 mod ast;
 mod bind;
+mod bind_cast;
+mod bind_logical;
+mod calendar;
 mod column;
 mod eval;
 mod func;

@@ -678,7 +678,7 @@ fn arb_row() -> impl Strategy<Value = Row> {
 }
 
 fn leaf(d: DType) -> BoxedStrategy<Expr> {
-    match d {
+    match d.physical() {
         DType::Int64 => prop_oneof![
             3 => prop_oneof![Just(col("i0")), Just(col("i1"))],
             1 => arb_i64().prop_map(lit),
@@ -694,7 +694,7 @@ fn leaf(d: DType) -> BoxedStrategy<Expr> {
             1 => any::<bool>().prop_map(lit),
         ]
         .boxed(),
-        DType::Str => prop_oneof![
+        _ => prop_oneof![
             3 => Just(col("s0")),
             1 => prop_oneof![Just("a"), Just("b"), Just("zz")].prop_map(lit),
         ]
@@ -728,7 +728,7 @@ fn arb_expr(d: DType, depth: u32) -> BoxedStrategy<Expr> {
     let when_s = move |t: BoxedStrategy<Expr>, o: BoxedStrategy<Expr>| {
         (sub(DType::Bool), t, o).prop_map(|(c, t, o)| when(c, t, o))
     };
-    match d {
+    match d.physical() {
         DType::Int64 => prop_oneof![
             2 => leaf(d),
             4 => (arith_ops, sub(d), sub(d)).prop_map(|(op, a, b)| Expr::binary(op, a, b)),
@@ -765,7 +765,7 @@ fn arb_expr(d: DType, depth: u32) -> BoxedStrategy<Expr> {
             1 => (minmax, sub(d), sub(d)).prop_map(|(op, a, b)| Expr::binary(op, a, b)),
         ]
         .boxed(),
-        DType::Str => prop_oneof![2 => leaf(d), 1 => when_s(sub(d), sub(d))].boxed(),
+        _ => prop_oneof![2 => leaf(d), 1 => when_s(sub(d), sub(d))].boxed(),
     }
 }
 

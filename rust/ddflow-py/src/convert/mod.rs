@@ -120,11 +120,11 @@ impl ColType {
 
 impl From<DType> for ColType {
     fn from(d: DType) -> ColType {
-        match d {
+        match d.physical() {
             DType::Int64 => ColType::Int64,
             DType::Float64 => ColType::Float64,
             DType::Bool => ColType::Bool,
-            DType::Str => ColType::Str,
+            _ => ColType::Str,
         }
     }
 }

@@ -17,11 +17,11 @@ use std::cmp::Ordering;
 
 /// Compares two encoded words by the value order of `dtype`.
 pub fn cmp_words(dtype: DType, a: u64, b: u64) -> Ordering {
-    match dtype {
+    match dtype.physical() {
         DType::Int64 => decode_i64(a).cmp(&decode_i64(b)),
         DType::Float64 => decode_f64(a).total_cmp(&decode_f64(b)),
         DType::Bool => a.cmp(&b),
-        DType::Str => {
+        _ => {
             let s = crate::encoding::Interner::resolve_all(&[a, b]).unwrap_or_default();
             if s.len() == 2 {
                 s[0].cmp(&s[1])
@@ -47,13 +47,13 @@ pub fn output_dtypes(agg: &Agg, vals: &[DType], label: &str) -> Result<Option<Ve
         Agg::Min { column: c } | Agg::Max { column: c } => vec![col(*c)?],
         Agg::Sum { column: c } => {
             let d = col(*c)?;
-            if !matches!(d, DType::Int64 | DType::Float64) {
+            let Some(out) = super::aggregate_group::sum_dtype(d) else {
                 return Err(Error::Type(format!(
-                    "{label}: sum needs an int64 or float64 column, got {}",
+                    "{label}: sum needs a numeric, decimal or duration column, got {}",
                     d.name()
                 )));
-            }
-            vec![d]
+            };
+            vec![out]
         }
         Agg::Count => vec![DType::Int64],
         Agg::Distinct => vals.to_vec(),
@@ -120,7 +120,7 @@ pub fn apply(
                 push(&[null_word(d)], 1);
                 return Ok(());
             }
-            match d {
+            match d.physical() {
                 DType::Int64 => {
                     let mut s: i64 = 0;
                     for i in (0..n).filter(|&i| !is_null_word(d, row(i)[*c])) {

@@ -32,6 +32,7 @@
 //! each input update in once.
 
 use super::aggregate::cmp_words;
+use crate::dtype::{Family, MAX_DECIMAL_PRECISION};
 use crate::encoding::{
     decode_f64, decode_i64, encode_f64, encode_i64, is_null_word, null_word, DType, NULL_I64,
 };
@@ -46,7 +47,8 @@ fn column_of(part: &GroupAgg) -> Option<usize> {
         GroupAgg::Sum { column, .. }
         | GroupAgg::Mean { column, .. }
         | GroupAgg::Min { column, .. }
-        | GroupAgg::Max { column, .. } => Some(*column),
+        | GroupAgg::Max { column, .. }
+        | GroupAgg::CountDistinct { column, .. } => Some(*column),
     }
 }
 
@@ -58,6 +60,7 @@ fn describe(part: &GroupAgg) -> String {
         GroupAgg::Mean { name, .. } => ("mean", name),
         GroupAgg::Min { name, .. } => ("min", name),
         GroupAgg::Max { name, .. } => ("max", name),
+        GroupAgg::CountDistinct { name, .. } => ("count_distinct", name),
     };
     match (name.is_empty(), column_of(part)) {
         (false, _) => format!("{kind} '{name}'"),
@@ -66,8 +69,38 @@ fn describe(part: &GroupAgg) -> String {
     }
 }
 
-/// Output dtypes: `sum` keeps its column's (int64 or float64), `count` is int64, `mean`
-/// float64, `min` / `max` keep their column's.
+/// The dtype of a `sum` of a column of dtype `d`: int64 for integers (overflow is an error
+/// update), float64 for floats, `decimal128(38, s)` for a decimal of scale `s`, the same
+/// duration for durations; `None` for a dtype that does not sum.
+pub fn sum_dtype(d: DType) -> Option<DType> {
+    Some(match d.family() {
+        Family::Integer => DType::Int64,
+        Family::Float => DType::Float64,
+        Family::Decimal => match d {
+            DType::Decimal(_, s) => DType::Decimal(MAX_DECIMAL_PRECISION, s),
+            _ => unreachable!(),
+        },
+        Family::Duration => d,
+        _ => return None,
+    })
+}
+
+/// The dtype of a `mean` of a column of dtype `d`: float64 for integers and floats,
+/// `decimal128(38, s + 4)` (scale at most 38) for a decimal of scale `s`, as Spark.
+pub fn mean_dtype(d: DType) -> Option<DType> {
+    Some(match d {
+        DType::Decimal(_, s) => DType::Decimal(MAX_DECIMAL_PRECISION, mean_scale(s)),
+        _ if matches!(d.family(), Family::Integer | Family::Float) => DType::Float64,
+        _ => return None,
+    })
+}
+
+fn mean_scale(s: u8) -> u8 {
+    (s + 4).min(MAX_DECIMAL_PRECISION)
+}
+
+/// Output dtypes: `sum` as [`sum_dtype`], `count` is int64, `mean` as [`mean_dtype`],
+/// `min` / `max` keep their column's.
 pub fn output_dtypes(aggs: &[GroupAgg], vals: &[DType], label: &str) -> Result<Vec<DType>> {
     if aggs.is_empty() {
         return Err(Error::Plan(format!(
@@ -88,20 +121,25 @@ pub fn output_dtypes(aggs: &[GroupAgg], vals: &[DType], label: &str) -> Result<V
             })?;
             match part {
                 GroupAgg::Sum { .. } | GroupAgg::Mean { .. } => {
-                    if !matches!(d, DType::Int64 | DType::Float64) {
-                        return Err(Error::Type(format!(
-                            "{label}: {} needs an int64 or float64 column, got {}",
-                            describe(part),
-                            d.name()
-                        )));
-                    }
-                    Ok(if matches!(part, GroupAgg::Mean { .. }) {
-                        DType::Float64
+                    let out = if matches!(part, GroupAgg::Mean { .. }) {
+                        mean_dtype(d)
                     } else {
-                        d
+                        sum_dtype(d)
+                    };
+                    out.ok_or_else(|| {
+                        Error::Type(format!(
+                            "{label}: {} needs a {} column, got {}",
+                            describe(part),
+                            if matches!(part, GroupAgg::Sum { .. }) {
+                                "numeric, decimal or duration"
+                            } else {
+                                "numeric or decimal"
+                            },
+                            d.name()
+                        ))
                     })
                 }
-                GroupAgg::Count { .. } => Ok(DType::Int64),
+                GroupAgg::Count { .. } | GroupAgg::CountDistinct { .. } => Ok(DType::Int64),
                 _ => Ok(d),
             }
         })
@@ -160,7 +198,7 @@ fn write_row(
     // float64.
     let sum = |c: usize| -> Sum {
         let terms = counts.iter().enumerate().filter(|&(i, _)| !null(i, c));
-        if dtypes[c] == DType::Int64 {
+        if dtypes[c].physical() == DType::Int64 {
             Sum::Int(
                 terms
                     .map(|(i, &n)| decode_i64(word(i, c)) as i128 * n as i128)
@@ -172,12 +210,40 @@ fn write_row(
     };
     for part in aggs {
         let w = match part {
-            GroupAgg::Count { column: None, .. } => finish(part, total, total, None, label)?,
+            GroupAgg::Count { column: None, .. } => finish(part, total, total, None, None, label)?,
             GroupAgg::Count {
                 column: Some(c), ..
-            } => finish(part, total, non_null(*c), None, label)?,
-            GroupAgg::Sum { column, .. } | GroupAgg::Mean { column, .. } => {
-                finish(part, total, non_null(*column), Some(sum(*column)), label)?
+            } => finish(part, total, non_null(*c), None, None, label)?,
+            GroupAgg::Sum { column, .. } | GroupAgg::Mean { column, .. } => finish(
+                part,
+                total,
+                non_null(*column),
+                Some(sum(*column)),
+                Some(dtypes[*column]),
+                label,
+            )?,
+            GroupAgg::CountDistinct { column, .. } => {
+                // The values' accumulated counts: vals rows may repeat a value of `column`
+                // beside other columns' values.
+                let mut counted: Vec<(u64, i128)> = counts
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| !null(i, *column))
+                    .map(|(i, &n)| (word(i, *column), n as i128))
+                    .collect();
+                counted.sort_unstable_by_key(|&(w, _)| w);
+                let mut distinct = 0i64;
+                let mut k = 0;
+                while k < counted.len() {
+                    let (w, mut n) = counted[k];
+                    k += 1;
+                    while k < counted.len() && counted[k].0 == w {
+                        n += counted[k].1;
+                        k += 1;
+                    }
+                    distinct += (n > 0) as i64;
+                }
+                encode_i64(distinct)
             }
             GroupAgg::Min { column, .. } | GroupAgg::Max { column, .. } => {
                 let want = if matches!(part, GroupAgg::Min { .. }) {
@@ -219,6 +285,7 @@ fn finish(
     total: i128,
     non_null: i128,
     sum: Option<Sum>,
+    column: Option<DType>,
     label: &str,
 ) -> Result<u64> {
     let overflow = || Error::Overflow(format!("{label}: {} overflows int64", describe(part)));
@@ -233,13 +300,34 @@ fn finish(
         (GroupAgg::Sum { .. }, Some(Sum::Float(_))) if all_null => null_word(DType::Float64),
         (GroupAgg::Sum { .. }, Some(Sum::Int(s))) => int(s.ok_or_else(overflow)?)?,
         (GroupAgg::Sum { .. }, Some(Sum::Float(s))) => encode_f64(s),
-        (GroupAgg::Mean { .. }, Some(_)) if all_null => null_word(DType::Float64),
+        (GroupAgg::Mean { .. }, Some(_)) if all_null => match column {
+            Some(d @ DType::Decimal(..)) => null_word(d),
+            _ => null_word(DType::Float64),
+        },
         (GroupAgg::Mean { .. }, Some(s)) => {
             if non_null == 0 {
                 return Err(Error::DivisionByZero(format!(
                     "{label}: {} is undefined: the group's counts sum to 0",
                     describe(part)
                 )));
+            }
+            if let Some(DType::Decimal(_, scale)) = column {
+                // Exact: sum * 10**4 / count, half away from zero (scale s + 4).
+                let shift = (mean_scale(scale) - scale) as u32;
+                let Sum::Int(s) = s else {
+                    unreachable!("decimal sums are int")
+                };
+                let num = s
+                    .ok_or_else(overflow)?
+                    .checked_mul(10i128.pow(shift))
+                    .ok_or_else(overflow)?;
+                let (q, r) = (num / non_null, num % non_null);
+                let q = if 2 * r.abs() >= non_null.abs() {
+                    q + if (num < 0) == (non_null < 0) { 1 } else { -1 }
+                } else {
+                    q
+                };
+                return int(q);
             }
             let s = match s {
                 Sum::Int(s) => s.ok_or_else(overflow)? as f64,
@@ -262,7 +350,7 @@ pub fn has_running_totals(aggs: &[GroupAgg], dtypes: &[DType]) -> bool {
     aggs.iter().all(|p| match p {
         GroupAgg::Count { column, .. } => column.is_none(),
         GroupAgg::Sum { column, .. } | GroupAgg::Mean { column, .. } => {
-            dtypes.get(*column) == Some(&DType::Int64)
+            dtypes.get(*column).map(|d| d.physical()) == Some(DType::Int64)
         }
         _ => false,
     })
@@ -318,13 +406,21 @@ impl RunningTotals {
     }
 
     /// Appends the group's row (the caller knows the group is present).
-    pub fn write(&self, aggs: &[GroupAgg], label: &str, out: &mut Vec<u64>) -> Result<()> {
+    pub fn write(
+        &self,
+        aggs: &[GroupAgg],
+        dtypes: &[DType],
+        label: &str,
+        out: &mut Vec<u64>,
+    ) -> Result<()> {
         for ((part, &s), &nn) in aggs.iter().zip(&self.sums).zip(&self.non_null) {
+            let column = column_of(part).map(|c| dtypes[c]);
             out.push(finish(
                 part,
                 self.count,
                 nn,
                 Some(Sum::Int(Some(s))),
+                column,
                 label,
             )?);
         }

@@ -48,6 +48,14 @@ fn all_parts() -> Vec<GroupAgg> {
             column: 2,
             name: n(),
         },
+        GroupAgg::CountDistinct {
+            column: 0,
+            name: n(),
+        },
+        GroupAgg::CountDistinct {
+            column: 2,
+            name: n(),
+        },
         GroupAgg::Count {
             column: Some(0),
             name: "n_a".into(),
@@ -117,6 +125,25 @@ fn reference(parts: &[GroupAgg], vals: &Vals) -> Outcome {
                     (float_sum, total)
                 };
                 Value::F(s / n as f64)
+            }
+            GroupAgg::CountDistinct { column, .. } => {
+                // Values (nulls excepted) whose accumulated count is positive.
+                let mut acc: Vec<(u64, i128)> = Vec::new();
+                for v in vals.iter() {
+                    let key = match column {
+                        0 => match a(v) {
+                            Some(x) => x as u64,
+                            None => continue,
+                        },
+                        1 => v.1.to_bits(),
+                        _ => v.2 as u64,
+                    };
+                    match acc.iter_mut().find(|e| e.0 == key) {
+                        Some(e) => e.1 += v.3 as i128,
+                        None => acc.push((key, v.3 as i128)),
+                    }
+                }
+                Value::I(acc.iter().filter(|e| e.1 > 0).count() as i64)
             }
             GroupAgg::Min { column, .. } | GroupAgg::Max { column, .. } => {
                 if positive.is_empty() {
@@ -308,7 +335,10 @@ fn dtypes_and_refusals() {
     use DType::*;
     assert_eq!(
         d,
-        vec![Int64, Int64, Float64, Float64, Float64, Int64, Float64, Bool, Bool, Int64]
+        vec![
+            Int64, Int64, Float64, Float64, Float64, Int64, Float64, Bool, Bool, Int64, Int64,
+            Int64
+        ]
     );
     let e = output_dtypes(
         &[GroupAgg::Mean {
@@ -321,7 +351,7 @@ fn dtypes_and_refusals() {
     assert!(e
         .unwrap_err()
         .to_string()
-        .contains("mean 'm' needs an int64 or float64"));
+        .contains("mean 'm' needs a numeric or decimal column, got bool"));
     let e = output_dtypes(
         &[GroupAgg::Sum {
             column: 5,
@@ -385,7 +415,7 @@ proptest! {
             Outcome::Absent
         } else {
             let mut out = Vec::new();
-            match totals.write(&parts, "g", &mut out) {
+            match totals.write(&parts, &DTYPES, "g", &mut out) {
                 Err(e) => Outcome::Err(["overflow", "division by zero", "value error"]
                     .into_iter()
                     .find(|k| e.to_string().starts_with(k))

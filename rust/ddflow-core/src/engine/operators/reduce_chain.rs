@@ -153,7 +153,7 @@ pub fn reduce_key(
     let seed_count = seed.as_ref().map_or(0, |c| c.count);
     let mut acc = match k.agg {
         Agg::Count => Acc::Count(seed_count as i128),
-        Agg::Sum { column: c } if k.val_dtypes[*c] == DType::Int64 => Acc::SumInt(0, 0),
+        Agg::Sum { column: c } if k.val_dtypes[*c].physical() == DType::Int64 => Acc::SumInt(0, 0),
         Agg::Group { aggs } if aggregate_group::has_running_totals(aggs, k.val_dtypes) => {
             match seed {
                 Some(c) => s.totals = c.totals,
@@ -260,8 +260,12 @@ pub fn reduce_key(
                 }
                 Acc::Group => {
                     if s.totals.is_present() {
-                        s.totals
-                            .write(group_parts(k.agg), k.label, &mut s.desired_rows)?;
+                        s.totals.write(
+                            group_parts(k.agg),
+                            k.val_dtypes,
+                            k.label,
+                            &mut s.desired_rows,
+                        )?;
                         s.desired_counts.push(1);
                     }
                 }
