@@ -3,7 +3,8 @@ DuckDB's full re-run on the same data; writes a markdown table.
 
 ``python -m benches.tpch.bench --sf 0.1 --batches 10`` (or ``python benches/tpch/bench.py``)
 runs each query in its own child process (so peak RSS is the query's own): the child reads
-and encodes the tables and derives the refresh pairs (not timed), then
+the tables in their TPC-H types (``date32``, ``decimal128(15, 2)``) and derives the refresh
+pairs (not timed), then
 
 * ddflow: one dataflow with the query, the tables it reads fed at time 0 and run to
   completion (load), then each refresh pair fed at its own time and run (per batch);
@@ -34,9 +35,9 @@ if __package__ in (None, ""):  # run as a script: make ``benches.tpch`` importab
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import duckdb
-from benches.tpch import encoding, generate, oracle, refresh
+from benches.tpch import generate, oracle, refresh
 from benches.tpch.queries import QUERIES
-from benches.tpch.workload import Workload, encode_refresh
+from benches.tpch.workload import Workload
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benches" / "results"
@@ -56,15 +57,13 @@ def run_child(
     """Measures one query (see the module docstring); returns its readings."""
     tables = generate.load_tables(sf)
     pairs = refresh.make_refreshes(tables, sf, batches, seed=seed)
-    encoded = {name: encoding.encode_table(t) for name, t in tables.items()}
-    encoded_pairs = [encode_refresh(p) for p in pairs]
     base = _status("VmRSS")
     start = time.perf_counter()
-    workload = Workload([query], sf, {n: t.column_names for n, t in tables.items()}, workers)
-    workload.load(encoded)
+    workload = Workload([query], sf, {n: t.schema for n, t in tables.items()}, workers)
+    workload.load(tables)
     load = time.perf_counter() - start
     per_batch = []
-    for batch in encoded_pairs:
+    for batch in pairs:
         start = time.perf_counter()
         workload.refresh(batch)
         per_batch.append(time.perf_counter() - start)
@@ -77,17 +76,17 @@ def run_child(
     for pair in pairs:
         oracle.apply_refresh(con, pair)
         start = time.perf_counter()
-        columns, want = oracle.expected(query, con, sf)
+        want = oracle.expected(query, con, sf)
         duck.append(time.perf_counter() - start)
-    got = oracle.actual(workload.result(query, batches), columns)
+    difference = oracle.difference(want, workload.result(query, batches))
     return {
         "query": query,
         "load_s": load,
         "batch_s": per_batch,
         "duckdb_first_s": duck_load,
         "duckdb_s": duck,
-        "rows": len(want),
-        "agree": oracle.difference(want, got, columns) is None,
+        "rows": want.num_rows,
+        "agree": difference is None,
         "base_rss": base,
         "peak_rss": peak,
         "tables": list(workload.tables),

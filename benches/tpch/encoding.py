@@ -1,7 +1,10 @@
-"""The column encodings of TPC-H types until the engine has native dates and decimals.
+"""Temporary integer encodings of TPC-H's DATE and DECIMAL, for the Spark backend only.
 
-The engine's columns are int64, float64, bool and str. TPC-H's types map onto them so that
-every computation the queries do stays exact in integers:
+The embedded engine takes TPC-H's types as they are (``date32``, ``decimal128(15, 2)``);
+the Spark backend does not yet, so the Spark test (``tests/spark/test_tpch_spark.py``) feeds
+the tables in these encodings and builds its queries with
+:data:`benches.tpch.literals.INTEGER_ENCODED`. Every computation those queries do stays
+exact in integers:
 
 ========================  ==========================================  =====================
 TPC-H type                engine column                               example
@@ -14,21 +17,15 @@ TPC-H type                engine column                               example
 
 A product of two decimals is an int64 at scale 4, of three at scale 6:
 ``l_extendedprice * (1 - l_discount)`` is ``price * (100 - discount)`` in ten-thousandths,
-``... * (1 + l_tax)`` is ``price * (100 - discount) * (100 + tax)`` in millionths. Results
-are compared with DuckDB run on the original typed data, whose decimal results
-:func:`decode_value` turns into unscaled integers at the scale the query states; averages and
-ratios are float64 on both sides.
+``... * (1 + l_tax)`` is ``price * (100 - discount) * (100 + tax)`` in millionths.
 
-When dates and decimals land in the engine, this module is the one place to change:
-:func:`encode_table` keeps the types, :func:`days` / :func:`cents` become literals of
-those types and :func:`year_of` becomes the engine's year function.
+Delete this module (with ``INTEGER_ENCODED``) once Spark takes dates and decimals.
 """
 
 from __future__ import annotations
 
 import datetime
 import decimal
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -41,7 +38,6 @@ __all__ = [
     "EPOCH",
     "cents",
     "days",
-    "decode_value",
     "encode_column",
     "encode_table",
     "year_of",
@@ -100,24 +96,6 @@ def encode_column(array: pa.Array | pa.ChunkedArray) -> pa.Array:
 def encode_table(table: pa.Table) -> pa.Table:
     """Every column of ``table`` in its engine encoding, names unchanged."""
     return pa.table({name: encode_column(table[name]) for name in table.column_names})
-
-
-def decode_value(value: Any, scale: int | None) -> Any:
-    """A DuckDB result value in the encoding the ddflow queries produce: a DECIMAL as its
-    integer at ``scale`` decimal places (it must be exact), a DATE as days since 1970, a
-    float as float, ints and strings as they are. ``scale`` is required for decimals."""
-    if isinstance(value, decimal.Decimal):
-        if scale is None:
-            raise ValueError(f"decimal result {value} needs a stated scale")
-        scaled = value.scaleb(scale)
-        if scaled != scaled.to_integral_value():
-            raise ValueError(f"decimal result {value} is not exact at scale {scale}")
-        return int(scaled)
-    if isinstance(value, datetime.datetime):
-        raise ValueError(f"unexpected timestamp result {value}")
-    if isinstance(value, datetime.date):
-        return (value - EPOCH).days
-    return value
 
 
 def year_of(day: Expr | str) -> Expr:

@@ -5,7 +5,9 @@ to 3) give exactly the embedded engine's complete output histories, which
 writes it, with ``join(how="left")`` and ``count(o_orderkey)`` skipping the padded nulls,
 and must give the same history.
 
-The tables enter Spark as Parquet files of their engine encodings, one file per table with
+Spark does not take DATE and DECIMAL yet, so both sides run the temporary integer encodings
+(``integer_encoded=True``: day numbers, hundredths; ``benches/tpch/literals.py``).
+The tables enter Spark as Parquet files of those encodings, one file per table with
 ``time`` and ``diff`` (load +1 at 0, RF2 deletes -1 and RF1 inserts +1 at their pair's time).
 Each query is its own ``run_on_spark`` (its own dataflow), timed, so a slow one says which.
 """
@@ -69,7 +71,8 @@ def histories(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
     batches = [encode_refresh(b) for b in refresh.make_refreshes(tables, SF, BATCHES, seed=7)]
     encoded = {n: encoding.encode_table(t) for n, t in tables.items()}
     columns = {n: t.column_names for n, t in tables.items()}
-    workload = Workload(list(QUERIES), SF, columns)
+    schemas = {n: t.schema for n, t in tables.items()}
+    workload = Workload(list(QUERIES), SF, schemas, integer_encoded=True)
     workload.load(encoded)
     for batch in batches:
         workload.refresh(batch)
@@ -78,11 +81,11 @@ def histories(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
     paths = {}
     for name, table in encoded.items():
         parts = [_timed(table, 0, 1)]
-        for t, inserts, deletes in batches:
-            if name in deletes:
-                parts.append(_timed(deletes[name], t, -1))
-            if name in inserts:
-                parts.append(_timed(inserts[name], t, 1))
+        for b in batches:
+            if name in b.deletes:
+                parts.append(_timed(b.deletes[name], b.index, -1))
+            if name in b.inserts:
+                parts.append(_timed(b.inserts[name], b.index, 1))
         paths[name] = str(out / f"{name}.parquet")
         pq.write_table(pa.concat_tables(parts), paths[name])
     yield {"paths": paths, "columns": columns, "want": want}
@@ -115,7 +118,8 @@ def test_tpch_query_on_spark_equals_embedded(
             )
             return self[name]
 
-    out = q13_left(Tables()) if query == "q13_left" else build(query, Tables(), SF)
+    tables = Tables()
+    out = q13_left(tables) if query == "q13_left" else build(query, tables, SF, True)
     start = time.perf_counter()
     frames = {sessions[n]: spark.read.parquet(histories["paths"][n]) for n in sessions}
     result = run_on_spark(spark, flow, frames, [out])

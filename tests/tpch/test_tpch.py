@@ -3,8 +3,9 @@
 One dataflow holds every written query. It is fed the initial load at time 0 and three
 refresh pairs (RF1 inserts, RF2 deletes, ``SF * 1500`` orders each) at times 1 to 3; after
 each time, every query's ``capture().at(t)`` must equal DuckDB's result recomputed from
-scratch on the typed tables as of that batch (multisets; floats within a relative 1e-9).
-Also checked here: the integer encodings of DATE and DECIMAL and the refresh pairs.
+scratch on the same typed tables as of that batch: exact multisets, decimal scales included.
+Also checked here: the refresh pairs, the oracle's exact division, and the temporary integer
+encodings the Spark test still uses.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pytest
-from benches.tpch import encoding, generate, oracle, refresh
-from benches.tpch.queries import QUERIES
-from benches.tpch.workload import Workload, encode_refresh
+from benches.tpch import encoding, generate, literals, oracle, refresh
+from benches.tpch.queries import QUERIES, build
+from benches.tpch.workload import Workload
 
+import ddflow as dd
 from ddflow import _core
 
 SF = 0.01
@@ -46,18 +48,18 @@ def tables() -> dict[str, pa.Table]:
 def outcomes(tables: dict[str, pa.Table]) -> dict[str, list[Outcome]]:
     """Every query compared with DuckDB after the load and after each refresh pair."""
     batches = refresh.make_refreshes(tables, SF, BATCHES, seed=7)
-    workload = Workload(list(QUERIES), SF, {n: t.column_names for n, t in tables.items()})
-    workload.load({n: encoding.encode_table(t) for n, t in tables.items()})
+    workload = Workload(list(QUERIES), SF, {n: t.schema for n, t in tables.items()})
+    workload.load(tables)
     con = oracle.connect(tables)
     out: dict[str, list[Outcome]] = {q: [] for q in QUERIES}
     for time in range(BATCHES + 1):
         if time:
-            workload.refresh(encode_refresh(batches[time - 1]))
+            workload.refresh(batches[time - 1])
             oracle.apply_refresh(con, batches[time - 1])
         for query in QUERIES:
-            columns, want = oracle.expected(query, con, SF)
-            got = oracle.actual(workload.result(query, time), columns)
-            out[query].append(Outcome(len(want), oracle.difference(want, got, columns)))
+            want = oracle.expected(query, con, SF)
+            got = workload.result(query, time)
+            out[query].append(Outcome(want.num_rows, oracle.difference(want, got)))
     return out
 
 
@@ -83,10 +85,10 @@ def test_refreshes_change_results(tables: dict[str, pa.Table]) -> None:
     differ between times 0 and 3 (10 of the 22 at this seed; Q2, Q11, Q16 read neither)."""
     batches = refresh.make_refreshes(tables, SF, BATCHES, seed=7)
     con = oracle.connect(tables)
-    before = {q: oracle.expected(q, con, SF)[1] for q in QUERIES}
+    before = {q: oracle.rows_of(oracle.expected(q, con, SF)) for q in QUERIES}
     for batch in batches:
         oracle.apply_refresh(con, batch)
-    changed = [q for q in QUERIES if oracle.expected(q, con, SF)[1] != before[q]]
+    changed = [q for q in QUERIES if oracle.rows_of(oracle.expected(q, con, SF)) != before[q]]
     assert len(changed) >= 8 and "q1" in changed, changed
 
 
@@ -115,9 +117,42 @@ def test_refresh_pairs(tables: dict[str, pa.Table]) -> None:
         assert set(current["lineitem"]["l_orderkey"].to_pylist()) <= keys
 
 
-def test_date_and_decimal_encodings() -> None:
-    """DATE is days since 1970 and ``year_of`` gives its calendar year; DECIMAL(15, 2) is
-    its exact number of hundredths."""
+def test_exact_division_rounds_half_away_from_zero() -> None:
+    """The oracle's quotients: exact, then rounded half away from zero to the scale."""
+    d = decimal.Decimal
+    assert oracle.divide(d("1.00"), 8, 2) == d("0.13")
+    assert oracle.divide(d("-1.00"), 8, 2) == d("-0.13")
+    assert oracle.divide(d("2.00"), 3, 6) == d("0.666667")
+    assert oracle.divide(d("-2.00"), 3, 6) == d("-0.666667")
+    assert str(oracle.divide(6, 3, 4)) == "2.0000"
+    assert oracle.divide(None, 3, 4) is None
+
+
+def test_typed_results_keep_tpch_types(tables: dict[str, pa.Table]) -> None:
+    """Q1's sums and means are decimals at DuckDB's scales and Q3's dates are dates."""
+    workload = Workload(["q1", "q3"], SF, {n: t.schema for n, t in tables.items()})
+    workload.load(tables)
+    q1, q3 = workload.result("q1", 0).schema, workload.result("q3", 0).schema
+    assert q1.field("sum_charge").type == pa.decimal128(38, 6)
+    assert q1.field("sum_disc_price").type == pa.decimal128(38, 4)
+    assert q1.field("avg_qty").type == pa.decimal128(38, 6)
+    assert q3.field("o_orderdate").type == pa.date32()
+
+
+def test_integer_encoded_queries_are_only_the_spark_ones() -> None:
+    """The temporary integer encodings (Spark) build only the queries written for them."""
+    flow = dd.Dataflow()
+    names = {"lineitem": ("l_shipdate", "l_discount")}
+    tables = {n: flow.new_input(c, name=n)[1] for n, c in names.items()}
+    with pytest.raises(ValueError, match="q6 is not written for the integer encodings"):
+        build("q6", tables, SF, integer_encoded=True)
+    assert literals.add_months(datetime.date(1995, 1, 31), 1) == datetime.date(1995, 2, 28)
+    assert literals.add_months(datetime.date(1994, 11, 30), 3) == datetime.date(1995, 2, 28)
+
+
+def test_integer_encodings() -> None:
+    """Temporary, for Spark: DATE is days since 1970 and ``year_of`` gives its calendar
+    year; DECIMAL(15, 2) is its exact number of hundredths."""
     assert encoding.days("1970-01-01") == 0 and encoding.days("1998-12-01") == 10561
     assert encoding.cents("0.06") == 6 and encoding.cents("-12.30") == -1230
     day = np.arange(-700_000, 2_900_000, 997, dtype=np.int64)
@@ -130,6 +165,3 @@ def test_date_and_decimal_encodings() -> None:
     assert encoding.encode_column(typed).to_pylist() == [999999999999999, -1, 0]
     dates = pa.array([datetime.date(1992, 1, 1), datetime.date(1969, 12, 31)])
     assert encoding.encode_column(dates).to_pylist() == [8035, -1]
-    assert encoding.decode_value(decimal.Decimal("1.2300"), 4) == 12300
-    with pytest.raises(ValueError):
-        encoding.decode_value(decimal.Decimal("1.23456"), 4)
