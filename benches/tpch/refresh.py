@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["Refresh", "apply", "make_refreshes", "orders_per_refresh"]
+__all__ = ["CHANGED", "Refresh", "apply", "make_refreshes", "orders_per_refresh"]
 
 CHANGED: tuple[str, ...] = ("orders", "lineitem")
 """The tables a refresh changes."""
