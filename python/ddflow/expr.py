@@ -242,7 +242,10 @@ class Expr(ExprFunctions):
         if op == "coalesce":
             return {"op": "coalesce", "args": [e.to_json() for e in a]}
         if op == "cast":
-            return {"op": "cast", "dtype": self._attrs["dtype"], "arg": a[0].to_json()}
+            out = {"op": "cast", "dtype": self._attrs["dtype"], "arg": a[0].to_json()}
+            if self._attrs.get("strict") is False:
+                out["strict"] = False
+            return out
         if op == "alias":
             return {"op": "alias", "name": self._attrs["name"], "arg": a[0].to_json()}
         if op == "when":
@@ -274,7 +277,8 @@ class Expr(ExprFunctions):
         if op == "neg":
             return f"(-{a[0]!r})"
         if op == "cast":
-            return f"{a[0]._receiver()}.cast({_quote(self._attrs['dtype'])})"
+            lax = ", strict=False" if self._attrs.get("strict") is False else ""
+            return f"{a[0]._receiver()}.cast({_quote(self._attrs['dtype'])}{lax})"
         if op == "alias":
             return f"{a[0]._receiver()}.alias({_quote(self._attrs['name'])})"
         if op == "when":
@@ -319,11 +323,18 @@ class Expr(ExprFunctions):
             raise SchemaTypeError(f"alias name must be a str, got {name!r}")
         return Expr("alias", (self,), name=name)
 
-    def cast(self, dtype: object) -> Expr:
-        """Converts to ``dtype`` (``"int64"``, ``"float64"``, ``"bool"``, or ``int`` /
-        ``float`` / ``bool``). float -> int truncates toward zero; NaN and out-of-range values
-        raise. Numbers -> bool is ``!= 0``."""
-        return Expr("cast", (self,), dtype=_dtype_name(dtype))
+    def cast(self, dtype: object, strict: bool = True) -> Expr:
+        """Converts to ``dtype`` (a name such as ``"int64"``, ``"decimal128(12, 2)"``,
+        ``"date32"``, ``"str"``, a pyarrow type, or ``int`` / ``float`` / ``bool`` / ``str``).
+        float -> int truncates toward zero; numbers -> bool is ``!= 0``; a str is parsed (the
+        engine's ``expr/convert.rs`` lists the text forms). A value that does not convert (NaN
+        to int, out of range, a str that does not parse) is an error update, or null with
+        ``strict=False``."""
+        if not isinstance(strict, bool):
+            raise SchemaTypeError(f"cast: strict must be a bool, got {strict!r}")
+        if strict:
+            return Expr("cast", (self,), dtype=_dtype_name(dtype))
+        return Expr("cast", (self,), dtype=_dtype_name(dtype), strict=False)
 
     # -- nulls -------------------------------------------------------------------------------
 

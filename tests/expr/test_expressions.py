@@ -354,7 +354,7 @@ def test_missing_column_names_it() -> None:
         (when(col("p")).then(1).otherwise("x"), "int64 and str"),
         (min_of(col("s"), col("s")), "str and str"),
         (col("i") == col("p"), "int64 with bool"),
-        (col("s").cast("int64"), "str to int64"),
+        (col("p").cast("date32"), "bool to date32"),
         (col("x") / col("s"), "float64 and str"),
     ],
 )

@@ -334,3 +334,55 @@ def _final_at(capture: dd.Capture, t: int) -> list[tuple[object, ...]]:
         key = tuple(row[c] for c in cols)
         acc[key] = acc.get(key, 0) + row["diff"]
     return sorted([k for k, n in acc.items() for _ in range(n)], key=repr)
+
+
+def test_casts_from_and_to_str_strict_and_lax() -> None:
+    texts = [" 42 ", "-7", "x", None, "1995-03-15", "12.345"]
+    table = pa.table({"s": pa.array(texts, pa.string())})
+    strict = _run(
+        table.schema,
+        table,
+        lambda c: c.filter(dd.col("s").str.contains("^ *-?[0-9]+ *$")).select(
+            dd.col("s").cast("int16").alias("i")
+        ),
+    )
+    assert _final(strict) == [(-7,), (42,)]
+    lax = _run(
+        table.schema,
+        table,
+        lambda c: c.select(
+            "s",
+            dd.col("s").cast("int64", strict=False).alias("i"),
+            dd.col("s").cast("date32", strict=False).alias("d"),
+            dd.col("s").cast("decimal128(10, 2)", strict=False).alias("p"),
+            dd.col("s").cast("float64", strict=False).alias("f"),
+        ),
+    )
+    got = {row[0]: row[1:] for row in _final(lax)}
+    assert got[" 42 "] == (42, None, D("42.00"), 42.0)
+    assert got["x"] == (None, None, None, None)
+    assert got[None] == (None, None, None, None)
+    assert got["1995-03-15"] == (None, datetime.date(1995, 3, 15), None, None)
+    assert got["12.345"] == (None, None, D("12.35"), 12.345)
+    # A strict cast of a str that does not parse is an error update naming it.
+    flow = dd.Dataflow()
+    inp, c = flow.new_input(table.schema)
+    out = c.select(dd.col("s").cast("int64").alias("i")).capture(errors="collect")
+    inp.update_batch(table, times=[0] * len(texts))
+    inp.advance_to(1)
+    flow.run_until(1)
+    messages = [e["message"] for e in flow.errors_at(0)]
+    assert any('"x" is not a valid int64' in m for m in messages), messages
+    assert out.state().num_rows >= 0
+    formatted = _run(
+        pa.schema([("p", pa.decimal128(6, 2)), ("d", pa.date32()), ("f", pa.float64())]),
+        pa.table(
+            {
+                "p": pa.array([D("-1.50")], pa.decimal128(6, 2)),
+                "d": pa.array([datetime.date(2001, 2, 3)]),
+                "f": pa.array([0.1]),
+            }
+        ),
+        lambda c: c.select(*(dd.col(n).cast("str").alias(n) for n in ("p", "d", "f"))),
+    )
+    assert _final(formatted) == [("-1.50", "2001-02-03", "0.1")]

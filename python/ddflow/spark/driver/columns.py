@@ -222,6 +222,8 @@ def compile_expr(
             return F.coalesce(*[c.cast("double") for c, _ in args]), "float64"
         raise NotCompilable(f"coalesce of {sorted(kinds)}")
     if op == "cast":
+        if expr.get("strict") is False:
+            raise NotCompilable("cast(strict=False)")
         c, t = compile_expr(expr["arg"], columns, label, may_raise)
         to = expr["dtype"]
         if to == t:

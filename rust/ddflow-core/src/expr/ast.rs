@@ -100,8 +100,9 @@ pub enum Expr {
     Not(Box<Expr>),
     /// `-a`.
     Neg(Box<Expr>),
-    /// `a.cast(dtype)`.
-    Cast(Box<Expr>, DType),
+    /// `a.cast(dtype)`, or with `false` `a.cast(dtype, strict=False)`: a value that does
+    /// not convert is null instead of an error.
+    Cast(Box<Expr>, DType, bool),
     /// `when(cond).then(then).otherwise(otherwise)`.
     When {
         /// The bool condition.
@@ -347,7 +348,7 @@ impl Expr {
             Expr::Col(_) | Expr::Lit(_) | Expr::Null(_) => vec![],
             Expr::Not(a)
             | Expr::Neg(a)
-            | Expr::Cast(a, _)
+            | Expr::Cast(a, ..)
             | Expr::Alias(a, _)
             | Expr::IsNull(a)
             | Expr::IsNotNull(a) => vec![a],
@@ -432,7 +433,7 @@ impl Expr {
     }
     /// Casts to `dtype`.
     pub fn cast(self, dtype: DType) -> Expr {
-        Expr::Cast(Box::new(self), dtype)
+        Expr::Cast(Box::new(self), dtype, true)
     }
     /// Renames the output.
     pub fn alias(self, name: impl Into<String>) -> Expr {
@@ -592,9 +593,13 @@ impl fmt::Display for Expr {
             Expr::Null(None) => f.write_str("lit(None)"),
             Expr::Not(a) => write!(f, "(~{a})"),
             Expr::Neg(a) => write!(f, "(-{a})"),
-            Expr::Cast(a, dtype) => {
+            Expr::Cast(a, dtype, strict) => {
                 receiver(a, f)?;
-                write!(f, ".cast({})", quote(dtype.name()))
+                if *strict {
+                    write!(f, ".cast({})", quote(dtype.name()))
+                } else {
+                    write!(f, ".cast({}, strict=False)", quote(dtype.name()))
+                }
             }
             Expr::Alias(a, name) => {
                 receiver(a, f)?;

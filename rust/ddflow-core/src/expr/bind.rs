@@ -270,9 +270,9 @@ impl Binder<'_> {
                     dtype,
                 }
             }
-            Expr::Cast(a, to) => {
+            Expr::Cast(a, to, strict) => {
                 let a = self.bind(a)?;
-                super::bind_cast::bind_cast(a, *to, &e.to_string())
+                super::bind_cast::bind_cast(a, *to, *strict, &e.to_string())
                     .map_err(|msg| self.type_err(e, msg))?
             }
             Expr::When {

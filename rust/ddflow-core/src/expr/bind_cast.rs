@@ -18,10 +18,14 @@
 //! | integer | date32, timestamp, duration | the count (days or units) |
 //! | date32, timestamp, duration | integer | the count |
 //!
-//! Casts to and from `str` are refused for now, with a message saying so.
+//! | str | any other | parsed ([`super::convert`] has the text forms) |
+//! | any other | str | formatted: numbers as Python prints them, dates ISO, decimals with their scale |
+//!
+//! `strict=False` makes a value that does not convert null instead of an error update.
 
 use super::bind::{Const, Kind, Node};
 use super::bind_logical::{decimal_to_float, retype, widen};
+use super::convert::Conversion;
 use super::func_bind::BoundFunc;
 use crate::dtype::{DType, Family, TimeUnit};
 
@@ -73,8 +77,13 @@ fn floor_div(n: Node, divisor: i64, dtype: DType, src: &str) -> Node {
     }
 }
 
+/// A conversion step labelled `dtype`.
+fn convert(c: Conversion, strict: bool, arg: Node, dtype: DType, src: &str) -> Node {
+    func(BoundFunc::Convert(c, strict), vec![arg], dtype, src)
+}
+
 /// `n` checked to lie in `to`'s range (an integer's, or a decimal's digits), labelled `to`.
-fn fit(n: Node, to: DType, src: &str) -> Node {
+fn fit(n: Node, to: DType, strict: bool, src: &str) -> Node {
     let range = match to {
         DType::Decimal(p, _) if p <= 18 => {
             let m = 10i64.pow(p as u32) - 1;
@@ -83,9 +92,10 @@ fn fit(n: Node, to: DType, src: &str) -> Node {
         _ => to.int_range().filter(|r| *r != (i64::MIN + 1, i64::MAX)),
     };
     match range {
-        Some((lo, hi)) => func(
-            BoundFunc::Fit(lo, hi),
-            vec![retype(n, DType::Int64)],
+        Some((lo, hi)) => convert(
+            Conversion::Fit(lo, hi),
+            strict,
+            retype(n, DType::Int64),
             to,
             src,
         ),
@@ -114,30 +124,34 @@ fn physical_cast(n: Node, to: DType, src: &str) -> Node {
     }
 }
 
-/// Binds `a.cast(to)`; an error message for a pair that has no cast.
-pub(super) fn bind_cast(a: Node, to: DType, src: &str) -> Result<Node, String> {
+/// Binds `a.cast(to, strict)`; an error message for a pair that has no cast.
+pub(super) fn bind_cast(a: Node, to: DType, strict: bool, src: &str) -> Result<Node, String> {
     use Family::*;
     let from = a.dtype;
     if from == to {
         return Ok(a);
     }
-    let refuse = || {
-        let hint = if from == DType::Str || to == DType::Str {
-            " (casts to and from str are not supported yet)"
-        } else {
-            ""
-        };
-        format!("cannot cast {} to {}{hint}", from.name(), to.name())
-    };
+    let refuse = || format!("cannot cast {} to {}", from.name(), to.name());
     Ok(match (from.family(), to.family()) {
-        (Str, _) | (_, Str) => return Err(refuse()),
+        (Str, _) => {
+            let parsed = convert(Conversion::Parse(to), strict, a, to, src);
+            match to.family() {
+                Integer | Decimal | Float | Bool | Date | Timestamp | Duration => parsed,
+                Str => unreachable!("same dtype returned above"),
+            }
+        }
+        (_, Str) => convert(Conversion::Format(from), strict, a, DType::Str, src),
         (Integer | Float | Bool, Integer | Float | Bool) => {
             let a = widen(a);
             let target = to.physical();
-            let a = physical_cast(a, target, src);
+            let a = if a.dtype == DType::Float64 && target == DType::Int64 && !strict {
+                convert(Conversion::FloatToInt, strict, a, DType::Int64, src)
+            } else {
+                physical_cast(a, target, src)
+            };
             match to {
-                DType::Float32 => func(BoundFunc::ToFloat32, vec![a], to, src),
-                _ if to.family() == Integer => fit(a, to, src),
+                DType::Float32 => convert(Conversion::ToFloat32, strict, a, to, src),
+                _ if to.family() == Integer => fit(a, to, strict, src),
                 _ => a,
             }
         }
@@ -146,7 +160,7 @@ pub(super) fn bind_cast(a: Node, to: DType, src: &str) -> Result<Node, String> {
                 unreachable!()
             };
             let a = physical_cast(widen(a), DType::Int64, src);
-            fit(mul(a, 10i64.pow(s as u32), to, src), to, src)
+            fit(mul(a, 10i64.pow(s as u32), to, src), to, strict, src)
         }
         (Decimal, Decimal) => {
             let (DType::Decimal(_, s1), DType::Decimal(_, s2)) = (from, to) else {
@@ -163,22 +177,23 @@ pub(super) fn bind_cast(a: Node, to: DType, src: &str) -> Result<Node, String> {
                     src,
                 )
             };
-            fit(n, to, src)
+            fit(n, to, strict, src)
         }
         (Decimal, Integer | Bool) => {
             let DType::Decimal(_, s) = from else {
                 unreachable!()
             };
-            let n = func(
-                BoundFunc::TruncDiv(10i64.pow(s as u32)),
-                vec![retype(a, DType::Int64)],
+            let n = convert(
+                Conversion::TruncDiv(10i64.pow(s as u32)),
+                strict,
+                retype(a, DType::Int64),
                 DType::Int64,
                 src,
             );
             if to == DType::Bool {
                 physical_cast(n, DType::Bool, src)
             } else {
-                fit(n, to, src)
+                fit(n, to, strict, src)
             }
         }
         (Decimal, Float) => {
@@ -187,7 +202,7 @@ pub(super) fn bind_cast(a: Node, to: DType, src: &str) -> Result<Node, String> {
             };
             let f = decimal_to_float(a, s);
             if to == DType::Float32 {
-                func(BoundFunc::ToFloat32, vec![f], to, src)
+                convert(Conversion::ToFloat32, strict, f, to, src)
             } else {
                 f
             }
@@ -196,13 +211,14 @@ pub(super) fn bind_cast(a: Node, to: DType, src: &str) -> Result<Node, String> {
             let DType::Decimal(_, s) = to else {
                 unreachable!()
             };
-            let n = func(
-                BoundFunc::FloatToDecimal(s),
-                vec![widen(a)],
+            let n = convert(
+                Conversion::FloatToDecimal(s),
+                strict,
+                widen(a),
                 DType::Int64,
                 src,
             );
-            fit(n, to, src)
+            fit(n, to, strict, src)
         }
         (Date, Timestamp) => mul(a, unit_of(to).per_day(), to, src),
         (Timestamp, Date) => floor_div(a, unit_of(from).per_day(), to, src),
@@ -215,7 +231,7 @@ pub(super) fn bind_cast(a: Node, to: DType, src: &str) -> Result<Node, String> {
             }
         }
         (Integer, Date | Timestamp | Duration) => retype(widen(a), to),
-        (Date | Timestamp | Duration, Integer) => fit(retype(a, DType::Int64), to, src),
+        (Date | Timestamp | Duration, Integer) => fit(retype(a, DType::Int64), to, strict, src),
         _ => return Err(refuse()),
     })
 }

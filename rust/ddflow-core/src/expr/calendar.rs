@@ -114,6 +114,10 @@ impl Calendar {
     }
 
     /// The word of a local date and time (`None` out of range or skipped by the zone).
+    pub(crate) fn local_word(&self, t: NaiveDateTime) -> Option<i64> {
+        self.word(t)
+    }
+
     fn word(&self, t: NaiveDateTime) -> Option<i64> {
         match *self {
             Calendar::Date => Some(t.date().num_days_from_ce() as i64 - EPOCH_DAYS_FROM_CE as i64),

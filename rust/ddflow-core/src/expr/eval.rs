@@ -599,6 +599,10 @@ impl<'a> Ctx<'a> {
             off: self.offset,
             mask: counted.as_deref().or(mask),
         };
+        if let super::func_bind::BoundFunc::Convert(conv, strict) = func {
+            let (v, failed) = super::convert::eval(conv, *strict, &vals[0], rows, src)?;
+            return Ok((v, or_nulls(nulls, failed)));
+        }
         Ok((super::func_eval::eval(func, vals, rows, src)?, nulls))
     }
 

@@ -57,14 +57,9 @@ pub(crate) enum BoundFunc {
     DtTruncate(super::calendar::Every, super::calendar::Calendar),
     /// A calendar offset.
     DtOffsetBy(super::calendar::Every, super::calendar::Calendar),
-    /// The operand checked to lie in `lo..=hi` (a cast to a narrower integer or decimal).
-    Fit(i64, i64),
-    /// An int64 divided by a constant, truncated toward zero (decimal to integer).
-    TruncDiv(i64),
-    /// A float64 times `10**scale`, rounded half away from zero, as int64 (float to decimal).
-    FloatToDecimal(u8),
-    /// A float64 rounded to the nearest float32.
-    ToFloat32,
+    /// A conversion of a cast ([`super::convert`]); `strict: false` makes a value that does
+    /// not convert null instead of an error.
+    Convert(super::convert::Conversion, bool),
     /// Decimal quotient of two unscaled int64 operands: `a * 10**shift / b`, rounded half
     /// away from zero ([`super::bind_logical`] chooses `shift` from the scales).
     DecimalDiv(u32),

@@ -170,9 +170,6 @@ pub(super) fn eval<'a>(
     if let Some(out) = eval_calendar(func, &args, rows, src) {
         return out;
     }
-    if let Some(out) = eval_conversion(func, &args, rows, src) {
-        return out;
-    }
     if let BoundFunc::DecimalDiv(shift) = *func {
         let b = args.pop().expect("two operands");
         let a = args.pop().expect("two operands");
@@ -301,49 +298,4 @@ fn eval_calendar<'a>(
     Some(Ok(Value::Int(Vals::Owned(
         out.into_iter().map(|v| v.unwrap_or(0)).collect(),
     ))))
-}
-
-/// The conversions casts use (`None` for any other function): a value that does not fit
-/// the target is a value error on a counted row.
-fn eval_conversion<'a>(
-    func: &BoundFunc,
-    args: &[Value<'a>],
-    rows: Rows<'_>,
-    src: &str,
-) -> Option<Result<Value<'a>>> {
-    let Rows { n, off, mask } = rows;
-    let bad =
-        |i: usize, what: String| Err(Error::Value(format!("{src} at row {}: {what}", i + off)));
-    Some(match (func, &args[0]) {
-        (BoundFunc::Fit(lo, hi), Value::Int(a)) => {
-            let (lo, hi) = (*lo, *hi);
-            match first_bad(n, mask, |i| !(lo..=hi).contains(&a.get(i))) {
-                Some(i) => bad(
-                    i,
-                    format!(
-                        "value {} is out of the target's range {lo}..={hi}",
-                        a.get(i)
-                    ),
-                ),
-                None => Ok(Value::Int(map1(a, |x| x))),
-            }
-        }
-        (BoundFunc::TruncDiv(d), Value::Int(a)) => {
-            let d = *d;
-            Ok(Value::Int(map1(a, move |x| x / d)))
-        }
-        (BoundFunc::ToFloat32, Value::Float(a)) => Ok(Value::Float(map1(a, |x| x as f32 as f64))),
-        (BoundFunc::FloatToDecimal(s), Value::Float(a)) => {
-            let scale = 10f64.powi(*s as i32);
-            let conv = move |x: f64| {
-                let v = (x * scale).round();
-                (v.is_finite() && v.abs() < 9.2e18).then_some(v as i64)
-            };
-            match first_bad(n, mask, |i| conv(a.get(i)).is_none()) {
-                Some(i) => bad(i, format!("value {} does not fit the decimal", a.get(i))),
-                None => Ok(Value::Int(map1(a, move |x| conv(x).unwrap_or(0)))),
-            }
-        }
-        _ => return None,
-    })
 }

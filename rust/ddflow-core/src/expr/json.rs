@@ -129,7 +129,15 @@ fn parse(v: &Value, depth: usize) -> Result<Expr> {
         "lit" => Expr::Lit(parse_lit(obj, v)?),
         "neg" => Expr::Neg(arg("arg")?),
         "not" => Expr::Not(arg("arg")?),
-        "cast" => Expr::Cast(arg("arg")?, dtype_field(obj, v)?),
+        "cast" => Expr::Cast(
+            arg("arg")?,
+            dtype_field(obj, v)?,
+            match obj.get("strict") {
+                None | Some(Value::Null) => true,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return Err(plan_err("field \"strict\" must be a bool", v)),
+            },
+        ),
         "alias" => Expr::Alias(arg("arg")?, str_field(obj, "name", v)?.to_string()),
         "when" => Expr::When {
             cond: arg("cond")?,
@@ -229,7 +237,10 @@ impl Expr {
             Expr::Null(None) => json!({"op": "lit", "value": null}),
             Expr::Neg(a) => json!({"op": "neg", "arg": a.to_json()}),
             Expr::Not(a) => json!({"op": "not", "arg": a.to_json()}),
-            Expr::Cast(a, d) => json!({"op": "cast", "dtype": d.name(), "arg": a.to_json()}),
+            Expr::Cast(a, d, true) => json!({"op": "cast", "dtype": d.name(), "arg": a.to_json()}),
+            Expr::Cast(a, d, false) => {
+                json!({"op": "cast", "dtype": d.name(), "strict": false, "arg": a.to_json()})
+            }
             Expr::Alias(a, name) => json!({"op": "alias", "name": name, "arg": a.to_json()}),
             Expr::When {
                 cond,

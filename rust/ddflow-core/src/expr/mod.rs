@@ -122,6 +122,7 @@ mod bind_cast;
 mod bind_logical;
 mod calendar;
 mod column;
+mod convert;
 mod eval;
 mod func;
 mod func_bind;
