@@ -239,6 +239,8 @@ class Dataflow:
                 )
                 if not self._log:
                     self._engine_obj.set_logging(False)
+                for session in self._inputs:
+                    session.declare(self._engine_obj)
             for ref in self._trace_handles:
                 handle = ref()
                 if handle is not None:

@@ -374,8 +374,11 @@ def arrow_columns(table: object) -> dict[str, Any] | None:
     return {name: table.column(name) for name in table.column_names}
 
 
-def empty_column(dtype: str) -> npt.NDArray[Any]:
-    """A zero-length canonical column of ``dtype``."""
+def empty_column(dtype: str) -> Any:
+    """A zero-length canonical column of ``dtype`` (a :class:`WordColumn` for the logical
+    dtypes)."""
+    if is_logical(dtype):
+        return WordColumn(dtype, np.empty(0, dtype=np.uint64))
     return np.empty(0, dtype=object if dtype == "str" else np.dtype(dtype))
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ddflow._core import Engine
 from ddflow.dtypes import (
     WordColumn,
     arrow_columns,
@@ -139,6 +140,19 @@ class InputSession:
 
     def _what(self) -> str:
         return f"input {self.name!r}"
+
+    def declare(self, engine: Engine) -> None:
+        """Fixes the declared dtypes in the engine (an empty batch) when every column has
+        one, so the plan knows them before any data arrives (an outer join pads the other
+        side's columns with nulls of these dtypes). A declared dtype that conflicts with a
+        column another input fixed raises ``SchemaTypeError`` here."""
+        if self._accepted or any(d is None for d in self._declared):
+            return
+        arrays = [empty_column(d) for d in self._declared if d is not None]
+        dims = len(self._current())
+        times = np.zeros((0, dims), dtype=np.int64)
+        engine.push(self.node, arrays, times, np.zeros(0, dtype=np.int64))
+        self._accepted = True
 
     def _check_open(self) -> None:
         if self._closed:

@@ -141,7 +141,10 @@ def test_dtypes_fixed_by_first_update_or_declared(engines: list[FakeEngine]) -> 
     typed.update_batch(pa.table({"x": [1, 2], "flag": [True, False]}))
     flow.step()
     engine = engines[0]
-    first, batch, single, table = engine.pushes
+    # The fully declared input fixed its dtypes with an empty batch when the engine started.
+    declared = [p for p in engine.pushes if len(p[1][0]) == 0]
+    assert [[a.dtype for a in p[1]] for p in declared] == [[np.float64, np.bool_]]
+    first, batch, single, table = [p for p in engine.pushes if len(p[1][0]) > 0]
     assert single[1][0].dtype == np.float64 and single[1][1].dtype == np.bool_
     assert table[1][0].tolist() == [1.0, 2.0] and table[1][0].dtype == np.float64
     assert batch[1][1].dtype == object and first[1][1].tolist() == ["a"]

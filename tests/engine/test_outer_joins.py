@@ -246,3 +246,28 @@ def test_unknown_right_dtypes_are_an_error_update() -> None:
     flow.run_until(1)
     [err] = cap.errors_at(0)
     assert "no data of them has arrived yet" in str(err)
+
+
+def test_left_join_pads_with_the_declared_dtypes_of_a_side_without_data() -> None:
+    """A side that never received an update pads with the dtypes its input declared."""
+    import datetime
+
+    dd = ddflow()
+    flow = dd.Dataflow()
+    a_in, a = flow.new_input({"k": "int64", "x": "int64"})
+    b_in, b = flow.new_input({"k": "int64", "y": "date32", "z": "decimal128(9, 2)"})
+    out = a.join(b, on="k", how="left").capture()
+    a_in.update_at((1, 10), time=0)
+    a_in.advance_to(1)
+    b_in.advance_to(1)
+    flow.run_until(1)
+    table = out.state()
+    assert table.to_pylist() == [{"k": 1, "x": 10, "y": None, "z": None, "diff": 1}]
+    assert str(table.schema.field("y").type) == "date32[day]"
+    b_in.update_at((1, datetime.date(2000, 1, 1), None), time=1)
+    a_in.advance_to(2)
+    b_in.advance_to(2)
+    flow.run_until(2)
+    assert out.state().to_pylist() == [
+        {"k": 1, "x": 10, "y": datetime.date(2000, 1, 1), "z": None, "diff": 1}
+    ]
