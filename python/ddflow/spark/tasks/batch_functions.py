@@ -8,8 +8,9 @@ loops over records in Python. A batch that fails on a record is rerun through th
 engine's own operator (``error_rows.rerun``) to get exactly its error updates: the task then
 fails with a ``DataError`` or, with ``errors="collect"``, emits them as error rows beside the
 output of the records that succeeded. A batch with SQL nulls, or any batch of expressions
-with a null literal (neither of which the evaluator's kernel and numpy can hold), runs
-through that operator too: the engine's null semantics, Arrow nulls out.
+that can make nulls (a null literal, ``cast(..., strict=False)``; the evaluator's kernel and
+numpy hold no nulls), runs through that operator too: the engine's null semantics, Arrow
+nulls out.
 """
 
 from __future__ import annotations
@@ -111,13 +112,13 @@ class ExprSpec:
 def expr_batches(spec: ExprSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Evaluates expressions on whole columns in Rust (``ddflow._core.eval_expr``)."""
     tnames = [tcol(j) for j in range(spec.dims)]
-    literal_null = any(_has_null_literal(json.loads(e)) for e in spec.exprs)
+    makes_nulls = any(_makes_nulls(json.loads(e)) for e in spec.exprs)
     for batch in batches:
         n = batch.num_rows
         if n == 0:
             continue
         records = [batch.column(f"_c{i}") for i in range(len(spec.in_names))]
-        if literal_null or has_nulls(records):
+        if makes_nulls or has_nulls(records):
             # SQL nulls: the engine's own operator (the evaluator's kernel takes no nulls).
             yield from _on_engine(spec, FnTable({}), batch)
             continue
@@ -142,14 +143,17 @@ def expr_batches(spec: ExprSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[
         yield _out(spec, pa.RecordBatch.from_arrays(cols + rest, names=names))
 
 
-def _has_null_literal(node: Any) -> bool:
-    """Whether expression JSON ``node`` holds a null literal anywhere."""
+def _makes_nulls(node: Any) -> bool:
+    """Whether expression JSON ``node`` can make a null from non-null operands: a null
+    literal, or a ``cast(..., strict=False)`` (null where a value does not convert)."""
     if isinstance(node, dict):
         if node.get("op") == "lit" and node.get("value") is None:
             return True
-        return any(_has_null_literal(v) for v in node.values())
+        if node.get("op") == "cast" and node.get("strict") is False:
+            return True
+        return any(_makes_nulls(v) for v in node.values())
     if isinstance(node, list):
-        return any(_has_null_literal(v) for v in node)
+        return any(_makes_nulls(v) for v in node)
     return False
 
 
