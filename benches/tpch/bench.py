@@ -52,11 +52,17 @@ def _status(field: str) -> int:
 
 
 def run_child(
-    query: str, sf: float, batches: int, seed: int, workers: int, threads: int
+    query: str,
+    sf: float,
+    batches: int,
+    seed: int,
+    workers: int,
+    threads: int,
+    orders: int | None = None,
 ) -> dict[str, Any]:
     """Measures one query (see the module docstring); returns its readings."""
     tables = generate.load_tables(sf)
-    pairs = refresh.make_refreshes(tables, sf, batches, seed=seed)
+    pairs = refresh.make_refreshes(tables, sf, batches, seed=seed, orders=orders)
     base = _status("VmRSS")
     start = time.perf_counter()
     workload = Workload([query], sf, {n: t.schema for n, t in tables.items()}, workers)
@@ -183,6 +189,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1, help="seed of the refresh pairs")
     parser.add_argument("--workers", type=int, default=1, help="ddflow workers (default 1)")
     parser.add_argument("--duckdb-threads", type=int, default=1, help="DuckDB threads")
+    parser.add_argument(
+        "--refresh-orders",
+        type=int,
+        default=None,
+        help="orders each refresh function touches (default SF * 1500, the specification's)",
+    )
     parser.add_argument("--timeout", type=float, default=1200, help="seconds per query")
     parser.add_argument("--out", type=Path, default=None, help="markdown file to write")
     parser.add_argument("--json", type=Path, default=None, help="also write the raw readings")
@@ -190,7 +202,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         result = run_child(
-            args.child, args.sf, args.batches, args.seed, args.workers, args.duckdb_threads
+            args.child,
+            args.sf,
+            args.batches,
+            args.seed,
+            args.workers,
+            args.duckdb_threads,
+            args.refresh_orders,
         )
         print("RESULT " + json.dumps(result))
         return
@@ -205,6 +223,8 @@ def main() -> None:
             "--batches", str(args.batches), "--seed", str(args.seed), "--workers",
             str(args.workers), "--duckdb-threads", str(args.duckdb_threads),
         ]  # fmt: skip
+        if args.refresh_orders is not None:
+            child += ["--refresh-orders", str(args.refresh_orders)]
         try:
             done = subprocess.run(
                 child, cwd=ROOT, capture_output=True, text=True, timeout=args.timeout
@@ -212,7 +232,7 @@ def main() -> None:
             lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
             if done.returncode or not lines:
                 tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-                rows.append({"query": query, "error": tail[:200]})
+                rows.append({"query": query, "error": f"exit {done.returncode}: {tail[:200]}"})
             else:
                 rows.append(json.loads(lines[-1][len("RESULT ") :]))
         except subprocess.TimeoutExpired:
@@ -229,7 +249,8 @@ def main() -> None:
         f"* commit: {_commit()}; DuckDB {duckdb.__version__} on {args.duckdb_threads} "
         f"thread(s), ddflow on {args.workers} worker(s)",
         f"* {args.batches} refresh pairs, each RF1 + RF2 of "
-        f"{refresh.orders_per_refresh(args.sf):,} orders with their lineitems, at its own time",
+        f"{args.refresh_orders or refresh.orders_per_refresh(args.sf):,} orders with their "
+        "lineitems, at its own time",
         "",
         "ddflow load: the tables the query reads fed at time 0 and run to completion. Per "
         "batch: one refresh pair fed and run to completion. DuckDB re-run: the query from "

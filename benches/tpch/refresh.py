@@ -63,11 +63,16 @@ def _with_column(table: pa.Table, name: str, values: pa.Array) -> pa.Table:
 
 
 def make_refreshes(
-    tables: Mapping[str, pa.Table], sf: float, batches: int, seed: int = 1
+    tables: Mapping[str, pa.Table],
+    sf: float,
+    batches: int,
+    seed: int = 1,
+    orders: int | None = None,
 ) -> list[Refresh]:
-    """``batches`` refresh pairs following each other from ``tables`` (original types)."""
+    """``batches`` refresh pairs following each other from ``tables`` (original types), each
+    touching ``orders`` orders each way (default: the specification's ``SF * 1500``)."""
     rng = np.random.default_rng(seed)
-    n = orders_per_refresh(sf)
+    n = orders_per_refresh(sf) if orders is None else orders
     orders, lineitem = tables["orders"], tables["lineitem"]
     next_key = int(pc.max(orders["o_orderkey"]).as_py()) + 1
     out = []
