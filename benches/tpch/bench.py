@@ -68,29 +68,33 @@ def run_child(
     workload = Workload([query], sf, {n: t.schema for n, t in tables.items()}, workers)
     workload.load(tables)
     load = time.perf_counter() - start
-    per_batch = []
+    per_batch, per_batch_cpu = [], []
     for batch in pairs:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         workload.refresh(batch)
         per_batch.append(time.perf_counter() - start)
+        per_batch_cpu.append(time.process_time() - cpu)
     peak = _status("VmHWM")
     con = oracle.connect(tables, threads=threads)
     start = time.perf_counter()
     oracle.expected(query, con, sf)
     duck_load = time.perf_counter() - start
-    duck = []
+    duck, duck_cpu = [], []
     for pair in pairs:
         oracle.apply_refresh(con, pair)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         want = oracle.expected(query, con, sf)
         duck.append(time.perf_counter() - start)
+        duck_cpu.append(time.process_time() - cpu)
     difference = oracle.difference(want, workload.result(query, batches))
     return {
         "query": query,
         "load_s": load,
         "batch_s": per_batch,
+        "batch_cpu_s": per_batch_cpu,
         "duckdb_first_s": duck_load,
         "duckdb_s": duck,
+        "duckdb_cpu_s": duck_cpu,
         "rows": want.num_rows,
         "agree": difference is None,
         "base_rss": base,
@@ -134,50 +138,58 @@ def _ms(seconds: float) -> str:
     return f"{ms:,.1f}" if ms >= 10 else f"{ms:.2g}"
 
 
+def _medians(r: dict[str, Any]) -> tuple[float, float, float, float]:
+    """ddflow's per-batch and DuckDB's re-run medians: wall, then CPU time."""
+    return (
+        statistics.median(r["batch_s"]),
+        statistics.median(r["duckdb_s"]),
+        statistics.median(r["batch_cpu_s"]),
+        statistics.median(r["duckdb_cpu_s"]),
+    )
+
+
 def _table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| query | tables | ddflow load (s) | ddflow per batch, median (ms) | DuckDB re-run, "
-        "median (ms) | ddflow / DuckDB | base / peak RSS (MB) | rows | agree |",
+        "| query | tables | ddflow load (s) | ddflow per batch, median (ms): wall / CPU | "
+        "DuckDB re-run, median (ms): wall / CPU | ddflow / DuckDB: wall / CPU | "
+        "base / peak RSS (MB) | rows | agree |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['query']} | | | | | | | | failed: {r['error']} |")
             continue
-        batch = statistics.median(r["batch_s"])
-        duck = statistics.median(r["duckdb_s"])
+        batch, duck, batch_cpu, duck_cpu = _medians(r)
         lines.append(
             f"| {r['query'].upper()} | {', '.join(r['tables'])} | {r['load_s']:.2f} | "
-            f"{_ms(batch)} | {_ms(duck)} | {batch / duck:.2g}x | "
+            f"{_ms(batch)} / {_ms(batch_cpu)} | {_ms(duck)} / {_ms(duck_cpu)} | "
+            f"{batch / duck:.2g}x / {batch_cpu / max(duck_cpu, 1e-9):.2g}x | "
             f"{r['base_rss'] / 2**20:,.0f} / {r['peak_rss'] / 2**20:,.0f} | {r['rows']:,} | "
             f"{'yes' if r['agree'] else 'NO'} |"
         )
     return lines
 
 
+def _geomean(ratios: list[float]) -> str:
+    return f"{statistics.geometric_mean(ratios):.3g}x" if ratios else "n/a"
+
+
 def _summary(rows: list[dict[str, Any]]) -> list[str]:
-    """The geometric mean of the per-batch ratios, over all queries measured and over those
-    that read a table the refreshes change; which queries read none."""
+    """The geometric means of the per-batch ratios (wall, CPU), over all queries measured
+    and over those that read a table the refreshes change; which queries read none."""
     done = [r for r in rows if "error" not in r]
-    ratios = {
-        r["query"]: statistics.median(r["batch_s"]) / statistics.median(r["duckdb_s"]) for r in done
-    }
+    wall = {r["query"]: _medians(r)[0] / _medians(r)[1] for r in done}
+    cpu = {r["query"]: _medians(r)[2] / max(_medians(r)[3], 1e-9) for r in done}
     touched = [r["query"] for r in done if set(r["tables"]) & set(refresh.CHANGED)]
     untouched = [r["query"].upper() for r in done if r["query"] not in touched]
-    lines = []
-    if ratios:
-        lines.append(
-            f"Geometric mean of ddflow per batch / DuckDB re-run: "
-            f"**{statistics.geometric_mean(ratios.values()):.3g}x** over {len(ratios)} queries;"
-        )
-    if touched:
-        mean = statistics.geometric_mean([ratios[q] for q in touched])
-        lines.append(
-            f"{mean:.3g}x over the {len(touched)} that read orders or lineitem (the refreshed "
-            f"tables); {', '.join(untouched) or 'none'} read neither (a batch changes nothing "
-            "there)."
-        )
-    return [" ".join(lines)] if lines else []
+    return [
+        f"Geometric mean of ddflow per batch / DuckDB re-run over the {len(done)} queries "
+        f"measured: **{_geomean(list(wall.values()))} wall, {_geomean(list(cpu.values()))} "
+        f"CPU**; over the {len(touched)} that read orders or lineitem (the refreshed tables): "
+        f"**{_geomean([wall[q] for q in touched])} wall, {_geomean([cpu[q] for q in touched])}"
+        f" CPU**. {', '.join(untouched) or 'No query'} read neither (a batch changes nothing "
+        "there).",
+    ]
 
 
 def main() -> None:
@@ -255,7 +267,9 @@ def main() -> None:
         "ddflow load: the tables the query reads fed at time 0 and run to completion. Per "
         "batch: one refresh pair fed and run to completion. DuckDB re-run: the query from "
         "scratch on the updated tables. Ratio: ddflow per batch over DuckDB re-run (below 1: "
-        "the incremental update is faster than recomputing). RSS: the child process before "
+        "the incremental update is faster than recomputing). Wall is elapsed time, CPU the "
+        "process's CPU time over the same span (less disturbed by other work on the shared "
+        "machine). RSS: the child process before "
         "the dataflow is built (Python, Arrow tables) and its peak before DuckDB starts. "
         "Agree: both results equal after the last batch.",
         "",
