@@ -67,12 +67,11 @@ def history(rows: int, times: int, groups: int, deletes: float, seed: int = 0) -
     return pa.table(out)
 
 
-def build(form: str) -> tuple[dd.Dataflow, dd.InputSession, dd.Collection]:
-    """The Q1-shaped dataflow in ``form`` (``chained`` or ``agg``)."""
-    flow = dd.Dataflow(log=False)
-    li_in, li = flow.new_input({c: "int64" for c in (*KEY, *VALUES)})
+def _chain(li: dd.Collection) -> tuple[list[dd.Collection], list[dd.Collection]]:
+    """Q1's eight aggregates by separate reduces of ``li``, and the seven chained joins that
+    put them back together on the group key (each join's output, in order)."""
     price, disc, tax = col("price"), col("disc"), col("tax")
-    measures = {
+    measures: dict[str, tuple[Any, Any]] = {
         "sum_qty": (col("qty"), dd.sum),
         "sum_base_price": (price, dd.sum),
         "sum_disc_price": (price * (100 - disc), dd.sum),
@@ -81,18 +80,77 @@ def build(form: str) -> tuple[dd.Dataflow, dd.InputSession, dd.Collection]:
         "avg_price": (price, dd.mean),
         "avg_disc": (disc, dd.mean),
     }
-    if form == "agg":
-        aggs: dict[str, Any] = {name: fn(e) for name, (e, fn) in measures.items()}
-        return flow, li_in, li.group_by(*KEY).agg(**aggs, count_order=dd.count())
     parts = [
         li.select(*KEY, **{name: e}).reduce(list(KEY), fn(name))
         for name, (e, fn) in measures.items()
     ]
     parts.append(li.select(*KEY).count(by=list(KEY)).rename(count="count_order"))
-    out = parts[0]
-    for p in parts[1:]:
-        out = out.join(p, on=list(KEY))
-    return flow, li_in, out
+    joins = [parts[0].join(parts[1], on=list(KEY))]
+    for p in parts[2:]:
+        joins.append(joins[-1].join(p, on=list(KEY)))
+    return parts, joins
+
+
+def build(form: str) -> tuple[dd.Dataflow, dd.InputSession, dd.Collection]:
+    """The Q1-shaped dataflow in ``form`` (``chained`` or ``agg``)."""
+    flow = dd.Dataflow(log=False)
+    li_in, li = flow.new_input({c: "int64" for c in (*KEY, *VALUES)})
+    if form == "agg":
+        price, disc, tax = col("price"), col("disc"), col("tax")
+        out = li.group_by(*KEY).agg(
+            sum_qty=dd.sum("qty"),
+            sum_base_price=dd.sum(price),
+            sum_disc_price=dd.sum(price * (100 - disc)),
+            sum_charge=dd.sum(price * (100 - disc) * (100 + tax)),
+            avg_qty=dd.mean("qty"),
+            avg_price=dd.mean(price),
+            avg_disc=dd.mean(disc),
+            count_order=dd.count(),
+        )
+        return flow, li_in, out
+    return flow, li_in, _chain(li)[1][-1]
+
+
+def join_products(hist: pa.Table) -> list[tuple[int, int, int, int]]:
+    """Per chained join: the updates a Spark equi-join emits when nothing is consolidated
+    (every join pairs the full products of the joins before it), when each join's output is
+    consolidated (it pairs the previous join's consolidated output with the next reduce's),
+    and the consolidated output; plus the join's input updates. From the embedded engine's
+    histories of every reduce and join, per group: a key's pairs are the product of its
+    update counts on the two sides."""
+    flow = dd.Dataflow(log=False)
+    li_in, li = flow.new_input({c: "int64" for c in (*KEY, *VALUES)})
+    parts, joins = _chain(li)
+    part_caps = [p.capture() for p in parts]
+    join_caps = [j.capture() for j in joins]
+    li_in.update_batch(
+        {c: hist[c].to_numpy() for c in (*KEY, *VALUES)},
+        times=hist["time"].to_numpy(),
+        diffs=hist["diff"].to_numpy(),
+    )
+    li_in.close()
+    flow.run()
+
+    def per_group(cap: Any) -> dict[tuple[int, int], int]:
+        counts: dict[tuple[int, int], int] = {}
+        for r in cap.updates().select(list(KEY)).to_pylist():
+            g = (r["flag"], r["status"])
+            counts[g] = counts.get(g, 0) + 1
+        return counts
+
+    u = [per_group(c) for c in part_caps]
+    out = [per_group(c) for c in join_caps]
+    rows = []
+    raw = dict(u[0])
+    prev = u[0]
+    for j in range(len(joins)):
+        nxt = u[j + 1]
+        raw = {g: raw[g] * nxt.get(g, 0) for g in raw}
+        consolidated = sum(prev.get(g, 0) * nxt.get(g, 0) for g in nxt)
+        inputs = sum(prev.values()) + sum(nxt.values())
+        rows.append((inputs, sum(raw.values()), consolidated, sum(out[j].values())))
+        prev = out[j]
+    return rows
 
 
 def run_embedded(form: str, hist: pa.Table) -> tuple[list[tuple[Any, ...]], float]:
@@ -150,6 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--master", default="local[2]")
     p.add_argument("--out", default="-")
     p.add_argument("--explain", action="store_true", help="print how each node ran on Spark")
+    p.add_argument(
+        "--products",
+        action="store_true",
+        help="also count the updates each chained join emits with and without consolidation",
+    )
     args = p.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -200,6 +263,15 @@ def main(argv: list[str] | None = None) -> int:
             if args.explain:
                 print(how, flush=True)
     spark.stop()
+    if args.products:
+        lines += [
+            "",
+            "| join | input updates | emitted, nothing consolidated | emitted, each join's "
+            "output consolidated | output (consolidated) |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for j, (ins, raw, cons, outs) in enumerate(join_products(hist)):
+            lines.append(f"| {j + 1} | {ins:,} | {raw:,} | {cons:,} | {outs:,} |")
     lines += ["", f"load average before {load_before}, after {_load()}"]
     report = "\n".join(lines) + "\n"
     print(report)

@@ -145,3 +145,36 @@ def test_region_data_error_raises(spark: SparkSession) -> None:
     data = {"a": (("k", "v"), [(1, 2, 0, 1), (1, 0, 1, 1), (2, 5, 0, 1)])}
     with pytest.raises(Exception, match="(?i)division by zero"):
         on_spark(spark, build, data)
+
+
+@pytest.mark.parametrize("nulls_equal", [True, False])
+def test_region_with_nulls(spark: SparkSession, nulls_equal: bool) -> None:
+    """Null keys group together (grouping's rule), match in a ``nulls_equal`` join and in no
+    other, and aggregates skip null values inside a region; nulls come back as nulls."""
+
+    def build(flow: dd.Dataflow) -> Any:
+        ai, a = flow.new_input(("k", "s", "v"), name="a")
+        sums = a.select("k", "s", "v").reduce(["k", "s"], dd.sum("v"))
+        counts = a.select("k", "s").count(by=["k", "s"])
+        top = a.select("k", "s", m=dd.col("v")).reduce(["k", "s"], dd.max("m"))
+        key = ["k", "s"]
+        both = sums.join(counts, on=key, nulls_equal=nulls_equal)
+        return {"a": ai}, [both.join(top, on=key, nulls_equal=nulls_equal)]
+
+    rows: Rows = [
+        (1, "x", 5, 0, 1),
+        (1, None, None, 0, 1),
+        (None, "y", 3, 1, 1),
+        (None, None, None, 1, 2),
+        (2, "x", 7, 1, 1),
+        (1, None, 4, 2, 1),
+        (None, "y", 3, 3, -1),
+        (None, None, 8, 3, 1),
+        (1, "x", 6, 4, 1),
+    ]
+    data = {"a": (("k", "s", "v"), rows)}
+    want = embedded(build, data)
+    got, result = on_spark(spark, build, data)
+    assert got == want
+    assert any(None in r for r in got) == nulls_equal
+    assert "key-local region" in result.explain()

@@ -27,12 +27,11 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ddflow.plan import (
@@ -43,10 +42,8 @@ from ddflow.plan import (
     DelayOp,
     FilterOp,
     FilterPyOp,
-    FlatMapPyOp,
     InputOp,
     JoinOp,
-    MapPyOp,
     NegateOp,
     ReduceOp,
     ScaleOp,
@@ -56,8 +53,8 @@ from ddflow.spark.driver.columns import dtype_of
 from ddflow.spark.driver.context import RunContext
 from ddflow.spark.driver.plan_dtypes import PlanDtypes
 from ddflow.spark.driver.schemas import map_in_arrow, spark_of_arrow, time_fields
-from ddflow.spark.tasks.batches import DIFF, ccol
-from ddflow.spark.tasks.local_plan import EXIT, LocalPlanSpec, exit_column, run_local_plan
+from ddflow.spark.tasks.batches import ccol
+from ddflow.spark.tasks.local_plan import LocalPlanSpec, run_local_plan
 
 __all__ = ["Region", "KeyRegions"]
 
@@ -71,8 +68,10 @@ _PASS_COLUMNS = {
     ArrangeOp.OP,
 }
 """Operators whose output rows are input rows, columns unchanged."""
-_ROW_LOCAL = _PASS_COLUMNS | {SelectOp.OP, MapPyOp.OP, FlatMapPyOp.OP, ConcatOp.OP}
-"""Operators that keep every output row in its input row's partition."""
+_ROW_LOCAL = _PASS_COLUMNS | {SelectOp.OP, ConcatOp.OP}
+"""Operators that keep every output row in its input row's partition (Python map functions
+are left out: they may make nulls of rows without, which the stage's fast output path does
+not read)."""
 
 _ARROW = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
 """The Arrow type of each ddflow dtype."""
@@ -81,18 +80,29 @@ Origin = tuple[int, tuple[int, ...]]
 """A source node and its columns."""
 
 
+def _null_literal(node: Any) -> bool:
+    """Whether plan JSON ``node`` holds a null literal anywhere (a region's stage reads the
+    engine's output by the fast path when its input has no nulls)."""
+    if isinstance(node, dict):
+        if node.get("op") == "lit" and node.get("value") is None:
+            return True
+        return any(_null_literal(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_null_literal(v) for v in node)
+    return False
+
+
 @dataclass
 class Region:
-    """A key-local region: its source, partition columns, nodes and exits."""
+    """A key-local region: its source, partition columns, nodes and exit."""
 
     source: int
     columns: tuple[int, ...]
     """The source's columns the region partitions by."""
     nodes: list[int]
     """The region's nodes, in plan order (inputs first)."""
-    exits: list[int]
-    """The region's nodes read outside it (or outputs), in plan order."""
-    keyed: list[int] = field(default_factory=list)
+    exit: int
+    """The one node of the region read outside it (or an output)."""
 
 
 class KeyRegions:
@@ -101,11 +111,9 @@ class KeyRegions:
     def __init__(self, ctx: RunContext, outputs: list[int], enabled: bool = True) -> None:
         self.ctx = ctx
         self._by_exit: dict[int, Region] = {}
-        self._frames: dict[int, DataFrame] = {}
         if enabled and not ctx.collect:
             for region in self._find(outputs):
-                for e in region.exits:
-                    self._by_exit[e] = region
+                self._by_exit[region.exit] = region
 
     # -- detection -----------------------------------------------------------------------------
 
@@ -228,7 +236,9 @@ class KeyRegions:
         ]
         if len(exits) != 1 or ctx.nodes[exits[0]]["op"] == ArrangeOp.OP:
             return None
-        return Region(src, cols, sorted(members), exits, keyed_members)
+        if any(_null_literal(ctx.nodes[n]) for n in members):
+            return None
+        return Region(src, cols, sorted(members), exits[0])
 
     # -- stages --------------------------------------------------------------------------------
 
@@ -242,29 +252,12 @@ class KeyRegions:
         top: Callable[[int], DataFrame],
         general_schema: Callable[[int], T.StructType],
     ) -> DataFrame:
-        """Exit ``n`` of its region as an update DataFrame. ``top``: a node's DataFrame (for
-        the source); ``general_schema``: a node's schema on the operator-by-operator path
-        (for an exit's column types the plan does not give, ``plan_dtypes.py``)."""
-        region = self._by_exit[n]
-        key = region.exits[0]
-        if key not in self._frames:
-            self._frames[key] = self._stage(region, top, general_schema)
-        staged = self._frames[key]
-        e = region.exits.index(n)
-        width = len(self.ctx.columns(n))
-        return staged.where(F.col(EXIT) == e).select(
-            *[F.col(exit_column(e, j)).alias(ccol(j)) for j in range(width)],
-            *self.ctx.tnames(),
-            DIFF,
-        )
-
-    def _stage(
-        self,
-        region: Region,
-        top: Callable[[int], DataFrame],
-        general_schema: Callable[[int], T.StructType],
-    ) -> DataFrame:
+        """Exit ``n`` of its region as an update DataFrame: the region's one stage.
+        ``top``: a node's DataFrame (for the source); ``general_schema``: a node's schema on
+        the operator-by-operator path (for exit column types the plan does not give,
+        ``plan_dtypes.py``)."""
         ctx = self.ctx
+        region = self._by_exit[n]
         source = top(region.source)
         in_names = tuple(ccol(i) for i in range(len(ctx.columns(region.source))))
         known = {region.source: [dtype_of(source.schema[c].dataType) for c in in_names]}
@@ -273,43 +266,32 @@ class KeyRegions:
             schema = general_schema(x)
             return [dtype_of(schema[ccol(j)].dataType) for j in range(len(ctx.columns(x)))]
 
-        dtypes = PlanDtypes(ctx, known, compiled)
-        exit_types = tuple(tuple(_ARROW[t] for t in dtypes.of(x)) for x in region.exits)
-        fields = [T.StructField(EXIT, T.IntegerType(), False)]
-        arrow_fields = [pa.field(EXIT, pa.int32())]
-        for e, types in enumerate(exit_types):
-            for j, t in enumerate(types):
-                fields.append(T.StructField(exit_column(e, j), spark_of_arrow(t), True))
-                arrow_fields.append(pa.field(exit_column(e, j), t))
-        fields += time_fields(ctx.dims)
-        arrow_fields += [pa.field(t, pa.int64()) for t in ctx.tnames()] + [
-            pa.field(DIFF, pa.int64())
-        ]
-        plan_json, input_node, captures = self._sub_plan(region)
+        out_types = tuple(_ARROW[t] for t in PlanDtypes(ctx, known, compiled).of(n))
+        fields = [T.StructField(ccol(j), spark_of_arrow(t), True) for j, t in enumerate(out_types)]
         label = f"key-local region of {len(region.nodes)} nodes over #{region.source}"
         spec = LocalPlanSpec(
             label=label,
-            plan_json=plan_json,
-            input_node=input_node,
+            plan_json=self._sub_plan(region),
             in_names=in_names,
-            captures=captures,
-            exit_types=exit_types,
+            out_names=tuple(ctx.columns(n)),
+            capture=len(region.nodes) + 1,
+            out_types=out_types,
             dims=ctx.dims,
-            schema=pa.schema(arrow_fields),
         )
         keys = [ccol(c) for c in region.columns]
-        partitioned = source.repartition(ctx.partitions, *keys)
-        fn = functools.partial(run_local_plan, spec, ctx.fns)
-        for n in region.nodes:
+        for m in region.nodes:
             ctx.note(
-                n,
-                f"{label} (partitioned by columns {list(region.columns)}; exits "
-                f"{region.exits}): the engine's operator in one mapInArrow stage",
+                m,
+                f"{label} (partitioned by its columns {list(region.columns)}, exit #{n}): "
+                f"the engine's operators in one mapInArrow stage",
             )
-        return map_in_arrow(partitioned, fn, T.StructType(fields))
+        fn = functools.partial(run_local_plan, spec, ctx.fns)
+        partitioned = source.repartition(ctx.partitions, *keys)
+        return map_in_arrow(partitioned, fn, T.StructType(fields + time_fields(ctx.dims)))
 
-    def _sub_plan(self, region: Region) -> tuple[str, int, tuple[int, ...]]:
-        """The region as a plan: an input for the source, its nodes, a capture per exit."""
+    def _sub_plan(self, region: Region) -> str:
+        """The region as a plan: input node 0 for the source, its nodes, a capture of its
+        exit (the last node)."""
         ctx = self.ctx
         ids = {region.source: 0}
         nodes: list[dict[str, Any]] = [
@@ -328,23 +310,21 @@ class KeyRegions:
             node = dict(ctx.nodes[n])
             node.update(id=ids[n], scope=0, inputs=[ids[i] for i in ctx.inputs(n)])
             nodes.append(node)
-        captures = []
-        for x in region.exits:
-            captures.append(len(nodes))
-            nodes.append(
-                {
-                    "id": len(nodes),
-                    "op": CaptureOp.OP,
-                    "scope": 0,
-                    "inputs": [ids[x]],
-                    "columns": ctx.columns(x),
-                    "label": f"{ctx.label(x)} (capture)",
-                }
-            )
+        x = region.exit
+        nodes.append(
+            {
+                "id": len(nodes),
+                "op": CaptureOp.OP,
+                "scope": 0,
+                "inputs": [ids[x]],
+                "columns": ctx.columns(x),
+                "label": f"{ctx.label(x)} (capture)",
+            }
+        )
         plan = {
             "version": 1,
             "time_dims": ctx.dims,
             "scopes": [{"id": 0, "parent": None}],
             "nodes": nodes,
         }
-        return json.dumps(plan, separators=(",", ":")), 0, tuple(captures)
+        return json.dumps(plan, separators=(",", ":"))

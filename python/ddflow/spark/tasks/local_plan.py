@@ -8,9 +8,9 @@ region's output for its keys. The engine's join walks long histories in time ord
 reduce consolidates, so intermediate histories never multiply (a Spark equi-join of two
 histories emits every pair of updates of a key).
 
-Output rows: ``_x`` (the index of the region's exit), every exit's record columns
-(``_e{exit}_{column}``, null in the other exits' rows), the time columns and ``_d``; each
-exit's updates consolidated. A data error fails the task with a ``DataError``.
+Output rows: the region's exit's record columns ``_c0..``, the time columns and ``_d``,
+consolidated. SQL nulls go in and come out as Arrow nulls (``engine_io.py``). A data error
+fails the task with a ``DataError``.
 """
 
 from __future__ import annotations
@@ -21,27 +21,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ddflow import _core
 from ddflow.errors import DataError
 from ddflow.spark.tasks import error_rows as er
-from ddflow.spark.tasks.batches import (
-    DIFF,
-    FnTable,
-    consolidated,
-    tcol,
-    to_arrow,
-    to_numpy,
-)
+from ddflow.spark.tasks.batches import DIFF, FnTable, ccol, consolidated, tcol
+from ddflow.spark.tasks.engine_io import as_type, run_plan
 
-__all__ = ["EXIT", "LocalPlanSpec", "exit_column", "run_local_plan"]
-
-EXIT = "_x"
-"""The column holding the index of the exit an output row belongs to."""
-
-
-def exit_column(exit_index: int, column: int) -> str:
-    """The output column of record column ``column`` of exit ``exit_index``."""
-    return f"_e{exit_index}_{column}"
+__all__ = ["LocalPlanSpec", "run_local_plan"]
 
 
 @dataclass(frozen=True)
@@ -51,44 +36,16 @@ class LocalPlanSpec:
     label: str
     """The region, for messages."""
     plan_json: str
-    """The sub-plan: one input node (the source), the region's nodes, one capture per exit."""
-    input_node: int
-    """The source's input node in the sub-plan."""
+    """The sub-plan: input node 0 (the source), the region's nodes, a capture of its exit."""
     in_names: tuple[str, ...]
     """The source's record columns in the partition's batches."""
-    captures: tuple[int, ...]
-    """The capture node of each exit in the sub-plan."""
-    exit_types: tuple[tuple[pa.DataType, ...], ...]
-    """Each exit's record column types."""
+    out_names: tuple[str, ...]
+    """The exit's column names in the plan."""
+    capture: int
+    """The capture node of the exit in the sub-plan."""
+    out_types: tuple[pa.DataType, ...]
+    """The exit's record column types."""
     dims: int
-    schema: pa.Schema
-    """The output schema (see the module doc)."""
-
-
-def _exit_table(spec: LocalPlanSpec, e: int, engine: _core.Engine) -> pa.Table:
-    """Exit ``e``'s captured updates, consolidated, in the output schema."""
-    cols, times, diffs = engine.capture_take(spec.captures[e])
-    n = len(diffs)
-    types = spec.exit_types[e]
-    names = [exit_column(e, j) for j in range(len(types))]
-    tnames = [tcol(j) for j in range(spec.dims)]
-    if n == 0:
-        return spec.schema.empty_table()
-    times = np.asarray(times, dtype=np.int64).reshape(n, spec.dims)
-    arrays = [to_arrow(np.asarray(c), t, spec.label) for c, t in zip(cols, types, strict=True)]
-    arrays += [pa.array(times[:, j]) for j in range(spec.dims)]
-    arrays.append(pa.array(np.asarray(diffs, dtype=np.int64)))
-    table = consolidated(pa.table(arrays, names=[*names, *tnames, DIFF]), [*names, *tnames])
-    rows = table.num_rows
-    out = []
-    for field in spec.schema:
-        if field.name == EXIT:
-            out.append(pa.array(np.full(rows, e, dtype=np.int32)))
-        elif field.name in table.column_names:
-            out.append(table[field.name].combine_chunks().cast(field.type))
-        else:
-            out.append(pa.nulls(rows, field.type))
-    return pa.table(out, schema=spec.schema)
 
 
 def run_local_plan(
@@ -101,22 +58,31 @@ def run_local_plan(
     table = pa.Table.from_batches(items)
     if table.num_rows == 0:
         return
-    engine = _core.Engine(spec.plan_json, 1, fns)
-    engine.set_logging(False)
-    columns = [to_numpy(table[c]) for c in spec.in_names]
     tnames = [tcol(j) for j in range(spec.dims)]
     times = np.column_stack([table[t].to_numpy() for t in tnames]).astype(np.int64)
-    diffs = table[DIFF].to_numpy().astype(np.int64)
-    del table
     try:
-        engine.push(spec.input_node, columns, np.ascontiguousarray(times), diffs)
-        engine.close_input(spec.input_node)
-        engine.run()
+        run = run_plan(
+            spec.plan_json,
+            fns,
+            [table[c] for c in spec.in_names],
+            spec.in_names,
+            times,
+            table[DIFF].to_numpy().astype(np.int64),
+            spec.capture,
+            spec.out_names,
+            spec.label,
+        )
     except Exception as exc:
         exc.add_note(f"ddflow: raised by {spec.label} on Spark")
         raise
-    errors = list(engine.errors_take())
-    if errors:
-        raise DataError(er.describe(errors), er.as_dicts(errors))
-    for e in range(len(spec.captures)):
-        yield from _exit_table(spec, e, engine).to_batches()
+    if run.errors:
+        raise DataError(er.describe(run.errors), er.as_dicts(run.errors))
+    n = len(run.diffs)
+    if n == 0:
+        return
+    names = [ccol(j) for j in range(len(spec.out_types))]
+    arrays = [as_type(c, t, spec.label) for c, t in zip(run.columns, spec.out_types, strict=True)]
+    arrays += [pa.array(run.times[:, j]) for j in range(spec.dims)]
+    arrays.append(pa.array(run.diffs))
+    out = consolidated(pa.table(arrays, names=[*names, *tnames, DIFF]), [*names, *tnames])
+    yield from out.to_batches()
