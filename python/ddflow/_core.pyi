@@ -351,6 +351,10 @@ class Engine:
     def log(self) -> list[dict[str, Any]]:
         """The operator log: one dict per operator invocation."""
 
+    def column_dtypes(self, node: int) -> list[str | None]:
+        """The dtype names of a node's columns known so far (None where no data has shown
+        one yet)."""
+
     def heap_bytes(self) -> int:
         """Heap bytes held by the engine's traces."""
 

@@ -151,10 +151,20 @@ class Capture(_Frontiered):
 
     # -- presenting ---------------------------------------------------------------------------
 
-    def _fields(self) -> list[pa.Field]:
-        """The record columns' fields (int64 before the first update)."""
+    def _dtypes(self) -> list[str]:
+        """The record columns' dtypes: the first update's; before it, those the plan and the
+        data so far give (a declared input's, through the operators that pass its columns
+        on), int64 where none is known."""
         dtypes = self._native.dtypes() if self._native is not None else None
-        types = [arrow_type(d) for d in dtypes] if dtypes else [pa.int64()] * len(self.columns)
+        if dtypes:
+            return list(dtypes)
+        engine = self.flow.started_engine()
+        known = engine.column_dtypes(self.node) if engine is not None else []
+        return [d or "int64" for d in known] or ["int64"] * len(self.columns)
+
+    def _fields(self) -> list[pa.Field]:
+        """The record columns' fields (see :meth:`_dtypes`)."""
+        types = [arrow_type(d) for d in self._dtypes()]
         return [pa.field(c, t) for c, t in zip(self.columns, types, strict=True)]
 
     def _time_array(self, times: npt.NDArray[np.int64]) -> pa.Array:
@@ -169,12 +179,11 @@ class Capture(_Frontiered):
         """Native record columns as Arrow arrays of their dtypes (a date stays a date, a
         decimal a decimal)."""
         arrays = [_arrow(c) for c in columns]
-        dtypes = self._native.dtypes() if self._native is not None else None
-        if dtypes:
-            arrays = [
-                to_arrow(a, d) if is_logical(d) else a for a, d in zip(arrays, dtypes, strict=True)
-            ]
-        return arrays
+        dtypes = self._dtypes()
+        return [
+            to_arrow(a, d) if is_logical(d) else a.cast(arrow_type(d)) if len(a) == 0 else a
+            for a, d in zip(arrays, dtypes, strict=True)
+        ]
 
     def _timed(
         self, columns: list[Any], times: npt.NDArray[np.int64], diffs: npt.NDArray[np.int64]

@@ -121,6 +121,10 @@ class AttachedEngine:
         cols, times, diffs = self.engine.capture_take(node + self.offset)
         return list(cols), times, diffs
 
+    def column_dtypes(self, node: int) -> list[str | None]:
+        """The dtype names of a node's columns known so far (``None`` where none is)."""
+        return list(self.engine.column_dtypes(node + self.offset))
+
     def capture_poll(self, node: int, state: _core.CaptureState) -> Any:
         """Polls one of the attached dataflow's captures into its native state."""
         return self.engine.capture_poll(node + self.offset, state)

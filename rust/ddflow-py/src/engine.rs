@@ -381,6 +381,16 @@ impl PyEngine {
         self.engine.heap_bytes()
     }
 
+    /// The dtype names of a node's columns known so far (`None` where no data has shown
+    /// one yet); a capture with no update yet reports these.
+    fn column_dtypes(&self, node: usize) -> Vec<Option<&'static str>> {
+        self.engine
+            .column_dtypes(node)
+            .into_iter()
+            .map(|d| d.map(|d| d.name()))
+            .collect()
+    }
+
     /// Number of scheduling passes run.
     fn passes(&self) -> u64 {
         self.engine.passes()

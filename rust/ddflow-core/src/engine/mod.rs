@@ -147,6 +147,16 @@ impl Engine {
     pub fn passes(&self) -> u64 {
         self.passes
     }
+
+    /// The dtypes of `node`'s columns as far as the plan and the data so far tell (see
+    /// `dtype_links::DtypeLinks::dtype_of`): `None` for a column whose dtype no data has
+    /// shown yet.
+    pub fn column_dtypes(&self, node: usize) -> Vec<Option<crate::encoding::DType>> {
+        let width = self.plan.nodes.get(node).map_or(0, |n| n.columns.len());
+        (0..width)
+            .map(|c| self.dtype_links.dtype_of(node, c))
+            .collect()
+    }
 }
 
 /// The consumers of each node, `(consumer node, port)`, from the input ports of each node.

@@ -298,6 +298,13 @@ impl Binder<'_> {
                     (t, o, d)
                 } else if is_num(t.dtype) && is_num(o.dtype) {
                     unify_num(t, o)
+                } else if super::bind_logical::is_logical(t.dtype)
+                    || super::bind_logical::is_logical(o.dtype)
+                {
+                    // A decimal with an integer (SQL's CASE ... THEN price ELSE 0), two
+                    // decimal scales, a date with a timestamp: aligned as comparisons are.
+                    super::bind_logical::align(t, o, &e.to_string())
+                        .map_err(|msg| self.type_err(e, format!("then() and otherwise(): {msg}")))?
                 } else {
                     return Err(self.type_err(
                         e,

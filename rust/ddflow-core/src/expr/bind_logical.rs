@@ -54,7 +54,7 @@ pub(super) fn widen(n: Node) -> Node {
 }
 
 /// `n * factor` (checked: an overflow names `src`), labelled `dtype`.
-fn scaled(n: Node, factor: i64, dtype: DType, src: &str) -> Node {
+pub(super) fn scaled(n: Node, factor: i64, dtype: DType, src: &str) -> Node {
     if factor == 1 {
         return retype(n, dtype);
     }
@@ -120,7 +120,7 @@ fn capped(p: u32) -> u8 {
 
 /// Brings two comparable operands to one stored form; the dtype both now have, or a
 /// message saying why they do not compare.
-fn align(l: Node, r: Node, src: &str) -> Result<(Node, Node, DType), String> {
+pub(super) fn align(l: Node, r: Node, src: &str) -> Result<(Node, Node, DType), String> {
     let (ld, rd) = (l.dtype, r.dtype);
     let (lf, rf) = (ld.family(), rd.family());
     use Family::*;

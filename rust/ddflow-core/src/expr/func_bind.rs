@@ -89,7 +89,11 @@ pub(crate) fn bind(func: &Func, mut args: Vec<Node>, src: String) -> Result<Node
     Ok(match func {
         Func::IsIn(values) => {
             let kinds: Vec<DType> = values.iter().map(Scalar::dtype).collect();
-            let arg = args.pop().expect("one operand");
+            let arg = super::bind_logical::widen(args.pop().expect("one operand"));
+            let d0 = arg.dtype;
+            if let DType::Decimal(p, s) = d0 {
+                return bind_decimal_is_in(arg, p, s, values, src);
+            }
             let all_num = is_num(d0) && kinds.iter().all(|&d| is_num(d));
             let (arg, dtype) =
                 if all_num && (d0 == DType::Float64 || kinds.contains(&DType::Float64)) {
@@ -220,4 +224,62 @@ pub(crate) fn bind(func: &Func, mut args: Vec<Node>, src: String) -> Result<Node
             node(f, args, dtype, src)
         }
     })
+}
+
+/// `is_in` on a decimal operand: integer and decimal literals compare exactly at the largest
+/// scale among them and the operand (the operand is rescaled when a literal has more
+/// places); a float literal makes the comparison float64.
+fn bind_decimal_is_in(arg: Node, p: u8, s: u8, values: &[Scalar], src: String) -> Result<Node> {
+    let scale_of = |v: &Scalar| match v {
+        Scalar::Word(_, DType::Decimal(_, ls)) => Some(*ls),
+        Scalar::Int64(_) => Some(0),
+        _ => None,
+    };
+    if values.iter().any(|v| matches!(v, Scalar::Float64(_))) {
+        let arg = super::bind_logical::decimal_to_float(arg, s);
+        let consts = values
+            .iter()
+            .map(|v| match v {
+                Scalar::Float64(x) => Ok(Const::Float(*x)),
+                Scalar::Int64(x) => Ok(Const::Float(*x as f64)),
+                Scalar::Word(x, DType::Decimal(_, ls)) => {
+                    Ok(Const::Float(*x as f64 / 10f64.powi(*ls as i32)))
+                }
+                other => Err(Error::Type(format!(
+                    "is_in values must be numbers for a decimal operand, got {}",
+                    other.dtype().name()
+                ))),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        return Ok(node(BoundFunc::IsIn(consts), vec![arg], DType::Bool, src));
+    }
+    let mut target = s;
+    for v in values {
+        target = target.max(scale_of(v).ok_or_else(|| {
+            Error::Type(format!(
+                "is_in values must be numbers for a decimal operand, got {}",
+                v.dtype().name()
+            ))
+        })?);
+    }
+    let consts = values
+        .iter()
+        .map(|v| {
+            let (x, ls) = match v {
+                Scalar::Word(x, DType::Decimal(_, ls)) => (*x, *ls),
+                Scalar::Int64(x) => (*x, 0),
+                _ => unreachable!("checked above"),
+            };
+            10i64
+                .checked_pow((target - ls) as u32)
+                .and_then(|f| x.checked_mul(f))
+                .map(Const::Int)
+                .ok_or_else(|| {
+                    Error::Overflow(format!("is_in value {x} overflows at scale {target}"))
+                })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let dtype = DType::Decimal(p.saturating_add(target - s).min(38), target);
+    let arg = super::bind_logical::scaled(arg, 10i64.pow((target - s) as u32), dtype, &src);
+    Ok(node(BoundFunc::IsIn(consts), vec![arg], DType::Bool, src))
 }

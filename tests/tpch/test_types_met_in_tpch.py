@@ -1,6 +1,7 @@
-"""Engine gaps met while writing TPC-H in its own types, each as the smallest failing case
-(strict ``xfail``: a fix makes it pass, and the marker must then go, with the workaround in
-``benches/tpch``).
+"""Type rules TPC-H in its own types needs, each as the smallest case: a decimal beside an
+integer in ``when``, ``is_in`` on a narrow integer column, and an empty capture that keeps
+its declared dtypes (all three were gaps once; ``benches/tpch`` may still carry their
+workarounds, which stay correct).
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 import decimal
 
 import pyarrow as pa
-import pytest
 
 import ddflow as dd
 
@@ -25,7 +25,6 @@ def _run(schema: pa.Schema, table: pa.Table, expr: dd.Expr) -> pa.Table:
     return out.at(0)
 
 
-@pytest.mark.xfail(strict=True, reason="when() wants both branches of one decimal dtype")
 def test_when_unifies_a_decimal_with_an_integer_literal() -> None:
     """SQL's ``CASE WHEN c THEN price ELSE 0 END`` (TPC-H Q8, Q14): DuckDB casts the 0 to
     the decimal. ddflow makes every row a type error update ('then() and otherwise() have
@@ -37,7 +36,6 @@ def test_when_unifies_a_decimal_with_an_integer_literal() -> None:
     assert sorted(out["x"].to_pylist()) == [D("0.00"), D("1.50")]
 
 
-@pytest.mark.xfail(strict=True, reason="is_in wants literals of the column's exact dtype")
 def test_is_in_takes_integer_literals_on_a_narrow_integer_column() -> None:
     """SQL's ``p_size in (49, 14, ...)`` on TPC-H's int32 ``p_size`` (Q16): ddflow makes every
     row a type error update ('is_in values must match the operand's dtype int32, got
@@ -47,7 +45,6 @@ def test_is_in_takes_integer_literals_on_a_narrow_integer_column() -> None:
     assert sorted(out["x"].to_pylist()) == [False, True]
 
 
-@pytest.mark.xfail(strict=True, reason="an empty capture reports int64 for every column")
 def test_an_empty_capture_keeps_the_declared_dtypes() -> None:
     """A capture with no rows (TPC-H Q17 at SF 0.01) reports int64 for a declared
     ``decimal128(15, 2)`` column passed through a filter, where a non-empty one reports the
