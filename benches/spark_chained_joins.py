@@ -1,7 +1,8 @@
 """A TPC-H Q1-shaped plan on the Spark backend beside the embedded engine, from one run.
 
 ``python benches/spark_chained_joins.py [--rows 1000000] [--times 100] [--groups 4]
-[--deletes 0.2] [--form chained|agg|both] [--partitions 2] [--master local[2]] [--out FILE]``
+[--deletes 0.2] [--form chained|agg|both] [--partitions 2] [--master local[2]] [--out FILE]
+[--explain] [--products]``
 
 The input is a lineitem-like table (group key ``flag``, ``status`` with ``--groups`` groups;
 ``qty``, ``price``, ``disc``, ``tax``) with an update history: each row is inserted at a
@@ -19,6 +20,11 @@ For each form: the embedded engine on the whole history at once, then ``run_on_s
 the same input (Parquet), both timed in this process (the Spark session warm); checks that
 the output histories are identical and prints both times and their ratio as a Markdown
 table, appended to ``--out`` (``-`` for none). Exit status 1 when outputs differ.
+``--explain`` prints how each node ran on Spark; ``--products`` adds, per chained join, the
+updates a Spark equi-join emits with nothing consolidated and with each join's output
+consolidated (counted from the embedded engine's histories). ``DDFLOW_SPARK_KEY_REGIONS=0``
+runs the chain operator by operator (consolidated joins) instead of as one key-local region.
+Results: ``benches/results/spark_chained_joins_2026-11-25.md``.
 """
 
 from __future__ import annotations
