@@ -583,8 +583,47 @@ def when(cond: IntoExpr) -> When:
 # -- expressions as operator arguments ---------------------------------------------------------
 
 
+MAX_DEPTH = 256
+"""The deepest expression the engine takes (``MAX_DEPTH`` of ``rust/ddflow-core/src/expr``)."""
+
+MAX_NODES = 100_000
+"""The most nodes an expression may have once shared subexpressions are written out (its
+JSON, text and evaluation grow with that count, so ``e = e + e`` repeated would hang)."""
+
+
+def check_depth(expr: Expr, label: str) -> None:
+    """Raises ``PlanError`` naming the operator if ``expr`` nests deeper than
+    :data:`MAX_DEPTH` or writes out to more than :data:`MAX_NODES` nodes. Linear in the
+    distinct nodes and without recursion, so it runs before anything recurses on ``expr``."""
+    measured: dict[int, tuple[int, int]] = {}  # id -> (depth, nodes written out)
+    stack: list[tuple[Expr, bool]] = [(expr, False)]
+    while stack:
+        e, ready = stack.pop()
+        if id(e) in measured:
+            continue
+        if not ready:
+            stack.append((e, True))
+            stack.extend((a, False) for a in e._args if id(a) not in measured)
+            continue
+        parts = [measured[id(a)] for a in e._args]
+        depth = 1 + max((d for d, _ in parts), default=0)
+        nodes = 1 + sum(n for _, n in parts)
+        if depth > MAX_DEPTH:
+            raise PlanError(
+                f"{label}: an expression nests deeper than {MAX_DEPTH} levels; build it in "
+                "steps (with_columns) or flatten it"
+            )
+        if nodes > MAX_NODES:
+            raise PlanError(
+                f"{label}: an expression has more than {MAX_NODES:,} nodes once its shared "
+                "subexpressions are written out; compute shared parts once (with_columns)"
+            )
+        measured[id(e)] = (depth, nodes)
+
+
 def expr_text(expr: Expr) -> str:
     """An expression as Python-like text (its repr), or compact JSON."""
+    check_depth(expr, "ddflow")
     text = repr(expr)
     if text.startswith("<"):
         text = json.dumps(expr.to_json(), separators=(",", ":"))
@@ -606,7 +645,9 @@ def as_expr(value: object, label: str) -> Expr:
 
 
 def check_columns(expr: Expr, columns: tuple[str, ...] | list[str], label: str) -> None:
-    """Raises ``ColumnNotFoundError`` naming the operator if ``expr`` reads a missing column."""
+    """Raises ``ColumnNotFoundError`` naming the operator if ``expr`` reads a missing column
+    (and ``PlanError`` if it nests too deep: :func:`check_depth`)."""
+    check_depth(expr, label)
     for name in expr.columns():
         if name not in columns:
             raise ColumnNotFoundError(
