@@ -122,25 +122,26 @@ pub fn apply(
             }
             match d.physical() {
                 DType::Int64 => {
-                    let mut s: i64 = 0;
+                    // Exact in 128 bits; only the key's sum must fit int64 (as on the
+                    // running-total path), whatever the order of its values.
+                    let mut s: i128 = 0;
                     for i in (0..n).filter(|&i| !is_null_word(d, row(i)[*c])) {
                         let v = decode_i64(row(i)[*c]);
-                        s = v
-                            .checked_mul(counts[i])
-                            .and_then(|p| s.checked_add(p))
-                            .ok_or_else(|| {
-                                Error::Overflow(format!(
-                                    "{label}: sum overflows int64 (value {v} with count {})",
-                                    counts[i]
-                                ))
-                            })?;
+                        s += v as i128 * counts[i] as i128;
                     }
-                    if s == i64::MIN {
-                        return Err(Error::Overflow(format!(
-                            "{label}: sum is {s}, int64's reserved null word"
-                        )));
+                    match i64::try_from(s) {
+                        Ok(s) if s != i64::MIN => push(&[encode_i64(s)], 1),
+                        Ok(s) => {
+                            return Err(Error::Overflow(format!(
+                                "{label}: sum is {s}, int64's reserved null word"
+                            )))
+                        }
+                        Err(_) => {
+                            return Err(Error::Overflow(format!(
+                                "{label}: sum {s} overflows int64"
+                            )))
+                        }
                     }
-                    push(&[encode_i64(s)], 1);
                 }
                 _ => {
                     let mut s = 0.0f64;
@@ -152,12 +153,10 @@ pub fn apply(
             }
         }
         Agg::Count => {
-            let mut s: i64 = 0;
-            for &c in counts {
-                s = s
-                    .checked_add(c)
-                    .ok_or_else(|| Error::Overflow(format!("{label}: count overflows int64")))?;
-            }
+            // Exact in 128 bits; only the key's count must fit int64.
+            let s: i128 = counts.iter().map(|&c| c as i128).sum();
+            let s = i64::try_from(s)
+                .map_err(|_| Error::Overflow(format!("{label}: count {s} overflows int64")))?;
             if s == i64::MIN {
                 return Err(Error::Overflow(format!(
                     "{label}: count is {s}, int64's reserved null word"
@@ -205,4 +204,61 @@ pub fn apply(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoding::encode_i64;
+
+    /// `sum` and `count` of one key: only the key's result must fit int64, whatever the
+    /// partial sums in storage order (the running-total path has always checked only that).
+    #[test]
+    fn sums_and_counts_check_only_the_final_value() {
+        let vals: Vec<u64> = [i64::MAX - 1, 5, -10]
+            .iter()
+            .map(|&v| encode_i64(v))
+            .collect();
+        let (mut rows, mut counts) = (Vec::new(), Vec::new());
+        let sum = Agg::Sum { column: 0 };
+        apply(
+            &sum,
+            &[DType::Int64],
+            1,
+            &vals,
+            &[1, 1, 1],
+            "r",
+            &mut rows,
+            &mut counts,
+        )
+        .unwrap();
+        assert_eq!(rows, vec![encode_i64(i64::MAX - 6)]);
+        let over = [i64::MAX, 1].map(encode_i64);
+        let err = apply(
+            &sum,
+            &[DType::Int64],
+            1,
+            &over,
+            &[1, 1],
+            "r",
+            &mut rows,
+            &mut counts,
+        );
+        assert!(err.unwrap_err().to_string().contains("overflows int64"));
+        let (mut rows, mut counts) = (Vec::new(), Vec::new());
+        let three = [encode_i64(1); 3];
+        let c = [i64::MAX, 5, -10];
+        apply(
+            &Agg::Count,
+            &[DType::Int64],
+            1,
+            &three,
+            &c,
+            "r",
+            &mut rows,
+            &mut counts,
+        )
+        .unwrap();
+        assert_eq!(rows, vec![encode_i64(i64::MAX - 5)]);
+    }
 }
