@@ -62,7 +62,7 @@ def run_child(
 ) -> dict[str, Any]:
     """Measures one query (see the module docstring); returns its readings."""
     tables = generate.load_tables(sf)
-    pairs = refresh.make_refreshes(tables, sf, batches, seed=seed, orders=orders)
+    pairs = refresh.make_refreshes(tables, sf, batches, seed=seed, per_function=orders)
     base = _status("VmRSS")
     start = time.perf_counter()
     workload = Workload([query], sf, {n: t.schema for n, t in tables.items()}, workers)

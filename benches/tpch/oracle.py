@@ -104,11 +104,11 @@ def same_type(ours: pa.DataType, duck: pa.DataType) -> bool:
     products); an integer for an integer or for DuckDB's ``decimal128(38, 0)`` (HUGEINT, the
     type of its ``sum`` of integers); strings for strings; otherwise the same type."""
     if pa.types.is_decimal(ours):
-        return pa.types.is_decimal(duck) and ours.scale == duck.scale
+        return bool(pa.types.is_decimal(duck) and ours.scale == duck.scale)
     if pa.types.is_integer(ours):
-        return pa.types.is_integer(duck) or (pa.types.is_decimal(duck) and duck.scale == 0)
+        return bool(pa.types.is_integer(duck) or (pa.types.is_decimal(duck) and duck.scale == 0))
     if pa.types.is_string(ours) or pa.types.is_large_string(ours):
-        return pa.types.is_string(duck) or pa.types.is_large_string(duck)
+        return bool(pa.types.is_string(duck) or pa.types.is_large_string(duck))
     return bool(ours == duck)
 
 

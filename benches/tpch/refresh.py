@@ -67,12 +67,12 @@ def make_refreshes(
     sf: float,
     batches: int,
     seed: int = 1,
-    orders: int | None = None,
+    per_function: int | None = None,
 ) -> list[Refresh]:
     """``batches`` refresh pairs following each other from ``tables`` (original types), each
-    touching ``orders`` orders each way (default: the specification's ``SF * 1500``)."""
+    function touching ``per_function`` orders (default: the specification's ``SF * 1500``)."""
     rng = np.random.default_rng(seed)
-    n = orders_per_refresh(sf) if orders is None else orders
+    n = orders_per_refresh(sf) if per_function is None else per_function
     orders, lineitem = tables["orders"], tables["lineitem"]
     next_key = int(pc.max(orders["o_orderkey"]).as_py()) + 1
     out = []
