@@ -7,7 +7,8 @@ in the Rust evaluator (``mapInArrow``): arithmetic, comparisons (NaN beside a nu
 ``fill_null``/``coalesce`` and library functions; filters (a null predicate drops the row);
 joins (null keys never match unless ``nulls_equal``), semijoin, antijoin and outer joins
 (padded with untyped nulls); ``group_by``
-with null keys and aggregates that skip nulls, ``distinct``, ``count``; Python functions
+with null keys and aggregates that skip nulls, ``distinct``, ``count``; keyed operators run
+as one key-local region (the engine's operators in one ``mapInArrow``); Python functions
 (a ``str`` null is ``None``, an int64 null is an error); loops over null-keyed edges, fused
 and general; ``errors="collect"``; and what the input refuses (int64's null word ``-2**63``).
 """
@@ -113,6 +114,16 @@ def _one(fn: Callable[[dd.Collection, dd.Collection], list[dd.Collection]]) -> B
     return build
 
 
+def _lax_region(a: dd.Collection) -> dd.Collection:
+    """Keyed operators over a lax cast (null where a value does not convert): nulls made
+    inside a key-local region of non-null keys."""
+    lax = a.filter(col("k").is_not_null()).select(
+        "k", x=(col("f") * 1e300).cast("int64", strict=False)
+    )
+    sums = lax.group_by("k").agg(sx=dd.sum("x"), nx=dd.count("x"))
+    return sums.join(lax.group_by("k").agg(n=dd.count()), on="k")
+
+
 CASES: dict[str, Callable[[dd.Collection, dd.Collection], list[dd.Collection]]] = {
     "passthrough": lambda a, b: [a, b],
     "filters": lambda a, b: [
@@ -153,6 +164,13 @@ CASES: dict[str, Callable[[dd.Collection, dd.Collection], list[dd.Collection]]] 
         a.count(by="s"),
         b.count(by="w"),
     ],
+    # Keyed operators on the same columns of one source: one key-local region on Spark.
+    "key_region": lambda a, b: [
+        a.group_by("k")
+        .agg(sv=dd.sum("v"), lo=dd.min("s"))
+        .join(a.group_by("k").agg(n=dd.count("f")), on="k", nulls_equal=True),
+    ],
+    "lax_region": lambda a, b: [_lax_region(a)],
 }
 
 

@@ -29,7 +29,7 @@ from ddflow.errors import DataError
 from ddflow.plan import FilterOp, FilterPyOp, FlatMapPyOp, SelectOp
 from ddflow.spark.tasks import error_rows as er
 from ddflow.spark.tasks.batches import DIFF, FnTable, tcol, to_arrow, to_numpy
-from ddflow.spark.tasks.engine_io import PlanRun, as_type, has_nulls
+from ddflow.spark.tasks.engine_io import PlanRun, as_type, has_nulls, makes_nulls
 
 __all__ = ["PySpec", "ExprSpec", "py_batches", "expr_batches"]
 
@@ -112,13 +112,13 @@ class ExprSpec:
 def expr_batches(spec: ExprSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Evaluates expressions on whole columns in Rust (``ddflow._core.eval_expr``)."""
     tnames = [tcol(j) for j in range(spec.dims)]
-    makes_nulls = any(_makes_nulls(json.loads(e)) for e in spec.exprs)
+    made = any(makes_nulls(json.loads(e)) for e in spec.exprs)
     for batch in batches:
         n = batch.num_rows
         if n == 0:
             continue
         records = [batch.column(f"_c{i}") for i in range(len(spec.in_names))]
-        if makes_nulls or has_nulls(records):
+        if made or has_nulls(records):
             # SQL nulls: the engine's own operator (the evaluator's kernel takes no nulls).
             yield from _on_engine(spec, FnTable({}), batch)
             continue
@@ -141,20 +141,6 @@ def expr_batches(spec: ExprSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[
         rest = [batch.column(t) for t in tnames] + [batch.column(DIFF)]
         names = [f"_c{j}" for j in range(len(cols))] + tnames + [DIFF]
         yield _out(spec, pa.RecordBatch.from_arrays(cols + rest, names=names))
-
-
-def _makes_nulls(node: Any) -> bool:
-    """Whether expression JSON ``node`` can make a null from non-null operands: a null
-    literal, or a ``cast(..., strict=False)`` (null where a value does not convert)."""
-    if isinstance(node, dict):
-        if node.get("op") == "lit" and node.get("value") is None:
-            return True
-        if node.get("op") == "cast" and node.get("strict") is False:
-            return True
-        return any(_makes_nulls(v) for v in node.values())
-    if isinstance(node, list):
-        return any(_makes_nulls(v) for v in node)
-    return False
 
 
 def _out(spec: PySpec | ExprSpec, batch: pa.RecordBatch) -> pa.RecordBatch:

@@ -8,12 +8,13 @@ package's encoded form (``ddflow.dtypes.to_column(..., nullable=True)``: a ``Wor
 ``Utf8Column`` with null flags), never through numpy (which would turn an int64 null into a
 float NaN). Output of a batch with nulls is read through a native ``CaptureState``, the embedded
 capture's own path, whose columns carry their null flags, so nulls come back as Arrow
-nulls, never as words; a batch without nulls (no null can come out) keeps the faster raw
-``capture_take``.
+nulls, never as words; a batch without nulls through a plan that makes none
+(:func:`makes_nulls`) keeps the faster raw ``capture_take``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,15 @@ from ddflow.dtypes import to_column
 from ddflow.errors import UserFunctionError
 from ddflow.spark.tasks.batches import FnTable, to_numpy
 
-__all__ = ["RawError", "PlanRun", "engine_column", "has_nulls", "as_type", "run_plan"]
+__all__ = [
+    "RawError",
+    "PlanRun",
+    "engine_column",
+    "has_nulls",
+    "makes_nulls",
+    "as_type",
+    "run_plan",
+]
 
 RawError = tuple[int, str, str, str, list[int], int]
 """An error update as the engine hands it out: node, operator label, message, values, time,
@@ -48,6 +57,24 @@ def engine_column(arr: pa.Array | pa.ChunkedArray, what: str) -> Any:
 def has_nulls(columns: Sequence[pa.Array | pa.ChunkedArray]) -> bool:
     """Whether any of ``columns`` holds a null."""
     return any(c.null_count for c in columns)
+
+
+def makes_nulls(node: Any) -> bool:
+    """Whether plan or expression JSON ``node`` can make a null of non-null input: a null
+    literal (an outer join's padding too), a ``cast(..., strict=False)`` (null where a value
+    does not convert), a Python map or reducer (its function may return ``None``)."""
+    if isinstance(node, dict):
+        op = node.get("op")
+        if op == "lit" and node.get("value") is None:
+            return True
+        if op == "cast" and node.get("strict") is False:
+            return True
+        if op in ("map_py", "flat_map_py") or node.get("kind") == "python":
+            return True
+        return any(makes_nulls(v) for v in node.values())
+    if isinstance(node, list):
+        return any(makes_nulls(v) for v in node)
+    return False
 
 
 def _arrow(column: Any) -> pa.Array:
@@ -127,8 +154,8 @@ def run_plan(
     engine.close_input(0)
     engine.run()
     errors: list[RawError] = list(engine.errors_take())
-    if not has_nulls(columns):
-        # No null in, none out: the raw updates as numpy (a fifth faster than a capture
+    if not has_nulls(columns) and not makes_nulls(json.loads(plan_json)):
+        # No null in and none made: the raw updates as numpy (a fifth faster than a capture
         # state's consolidation on a 500k-row reduce).
         cols, raw_times, raw_diffs = engine.capture_take(capture)
         n = len(raw_diffs)
