@@ -94,14 +94,6 @@ def test_a_nested_expression_within_the_plan_parser_limit_runs() -> None:
     assert cap.at(0).to_pylist() == [{"y": 31, "diff": 1}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=PlanError,
-    reason="Rust: the plan reader's serde_json keeps its default recursion limit (128 JSON "
-    "levels, two per operator level), so an expression past about 62 levels of alternating "
-    "operators fails at the first update with 'invalid plan JSON: recursion limit exceeded' "
-    "naming no operator, far below the documented MAX_DEPTH of 256",
-)
 def test_a_nested_expression_within_max_depth_runs() -> None:
     flow, inp, c = _one_input()
     e = dd.col("x")

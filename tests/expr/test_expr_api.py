@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from ddflow import _core
 from ddflow.errors import (
     ColumnNotFoundError,
+    InvalidValueError,
     OverflowError,
     PlanError,
     SchemaTypeError,
@@ -279,3 +280,15 @@ def test_expr_dtype() -> None:
     assert dt(when(col("p")).then(1).otherwise(2.5)) == "float64"
     assert dt(max_of(col("p"), False)) == "bool"
     assert dt(col("x").cast("int64").alias("k")) == "int64"
+
+
+def test_a_null_the_evaluator_cannot_carry_is_refused_not_dropped() -> None:
+    """Columns evaluated outside a dataflow have no null flags: a null literal or a lax cast
+    that makes a null is an error naming the expression and row, never a silent value."""
+    x = np.array([1, 2], dtype=np.int64)
+    with pytest.raises(InvalidValueError, match="is null at row 0"):
+        ev(lit(None, "int64") + col("x"), x=x)
+    s = np.array(["7", "x"], dtype=object)
+    with pytest.raises(InvalidValueError, match="is null at row 1"):
+        ev(col("s").cast("int64", strict=False), s=s)
+    assert ev(col("s").cast("int64", strict=False), s=s[:1]).tolist() == [7]

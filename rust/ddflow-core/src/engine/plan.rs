@@ -386,8 +386,7 @@ pub struct Plan {
 impl Plan {
     /// Parses and validates a plan from its JSON text.
     pub fn from_json(text: &str) -> Result<Plan> {
-        let json: PlanJson = serde_json::from_str(text)
-            .map_err(|e| Error::Plan(format!("invalid plan JSON: {e}")))?;
+        let json: PlanJson = crate::expr::json::from_str_deep(text, "plan JSON")?;
         if json.version != PLAN_VERSION {
             return Err(Error::Plan(format!(
                 "plan format version {} is not supported (this engine reads version \

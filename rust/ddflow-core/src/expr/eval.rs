@@ -702,10 +702,18 @@ impl BoundExpr {
                 n: end - start,
                 offset: start,
             };
-            // Typed columns hold no nulls.
-            ctx.eval(&self.root, None)?
-                .0
-                .append_to(&mut out, end - start);
+            // Typed columns hold no nulls; a null literal or a lax cast may still make one,
+            // which a column without null flags cannot carry: refused, never dropped.
+            let (v, nulls) = ctx.eval(&self.root, None)?;
+            if let Some(i) = nulls.and_then(|m| m.iter().position(|&x| x)) {
+                return Err(Error::Value(format!(
+                    "{} is null at row {}: columns evaluated outside a dataflow carry no \
+                     nulls (run the expression in a dataflow, where nulls are values)",
+                    self.expr(),
+                    start + i
+                )));
+            }
+            v.append_to(&mut out, end - start);
             start = end;
         }
         Ok(out)

@@ -208,8 +208,7 @@ impl Expr {
 
     /// Parses the JSON form from text.
     pub fn from_json_str(text: &str) -> Result<Expr> {
-        let v: Value = serde_json::from_str(text)
-            .map_err(|e| Error::Plan(format!("invalid expression JSON: {e}")))?;
+        let v: Value = from_str_deep(text, "expression JSON")?;
         Expr::from_json(&v)
     }
 
@@ -395,5 +394,79 @@ mod tests {
             let err = Expr::from_json_str(s).unwrap_err();
             assert!(matches!(err, Error::Plan(_)), "{s}: {err}");
         }
+    }
+}
+
+/// The deepest JSON nesting [`from_str_deep`] reads: two levels per expression level (an
+/// operator object and its `args` list) for [`MAX_DEPTH`] levels, plus the plan around them.
+pub const MAX_JSON_DEPTH: usize = 2 * MAX_DEPTH + 64;
+
+/// The deepest nesting of `[` and `{` in `text` (outside strings).
+fn json_depth(text: &str) -> usize {
+    let (mut depth, mut max, mut in_str, mut escaped) = (0usize, 0usize, false, false);
+    for b in text.bytes() {
+        if in_str {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Parses JSON text nested up to [`MAX_JSON_DEPTH`] levels (serde_json alone stops at 128,
+/// below what an expression of [`MAX_DEPTH`] levels needs); `what` names the text in
+/// errors.
+pub(crate) fn from_str_deep<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T> {
+    let depth = json_depth(text);
+    if depth > MAX_JSON_DEPTH {
+        return Err(Error::Plan(format!(
+            "{what} nests {depth} levels deep, more than {MAX_JSON_DEPTH} (an expression may \
+             nest at most {MAX_DEPTH} levels)"
+        )));
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    let v = T::deserialize(&mut de).map_err(|e| Error::Plan(format!("invalid {what}: {e}")))?;
+    de.end()
+        .map_err(|e| Error::Plan(format!("invalid {what}: {e}")))?;
+    Ok(v)
+}
+
+#[cfg(test)]
+mod deep_tests {
+    use super::*;
+
+    #[test]
+    fn deep_json_reads_up_to_the_expression_limit() {
+        // 200 levels of alternating operators: 400 JSON levels, beyond serde_json's 128.
+        let mut e = crate::expr::col("x");
+        for _ in 0..100 {
+            e = (e + crate::expr::lit(1)) * crate::expr::lit(1);
+        }
+        let text = e.to_json().to_string();
+        assert!(json_depth(&text) > 128);
+        assert_eq!(Expr::from_json_str(&text).unwrap(), e);
+        let deep = format!(
+            "{}{}",
+            "[".repeat(MAX_JSON_DEPTH + 1),
+            "]".repeat(MAX_JSON_DEPTH + 1)
+        );
+        let err = from_str_deep::<Value>(&deep, "plan JSON").unwrap_err();
+        assert!(err.to_string().contains("levels deep"), "{err}");
+        assert_eq!(json_depth(r#"{"a": "[[[{", "b": [1, {"c": "\"]"}]}"#), 3);
     }
 }
