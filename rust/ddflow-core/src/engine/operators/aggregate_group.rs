@@ -34,11 +34,13 @@
 use super::aggregate::cmp_words;
 use crate::dtype::{Family, MAX_DECIMAL_PRECISION};
 use crate::encoding::{
-    decode_f64, decode_i64, encode_f64, encode_i64, is_null_word, null_word, DType, NULL_I64,
+    decode_f64, decode_i64, encode_f64, encode_i64, from_ordered_word, is_null_word, null_word,
+    ordered_word, DType, NULL_I64,
 };
 use crate::engine::plan::GroupAgg;
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
 
 /// The val column a part reads (None for `count()`).
 fn column_of(part: &GroupAgg) -> Option<usize> {
@@ -251,19 +253,31 @@ fn write_row(
                 } else {
                     Ordering::Greater
                 };
+                // Over the column's values with their accumulated counts (vals rows may
+                // repeat a value beside other columns' values), as the running multisets.
                 let d = dtypes[*column];
+                let mut values: Vec<(u64, i128)> = (0..counts.len())
+                    .map(|i| (word(i, *column), counts[i] as i128))
+                    .collect();
+                values.sort_unstable_by_key(|&(w, _)| w);
                 let mut best: Option<u64> = None;
-                let mut null_seen = false;
-                for (i, &n) in counts.iter().enumerate() {
-                    let v = word(i, *column);
-                    if n > 0 && is_null_word(d, v) {
-                        null_seen = true;
+                let mut nulls = 0i128;
+                let mut k = 0;
+                while k < values.len() {
+                    let (v, mut n) = values[k];
+                    k += 1;
+                    while k < values.len() && values[k].0 == v {
+                        n += values[k].1;
+                        k += 1;
+                    }
+                    if is_null_word(d, v) {
+                        nulls += n;
                     } else if n > 0 && best.is_none_or(|b| cmp_words(d, v, b) == want) {
                         best = Some(v);
                     }
                 }
-                // Only nulls (with positive counts): the SQL null.
-                best.or(null_seen.then(|| null_word(d))).ok_or_else(|| {
+                // Only nulls (with a positive count): the SQL null.
+                best.or((nulls > 0).then(|| null_word(d))).ok_or_else(|| {
                     Error::Value(format!(
                         "{label}: {} is undefined: no value of the group has a positive count",
                         describe(part)
@@ -345,22 +359,62 @@ fn finish(
 }
 
 /// Whether the group's row follows from running totals alone (see [`RunningTotals`]): every
-/// part is a `count()`, or a `sum` / `mean` of an int64 column.
+/// part is a `count()`, a `sum` / `mean` of an int64-stored column, a `min` / `max` of a
+/// column that is not `str` (whose words are not in text order), or a `count_distinct`.
 pub fn has_running_totals(aggs: &[GroupAgg], dtypes: &[DType]) -> bool {
     aggs.iter().all(|p| match p {
         GroupAgg::Count { column, .. } => column.is_none(),
         GroupAgg::Sum { column, .. } | GroupAgg::Mean { column, .. } => {
             dtypes.get(*column).map(|d| d.physical()) == Some(DType::Int64)
         }
-        _ => false,
+        GroupAgg::Min { column, .. } | GroupAgg::Max { column, .. } => dtypes
+            .get(*column)
+            .is_some_and(|d| d.physical() != DType::Str),
+        GroupAgg::CountDistinct { column, .. } => *column < dtypes.len(),
     })
+}
+
+/// The values of a `min`, `max` or `count_distinct` part with their accumulated counts,
+/// keyed by their order-preserving words ([`ordered_word`]), so that a change costs about
+/// log of the group.
+#[derive(Clone, Debug, Default)]
+struct Multiset {
+    counts: BTreeMap<u64, i128>,
+    /// Values whose count is positive.
+    positive: usize,
+    /// The accumulated count of the column's nulls.
+    nulls: i128,
+}
+
+impl Multiset {
+    fn add(&mut self, key: u64, diff: i128) {
+        let entry = self.counts.entry(key).or_insert(0);
+        let before = *entry > 0;
+        *entry += diff;
+        let after = *entry > 0;
+        self.positive = self.positive + after as usize - before as usize;
+        if *entry == 0 {
+            self.counts.remove(&key);
+        }
+    }
+
+    /// The least (or greatest) ordered word with a positive count.
+    fn extreme(&self, greatest: bool) -> Option<u64> {
+        let positive = |(&k, &n): (&u64, &i128)| (n > 0).then_some(k);
+        if greatest {
+            self.counts.iter().rev().find_map(positive)
+        } else {
+            self.counts.iter().find_map(positive)
+        }
+    }
 }
 
 /// The running accumulation of a group whose parts all have running totals, for keys whose
 /// times form a chain (`reduce_chain`): each input update is folded in once, in 128 bits
-/// (exact, so the row is still a function of the accumulated input). Float sums and
-/// `min` / `max` have none: a float running sum would drift with the order of the updates
-/// (`+0.1` then `-0.1` need not cancel), so those groups re-read their vals at each time.
+/// (exact, so the row is still a function of the accumulated input); `min`, `max` and
+/// `count_distinct` keep their values' counts ([`Multiset`]). Float sums have none: a float
+/// running sum would drift with the order of the updates (`+0.1` then `-0.1` need not
+/// cancel), so those groups re-read their vals at each time, as `min` / `max` of strings do.
 #[derive(Default)]
 pub struct RunningTotals {
     count: i128,
@@ -369,6 +423,8 @@ pub struct RunningTotals {
     /// Per part, the signed count of its column's non-null vals (a null contributes
     /// nothing; the total count for `count` parts).
     non_null: Vec<i128>,
+    /// Per part, the values of a `min` / `max` / `count_distinct` part (empty otherwise).
+    sets: Vec<Multiset>,
 }
 
 impl RunningTotals {
@@ -379,13 +435,40 @@ impl RunningTotals {
         self.sums.resize(aggs.len(), 0);
         self.non_null.clear();
         self.non_null.resize(aggs.len(), 0);
+        self.sets.clear();
+        self.sets.resize(aggs.len(), Multiset::default());
+    }
+
+    /// Heap bytes of the multisets (about 48 bytes per value).
+    pub fn heap_bytes(&self) -> usize {
+        self.sets.iter().map(|s| s.counts.len() * 48).sum()
     }
 
     /// Folds in one update: `vals` is its val row, `diff` its count.
-    pub fn fold(&mut self, aggs: &[GroupAgg], vals: &[u64], diff: i64, label: &str) -> Result<()> {
+    pub fn fold(
+        &mut self,
+        aggs: &[GroupAgg],
+        dtypes: &[DType],
+        vals: &[u64],
+        diff: i64,
+        label: &str,
+    ) -> Result<()> {
         let overflow = || Error::Overflow(format!("{label}: a group's running sum overflows"));
         self.count = self.count.checked_add(diff as i128).ok_or_else(overflow)?;
-        for ((part, s), nn) in aggs.iter().zip(&mut self.sums).zip(&mut self.non_null) {
+        let parts = aggs.iter().zip(&mut self.sums).zip(&mut self.non_null);
+        for (((part, s), nn), set) in parts.zip(&mut self.sets) {
+            if let GroupAgg::Min { column, .. }
+            | GroupAgg::Max { column, .. }
+            | GroupAgg::CountDistinct { column, .. } = part
+            {
+                let w = vals[*column];
+                if is_null_word(dtypes[*column], w) {
+                    set.nulls += diff as i128;
+                } else {
+                    set.add(ordered_word(dtypes[*column], w), diff as i128);
+                }
+                continue;
+            }
             match column_of(part) {
                 // Running totals read only int64 columns (`has_running_totals`).
                 Some(c) if vals[c] == NULL_I64 => {}
@@ -413,8 +496,34 @@ impl RunningTotals {
         label: &str,
         out: &mut Vec<u64>,
     ) -> Result<()> {
-        for ((part, &s), &nn) in aggs.iter().zip(&self.sums).zip(&self.non_null) {
+        let parts = aggs.iter().zip(&self.sums).zip(&self.non_null);
+        for (((part, &s), &nn), set) in parts.zip(&self.sets) {
             let column = column_of(part).map(|c| dtypes[c]);
+            match part {
+                GroupAgg::CountDistinct { .. } => {
+                    out.push(encode_i64(set.positive as i64));
+                    continue;
+                }
+                GroupAgg::Min { column, .. } | GroupAgg::Max { column, .. } => {
+                    let d = dtypes[*column];
+                    let greatest = matches!(part, GroupAgg::Max { .. });
+                    let w = match set.extreme(greatest) {
+                        Some(o) => from_ordered_word(d, o),
+                        // Only nulls (with a positive count): the SQL null.
+                        None if set.nulls > 0 => null_word(d),
+                        None => {
+                            return Err(Error::Value(format!(
+                                "{label}: {} is undefined: no value of the group has a \
+                                 positive count",
+                                describe(part)
+                            )))
+                        }
+                    };
+                    out.push(w);
+                    continue;
+                }
+                _ => {}
+            }
             out.push(finish(
                 part,
                 self.count,

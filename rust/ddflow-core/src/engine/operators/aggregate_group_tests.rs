@@ -100,7 +100,6 @@ fn reference(parts: &[GroupAgg], vals: &Vals) -> Outcome {
         .filter_map(|v| a(v).map(|x| x as i128 * v.3 as i128))
         .sum();
     let float_sum: f64 = vals.iter().map(|v| v.1 * v.3 as f64).sum();
-    let positive: Vec<_> = vals.iter().filter(|v| v.3 > 0).collect();
     let mut row = Vec::new();
     for p in parts {
         let v = match p {
@@ -146,30 +145,47 @@ fn reference(parts: &[GroupAgg], vals: &Vals) -> Outcome {
                 Value::I(acc.iter().filter(|e| e.1 > 0).count() as i64)
             }
             GroupAgg::Min { column, .. } | GroupAgg::Max { column, .. } => {
-                if positive.is_empty() {
-                    return Outcome::Err("value error");
-                }
+                // Over the column's values with their accumulated counts (a value may repeat
+                // beside other columns' values): the extreme of those with a positive count;
+                // null when none is positive but the nulls' count is; else undefined.
                 let is_min = matches!(p, GroupAgg::Min { .. });
-                match column {
-                    0 => {
-                        let it = positive.iter().filter_map(|v| a(v));
-                        match if is_min { it.min() } else { it.max() } {
-                            Some(x) => Value::I(x),
-                            None => Value::Null,
+                let mut acc: Vec<(Option<Value>, i128)> = Vec::new();
+                for v in vals.iter() {
+                    let value = match column {
+                        0 => a(v).map(Value::I),
+                        1 => Some(Value::F(v.1)),
+                        _ => Some(Value::B(v.2)),
+                    };
+                    match acc.iter_mut().find(|e| e.0 == value) {
+                        Some(e) => e.1 += v.3 as i128,
+                        None => acc.push((value, v.3 as i128)),
+                    }
+                }
+                let nulls: i128 = acc.iter().filter(|e| e.0.is_none()).map(|e| e.1).sum();
+                let key = |x: &Value| match x {
+                    Value::I(i) => *i as f64,
+                    Value::F(f) => *f,
+                    Value::B(b) => *b as u8 as f64,
+                    Value::Null => unreachable!(),
+                };
+                let mut best: Option<Value> = None;
+                for (value, n) in acc {
+                    let Some(x) = value else { continue };
+                    if n > 0 {
+                        let better = match &best {
+                            None => true,
+                            Some(b) if is_min => key(&x).total_cmp(&key(b)).is_lt(),
+                            Some(b) => key(&x).total_cmp(&key(b)).is_gt(),
+                        };
+                        if better {
+                            best = Some(x);
                         }
                     }
-                    1 => {
-                        let it = positive.iter().map(|v| v.1);
-                        Value::F(if is_min {
-                            it.fold(f64::INFINITY, f64::min)
-                        } else {
-                            it.fold(f64::NEG_INFINITY, f64::max)
-                        })
-                    }
-                    _ => {
-                        let it = positive.iter().map(|v| v.2);
-                        Value::B(if is_min { it.min() } else { it.max() }.unwrap())
-                    }
+                }
+                match best {
+                    Some(x) => x,
+                    None if nulls > 0 => Value::Null,
+                    None => return Outcome::Err("value error"),
                 }
             }
         };
@@ -379,7 +395,8 @@ fn json_round_trip() {
     assert!(Agg::from_json(r#"{"kind":"group","aggs":[{"kind":"distinct"}]}"#).is_err());
 }
 
-/// Parts that have running totals over `DTYPES` (count, int64 sum and mean).
+/// Parts that have running totals over `DTYPES` (count, int64 sum and mean, min, max and
+/// count_distinct).
 fn linear_parts() -> Vec<GroupAgg> {
     all_parts()
         .into_iter()
@@ -398,7 +415,7 @@ proptest! {
         let mut folded = Ok(());
         for &(a, b, c, n) in &updates {
             let row = [encode_i64(a), encode_f64(b), encode_bool(c)];
-            folded = folded.and_then(|()| totals.fold(&parts, &row, n, "g"));
+            folded = folded.and_then(|()| totals.fold(&parts, &DTYPES, &row, n, "g"));
         }
         // Consolidate by val row (the updates may repeat a row).
         let mut acc: Vec<(i64, f64, bool, i64)> = Vec::new();
@@ -426,6 +443,7 @@ proptest! {
                         .map(|(&w, d)| match d {
                             _ if crate::encoding::is_null_word(d, w) => Value::Null,
                             DType::Int64 => Value::I(decode_i64(w)),
+                            DType::Bool => Value::B(w != 0),
                             _ => Value::F(decode_f64(w)),
                         })
                         .collect(),
@@ -439,7 +457,9 @@ proptest! {
 #[test]
 fn which_groups_have_running_totals() {
     let parts = all_parts();
-    assert_eq!(linear_parts().len(), 3); // count, sum of a, mean of a
+    // count(), sum and mean of a, min / max of every column, count_distinct: all but the
+    // float sum and mean and count(a).
+    assert_eq!(linear_parts().len(), 9);
     assert!(!has_running_totals(&parts, &DTYPES));
     assert!(
         !has_running_totals(&parts[2..3], &DTYPES),

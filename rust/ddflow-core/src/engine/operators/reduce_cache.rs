@@ -89,10 +89,14 @@ impl TotalsCache {
     }
 
     /// Heap bytes of the entries (table, keys and running totals: two 128-bit words per
-    /// part).
+    /// part, plus the values of `min` / `max` / `count_distinct` parts).
     pub fn heap_bytes(&self) -> usize {
         let slot = std::mem::size_of::<(Vec<u64>, Entry)>() + 1;
-        let per_key: usize = self.keys.keys().map(|k| k.capacity() * 8).sum();
+        let per_key: usize = self
+            .keys
+            .iter()
+            .map(|(k, e)| k.capacity() * 8 + e.carry.totals.heap_bytes())
+            .sum();
         self.keys.capacity() * slot + per_key + self.keys.len() * self.parts * 32
     }
 }

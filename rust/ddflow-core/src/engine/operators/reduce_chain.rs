@@ -210,7 +210,8 @@ pub fn reduce_key(
                     }
                     Acc::Group => {
                         let row = &k.input.rows[e * w + kw..(e + 1) * w];
-                        s.totals.fold(group_parts(k.agg), row, d, k.label)?;
+                        s.totals
+                            .fold(group_parts(k.agg), k.val_dtypes, row, d, k.label)?;
                     }
                     Acc::PerVal => {}
                 }
