@@ -519,12 +519,29 @@ class Aggs(Agg):
     def out_columns(self, value_columns: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(name for name, _, _ in self.parts)
 
+    @staticmethod
+    def _values(i: int, group: list[tuple[Record, int]]) -> tuple[list[Any], int]:
+        """Column ``i``'s non-null values whose accumulated count (over the records holding
+        them) is positive, and the nulls' accumulated count: ``min`` / ``max`` /
+        ``count_distinct`` read the column's values as a multiset."""
+        acc: dict[Any, int] = {}
+        for v, c in group:
+            acc[v[i]] = acc.get(v[i], 0) + c
+        nulls = acc.pop(None, 0)
+        return [x for x, c in acc.items() if c > 0], nulls
+
     def undefined(self, value_columns: tuple[str, ...], group: list[tuple[Record, int]]) -> bool:
-        """Whether a present group has a part without a value (an error update)."""
+        """Whether a present group has a part without a value (an error update): a ``min`` /
+        ``max`` whose column has no value and no null with a positive count."""
         n = sum(c for _, c in group)
-        return n != 0 and any(
-            kind in ("min", "max") and not _positive(group) for _, kind, _ in self.parts
-        )
+        if n == 0:
+            return False
+        for _, kind, column in self.parts:
+            if kind in ("min", "max"):
+                values, nulls = self._values(value_columns.index(str(column)), group)
+                if not values and nulls <= 0:
+                    return True
+        return False
 
     def apply(
         self, value_columns: tuple[str, ...], group: list[tuple[Record, int]]
@@ -542,7 +559,7 @@ class Aggs(Agg):
             terms = [(v[i], c) for v, c in group if v[i] is not None]
             nn = sum(c for _, c in terms)
             total = sum(x * c for x, c in terms)
-            positive = [v[i] for v in _positive(group) if v[i] is not None]
+            positive, _ = self._values(i, group)
             if kind == "count":
                 row.append(nn)
             elif nn == 0 and kind in ("sum", "mean"):
