@@ -19,12 +19,11 @@ what is compared.
 Correlated subqueries are decorrelated by hand (a ``reduce`` per correlation key joined
 back, ``EXISTS`` as ``semijoin``, ``NOT EXISTS`` / ``NOT IN`` as ``antijoin``); a comparison
 with an ``avg`` is multiplied out (``x < 0.2 * avg`` is ``5 * x * count < sum``), exact where
-the mean rounded to scale ``s + 4`` could in principle flip it. ``CASE WHEN c THEN x ELSE 0``
-over a decimal ``x`` is ``x * when(c).then(1).otherwise(0)``: ``when`` wants both branches of
-one dtype, decimal precision included. Aggregates are ``group_by(...).agg(...)`` on a
-``select`` of the keys and the aggregates' arguments (a group is present while any of its
-rows is, whatever its other columns, so narrowing first keeps the reduce's state small);
-``LIKE``, ``SUBSTRING`` and ``IN`` are the ``.str`` expressions and ``is_in``.
+the mean rounded to scale ``s + 4`` could in principle flip it. Aggregates are
+``group_by(...).agg(...)`` on a ``select`` of the keys and the aggregates' arguments (a group
+is present while any of its rows is, whatever its other columns, so narrowing first keeps the
+reduce's state small); ``LIKE``, ``SUBSTRING`` and ``IN`` are the ``.str`` expressions and
+``is_in``.
 """
 
 from __future__ import annotations
@@ -61,8 +60,7 @@ def _in_range(lit: Literals, column: str, start: datetime.date, months: int) -> 
 
 
 def _flag(condition: Expr) -> Expr:
-    """1 where ``condition`` holds, else 0: a decimal times it is SQL's ``CASE WHEN
-    condition THEN x ELSE 0 END``."""
+    """SQL's ``CASE WHEN condition THEN 1 ELSE 0 END``."""
     return dd.when(condition).then(1).otherwise(0)
 
 
@@ -219,7 +217,8 @@ def q8(t: Tables, lit: Literals = TYPED) -> dd.Collection:
     li = li.semijoin(parts, left_on="l_partkey", right_on="p_partkey")
     j = li.join(orders.select("o_orderkey", "o_year"), left_on="l_orderkey", right_on="o_orderkey")
     j = j.join(supp.select("s_suppkey", "n_name"), left_on="l_suppkey", right_on="s_suppkey")
-    j = j.select("o_year", "volume", brazil=col("volume") * _flag(col("n_name") == "BRAZIL"))
+    brazil = dd.when(col("n_name") == "BRAZIL").then(col("volume")).otherwise(0)
+    j = j.select("o_year", "volume", brazil=brazil)
     out = j.group_by("o_year").agg(brazil=dd.sum("brazil"), total=dd.sum("volume"))
     return out.select("o_year", mkt_share=col("brazil") / col("total"))
 
@@ -316,7 +315,8 @@ def q14(t: Tables, lit: Literals = TYPED) -> dd.Collection:
     li = li.select("l_partkey", rev=_revenue(lit))
     parts = t["part"].select("p_partkey", "p_type")
     j = li.join(parts, left_on="l_partkey", right_on="p_partkey")
-    j = j.select("rev", promo=col("rev") * _flag(col("p_type").str.like("PROMO%")))
+    promo = dd.when(col("p_type").str.like("PROMO%")).then(col("rev")).otherwise(0)
+    j = j.select("rev", promo=promo)
     out = j.group_by().agg(promo=dd.sum("promo"), total=dd.sum("rev"))
     return out.select(promo_revenue=lit.dec("100.00") * col("promo") / col("total"))
 
@@ -339,9 +339,7 @@ def q16(t: Tables, lit: Literals = TYPED) -> dd.Collection:
     parts = (
         t["part"]
         .filter(
-            (col("p_brand") != "Brand#45")
-            # is_in wants literals of the column's dtype: p_size is int32
-            & col("p_size").cast("int64").is_in((49, 14, 23, 45, 19, 3, 36, 9))
+            (col("p_brand") != "Brand#45") & col("p_size").is_in((49, 14, 23, 45, 19, 3, 36, 9))
         )
         .filter(~col("p_type").str.like("MEDIUM POLISHED%"))
     )
