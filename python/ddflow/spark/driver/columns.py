@@ -11,6 +11,10 @@ evaluator in ``mapInArrow`` instead (``tasks/batch_functions.py``). Exactness no
   engine do (Spark orders NaN above every number and calls it equal to itself).
 * ``/``, ``//``, ``%``, float ``min_of``/``max_of`` and casts from float are left to Rust
   (Spark's division by zero gives null, its ``least``/``greatest`` order NaN differently).
+* A column of a logical dtype (date, timestamp, decimal, a narrow integer) is passed through
+  by a select unchanged; any expression reading one, and a literal of one, is left to Rust
+  (Spark's date, timestamp and decimal arithmetic, rounding and casts differ from the
+  engine's in places; none is compiled until proven equal).
 * SQL nulls: Spark's operators, comparisons, casts, Kleene ``&``/``|``/``~``, ``when`` (a
   null condition takes ``otherwise``) and ``where`` (keeps true only) follow the engine's
   rules; ``is_null``/``is_not_null``/``coalesce`` are Spark's own. Where a Spark function
@@ -36,6 +40,7 @@ from ddflow.plan import NegateOp, ScaleOp
 __all__ = [
     "NotCompilable",
     "compile_expr",
+    "compile_output",
     "all_set",
     "UNTYPED_NULL",
     "SPARK_TYPES",
@@ -132,6 +137,19 @@ def all_set(args: Sequence[Typed]) -> Column:
     return functools.reduce(lambda a, b: a & b, [c.isNotNull() for c, _ in args])
 
 
+def compile_output(
+    expr: dict[str, Any], columns: Mapping[str, Typed], label: str, may_raise: bool = True
+) -> Typed:
+    """A select's output column: a column passed through (of any dtype, a logical one too:
+    Spark moves it unchanged), else :func:`compile_expr`."""
+    inner = expr
+    while inner["op"] == "alias":
+        inner = inner["arg"]
+    if inner["op"] == "col" and inner["name"] in columns:
+        return columns[inner["name"]]
+    return compile_expr(expr, columns, label, may_raise)
+
+
 def compile_expr(
     expr: Mapping[str, Any], columns: Mapping[str, Typed], label: str, may_raise: bool = True
 ) -> Typed:
@@ -146,6 +164,9 @@ def compile_expr(
         name = expr["name"]
         if name not in columns:
             raise NotCompilable(f"column {name!r}")
+        if columns[name][1] not in SPARK_TYPES:
+            # A logical dtype (date, timestamp, decimal, narrow integer): the Rust evaluator.
+            raise NotCompilable(f"column {name!r} of dtype {columns[name][1]}")
         return columns[name]
     if op == "lit":
         value = expr["value"]
@@ -155,6 +176,8 @@ def compile_expr(
                 # A null without a dtype (an outer join's padding, a whole select column):
                 # Spark's NullType, given its peer's type where the concat unions it.
                 return F.lit(None), UNTYPED_NULL
+            if dtype not in SPARK_TYPES:
+                raise NotCompilable(f"null of {dtype}")
             return F.lit(None).cast(SPARK_TYPES[dtype]), dtype
         dtype = expr.get("dtype") or (
             "bool"

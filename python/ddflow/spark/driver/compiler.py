@@ -32,6 +32,7 @@ from ddflow.spark.driver.ops import SPARK_OPS
 from ddflow.spark.driver.preflight import check_linked_dtypes
 from ddflow.spark.driver.progress import Meter
 from ddflow.spark.driver.reduce_stages import ReduceStages
+from ddflow.spark.driver.schemas import use_time_zone
 from ddflow.spark.driver.state import REDUCE_STATE_MODES, State, StoreUse, state_parent
 from ddflow.spark.driver.supersteps import IterateDriver
 from ddflow.spark.tasks.batches import DIFF, FnTable, ccol, tcol
@@ -70,6 +71,7 @@ class Compiler:
         if errors not in ERROR_MODES:
             raise PlanError(f"run_on_spark: errors must be 'raise' or 'collect', got {errors!r}")
         store = StoreUse(state_parent(spark, state_dir) if reduce_state == "store" else None)
+        use_time_zone(spark)
         self.out_nodes = [validate.output_node(flow, o) for o in outputs]
         needed = validate.needed_nodes(flow.builder.plan.nodes, self.out_nodes)
         validate.check_ops(flow, needed)

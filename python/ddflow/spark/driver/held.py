@@ -21,10 +21,11 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ddflow.spark.driver.columns import NotCompilable, compile_expr, dtype_of
+from ddflow.spark.driver.columns import NotCompilable, compile_expr
 from ddflow.spark.driver.context import RunContext
 from ddflow.spark.driver.lineage import Checkpoints
 from ddflow.spark.driver.operators import Operators
+from ddflow.spark.driver.schemas import dtype_of_spark
 from ddflow.spark.tasks.batches import ccol
 from ddflow.spark.tasks.error_rows import DATA_ERROR
 
@@ -55,7 +56,7 @@ class Held:
         node = self.ctx.nodes[n]
         names = self.ctx.columns(node["inputs"][0])
         typed = {
-            name: (F.col(ccol(i)), dtype_of(df.schema[ccol(i)].dataType))
+            name: (F.col(ccol(i)), dtype_of_spark(df.schema[ccol(i)].dataType))
             for i, name in enumerate(names)
         }
         try:

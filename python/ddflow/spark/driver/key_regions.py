@@ -30,10 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
+from ddflow.logical_types import arrow_type
 from ddflow.plan import (
     ArrangeOp,
     CaptureOp,
@@ -49,10 +49,9 @@ from ddflow.plan import (
     ScaleOp,
     SelectOp,
 )
-from ddflow.spark.driver.columns import dtype_of
 from ddflow.spark.driver.context import RunContext
 from ddflow.spark.driver.plan_dtypes import PlanDtypes
-from ddflow.spark.driver.schemas import map_in_arrow, spark_of_arrow, time_fields
+from ddflow.spark.driver.schemas import dtype_of_spark, map_in_arrow, spark_of_arrow, time_fields
 from ddflow.spark.tasks.batches import ccol
 from ddflow.spark.tasks.local_plan import LocalPlanSpec, run_local_plan
 
@@ -72,9 +71,6 @@ _ROW_LOCAL = _PASS_COLUMNS | {SelectOp.OP, ConcatOp.OP}
 """Operators that keep every output row in its input row's partition (Python map functions
 are left out: they may make nulls of rows without, which the stage's fast output path does
 not read)."""
-
-_ARROW = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
-"""The Arrow type of each ddflow dtype."""
 
 Origin = tuple[int, tuple[int, ...]]
 """A source node and its columns."""
@@ -260,14 +256,17 @@ class KeyRegions:
         region = self._by_exit[n]
         source = top(region.source)
         in_names = tuple(ccol(i) for i in range(len(ctx.columns(region.source))))
-        known = {region.source: [dtype_of(source.schema[c].dataType) for c in in_names]}
+        known = {region.source: [dtype_of_spark(source.schema[c].dataType) for c in in_names]}
 
         def compiled(x: int) -> list[str]:
             schema = general_schema(x)
-            return [dtype_of(schema[ccol(j)].dataType) for j in range(len(ctx.columns(x)))]
+            return [dtype_of_spark(schema[ccol(j)].dataType) for j in range(len(ctx.columns(x)))]
 
-        out_types = tuple(_ARROW[t] for t in PlanDtypes(ctx, known, compiled).of(n))
-        fields = [T.StructField(ccol(j), spark_of_arrow(t), True) for j, t in enumerate(out_types)]
+        out_types = tuple(arrow_type(t) for t in PlanDtypes(ctx, known, compiled).of(n))
+        fields = [
+            T.StructField(ccol(j), spark_of_arrow(t, f"{ctx.label(n)}, column {j}"), True)
+            for j, t in enumerate(out_types)
+        ]
         label = f"key-local region of {len(region.nodes)} nodes over #{region.source}"
         spec = LocalPlanSpec(
             label=label,

@@ -24,11 +24,12 @@ from pyspark.sql import types as T
 
 from ddflow import _core
 from ddflow.errors import SchemaTypeError
+from ddflow.logical_types import arrow_type as logical_arrow_type
 from ddflow.plan import FilterOp, FilterPyOp
 from ddflow.spark.driver.columns import (
     NotCompilable,
     compile_expr,
-    dtype_of,
+    compile_output,
     negate_diffs,
     scale_diffs,
 )
@@ -37,8 +38,10 @@ from ddflow.spark.driver.lineage import consolidated
 from ddflow.spark.driver.schemas import (
     arrow_type,
     arrow_type_of_numpy,
+    dtype_of_spark,
     map_in_arrow,
     spark_of_arrow,
+    spark_type,
     time_fields,
 )
 from ddflow.spark.tasks.batch_functions import ExprSpec, PySpec, expr_batches, py_batches
@@ -48,6 +51,14 @@ from ddflow.spark.tasks.error_rows import ERROR_FIELDS
 __all__ = ["Operators"]
 
 PartitionFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+
+
+def _out_type(text: str, schema: list[tuple[str, str]], what: str) -> pa.DataType:
+    """The Arrow type of expression ``text``'s output over ``schema``, typed by the engine's
+    binder (a logical dtype too); a dtype Spark cannot hold is refused naming ``what``."""
+    dtype = str(_core.expr_dtype(text, schema))
+    spark_type(dtype, what)
+    return logical_arrow_type(dtype)
 
 
 class Operators:
@@ -68,7 +79,7 @@ class Operators:
         node = ctx.nodes[n]
         names = self._names(n)
         typed = {
-            name: (F.col(ccol(i)), dtype_of(df.schema[ccol(i)].dataType))
+            name: (F.col(ccol(i)), dtype_of_spark(df.schema[ccol(i)].dataType))
             for i, name in enumerate(names)
         }
         try:
@@ -79,7 +90,7 @@ class Operators:
                     raise NotCompilable("non-bool predicate")
                 out = df.where(pred)
             else:
-                cols = [compile_expr(e, typed, node["label"], strict) for e in node["exprs"]]
+                cols = [compile_output(e, typed, node["label"], strict) for e in node["exprs"]]
                 aliased = [c.alias(ccol(j)) for j, (c, _) in enumerate(cols)]
                 out = df.select(*aliased, *ctx.tnames(), DIFF)
             if note:
@@ -145,13 +156,12 @@ class Operators:
         """Expressions ``exprs`` over ``df`` (columns ``names``) for the Rust evaluator; a
         select's output types found by evaluating on an empty batch."""
         texts = tuple(json.dumps(e, separators=(",", ":")) for e in exprs)
-        empty: dict[str, Any] = {
-            name: to_numpy(pa.array([], type=arrow_type(df.schema[ccol(i)].dataType)))
-            for i, name in enumerate(names)
-        }
+        schema = [
+            (name, dtype_of_spark(df.schema[ccol(i)].dataType)) for i, name in enumerate(names)
+        ]
         out_types = tuple(
-            arrow_type_of_numpy(np.asarray(_core.eval_expr(t, empty, 0)))
-            for t in ([] if is_filter else texts)
+            _out_type(t, schema, f"{label}, output column {j}")
+            for j, t in enumerate([] if is_filter else texts)
         )
         return ExprSpec(
             label, tuple(names), texts, is_filter, out_types, self.ctx.dims, node_json, collect

@@ -1,4 +1,5 @@
-"""The ddflow dtypes (``int64``, ``float64``, ``bool``, ``str``) of a top-level node's columns,
+"""The ddflow dtypes (the physical ``int64``, ``float64``, ``bool``, ``str`` and the logical
+ones: ``date32``, ``decimal128(p, s)``...) of a top-level node's columns,
 read off the plan: expressions typed by the engine's binder (``_core.expr_dtype``), reduces by
 their aggregate, joins as their two sides; a node the plan alone does not type (a Python
 function's output, a Python reducer's) asks a fallback, which compiles it.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 from ddflow import _core
 from ddflow.plan import (
@@ -28,7 +30,7 @@ from ddflow.plan import (
 )
 from ddflow.spark.driver.context import RunContext
 
-__all__ = ["PlanDtypes"]
+__all__ = ["PlanDtypes", "aggregate_dtypes"]
 
 _SAME = {
     ArrangeOp.OP,
@@ -97,21 +99,49 @@ class PlanDtypes:
         key = list(arr["key"])
         keys = [types[k] for k in key]
         vals = [t for i, t in enumerate(types) if i not in key]
-        agg = ctx.nodes[n]["agg"]
-        kind = agg["kind"]
-        if kind == "count":
-            return keys + ["int64"]
-        if kind in ("min", "max", "sum"):
-            return keys + [vals[int(agg["column"])]]
-        if kind in ("distinct", "top_k", "threshold_py"):
-            return keys + vals
-        if kind == "group":
-            return keys + [
-                "int64"
-                if part["kind"] == "count"
-                else "float64"
-                if part["kind"] == "mean"
-                else vals[int(part["column"])]
-                for part in agg["aggs"]
-            ]
-        return None
+        return aggregate_dtypes(ctx.nodes[n]["agg"], keys, vals)
+
+
+def _sum_dtype(dtype: str) -> str:
+    """The dtype of a ``sum``: int64 of any integer, float64 of a float, decimal128(38, s)
+    of a decimal (the engine's rule)."""
+    if dtype.startswith("decimal128("):
+        return f"decimal128(38, {int(dtype[:-1].split(',')[1])})"
+    if dtype.startswith("float"):
+        return "float64"
+    return "int64" if dtype.startswith(("int", "uint")) else dtype
+
+
+def _mean_dtype(dtype: str) -> str:
+    """The dtype of a ``mean``: decimal128(38, s + 4) of a decimal, else float64."""
+    if dtype.startswith("decimal128("):
+        return f"decimal128(38, {int(dtype[:-1].split(',')[1]) + 4})"
+    return "float64"
+
+
+def aggregate_dtypes(agg: dict[str, Any], keys: list[str], vals: list[str]) -> list[str] | None:
+    """A reduce's output dtypes (``keys``, then the aggregate's) for aggregate JSON ``agg``
+    over value columns of dtypes ``vals``; None for a Python reducer (not typed by the plan)."""
+    kind = agg["kind"]
+    if kind == "count":
+        return keys + ["int64"]
+    if kind in ("min", "max"):
+        return keys + [vals[int(agg["column"])]]
+    if kind == "sum":
+        return keys + [_sum_dtype(vals[int(agg["column"])])]
+    if kind in ("distinct", "top_k", "threshold_py"):
+        return keys + vals
+    if kind == "group":
+        out = []
+        for part in agg["aggs"]:
+            what = part["kind"]
+            if what in ("count", "count_distinct"):
+                out.append("int64")
+            elif what == "mean":
+                out.append(_mean_dtype(vals[int(part["column"])]))
+            elif what == "sum":
+                out.append(_sum_dtype(vals[int(part["column"])]))
+            else:
+                out.append(vals[int(part["column"])])
+        return keys + out
+    return None

@@ -30,13 +30,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 import ddflow
 from ddflow import _core
 from ddflow.dataflow import Dataflow
+from ddflow.dtypes import empty_column
 from ddflow.errors import PlanError, SchemaTypeError
 from ddflow.input import InputSession
 from ddflow.spark.driver.schemas import map_in_arrow, record_dtype
@@ -80,15 +80,6 @@ def check_executors(spark: SparkSession, partitions: int) -> None:
         )
 
 
-_EMPTY: dict[str, npt.DTypeLike] = {
-    "int64": np.int64,
-    "float64": np.float64,
-    "bool": np.bool_,
-    "str": object,
-}
-"""The numpy dtype of an empty column of each ddflow dtype (an object column is ``str``)."""
-
-
 def _no_functions(fn_id: int, kind: str, payload: Any) -> Any:
     """The engine's user-function callback: never called, no update is pushed."""
     raise AssertionError(f"check_linked_dtypes ran user function {fn_id} ({kind})")
@@ -110,11 +101,10 @@ def check_linked_dtypes(
     for session, df in sessions:
         types = {f.name: f.dataType for f in df.schema.fields}
         dtypes = [
-            record_dtype(types[c], f"input {session.name!r}, column {c!r}") for c in session.columns
+            record_dtype(types[c], f"input {session.name!r}, column {c!r}", session.dtypes.get(c))
+            for c in session.columns
         ]
-        if any(d not in _EMPTY for d in dtypes):
-            continue  # a dtype without an empty numpy form: the engine checks it on its own
-        columns = [np.zeros(0, dtype=_EMPTY[d]) for d in dtypes]
+        columns = [empty_column(d) for d in dtypes]
         try:
             engine.push(session.node, columns, times, diffs)
         except SchemaTypeError as exc:

@@ -17,13 +17,17 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ddflow.errors import PlanError
+from ddflow.logical_types import arrow_type as logical_arrow_type
 from ddflow.spark.driver.context import RunContext
+from ddflow.spark.driver.plan_dtypes import aggregate_dtypes
 from ddflow.spark.driver.schemas import (
     arrow_type,
     arrow_type_of_numpy,
+    dtype_of_spark,
     map_in_arrow,
     spark_of_arrow,
     spark_schema,
+    spark_type,
 )
 from ddflow.spark.driver.validate import UnsupportedOperatorError
 from ddflow.spark.tasks.batches import (
@@ -72,21 +76,12 @@ class ReduceStages:
         val_types = [arrow_type(arr_df.schema[ccol(k + i)].dataType) for i in range(n_vals)]
         kind = agg["kind"]
         out_types: list[pa.DataType]
-        if kind == "count":
-            out_types = [pa.int64()]
-        elif kind in ("min", "max", "sum"):
-            out_types = [val_types[int(agg["column"])]]
-        elif kind in ("distinct", "top_k", "threshold_py"):
-            out_types = list(val_types)
-        elif kind == "group":  # counts int64, mean float64, sum/min/max their column's type
-            out_types = [
-                pa.int64()
-                if part["kind"] in ("count", "count_distinct")
-                else pa.float64()
-                if part["kind"] == "mean"
-                else val_types[int(part["column"])]
-                for part in agg["aggs"]
-            ]
+        val_dtypes = [dtype_of_spark(arr_df.schema[ccol(k + i)].dataType) for i in range(n_vals)]
+        typed = aggregate_dtypes(dict(agg), [], val_dtypes)
+        if typed is not None:
+            for j, d in enumerate(typed):
+                spark_type(d, f"{node['label']}, output column {k + j}")
+            out_types = [logical_arrow_type(d) for d in typed]
         elif kind == "python":
             out_types = self._reducer_types(int(agg["fn"]), node, k, n_vals, key_types, val_types)
         else:

@@ -9,6 +9,7 @@ engine)."""
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,9 +23,8 @@ from ddflow.dataflow import Dataflow
 from ddflow.errors import ColumnNotFoundError, PlanError, SchemaTypeError
 from ddflow.input import InputSession
 from ddflow.plan import InputOp, VariableOp
-from ddflow.spark.driver.columns import SPARK_TYPES
 from ddflow.spark.driver.ops import SPARK_OPS, supported_ops
-from ddflow.spark.driver.schemas import record_dtype
+from ddflow.spark.driver.schemas import record_dtype, spark_type
 from ddflow.spark.tasks.batches import DIFF, ccol, tcol
 
 _I64_MIN = -(2**63)
@@ -176,15 +176,32 @@ def _input_frame(session: InputSession, df: DataFrame, dims: int) -> DataFrame:
             )
     exprs: list[Column] = []
     for i, c in enumerate(session.columns):
-        dtype = record_dtype(types[c], f"{what}, column {c!r}")
         declared = session.dtypes.get(c)
+        dtype = record_dtype(types[c], f"{what}, column {c!r}", declared)
         if declared is not None and declared != dtype:
             raise SchemaTypeError(
                 f"{what}, column {c!r}: Spark type {types[c].simpleString()} ({dtype}), "
                 f"the input is declared {declared}"
             )
-        col = F.col(c).cast(SPARK_TYPES[dtype])
-        if isinstance(types[c], T.LongType):
+        col = F.col(c).cast(spark_type(dtype, f"{what}, column {c!r}"))
+        typ = types[c]
+        if isinstance(typ, T.DecimalType) and typ.precision > 18:
+            # The engine holds a decimal's unscaled value in one 64-bit word.
+            limit = decimal.Decimal(_I64_MIN + 1).scaleb(-typ.scale).copy_abs()
+            col = F.when(
+                F.abs(F.col(c)) > F.lit(limit).cast(typ),
+                F.raise_error(
+                    F.concat(
+                        F.lit(f"ddflow: {what}, column {c!r}: value "),
+                        F.col(c).cast("string"),
+                        F.lit(
+                            f" does not fit {dtype} as ddflow stores it (one 64-bit word: "
+                            "decimals up to about 18 digits)"
+                        ),
+                    )
+                ),
+            ).otherwise(col)
+        if isinstance(typ, T.LongType):
             # Nulls are values; -2**63 is int64's null word, which no record may hold.
             col = F.when(
                 F.col(c) == F.lit(_I64_MIN),

@@ -9,8 +9,11 @@ engine's own operator (``error_rows.rerun``) to get exactly its error updates: t
 fails with a ``DataError`` or, with ``errors="collect"``, emits them as error rows beside the
 output of the records that succeeded. A batch with SQL nulls, or any batch of expressions
 that can make nulls (a null literal, ``cast(..., strict=False)``; the evaluator's kernel and
-numpy hold no nulls), runs through that operator too: the engine's null semantics, Arrow
-nulls out.
+numpy hold no nulls) or that read or make a logical dtype (dates, timestamps, decimals, the
+narrow integers: the kernel takes only the physical dtypes), runs through that operator
+too: the engine's null semantics and types, Arrow nulls and Arrow's logical types out.
+A Python function gets a logical column as its words (a date as its days), as on the
+embedded engine.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from ddflow.callbacks import ROW
 from ddflow.errors import DataError
 from ddflow.plan import FilterOp, FilterPyOp, FlatMapPyOp, SelectOp
 from ddflow.spark.tasks import error_rows as er
-from ddflow.spark.tasks.batches import DIFF, FnTable, tcol, to_arrow, to_numpy
+from ddflow.spark.tasks.batches import DIFF, FnTable, logical_name, tcol, to_arrow, to_numpy
 from ddflow.spark.tasks.engine_io import PlanRun, as_type, has_nulls, makes_nulls
 
 __all__ = ["PySpec", "ExprSpec", "py_batches", "expr_batches"]
@@ -113,13 +116,16 @@ def expr_batches(spec: ExprSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[
     """Evaluates expressions on whole columns in Rust (``ddflow._core.eval_expr``)."""
     tnames = [tcol(j) for j in range(spec.dims)]
     made = any(makes_nulls(json.loads(e)) for e in spec.exprs)
+    typed_out = any(logical_name(t) is not None for t in spec.out_types)
     for batch in batches:
         n = batch.num_rows
         if n == 0:
             continue
         records = [batch.column(f"_c{i}") for i in range(len(spec.in_names))]
-        if made or has_nulls(records):
-            # SQL nulls: the engine's own operator (the evaluator's kernel takes no nulls).
+        logical = typed_out or any(logical_name(c.type) is not None for c in records)
+        if made or logical or has_nulls(records):
+            # SQL nulls, or a logical dtype (a date, a decimal: the evaluator's kernel takes
+            # only the physical dtypes): the engine's own operator.
             yield from _on_engine(spec, FnTable({}), batch)
             continue
         payload: dict[str, Any] = {

@@ -21,6 +21,8 @@ import pyarrow.compute as pc
 
 from ddflow.callbacks import _HANDLERS, Registered
 from ddflow.errors import UserFunctionError
+from ddflow.logical_types import is_logical, name_of_arrow, physical, words_of
+from ddflow.logical_types import to_arrow as words_to_arrow
 
 __all__ = [
     "DIFF",
@@ -34,6 +36,7 @@ __all__ = [
     "ccol",
     "tcol",
     "FnTable",
+    "logical_name",
     "to_numpy",
     "to_arrow",
     "table_of",
@@ -93,10 +96,23 @@ class FnTable:
         return _HANDLERS[kind](entry, payload)
 
 
+def logical_name(typ: pa.DataType) -> str | None:
+    """The logical ddflow dtype of an Arrow type (``date32``, ``decimal128(12, 2)``,
+    ``int32``...), or None for the four physical ones (and ``large_string``)."""
+    name = name_of_arrow(typ)
+    return name if is_logical(name) else None
+
+
 def to_numpy(arr: pa.Array | pa.ChunkedArray) -> npt.NDArray[Any]:
-    """An Arrow column as the engine's numpy form (str as an object array)."""
+    """An Arrow column as the engine's numpy form (str as an object array; a logical type as
+    its words read as its physical dtype, as the embedded engine hands them to a Python
+    function: a date as its days, a decimal as its unscaled int64)."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
+    name = logical_name(arr.type)
+    if name is not None:
+        words = words_of(arr, name, "a column")
+        return words.view(np.float64 if physical(name) == "float64" else np.int64)
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
         out = np.empty(len(arr), dtype=object)
         out[:] = arr.to_pylist() if len(arr) < 8 else arr.to_numpy(zero_copy_only=False)
@@ -140,14 +156,22 @@ def consolidated(table: pa.Table, keys: Sequence[str]) -> pa.Table:
 _FILL: dict[str, Any] = {"int64": 0, "double": 0.0, "bool": False}
 
 
+def _fill(typ: pa.DataType) -> pa.Scalar:
+    """A non-null value of Arrow type ``typ`` (any, to stand in for a null)."""
+    name = logical_name(typ)
+    if name is not None:
+        zero = pa.array([0], pa.float64() if physical(name) == "float64" else pa.int64())
+        return words_to_arrow(zero, name)[0]
+    return pa.scalar(_FILL.get(str(typ), ""), type=typ)
+
+
 def _null_safe_keys(table: pa.Table, keys: Sequence[str]) -> tuple[pa.Table, list[str]]:
     """``table`` with two join columns per key column: its values with nulls filled, and
     whether it is null; joining on those matches a null key with a null key."""
     names = []
     for i, k in enumerate(keys):
         col = table[k]
-        fill = pa.scalar(_FILL.get(str(col.type), ""), type=col.type)
-        table = table.append_column(f"__k{i}", pc.fill_null(col, fill))
+        table = table.append_column(f"__k{i}", pc.fill_null(col, _fill(col.type)))
         table = table.append_column(f"__n{i}", pc.is_null(col))
         names += [f"__k{i}", f"__n{i}"]
     return table, names

@@ -24,9 +24,10 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from ddflow import _core
-from ddflow.dtypes import to_column
+from ddflow.dtypes import WordColumn, to_column
 from ddflow.errors import UserFunctionError
-from ddflow.spark.tasks.batches import FnTable, to_numpy
+from ddflow.logical_types import is_logical, physical, to_arrow, words_of
+from ddflow.spark.tasks.batches import FnTable, logical_name, to_numpy
 
 __all__ = [
     "RawError",
@@ -49,6 +50,10 @@ def engine_column(arr: pa.Array | pa.ChunkedArray, what: str) -> Any:
     errors (an int64 value of ``-2**63``, int64's null word, is refused)."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
+    name = logical_name(arr.type)
+    if name is not None:
+        # Its words, typed: never numpy (a date would become datetime64, an int32 an int64).
+        return WordColumn(name, words_of(arr, name, what))
     if arr.null_count == 0:
         return to_numpy(arr)
     return to_column(arr, what, nullable=True)
@@ -100,11 +105,18 @@ def _arrow(column: Any) -> pa.Array:
     return pa.array(column, mask=nulls)
 
 
+_PHYSICAL = {"int64": np.int64, "float64": np.float64}
+
+
 def as_type(arr: pa.Array, typ: pa.DataType, what: str) -> pa.Array:
     """``arr`` as the planned Arrow type ``typ`` (strings of either width), or a
     ``UserFunctionError`` naming ``what`` when its values are of another type."""
     if arr.type == typ:
         return arr
+    name = logical_name(typ)
+    if name is not None and arr.type == pa.from_numpy_dtype(_PHYSICAL[physical(name)]):
+        # The engine's physical column of a planned logical dtype (its words): typed.
+        return to_arrow(arr, name)
     strings = (pa.string(), pa.large_string())
     if arr.type in strings and typ in strings:
         return arr.cast(typ)
@@ -154,6 +166,7 @@ def run_plan(
     engine.close_input(0)
     engine.run()
     errors: list[RawError] = list(engine.errors_take())
+    dtypes = engine.column_dtypes(capture)
     if not has_nulls(columns) and not makes_nulls(json.loads(plan_json)):
         # No null in and none made: the raw updates as numpy (a fifth faster than a capture
         # state's consolidation on a 500k-row reduce).
@@ -161,12 +174,15 @@ def run_plan(
         n = len(raw_diffs)
         return PlanRun(
             errors,
-            [
-                pa.array(c)
-                if isinstance(c, np.ndarray) and c.dtype != object
-                else pa.array(c, pa.string())
-                for c in cols
-            ],
+            _typed(
+                [
+                    pa.array(c)
+                    if isinstance(c, np.ndarray) and c.dtype != object
+                    else pa.array(c, pa.string())
+                    for c in cols
+                ],
+                dtypes,
+            ),
             np.asarray(raw_times, dtype=np.int64).reshape(n, dims),
             np.asarray(raw_diffs, dtype=np.int64),
         )
@@ -178,4 +194,13 @@ def run_plan(
     out_diffs = np.asarray(out_diffs, dtype=np.int64)
     n = len(out_diffs)
     out_times = np.asarray(out_times, dtype=np.int64).reshape(n, dims)
-    return PlanRun(errors, [_arrow(c) for c in out_cols], out_times, out_diffs)
+    return PlanRun(errors, _typed([_arrow(c) for c in out_cols], dtypes), out_times, out_diffs)
+
+
+def _typed(columns: list[pa.Array], dtypes: Sequence[str | None]) -> list[pa.Array]:
+    """The engine's physical output columns as the Arrow types of their logical dtypes
+    (``Engine.column_dtypes`` of the capture: a date32 column's int64 days as ``date32``)."""
+    return [
+        to_arrow(c, d) if d is not None and is_logical(d) else c
+        for c, d in zip(columns, list(dtypes) + [None] * len(columns), strict=False)
+    ]

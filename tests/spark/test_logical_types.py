@@ -1,0 +1,358 @@
+"""Arrow's logical types on Spark: every case runs on the embedded engine and through
+``run_on_spark`` and the whole output histories must be identical, Arrow types included
+(Spark's results are read as Arrow: ``date``, ``timestamp`` in the session time zone,
+``timestamp_ntz``, ``interval day to second``, ``decimal(p, s)``, ``int``).
+
+Cases: every type passed through with nulls; decimal and date/timestamp expressions
+(arithmetic, comparisons, ``.dt.*``, casts incl. ``strict=False``); ``group_by`` aggregates
+(``sum``/``mean`` of decimals, ``min``/``max`` of dates and timestamps,
+``count_distinct``) keyed by ints and by dates; a left join carrying dates and decimals; a
+key-local region; a Python function (it gets a date as its days); and what is refused: a
+decimal beyond 64 bits (naming the column) and an output dtype Spark cannot hold (before any
+job).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+import ddflow as dd
+from ddflow.errors import SchemaTypeError
+from ddflow.expr import col
+from ddflow.spark import SparkResult, run_on_spark
+
+pytestmark = pytest.mark.timeout(240)
+
+UTC = dt.UTC
+A_SPARK = T.StructType(
+    [
+        T.StructField("k", T.LongType()),
+        T.StructField("d", T.DateType()),
+        T.StructField("ts", T.TimestampType()),
+        T.StructField("n", T.TimestampNTZType()),
+        T.StructField("p", T.DecimalType(12, 2)),
+        T.StructField("du", T.DayTimeIntervalType()),
+        T.StructField("i", T.IntegerType()),
+        T.StructField("s", T.StringType()),
+    ]
+)
+A_ROWS: list[tuple[Any, ...]] = [
+    # k, d, ts, n, p, du, i, s, time, diff
+    (1, dt.date(1995, 3, 15), dt.datetime(1995, 3, 15, 12, 30, tzinfo=UTC),
+     dt.datetime(1995, 3, 15, 1, 2, 3), Decimal("12.50"), dt.timedelta(hours=2), 7,
+     "1995-03-15", 0, 1),
+    (1, dt.date(1996, 1, 31), None, dt.datetime(2000, 1, 1), Decimal("-0.07"), None, None,
+     "12.5", 0, 1),
+    (2, None, dt.datetime(1970, 1, 1, tzinfo=UTC), None, None, dt.timedelta(days=-1, seconds=5),
+     -3, None, 0, 1),
+    (None, dt.date(1969, 12, 31), dt.datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=UTC),
+     dt.datetime(1969, 12, 31, 23, 59), Decimal("99999999.99"), dt.timedelta(0), 0, "oops",
+     1, 1),
+    (2, dt.date(1995, 3, 15), dt.datetime(1995, 3, 15, tzinfo=UTC), None, Decimal("0.01"),
+     dt.timedelta(microseconds=1), 2**31 - 1, "1995-03-16", 1, 2),
+    (1, dt.date(1996, 1, 31), None, dt.datetime(2000, 1, 1), Decimal("-0.07"), None, None,
+     "12.5", 2, -1),
+    (3, dt.date(2000, 2, 29), None, None, Decimal("3.33"), None, None, None, 2, 1),
+]  # fmt: skip
+B_SPARK = T.StructType(
+    [
+        T.StructField("k", T.LongType()),
+        T.StructField("since", T.DateType()),
+        T.StructField("rate", T.DecimalType(10, 3)),
+    ]
+)
+B_ROWS: list[tuple[Any, ...]] = [
+    (1, dt.date(1990, 1, 1), Decimal("1.125"), 0, 1),
+    (2, None, Decimal("-2.000"), 0, 1),
+    (2, dt.date(1990, 1, 1), None, 1, 1),
+    (None, dt.date(2001, 1, 1), Decimal("0.001"), 1, 1),
+    (1, dt.date(1990, 1, 1), Decimal("1.125"), 2, -1),
+]
+
+
+def _dtypes(tz: str) -> dict[str, dict[str, str]]:
+    return {
+        "a": {
+            "k": "int64",
+            "d": "date32",
+            "ts": f"timestamp[us, tz={tz}]",
+            "n": "timestamp[us]",
+            "p": "decimal128(12, 2)",
+            "du": "duration[us]",
+            "i": "int32",
+            "s": "str",
+        },
+        "b": {"k": "int64", "since": "date32", "rate": "decimal128(10, 3)"},
+    }
+
+
+Case = Callable[[dd.Collection, dd.Collection], list[dd.Collection]]
+
+
+def _embedded(case: Case, tz: str) -> list[pa.Table]:
+    flow = dd.Dataflow()
+    types = _dtypes(tz)
+    ai, a = flow.new_input(types["a"], name="a")
+    bi, b = flow.new_input(types["b"], name="b")
+    caps = [o.capture() for o in case(a, b)]
+    for sess, schema, rows in ((ai, A_SPARK, A_ROWS), (bi, B_SPARK, B_ROWS)):
+        names = schema.names
+        cols = {
+            c: pa.array([r[j] for r in rows], dd.logical_types.arrow_type(types[sess.name][c]))
+            for j, c in enumerate(names)
+        }
+        times = np.array([r[len(names)] for r in rows], dtype=np.int64)
+        diffs = np.array([r[len(names) + 1] for r in rows], dtype=np.int64)
+        sess.update_batch(pa.table(cols), times=times, diffs=diffs)
+        sess.close()
+    flow.run()
+    return [cap.updates() for cap in caps]
+
+
+def _frames(spark: SparkSession) -> dict[str, DataFrame]:
+    out = {}
+    for name, schema, rows in (("a", A_SPARK, A_ROWS), ("b", B_SPARK, B_ROWS)):
+        fields = [
+            *schema.fields,
+            T.StructField("time", T.LongType()),
+            T.StructField("diff", T.LongType()),
+        ]
+        out[name] = spark.createDataFrame(rows, T.StructType(fields))
+    return out
+
+
+def _on_spark(
+    spark: SparkSession, case: Case, **kwargs: Any
+) -> tuple[list[pa.Table | None], SparkResult]:
+    flow = dd.Dataflow()
+    tz = _tz(spark)
+    types = _dtypes(tz)
+    ai, a = flow.new_input(types["a"], name="a")
+    bi, b = flow.new_input(types["b"], name="b")
+    outputs = case(a, b)
+    dfs = _frames(spark)
+    result = run_on_spark(spark, flow, {ai: dfs["a"], bi: dfs["b"]}, outputs, **kwargs)
+    tables = []
+    for o in outputs:
+        batches = result[o]._collect_as_arrow()
+        schema = batches[0].schema if batches else None
+        tables.append(pa.Table.from_batches(batches, schema) if batches else None)
+    return tables, result
+
+
+def _tz(spark: SparkSession) -> str:
+    return str(spark.conf.get("spark.sql.session.timeZone"))
+
+
+def _rows(table: pa.Table) -> list[str]:
+    return sorted(repr(tuple(r.values())) for r in table.to_pylist())
+
+
+def check(spark: SparkSession, case: Case, **kwargs: Any) -> str:
+    """Asserts the Spark run's outputs equal the embedded engine's, types and rows; returns
+    how the run went (``explain()``)."""
+    want = _embedded(case, _tz(spark))
+    got, result = _on_spark(spark, case, **kwargs)
+    for w, g in zip(want, got, strict=True):
+        if g is None:  # no rows: Spark gave no batch
+            assert w.num_rows == 0
+            continue
+        assert g.schema.names == w.schema.names
+        assert [f.type for f in g.schema] == [f.type for f in w.schema], (g.schema, w.schema)
+        assert _rows(g) == _rows(w)
+    return result.explain()
+
+
+DAY = dt.date(1995, 3, 15)
+
+CASES: dict[str, Case] = {
+    "passthrough": lambda a, b: [a, b, a.select("d", "p", "ts", x=col("k"))],
+    "decimal": lambda a, b: [
+        a.select(
+            "k",
+            mul=col("p") * 2,
+            add=col("p") + dd.lit(Decimal("0.005")),
+            div=col("p") / 3,
+            neg=-col("p"),
+            f=col("p").cast("float64"),
+            r=col("p").cast("decimal128(14, 1)"),
+            big=col("p") > dd.lit(Decimal("1")),
+        ),
+        a.filter(col("p") < 1),
+    ],
+    "dates": lambda a, b: [
+        a.select(
+            "k",
+            y=col("d").dt.year(),
+            wd=col("d").dt.weekday(),
+            h=col("ts").dt.hour(),
+            later=col("d") + col("du"),
+            span=col("ts") - col("ts").dt.truncate("1d"),
+            q=col("d").dt.offset_by("3mo"),
+            mth=col("ts").dt.truncate("1mo"),
+            ep=col("n").dt.epoch("s"),
+            ds=col("d").cast("str"),
+            cmp=col("d") < col("n"),
+        ),
+        a.filter(col("d") >= dd.lit(DAY)),
+    ],
+    "casts": lambda a, b: [
+        a.select(
+            "k",
+            d=col("s").cast("date32", strict=False),
+            p=col("s").cast("decimal128(10, 2)", strict=False),
+            w=col("i").cast("int64"),
+            i2=col("i") + 1,
+            s2=col("p").cast("str"),
+        )
+    ],
+    "group_by": lambda a, b: [
+        a.group_by("k").agg(
+            n=dd.count(),
+            sp=dd.sum("p"),
+            mp=dd.mean("p"),
+            lo=dd.min("d"),
+            hi=dd.max("ts"),
+            nd=dd.count_distinct("d"),
+            si=dd.sum("i"),
+            mi=dd.max("i"),
+            ldu=dd.min("du"),
+        ),
+        a.group_by("d").agg(sp=dd.sum("p"), nts=dd.count_distinct("ts")),
+        a.select("d", "p").distinct(),
+    ],
+    "left_join": lambda a, b: [
+        a.select("k", "d", "p").join(b, on="k", how="left"),
+        a.select("k", "d", "p")
+        .join(b, on="k")
+        .select("k", after=col("d") > col("since"), cost=col("p") * col("rate")),
+    ],
+    "key_region": lambda a, b: [
+        a.group_by("k")
+        .agg(sp=dd.sum("p"), lo=dd.min("d"))
+        .join(a.group_by("k").agg(mp=dd.mean("p"), n=dd.count_distinct("ts")), on="k")
+    ],
+    "python": lambda a, b: [
+        a.filter(col("d").is_not_null() & col("k").is_not_null())
+        .select("k", "d")
+        .map(lambda c: {"k": c["k"], "days": c["d"] + 1})
+    ],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_logical_types_on_spark_equal_embedded(spark: SparkSession, case: str) -> None:
+    how = check(spark, CASES[case])
+    if case == "key_region":
+        assert "key-local region" in how
+
+
+def test_logical_types_in_a_loop_on_spark_equal_embedded(spark: SparkSession) -> None:
+    """A reduce inside an iterate keeps decimals and dates in its state store."""
+
+    def case(a: dd.Collection, b: dd.Collection) -> list[dd.Collection]:
+        start = a.filter(col("k").is_not_null() & col("p").is_not_null()).select("k", "d", "p")
+
+        def body(x: dd.Collection) -> dd.Collection:
+            step = x.filter(col("p") < 100).select(
+                "k", "d", p=(col("p") * 2).cast("decimal128(12, 2)")
+            )
+            return step.concat(start).group_by("k", "d").agg(p=dd.max("p"))
+
+        return [start.iterate(body, max_iterations=12)]
+
+    check(spark, case)
+
+
+def test_a_decimal_beyond_64_bits_fails_naming_the_column(spark: SparkSession) -> None:
+    flow = dd.Dataflow()
+    ai, a = flow.new_input({"k": "int64", "p": "decimal128(30, 2)"}, name="wide")
+    schema = "k long, p decimal(30,2), time long, diff long"
+    df = spark.createDataFrame([(1, Decimal("1e17"), 0, 1)], schema)
+    out = a.select("k", "p")
+    with pytest.raises(Exception, match="column 'p': value .* does not fit"):
+        run_on_spark(spark, flow, {ai: df}, [out])[out].collect()
+
+
+def test_an_output_dtype_spark_cannot_hold_is_refused_before_any_job(
+    spark: SparkSession,
+) -> None:
+    flow = dd.Dataflow()
+    ai, a = flow.new_input({"k": "int64", "ts": f"timestamp[us, tz={_tz(spark)}]"}, name="t")
+    df = spark.createDataFrame([], "k long, ts timestamp, time long, diff long")
+    out = a.select(ns=col("ts").cast("timestamp[ns]"))
+    with pytest.raises(SchemaTypeError, match=r"timestamp\[ns\].*no exact Spark type"):
+        run_on_spark(spark, flow, {ai: df}, [out])
+
+
+def _paths(flow: dd.Dataflow) -> tuple[dd.InputSession, dd.InputSession, dd.Collection]:
+    """Shortest paths with decimal weights and a date per root: a fused loop's shape."""
+    ei, edges = flow.new_input(
+        {"src": "int64", "dst": "int64", "w": "decimal128(6, 2)"}, name="edges"
+    )
+    ri, roots = flow.new_input(
+        {"node": "int64", "d": "decimal128(12, 2)", "on": "date32"}, name="roots"
+    )
+
+    def body(dist: dd.Collection) -> dd.Collection:
+        step = dist.join(edges, left_on="node", right_on="src").select(
+            node=col("dst"), d=(col("d") + col("w")).cast("decimal128(12, 2)"), on=col("on")
+        )
+        return step.concat(roots).group_by("node").agg(d=dd.min("d"), on=dd.max("on"))
+
+    return ei, ri, roots.iterate(body, max_iterations=10)
+
+
+EDGE_ROWS = [
+    (0, 1, Decimal("1.25"), 0, 1),
+    (1, 2, Decimal("0.50"), 0, 1),
+    (0, 2, Decimal("9.99"), 0, 1),
+    (2, 3, Decimal("0.01"), 1, 1),
+    (1, 2, Decimal("0.50"), 2, -1),
+]
+ROOT_ROWS = [
+    (0, Decimal("0.00"), dt.date(2020, 1, 1), 0, 1),
+    (3, Decimal("-1.00"), None, 1, 1),
+]
+
+
+def test_a_fused_loop_over_decimals_and_dates_equals_embedded(spark: SparkSession) -> None:
+    flow = dd.Dataflow()
+    ei, ri, out = _paths(flow)
+    cap = out.capture()
+    for sess, rows in ((ei, EDGE_ROWS), (ri, ROOT_ROWS)):
+        names = sess.columns
+        cols = {
+            c: pa.array([r[j] for r in rows], dd.logical_types.arrow_type(str(sess.dtypes[c])))
+            for j, c in enumerate(names)
+        }
+        sess.update_batch(
+            pa.table(cols),
+            times=np.array([r[-2] for r in rows]),
+            diffs=np.array([r[-1] for r in rows]),
+        )
+        sess.close()
+    flow.run()
+    want = cap.updates()
+    flow = dd.Dataflow()
+    ei, ri, out = _paths(flow)
+    edges = spark.createDataFrame(
+        EDGE_ROWS, "src long, dst long, w decimal(6,2), time long, diff long"
+    )
+    roots = spark.createDataFrame(
+        ROOT_ROWS, "node long, d decimal(12,2), on date, time long, diff long"
+    )
+    result = run_on_spark(spark, flow, {ei: edges, ri: roots}, [out])
+    got = pa.Table.from_batches(result[out]._collect_as_arrow())
+    assert [f.type for f in got.schema] == [f.type for f in want.schema]
+    assert _rows(got) == _rows(want)
+    assert "fused superstep:" in result.explain()
