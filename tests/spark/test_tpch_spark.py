@@ -5,9 +5,9 @@ to 3) give exactly the embedded engine's complete output histories, which
 writes it, with ``join(how="left")`` and ``count(o_orderkey)`` skipping the padded nulls,
 and must give the same history.
 
-Spark does not take DATE and DECIMAL yet, so both sides run the temporary integer encodings
-(``integer_encoded=True``: day numbers, hundredths; ``benches/tpch/literals.py``).
-The tables enter Spark as Parquet files of those encodings, one file per table with
+Both sides run TPC-H's own types (DATE as ``date32``, DECIMAL as ``decimal128(15, 2)``,
+INTEGER as ``int32``), declared by the tables' Arrow schemas. The tables enter Spark as
+Parquet files of those types (``date``, ``decimal(15,2)``, ``int``), one file per table with
 ``time`` and ``diff`` (load +1 at 0, RF2 deletes -1 and RF1 inserts +1 at their pair's time).
 Each query is its own ``run_on_spark`` (its own dataflow), timed, so a slow one says which.
 """
@@ -32,9 +32,9 @@ ROOT = str(Path(__file__).resolve().parents[2])
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from benches.tpch import encoding, generate, refresh  # noqa: E402
+from benches.tpch import generate, refresh  # noqa: E402
 from benches.tpch.queries import build  # noqa: E402
-from benches.tpch.workload import Workload, encode_refresh  # noqa: E402
+from benches.tpch.workload import Workload  # noqa: E402
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -68,18 +68,16 @@ def histories(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
     """The tables' update histories as Parquet files (by table), their columns, and the
     embedded engine's output history of every query."""
     tables = generate.load_tables(SF)
-    batches = [encode_refresh(b) for b in refresh.make_refreshes(tables, SF, BATCHES, seed=7)]
-    encoded = {n: encoding.encode_table(t) for n, t in tables.items()}
-    columns = {n: t.column_names for n, t in tables.items()}
+    batches = refresh.make_refreshes(tables, SF, BATCHES, seed=7)
     schemas = {n: t.schema for n, t in tables.items()}
-    workload = Workload(list(QUERIES), SF, schemas, integer_encoded=True)
-    workload.load(encoded)
+    workload = Workload(list(QUERIES), SF, schemas)
+    workload.load(tables)
     for batch in batches:
         workload.refresh(batch)
     want = {q: _rows(workload.captures[q].updates().to_pylist()) for q in QUERIES}
     out = tmp_path_factory.mktemp("tpch")
     paths = {}
-    for name, table in encoded.items():
+    for name, table in tables.items():
         parts = [_timed(table, 0, 1)]
         for b in batches:
             if name in b.deletes:
@@ -87,8 +85,8 @@ def histories(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
             if name in b.inserts:
                 parts.append(_timed(b.inserts[name], b.index, 1))
         paths[name] = str(out / f"{name}.parquet")
-        pq.write_table(pa.concat_tables(parts), paths[name])
-    yield {"paths": paths, "columns": columns, "want": want}
+        pq.write_table(pa.concat_tables(parts, promote_options="permissive"), paths[name])
+    yield {"paths": paths, "schemas": schemas, "want": want}
     if SECONDS:
         print("\nTPC-H SF 0.01 on Spark, seconds per query:", SECONDS, file=sys.stderr)
 
@@ -113,13 +111,11 @@ def test_tpch_query_on_spark_equals_embedded(
 
     class Tables(dict[str, dd.Collection]):
         def __missing__(self, name: str) -> dd.Collection:
-            sessions[name], self[name] = flow.new_input(
-                tuple(histories["columns"][name]), name=name
-            )
+            sessions[name], self[name] = flow.new_input(histories["schemas"][name], name=name)
             return self[name]
 
     tables = Tables()
-    out = q13_left(tables) if query == "q13_left" else build(query, tables, SF, True)
+    out = q13_left(tables) if query == "q13_left" else build(query, tables, SF)
     start = time.perf_counter()
     frames = {sessions[n]: spark.read.parquet(histories["paths"][n]) for n in sessions}
     result = run_on_spark(spark, flow, frames, [out])
