@@ -205,6 +205,20 @@ CASES: dict[str, Case] = {
         ),
         a.filter(col("d") >= dd.lit(DAY)),
     ],
+    # Compiled to Spark Columns (columns_logical.py): comparisons and null tests.
+    "compiled": lambda a, b: [
+        a.filter(col("d") >= dd.lit(DAY)),
+        a.filter(col("p") < dd.lit(Decimal("0.05"))),
+        a.filter(col("ts").is_null() | (col("ts") > col("ts"))),
+        a.select(
+            "k",
+            "d",
+            e=col("d") == dd.lit(DAY),
+            lt=col("p") <= dd.lit(Decimal("12.500")),
+            nn=col("n").is_not_null(),
+            ts=col("ts") != col("ts"),
+        ),
+    ],
     "casts": lambda a, b: [
         a.select(
             "k",
@@ -254,13 +268,19 @@ def test_logical_types_on_spark_equal_embedded(spark: SparkSession, case: str) -
     how = check(spark, CASES[case])
     if case == "key_region":
         assert "key-local region" in how
+    if case == "compiled":
+        assert "Rust expression evaluator" not in how, how
 
 
 def test_logical_types_in_a_loop_on_spark_equal_embedded(spark: SparkSession) -> None:
-    """A reduce inside an iterate keeps decimals and dates in its state store."""
+    """A reduce inside an iterate keeps decimals and dates in its state store (and in a
+    shuffled state)."""
 
     def case(a: dd.Collection, b: dd.Collection) -> list[dd.Collection]:
-        start = a.filter(col("k").is_not_null() & col("p").is_not_null()).select("k", "d", "p")
+        # Keys (k, d) with a null date: the store's null-safe key matching on a date.
+        start = a.filter(col("k").is_not_null()).select(
+            "k", "d", p=col("p").fill_null(dd.lit(Decimal("0.01")).cast("decimal128(12, 2)"))
+        )
 
         def body(x: dd.Collection) -> dd.Collection:
             step = x.filter(col("p") < 100).select(
@@ -270,7 +290,8 @@ def test_logical_types_in_a_loop_on_spark_equal_embedded(spark: SparkSession) ->
 
         return [start.iterate(body, max_iterations=12)]
 
-    check(spark, case)
+    for reduce_state in ("store", "shuffle"):
+        check(spark, case, reduce_state=reduce_state)
 
 
 def test_a_decimal_beyond_64_bits_fails_naming_the_column(spark: SparkSession) -> None:
@@ -356,3 +377,48 @@ def test_a_fused_loop_over_decimals_and_dates_equals_embedded(spark: SparkSessio
     assert [f.type for f in got.schema] == [f.type for f in want.schema]
     assert _rows(got) == _rows(want)
     assert "fused superstep:" in result.explain()
+
+
+def test_errors_beside_logical_types_are_collected_as_on_embedded(spark: SparkSession) -> None:
+    """A decimal divided by a zero int32 is an error update; with ``errors="collect"`` the
+    other rows flow on (decimals, dates) and the errors equal the embedded engine's."""
+
+    def case(a: dd.Collection, b: dd.Collection) -> list[dd.Collection]:
+        return [a.select("k", "d", q=col("p") / col("i")).group_by("d").agg(s=dd.sum("q"))]
+
+    tz = _tz(spark)
+    flow = dd.Dataflow()
+    types = _dtypes(tz)
+    ai, a = flow.new_input(types["a"], name="a")
+    bi, b = flow.new_input(types["b"], name="b")
+    (out,) = case(a, b)
+    cap = out.capture(errors="collect")
+    for sess, schema, rows in ((ai, A_SPARK, A_ROWS), (bi, B_SPARK, B_ROWS)):
+        names = schema.names
+        cols = {
+            c: pa.array([r[j] for r in rows], dd.logical_types.arrow_type(types[sess.name][c]))
+            for j, c in enumerate(names)
+        }
+        times = np.array([r[len(names)] for r in rows], dtype=np.int64)
+        diffs = np.array([r[len(names) + 1] for r in rows], dtype=np.int64)
+        sess.update_batch(pa.table(cols), times=times, diffs=diffs)
+        sess.close()
+    flow.run()
+    want_errors = sorted(
+        (e["message"], e["values"], e["time"], e["diff"]) for e in cap.errors().to_pylist()
+    )
+    assert want_errors  # the zero divisor
+
+    flow = dd.Dataflow()
+    ai, a = flow.new_input(types["a"], name="a")
+    bi, b = flow.new_input(types["b"], name="b")
+    (out,) = case(a, b)
+    dfs = _frames(spark)
+    result = run_on_spark(spark, flow, {ai: dfs["a"], bi: dfs["b"]}, [out], errors="collect")
+    got = pa.Table.from_batches(result[out]._collect_as_arrow())
+    assert [f.type for f in got.schema] == [f.type for f in cap.updates().schema]
+    assert _rows(got) == _rows(cap.updates())
+    got_errors = sorted(
+        (r["message"], r["values"], r["time"], r["diff"]) for r in result.errors(out).collect()
+    )
+    assert got_errors == want_errors

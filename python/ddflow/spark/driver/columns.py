@@ -12,7 +12,9 @@ evaluator in ``mapInArrow`` instead (``tasks/batch_functions.py``). Exactness no
 * ``/``, ``//``, ``%``, float ``min_of``/``max_of`` and casts from float are left to Rust
   (Spark's division by zero gives null, its ``least``/``greatest`` order NaN differently).
 * A column of a logical dtype (date, timestamp, decimal, a narrow integer) is passed through
-  by a select unchanged; any expression reading one, and a literal of one, is left to Rust
+  by a select unchanged; comparisons of dates, of decimals and of session-zoned timestamps
+  (columns or literals) and their null tests compile (``columns_logical.py``: Spark's are
+  exact there); any other expression reading one, and a literal of one, is left to Rust
   (Spark's date, timestamp and decimal arithmetic, rounding and casts differ from the
   engine's in places; none is compiled until proven equal).
 * SQL nulls: Spark's operators, comparisons, casts, Kleene ``&``/``|``/``~``, ``when`` (a
@@ -36,6 +38,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ddflow.plan import NegateOp, ScaleOp
+from ddflow.spark.driver.columns_logical import compile_logical
 
 __all__ = [
     "NotCompilable",
@@ -44,7 +47,6 @@ __all__ = [
     "all_set",
     "UNTYPED_NULL",
     "SPARK_TYPES",
-    "dtype_of",
     "negate_diffs",
     "scale_diffs",
 ]
@@ -66,14 +68,6 @@ Typed = tuple[Column, str]
 
 class NotCompilable(Exception):
     """The expression has no exactly equivalent Spark Column expression."""
-
-
-def dtype_of(spark_type: T.DataType) -> str:
-    """The ddflow dtype of a Spark column type (one of the four the backend uses)."""
-    for name, typ in SPARK_TYPES.items():
-        if spark_type == typ:
-            return name
-    raise NotCompilable(f"type {spark_type}")
 
 
 def _overflow(label: str, what: str, may_raise: bool = True) -> Column:
@@ -160,6 +154,9 @@ def compile_expr(
     the Spark task on some record.
     """
     op = expr["op"]
+    logical = compile_logical(expr, columns)
+    if logical is not None:
+        return logical
     if op == "col":
         name = expr["name"]
         if name not in columns:

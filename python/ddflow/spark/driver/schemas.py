@@ -24,6 +24,7 @@ __all__ = [
     "dtype_of_spark",
     "spark_type",
     "use_time_zone",
+    "session_timestamp",
     "arrow_type",
     "arrow_type_of_numpy",
     "spark_of_arrow",
@@ -43,7 +44,8 @@ def use_time_zone(spark: SparkSession) -> None:
     _TIME_ZONE[0] = str(spark.conf.get("spark.sql.session.timeZone") or "UTC")
 
 
-def _timestamp_dtype() -> str:
+def session_timestamp() -> str:
+    """The dtype of a Spark ``timestamp`` column: ``timestamp[us, tz=<session time zone>]``."""
     return canonical(f"timestamp[us, tz={_TIME_ZONE[0]}]")
 
 
@@ -94,7 +96,7 @@ def dtype_of_spark(typ: T.DataType) -> str:
     if isinstance(typ, T.DecimalType):
         return canonical(f"decimal128({typ.precision}, {typ.scale})")
     if isinstance(typ, T.TimestampType):
-        return _timestamp_dtype()
+        return session_timestamp()
     if isinstance(typ, T.DayTimeIntervalType):
         return "duration[us]"
     for name, spark in _SIMPLE.items():
@@ -113,7 +115,7 @@ def spark_type(dtype: str, what: str = "a column") -> T.DataType:
     if name.startswith("decimal128("):
         p, s = name[len("decimal128(") : -1].split(",")
         return T.DecimalType(int(p), int(s))
-    if name == _timestamp_dtype():
+    if name == session_timestamp():
         return T.TimestampType()
     raise SchemaTypeError(
         f"{what}: dtype {name} has no exact Spark type on run_on_spark (Spark holds "

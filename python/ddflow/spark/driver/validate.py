@@ -182,6 +182,12 @@ def _input_frame(session: InputSession, df: DataFrame, dims: int) -> DataFrame:
             raise SchemaTypeError(
                 f"{what}, column {c!r}: Spark type {types[c].simpleString()} ({dtype}), "
                 f"the input is declared {declared}"
+                + (
+                    " (a Spark timestamp is zoned in spark.sql.session.timeZone: declare "
+                    "that zone, or set the session's)"
+                    if isinstance(types[c], T.TimestampType)
+                    else ""
+                )
             )
         col = F.col(c).cast(spark_type(dtype, f"{what}, column {c!r}"))
         typ = types[c]
