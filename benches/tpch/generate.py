@@ -3,7 +3,7 @@
 ``ensure_data(sf)`` runs ``tpchgen-cli parquet -s SF`` once into ``benches/.data/tpch-sfSF/``
 (git-ignored) and reuses it afterwards; ``load_tables(sf)`` reads the eight tables with their
 original TPC-H types (``date32``, ``decimal128(15, 2)``, ``int32``/``int64``, ``string``), as
-DuckDB sees them. :mod:`benches.tpch.encoding` turns them into the engine's column types.
+DuckDB sees them; the engine's inputs take those types as they are.
 
 Run as a script to generate a scale factor ahead of time:
 ``python -m benches.tpch.generate --sf 0.1``.

@@ -6,8 +6,7 @@ query uses the substitution parameters of the specification's validation run (as
 :mod:`benches.tpch.sql` does). Constants go through ``lit`` (:mod:`benches.tpch.literals`):
 ``lit.date(datetime.date(1994, 1, 1))``, ``lit.add_months(day, 3)`` for ``date + interval
 '3' month`` (``.dt.offset_by("3mo")``), ``lit.dec("0.05")`` for a decimal constant and
-``lit.year(...)`` for ``extract(year ...)`` (``.dt.year()``); the temporary integer
-encodings for Spark swap them for day numbers and hundredths.
+``lit.year(...)`` for ``extract(year ...)`` (``.dt.year()``).
 
 Arithmetic is the engine's exact decimal arithmetic, as SQL's: ``l_extendedprice * (1 -
 l_discount)`` is ``decimal(38, 4)``, times ``(1 + l_tax)`` scale 6, ``sum`` keeps the scale,
@@ -32,12 +31,7 @@ import datetime
 import decimal
 from collections.abc import Callable, Mapping
 
-from benches.tpch.literals import (
-    INTEGER_ENCODED,
-    INTEGER_ENCODED_QUERIES,
-    TYPED,
-    Literals,
-)
+from benches.tpch.literals import TYPED, Literals
 
 import ddflow as dd
 from ddflow.expr import Expr
@@ -460,16 +454,8 @@ QUERIES: dict[str, Callable[..., dd.Collection]] = {fn.__name__: fn for fn in _A
 """Every written query by name."""
 
 
-def build(name: str, tables: Tables, sf: float, integer_encoded: bool = False) -> dd.Collection:
-    """Query ``name`` over ``tables`` (Q11's threshold depends on the scale factor).
-
-    ``integer_encoded`` (temporary, for Spark): the tables hold the integer encodings of
-    :mod:`benches.tpch.encoding` and the query is built with
-    :data:`benches.tpch.literals.INTEGER_ENCODED`; only the queries of
-    ``INTEGER_ENCODED_QUERIES`` may be."""
-    if integer_encoded and name not in INTEGER_ENCODED_QUERIES:
-        raise ValueError(f"{name} is not written for the integer encodings")
-    lit = INTEGER_ENCODED if integer_encoded else TYPED
+def build(name: str, tables: Tables, sf: float) -> dd.Collection:
+    """Query ``name`` over ``tables`` (Q11's threshold depends on the scale factor)."""
     if name == "q11":
-        return q11(tables, lit, sf=sf)
-    return QUERIES[name](tables, lit)
+        return q11(tables, TYPED, sf=sf)
+    return QUERIES[name](tables, TYPED)

@@ -7,10 +7,6 @@ own types: ``date32``, ``decimal128(15, 2)``, ...). ``load(tables)`` feeds the t
 0 and runs to completion; ``refresh(batch)`` feeds a refresh pair at its own time (inserts
 with diff +1, deletes with diff -1) and runs it. ``result(query, t)`` is the capture's
 collection at time ``t``.
-
-``integer_encoded=True`` is temporary, for the Spark test only (Spark does not take dates and
-decimals yet): the inputs take the integer encodings of :mod:`benches.tpch.encoding`
-(:func:`encode_refresh`, ``encoding.encode_table``) and the queries are built for them.
 """
 
 from __future__ import annotations
@@ -18,41 +14,26 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
-from benches.tpch.encoding import encode_table
 from benches.tpch.queries import build
 from benches.tpch.refresh import Refresh
 
 import ddflow as dd
 
-__all__ = ["Workload", "encode_refresh"]
-
-
-def encode_refresh(refresh: Refresh) -> Refresh:
-    """A refresh pair with its rows in the temporary integer encodings (Spark only)."""
-    return Refresh(
-        refresh.index,
-        inserts={name: encode_table(table) for name, table in refresh.inserts.items()},
-        deletes={name: encode_table(table) for name, table in refresh.deletes.items()},
-    )
+__all__ = ["Workload"]
 
 
 class _Inputs(Mapping[str, dd.Collection]):
     """The tables as a mapping that makes a dataflow input on first use."""
 
-    def __init__(
-        self, flow: dd.Dataflow, schemas: Mapping[str, pa.Schema], integer_encoded: bool
-    ) -> None:
+    def __init__(self, flow: dd.Dataflow, schemas: Mapping[str, pa.Schema]) -> None:
         self.flow = flow
         self.schemas = schemas
-        self.integer_encoded = integer_encoded
         self.sessions: dict[str, dd.InputSession] = {}
         self.collections: dict[str, dd.Collection] = {}
 
     def __getitem__(self, name: str) -> dd.Collection:
         if name not in self.collections:
-            schema = self.schemas[name]
-            declared = tuple(schema.names) if self.integer_encoded else schema
-            session, collection = self.flow.new_input(declared, name=name)
+            session, collection = self.flow.new_input(self.schemas[name], name=name)
             self.sessions[name] = session
             self.collections[name] = collection
         return self.collections[name]
@@ -73,13 +54,11 @@ class Workload:
         sf: float,
         schemas: Mapping[str, pa.Schema],
         workers: int = 1,
-        integer_encoded: bool = False,
     ) -> None:
-        """``schemas``: each table's Arrow schema (its TPC-H types; with
-        ``integer_encoded``, only the column names are used)."""
+        """``schemas``: each table's Arrow schema (its TPC-H types)."""
         self.flow = dd.Dataflow(workers=workers)
-        self.inputs = _Inputs(self.flow, schemas, integer_encoded)
-        self.captures = {q: build(q, self.inputs, sf, integer_encoded).capture() for q in queries}
+        self.inputs = _Inputs(self.flow, schemas)
+        self.captures = {q: build(q, self.inputs, sf).capture() for q in queries}
         self.time = 0
 
     @property

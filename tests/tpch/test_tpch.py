@@ -4,26 +4,19 @@ One dataflow holds every written query. It is fed the initial load at time 0 and
 refresh pairs (RF1 inserts, RF2 deletes, ``SF * 1500`` orders each) at times 1 to 3; after
 each time, every query's ``capture().at(t)`` must equal DuckDB's result recomputed from
 scratch on the same typed tables as of that batch: exact multisets, decimal scales included.
-Also checked here: the refresh pairs, the oracle's exact division, and the temporary integer
-encodings the Spark test still uses.
+Also checked here: the refresh pairs and the oracle's exact division.
 """
 
 from __future__ import annotations
 
-import datetime
 import decimal
-import json
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 import pytest
-from benches.tpch import encoding, generate, literals, oracle, refresh
-from benches.tpch.queries import QUERIES, build
+from benches.tpch import generate, oracle, refresh
+from benches.tpch.queries import QUERIES
 from benches.tpch.workload import Workload
-
-import ddflow as dd
-from ddflow import _core
 
 SF = 0.01
 BATCHES = 3
@@ -137,31 +130,3 @@ def test_typed_results_keep_tpch_types(tables: dict[str, pa.Table]) -> None:
     assert q1.field("sum_disc_price").type == pa.decimal128(38, 4)
     assert q1.field("avg_qty").type == pa.decimal128(38, 6)
     assert q3.field("o_orderdate").type == pa.date32()
-
-
-def test_integer_encoded_queries_are_only_the_spark_ones() -> None:
-    """The temporary integer encodings (Spark) build only the queries written for them."""
-    flow = dd.Dataflow()
-    names = {"lineitem": ("l_shipdate", "l_discount")}
-    tables = {n: flow.new_input(c, name=n)[1] for n, c in names.items()}
-    with pytest.raises(ValueError, match="q6 is not written for the integer encodings"):
-        build("q6", tables, SF, integer_encoded=True)
-    assert literals.add_months(datetime.date(1995, 1, 31), 1) == datetime.date(1995, 2, 28)
-    assert literals.add_months(datetime.date(1994, 11, 30), 3) == datetime.date(1995, 2, 28)
-
-
-def test_integer_encodings() -> None:
-    """Temporary, for Spark: DATE is days since 1970 and ``year_of`` gives its calendar
-    year; DECIMAL(15, 2) is its exact number of hundredths."""
-    assert encoding.days("1970-01-01") == 0 and encoding.days("1998-12-01") == 10561
-    assert encoding.cents("0.06") == 6 and encoding.cents("-12.30") == -1230
-    day = np.arange(-700_000, 2_900_000, 997, dtype=np.int64)
-    years = _core.eval_expr(json.dumps(encoding.year_of("d").to_json()), {"d": day})
-    expect = [(encoding.EPOCH + datetime.timedelta(days=int(d))).year for d in day]
-    assert np.asarray(years).tolist() == expect
-    values = [decimal.Decimal("9999999999999.99"), decimal.Decimal("-0.01"), decimal.Decimal(0)]
-    typed = pa.array(values, type=pa.decimal128(15, 2))
-    assert encoding.encode_column(typed.slice(1)).to_pylist() == [-1, 0]
-    assert encoding.encode_column(typed).to_pylist() == [999999999999999, -1, 0]
-    dates = pa.array([datetime.date(1992, 1, 1), datetime.date(1969, 12, 31)])
-    assert encoding.encode_column(dates).to_pylist() == [8035, -1]
