@@ -422,3 +422,11 @@ def test_errors_beside_logical_types_are_collected_as_on_embedded(spark: SparkSe
         (r["message"], r["values"], r["time"], r["diff"]) for r in result.errors(out).collect()
     )
     assert got_errors == want_errors
+
+
+def test_a_spark_type_without_a_dtype_is_refused_before_any_job(spark: SparkSession) -> None:
+    flow = dd.Dataflow()
+    ai, a = flow.new_input(("k", "b"), name="blobs")
+    df = spark.createDataFrame([], "k long, b binary, time long, diff long")
+    with pytest.raises(SchemaTypeError, match="column 'b': Spark type binary is not supported"):
+        run_on_spark(spark, flow, {ai: df}, [a])
