@@ -1,6 +1,14 @@
 """Type mapping between ddflow dtypes, Arrow and Spark for the Spark backend, and
 ``mapInArrow`` without pyspark's own warning. (The internal column names of update
-DataFrames are the tasks' own: ``tasks/batches.py``.)"""
+DataFrames are the tasks' own: ``tasks/batches.py``.)
+
+Each Spark type the backend holds is one ddflow dtype and back: the physical four, the
+narrow integers and ``float32``, ``date32``, ``decimal128(p, s)``, ``duration[us]``
+(``interval day to second``), ``timestamp[us]`` (``timestamp_ntz``) and a Spark
+``timestamp`` as ``timestamp[us, tz=<session time zone>]``, the Arrow type Spark hands
+``mapInArrow``. The session's zone is read once per run, when the compiler is built
+(``use_time_zone``; the driver plans one run at a time). A dtype Spark cannot hold is refused
+naming the column (``spark_type``)."""
 
 from __future__ import annotations
 
