@@ -437,3 +437,45 @@ def test_a_spark_type_without_a_dtype_is_refused_before_any_job(spark: SparkSess
     df = spark.createDataFrame([], "k long, b binary, time long, diff long")
     with pytest.raises(SchemaTypeError, match="column 'b': Spark type binary is not supported"):
         run_on_spark(spark, flow, {ai: df}, [a])
+
+
+def test_declared_narrow_integers_and_float32_keep_their_width(spark: SparkSession) -> None:
+    """``smallint``/``tinyint``/``float`` inputs declared ``int16``/``int8``/``float32`` stay
+    those dtypes on both backends (undeclared, they would be read as int64 / float64)."""
+    types = {"k": "int64", "h": "int16", "b": "int8", "f": "float32"}
+    rows = [(1, 300, -5, 1.5, 0, 1), (1, None, 7, None, 0, 1), (2, -2, None, 0.1, 1, 1)]
+
+    def outputs(a: dd.Collection) -> list[dd.Collection]:
+        return [
+            a,
+            a.select("k", h1=col("h") + 1, f2=col("f") * 2, b=col("b")),
+            a.group_by("k").agg(sh=dd.sum("h"), mb=dd.max("b"), mf=dd.min("f"), sf=dd.sum("f")),
+        ]
+
+    flow = dd.Dataflow()
+    ai, a = flow.new_input(types, name="narrow")
+    caps = [o.capture() for o in outputs(a)]
+    ai.update_batch(
+        pa.table(
+            {
+                c: pa.array([r[j] for r in rows], dd.logical_types.arrow_type(t))
+                for j, (c, t) in enumerate(types.items())
+            }
+        ),
+        times=np.array([r[4] for r in rows]),
+        diffs=np.array([r[5] for r in rows]),
+    )
+    ai.close()
+    flow.run()
+    want = [c.updates() for c in caps]
+
+    flow = dd.Dataflow()
+    ai, a = flow.new_input(types, name="narrow")
+    outs = outputs(a)
+    df = spark.createDataFrame(rows, "k long, h short, b byte, f float, time long, diff long")
+    result = run_on_spark(spark, flow, {ai: df}, outs)
+    for o, w in zip(outs, want, strict=True):
+        got = _arrow(result[o])
+        assert got is not None
+        assert [f.type for f in got.schema] == [f.type for f in w.schema]
+        assert _rows(got) == _rows(w)
