@@ -225,27 +225,11 @@ fn write_row(
                 label,
             )?,
             GroupAgg::CountDistinct { column, .. } => {
-                // The values' accumulated counts: vals rows may repeat a value of `column`
-                // beside other columns' values.
-                let mut counted: Vec<(u64, i128)> = counts
-                    .iter()
-                    .enumerate()
-                    .filter(|&(i, _)| !null(i, *column))
-                    .map(|(i, &n)| (word(i, *column), n as i128))
-                    .collect();
-                counted.sort_unstable_by_key(|&(w, _)| w);
-                let mut distinct = 0i64;
-                let mut k = 0;
-                while k < counted.len() {
-                    let (w, mut n) = counted[k];
-                    k += 1;
-                    while k < counted.len() && counted[k].0 == w {
-                        n += counted[k].1;
-                        k += 1;
-                    }
-                    distinct += (n > 0) as i64;
-                }
-                encode_i64(distinct)
+                let d = dtypes[*column];
+                let distinct = value_counts(counts, |i| word(i, *column))
+                    .filter(|&(v, n)| n > 0 && !is_null_word(d, v))
+                    .count();
+                encode_i64(distinct as i64)
             }
             GroupAgg::Min { column, .. } | GroupAgg::Max { column, .. } => {
                 let want = if matches!(part, GroupAgg::Min { .. }) {
@@ -253,23 +237,12 @@ fn write_row(
                 } else {
                     Ordering::Greater
                 };
-                // Over the column's values with their accumulated counts (vals rows may
-                // repeat a value beside other columns' values), as the running multisets.
+                // Over the column's values with their accumulated counts, as the running
+                // multisets.
                 let d = dtypes[*column];
-                let mut values: Vec<(u64, i128)> = (0..counts.len())
-                    .map(|i| (word(i, *column), counts[i] as i128))
-                    .collect();
-                values.sort_unstable_by_key(|&(w, _)| w);
                 let mut best: Option<u64> = None;
                 let mut nulls = 0i128;
-                let mut k = 0;
-                while k < values.len() {
-                    let (v, mut n) = values[k];
-                    k += 1;
-                    while k < values.len() && values[k].0 == v {
-                        n += values[k].1;
-                        k += 1;
-                    }
+                for (v, n) in value_counts(counts, |i| word(i, *column)) {
                     if is_null_word(d, v) {
                         nulls += n;
                     } else if n > 0 && best.is_none_or(|b| cmp_words(d, v, b) == want) {
@@ -288,6 +261,25 @@ fn write_row(
         out.push(w);
     }
     Ok(())
+}
+
+/// Each distinct word of a column with its accumulated count (vals rows may repeat a value
+/// beside other columns' values), in word order: `word(i)` is row `i`'s word.
+fn value_counts(counts: &[i64], word: impl Fn(usize) -> u64) -> impl Iterator<Item = (u64, i128)> {
+    let mut values: Vec<(u64, i128)> = (0..counts.len())
+        .map(|i| (word(i), counts[i] as i128))
+        .collect();
+    values.sort_unstable_by_key(|&(w, _)| w);
+    let mut k = 0;
+    std::iter::from_fn(move || {
+        let &(w, mut n) = values.get(k)?;
+        k += 1;
+        while k < values.len() && values[k].0 == w {
+            n += values[k].1;
+            k += 1;
+        }
+        Some((w, n))
+    })
 }
 
 /// The word of a `count`, `sum` or `mean` part from the group's signed total count, the
