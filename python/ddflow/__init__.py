@@ -18,7 +18,7 @@ a circle (``tests/api/test_layers.py`` checks both against this table)::
     6 tools:    doctor
     5 owner:    dataflow
     4 handles:  collection, records
-    3 runtime:  engine, input, capture, traces
+    3 runtime:  engine, input, capture, traces, sources, runloop
     2 plan:     expr, plan, callbacks, functions, aggregates, builder, joins, reducing, grouping
     2 plan:     expr_functions, expr_str, expr_dt, outer_joins
     1 values:   _core, errors, logical_types, dtypes, times, errorlog, kernels
@@ -28,11 +28,11 @@ a circle (``tests/api/test_layers.py`` checks both against this table)::
    builders that add nodes (:class:`~ddflow.builder.PlanBuilder`; joins and reduces).
 3. runtime: the engine and its view when shared (:mod:`~ddflow.engine`), and what reads or
    feeds a running dataflow through the :class:`~ddflow.engine.Runtime` interface: inputs,
-   captures and probes, trace handles.
+   captures and probes, trace handles; sources and the run loop that drives them.
 4. handles: ``Collection`` and ``Arrangement``, which build through the
    :class:`~ddflow.records.PlanOwner` interface.
-5. owner: ``Dataflow``, which implements both interfaces. ``algorithms``, ``examples`` and
-   ``spark`` sit on top of the package.
+5. owner: ``Dataflow``, which implements both interfaces. ``algorithms``, ``examples``,
+   ``io`` (connectors) and ``spark`` sit on top of the package.
 6. tools: ``python -m ddflow.doctor`` (versions and whether they fit together); nothing
    imports it.
 """
@@ -40,7 +40,7 @@ a circle (``tests/api/test_layers.py`` checks both against this table)::
 from __future__ import annotations
 
 from ddflow import _core as _core
-from ddflow import algorithms
+from ddflow import algorithms, io
 from ddflow.aggregates import count, count_distinct, distinct, max, mean, min, reducer, sum, top_k
 from ddflow.callbacks import ReduceBatch
 from ddflow.capture import Capture, Probe
@@ -64,6 +64,8 @@ from ddflow.errors import (
 )
 from ddflow.expr import coalesce, col, concat_str, lit, max_of, min_of, when
 from ddflow.input import InputSession
+from ddflow.io.subscribe import subscribe
+from ddflow.sources import SourceError
 from ddflow.traces import TraceHandle
 
 __version__ = _core.__version__
@@ -93,6 +95,9 @@ __all__ = [
     "reducer",
     "ReduceBatch",
     "algorithms",
+    "io",
+    "subscribe",
+    "SourceError",
     "DdflowError",
     "ShapeError",
     "SchemaTypeError",

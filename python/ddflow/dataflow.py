@@ -38,6 +38,8 @@ from ddflow.errorlog import ErrorLog
 from ddflow.errors import DdflowError, PlanError, ReentrancyError
 from ddflow.input import InputSession
 from ddflow.plan import ImportTraceOp, InputOp, PlanText, user_location
+from ddflow.runloop import Listener, RunLoop
+from ddflow.sources import Source
 from ddflow.times import Time, TimeShape, is_int
 from ddflow.traces import TraceHandle
 
@@ -82,6 +84,8 @@ class Dataflow:
         """``import_trace`` nodes and the handles they import."""
         self._host: Dataflow | None = None
         """The dataflow whose engine this one attaches to (set by ``import_trace``)."""
+        self._loop = RunLoop()
+        """The sources that ``run()`` drives and the listeners (sinks) told of progress."""
 
     def __repr__(self) -> str:
         state = "running" if self._engine_obj is not None else "building"
@@ -321,6 +325,7 @@ class Dataflow:
                     cap._poll()
                 except DdflowError:
                     pass
+        self._loop.notify(False)
 
     # -- running ------------------------------------------------------------------------------
 
@@ -357,7 +362,36 @@ class Dataflow:
         self._deliver(poll_all=True)
 
     def run(self) -> None:
-        """Runs until all work is done (all outputs complete once every input is closed)."""
+        """Runs until all work is done (all outputs complete once every input is closed).
+
+        With sources attached (``dd.io``), drives them until they all end, ``stop()`` or
+        Ctrl-C, completing every time they pushed before returning (see
+        :mod:`ddflow.runloop`; a Ctrl-C then raises ``KeyboardInterrupt``).
+        """
+        if self._loop.attached:
+            self._loop.run(self, self._inputs, self._run_all)
+        else:
+            self._run_all()
+
+    def stop(self) -> None:
+        """Asks a running ``run()`` to stop cleanly after its current tick (callable from
+        another thread or a callback)."""
+        self._loop.stop()
+
+    def attach_source(self, session: InputSession, source: Source) -> None:
+        """Feeds ``session`` from ``source`` while ``run()`` runs (used by ``dd.io``);
+        sources need int times, so this fixes ``time_dims`` to 1."""
+        self.time_shape.fix(1)
+        self._loop.attach(session, source)
+
+    def on_progress(self, listener: Listener) -> None:
+        """Calls ``listener(final)`` after every delivery of completed updates (``step``,
+        ``run_until``, ``run``), and with ``final=True`` when a ``run()`` with sources ends
+        (used by sinks)."""
+        self._loop.listen(listener)
+
+    def _run_all(self) -> None:
+        """Runs until all work is done (``run()`` without sources)."""
         engine = self._flush()
         with self._run_guard("run()"):
             if all(session.closed for session in self._inputs):

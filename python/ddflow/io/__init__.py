@@ -1,0 +1,35 @@
+"""Connectors: sources that feed a dataflow's inputs while ``flow.run()`` runs, and sinks.
+
+One module per system, each with ``read(flow, ..., schema=None) -> Collection`` and
+``write(collection, ...)``:
+
+* :mod:`ddflow.io.csv`, :mod:`ddflow.io.jsonlines`, :mod:`ddflow.io.parquet`: a file or a
+  directory of files (``watch=True`` follows new files); the sinks write a collection's
+  updates into files named by the range of completed times they hold
+  (:mod:`ddflow.io.filesink`).
+* :func:`subscribe`: Python callbacks on a collection's completed updates.
+
+Shared pieces: :mod:`~ddflow.io.files` (which files, each once), :mod:`~ddflow.io.conform`
+(schemas, and rows made to fit them), :mod:`~ddflow.io.filesource` (reading files as a
+:class:`~ddflow.sources.Source`), :mod:`~ddflow.io.filesink`, :mod:`~ddflow.io.jsontext`.
+The run loop that drives sources is :mod:`ddflow.runloop`.
+"""
+
+from __future__ import annotations
+
+from ddflow.io import csv, jsonlines, parquet
+from ddflow.io.filesink import FileSink
+from ddflow.io.subscribe import subscribe
+from ddflow.sources import RowError, Source, SourceBatch, SourceError
+
+__all__ = [
+    "csv",
+    "jsonlines",
+    "parquet",
+    "subscribe",
+    "FileSink",
+    "Source",
+    "SourceBatch",
+    "SourceError",
+    "RowError",
+]

@@ -1,0 +1,323 @@
+"""The run loop: ``flow.run()`` driving the sources attached to a dataflow's inputs.
+
+Each *tick* polls every live source once, pushes what it read into its input as whole Arrow
+batches (``update_batch``), advances every open input of the dataflow to one shared frontier,
+and runs the engine until the outputs are complete up to it; then the listeners (sinks,
+subscriptions) see the newly completed updates. Times are ints (``time_dims == 1``):
+
+* a source without ``time_column`` stamps each tick's rows with the processing time, the
+  milliseconds since the Unix epoch (never less than the frontier, so strictly increasing
+  from tick to tick), and lets the frontier pass it at the end of the tick;
+* a *timed* source (``time_column=``) gives each row's time; it holds the frontier at the
+  greatest time it has sent, and a row behind the frontier is late: an error update.
+
+The loop ends when every source has ended (their inputs are closed and the engine runs to
+completion), on ``flow.stop()`` (from another thread or a callback), or on Ctrl-C. Every end
+is clean: the inputs are advanced past everything pushed, the engine completes those times,
+the listeners write them (``final=True``), and only then does ``run()`` return or raise (a
+Ctrl-C raises ``KeyboardInterrupt`` after that, a failing source :class:`SourceError`).
+While the loop runs, Ctrl-C only asks it to stop; a second Ctrl-C interrupts at once.
+
+A row the input refuses (a value no column of its type can hold) becomes an error update: the
+batch is split in halves until the refused rows stand alone (the input accepts a batch
+all or nothing), so the rest of the batch goes in.
+"""
+
+from __future__ import annotations
+
+import builtins
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from ddflow.builder import PlanBuilder
+from ddflow.errorlog import ErrorLog, RawError
+from ddflow.errors import InvalidValueError, PlanError
+from ddflow.input import InputSession
+from ddflow.sources import RowError, Source, SourceBatch, SourceError
+from ddflow.times import Time
+
+__all__ = ["Driver", "Listener", "RunLoop", "processing_time"]
+
+Listener = Callable[[bool], None]
+"""Called after the dataflow delivers completed updates; ``True`` once when a run ends."""
+
+
+def processing_time() -> int:
+    """Milliseconds since the Unix epoch: the default logical time of a source's rows."""
+    return time.time_ns() // 1_000_000
+
+
+class Driver(Protocol):
+    """What the run loop needs from the dataflow it drives."""
+
+    builder: PlanBuilder
+
+    def run_until(self, time: Time) -> None:
+        """Runs the engine until outputs are complete before ``time``; delivers them."""
+
+    def poll_errors(self) -> ErrorLog:
+        """The dataflow's error log."""
+        ...
+
+
+@dataclass
+class _Attached:
+    """A source and the input it feeds."""
+
+    session: InputSession
+    source: Source
+    ended: bool = False
+    last_time: int | None = None
+    """The greatest time a timed source has sent."""
+
+
+class RunLoop:
+    """The sources and listeners of one dataflow, and the loop that drives them."""
+
+    poll_interval = 0.05
+    """Seconds to wait after a tick that read nothing."""
+
+    def __init__(self, clock: Callable[[], int] = processing_time) -> None:
+        self.attached: list[_Attached] = []
+        self.listeners: list[Listener] = []
+        self.clock = clock
+        """The processing-time clock (tests substitute one)."""
+        self._stop = threading.Event()
+        self._interrupted = False
+        self._pushed: int | None = None
+        """The greatest time pushed by this loop."""
+
+    @property
+    def sources(self) -> list[Source]:
+        """The attached sources, in the order they were attached."""
+        return [a.source for a in self.attached]
+
+    def attach(self, session: InputSession, source: Source) -> None:
+        """Feeds ``session`` from ``source`` while the dataflow runs."""
+        if any(a.session is session for a in self.attached):
+            raise PlanError(f"input {session.name!r} already has a source")
+        self.attached.append(_Attached(session, source))
+
+    def listen(self, listener: Listener) -> None:
+        """Calls ``listener(final)`` after each delivery of completed updates."""
+        self.listeners.append(listener)
+
+    def notify(self, final: bool) -> None:
+        """Calls every listener."""
+        for listener in self.listeners:
+            listener(final)
+
+    def stop(self) -> None:
+        """Asks the running loop to stop after its current tick (thread-safe)."""
+        self._stop.set()
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run(self, flow: Driver, inputs: Sequence[InputSession], finish: Callable[[], None]) -> None:
+        """Drives the sources until they all end, ``stop()`` or Ctrl-C; ``finish`` runs the
+        dataflow to completion once the source inputs are closed."""
+        failure: BaseException | None = None
+        ended = False
+        with self._ctrl_c_stops():
+            try:
+                ended = self._drive(flow, inputs)
+            except BaseException as exc:  # a failing source, an engine error, Ctrl-C twice
+                failure = exc
+            try:
+                if ended:
+                    for a in self.attached:
+                        a.session.close()
+                    finish()
+                else:
+                    self._complete(flow, inputs)
+            except BaseException as exc:
+                if failure is None:
+                    failure = exc
+                else:
+                    failure.add_note(f"ddflow: completing the pushed times also failed: {exc!r}")
+            finally:
+                self.notify(True)
+                if ended or failure is not None:
+                    for a in self.attached:
+                        a.source.close()
+        self._stop.clear()
+        if failure is not None:
+            raise failure
+        if self._interrupted:
+            self._interrupted = False
+            raise KeyboardInterrupt
+
+    def _drive(self, flow: Driver, inputs: Sequence[InputSession]) -> bool:
+        """Ticks until every source has ended (True) or a stop is asked (False)."""
+        frontier = max([_time(s) for s in inputs if not s.closed] or [0])
+        while not self._stop.is_set():
+            live = [a for a in self.attached if not a.ended]
+            if not live:
+                return True
+            now = max(self.clock(), frontier)
+            rows = sum(self._poll(flow, a, now, frontier) for a in live)
+            target = self._target(now, frontier)
+            if target is not None and target > frontier:
+                for session in inputs:
+                    if not session.closed:
+                        session.advance_to(target)
+                frontier = target
+                flow.run_until(target)
+            if rows == 0:
+                self._stop.wait(self.poll_interval)
+        return False
+
+    def _target(self, now: int, frontier: int) -> int | None:
+        """The shared frontier after a tick at ``now`` (None when every source has ended)."""
+        bounds = []
+        for a in self.attached:
+            if a.ended:
+                continue
+            if a.source.timed:
+                bounds.append(frontier if a.last_time is None else a.last_time)
+            else:
+                bounds.append(now + 1)
+        return max(frontier, min(bounds)) if bounds else None
+
+    def _complete(self, flow: Driver, inputs: Sequence[InputSession]) -> None:
+        """Advances the open inputs past every time pushed and completes those times."""
+        open_inputs = [s for s in inputs if not s.closed]
+        if not open_inputs:
+            return
+        frontier = max(_time(s) for s in open_inputs)
+        target = frontier if self._pushed is None else max(frontier, self._pushed + 1)
+        for session in open_inputs:
+            if _time(session) < target:
+                session.advance_to(target)
+        flow.run_until(target)
+
+    def _poll(self, flow: Driver, a: _Attached, now: int, frontier: int) -> int:
+        """Polls one source and pushes what it read; returns the number of rows read."""
+        try:
+            batches = a.source.poll()
+            ended = a.source.ended
+        except Exception as exc:
+            raise SourceError(
+                f"{a.source.name} (feeding input {a.session.name!r}) failed: {exc}"
+            ) from exc
+        rows = 0
+        for batch in batches:
+            rows += batch.table.num_rows + len(batch.errors)
+            self._push(flow, a, batch, now, frontier)
+        a.ended = ended
+        return rows
+
+    def _push(
+        self, flow: Driver, a: _Attached, batch: SourceBatch, now: int, frontier: int
+    ) -> None:
+        """Pushes one batch; its bad, late and refused rows become error updates."""
+        errors = list(batch.errors)
+        table, rows = batch.table, batch.rows
+        times: int | npt.NDArray[np.int64] = now
+        if batch.times is not None:
+            late = batch.times < frontier
+            if late.any():
+                for i in np.flatnonzero(late):
+                    errors.append(
+                        RowError(
+                            batch.origin,
+                            int(rows[i]),
+                            None,
+                            f"time {int(batch.times[i])} is behind the frontier {frontier} "
+                            "(a late row)",
+                            _values(table.slice(int(i), 1)),
+                        )
+                    )
+                keep = ~late
+                table, rows = table.filter(pa.array(keep)), rows[keep]
+                times = batch.times[keep]
+            else:
+                times = batch.times
+            if len(times):
+                greatest = int(times.max())
+                a.last_time = max(greatest, a.last_time or 0)
+                self._pushed = max(greatest, self._pushed or 0)
+        elif table.num_rows:
+            self._pushed = max(now, self._pushed or 0)
+        errors += _push_rows(a.session, batch.origin, table, rows, times)
+        if errors:
+            default = frontier if a.source.timed else now
+            label = flow.builder.label(a.session.node)
+            flow.poll_errors().add(
+                _raw(a.session.node, label, a.source.name, e, default) for e in errors
+            )
+
+    @contextmanager
+    def _ctrl_c_stops(self) -> Iterator[None]:
+        """While the loop runs, Ctrl-C asks it to stop (a second one interrupts at once)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.getsignal(signal.SIGINT)
+
+        def on_ctrl_c(signum: int, frame: Any) -> None:
+            self._interrupted = True
+            self._stop.set()
+            signal.signal(signal.SIGINT, previous or signal.default_int_handler)
+
+        signal.signal(signal.SIGINT, on_ctrl_c)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous or signal.default_int_handler)
+
+
+def _time(session: InputSession) -> int:
+    """An open input's frontier as an int (sources need int times)."""
+    t = session.time
+    assert isinstance(t, int), f"input {session.name!r}: sources need int times, not {t!r}"
+    return t
+
+
+def _push_rows(
+    session: InputSession,
+    origin: str,
+    table: pa.Table,
+    rows: npt.NDArray[np.int64],
+    times: int | npt.NDArray[np.int64],
+) -> list[RowError]:
+    """Pushes ``table``; where the input refuses a value, halves the batch until the refused
+    rows stand alone and returns them as errors (everything else goes in)."""
+    if table.num_rows == 0:
+        return []
+    try:
+        session.update_batch(table, times=times)
+        return []
+    except (InvalidValueError, builtins.OverflowError) as exc:
+        if table.num_rows == 1:
+            return [RowError(origin, int(rows[0]), None, str(exc), _values(table))]
+    half = table.num_rows // 2
+    parts = []
+    for lo, hi in ((0, half), (half, table.num_rows)):
+        part_times = times if isinstance(times, int) else times[lo:hi]
+        parts += _push_rows(session, origin, table.slice(lo, hi - lo), rows[lo:hi], part_times)
+    return parts
+
+
+def _values(table: pa.Table) -> str:
+    """A one-row table's values as ``name=value`` text."""
+    (row,) = table.to_pylist()
+    return ", ".join(f"{k}={v!r}" for k, v in row.items())
+
+
+def _raw(node: int, label: str, source: str, e: RowError, default: int) -> RawError:
+    """An error update for a row: at its own time when valid, else the tick's."""
+    where = f"{source}: {e.origin}, row {e.row}"
+    if e.column is not None:
+        where += f", column {e.column!r}"
+    t = e.time if e.time is not None and e.time >= default else default
+    return (node, label, f"{where}: {e.message}", e.values, [t], e.count)
