@@ -450,3 +450,7 @@ def physical_dtype(name: str) -> str:
 
 def render_word(name: str, value: int) -> str:
     """The text of an int64-stored value of the logical dtype ``name``."""
+
+def plan_live_columns(plan_json: str, pinned: list[int]) -> list[list[bool]]:
+    """Per node of the plan, per column: whether some operator reads it (``pinned`` nodes
+    keep every column)."""

@@ -38,6 +38,7 @@ from ddflow.errorlog import ErrorLog
 from ddflow.errors import DdflowError, PlanError, ReentrancyError
 from ddflow.input import InputSession
 from ddflow.plan import ImportTraceOp, InputOp, PlanText, user_location
+from ddflow.read_columns import unread_columns
 from ddflow.runloop import Listener, RunLoop
 from ddflow.sources import Source
 from ddflow.times import Time, TimeShape, is_int
@@ -86,6 +87,8 @@ class Dataflow:
         """The dataflow whose engine this one attaches to (set by ``import_trace``)."""
         self._loop = RunLoop()
         """The sources that ``run()`` drives and the listeners (sinks) told of progress."""
+        self._unread: list[frozenset[int]] = []
+        """Per node, the columns no operator reads (``read_columns``; set at start)."""
 
     def __repr__(self) -> str:
         state = "running" if self._engine_obj is not None else "building"
@@ -141,6 +144,14 @@ class Dataflow:
     ) -> TraceHandle:
         """A trace handle on the top-level arrangement at ``node`` (``PlanOwner``; see
         ``Arrangement.trace``)."""
+        unread = self._unread[node] if node < len(self._unread) else frozenset()
+        if unread:
+            names = [columns[c] for c in sorted(unread) if c < len(columns)]
+            raise PlanError(
+                f"{self.builder.label(node)}: trace() after the dataflow started: nothing in "
+                f"it reads columns {names}, so its inputs did not keep them. Call trace() "
+                "before the first update or run"
+            )
         return TraceHandle(self, node, key, columns, self.builder.label(node))
 
     def import_trace(self, trace: TraceHandle) -> Arrangement:
@@ -243,8 +254,13 @@ class Dataflow:
                 )
                 if not self._log:
                     self._engine_obj.set_logging(False)
+                pinned = [
+                    h.node for ref in self._trace_handles if isinstance(h := ref(), TraceHandle)
+                ]
+                self._unread = unread_columns(plan_json, pinned)
                 for session in self._inputs:
                     session.declare(self._engine_obj)
+                    session.skip_unread(self._unread[session.node])
             for ref in self._trace_handles:
                 handle = ref()
                 if handle is not None:

@@ -155,9 +155,13 @@ def group_aggregate(
         extra = [(c, e) for c, e in hidden.values()]
         if not keys:
             extra.append((group_keys[0], lit(0)))
-        if extra:
-            columns = (*node.columns, *(c for c, _ in extra))
-            exprs = [col(c).to_json() for c in node.columns] + [e.to_json() for _, e in extra]
+        # The arrangement holds the keys and the columns the parts read, nothing else: the
+        # reduce never looks at the others, and each one arranged costs every batch.
+        used = {column for _, _, column in parts}
+        read = tuple(c for c in node.columns if c in keys or c in used)
+        if extra or len(read) < len(node.columns):
+            columns = (*read, *(c for c, _ in extra))
+            exprs = [col(c).to_json() for c in read] + [e.to_json() for _, e in extra]
             notes = [f"{c} = {expr_text(e)}" for c, e in extra]
             node = builder.add(SelectOp(exprs), [node], columns, label, notes)
         out = reduce_collection(

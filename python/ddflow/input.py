@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
 from ddflow._core import Engine
 from ddflow.dtypes import (
@@ -40,7 +41,14 @@ from ddflow.errors import (
     ShapeError,
     TimeError,
 )
-from ddflow.logical_types import NULL_WORDS, is_logical, physical, scalar_kind, word_of
+from ddflow.logical_types import (
+    NULL_WORDS,
+    is_logical,
+    name_of_arrow,
+    physical,
+    scalar_kind,
+    word_of,
+)
 from ddflow.times import Coords, Time, is_int, less_equal
 
 __all__ = ["InputSession"]
@@ -117,6 +125,8 @@ class InputSession:
         the dataflow has started): records of exactly these types take a fast path."""
         self._ints_fit: Callable[[tuple[Any, ...]], bool] = _int64_checker([])
         self._frontier_int: int | None = None
+        self._unread: frozenset[int] = frozenset()
+        """Columns no operator reads (``read_columns``): Arrow columns taken as nulls."""
 
     def __repr__(self) -> str:
         return f"InputSession({self.name!r}: ({', '.join(self.columns)}), time={self.time!r})"
@@ -153,6 +163,28 @@ class InputSession:
         times = np.zeros((0, dims), dtype=np.int64)
         engine.push(self.node, arrays, times, np.zeros(0, dtype=np.int64))
         self._accepted = True
+
+    def skip_unread(self, columns: frozenset[int]) -> None:
+        """Takes the columns ``columns`` (that no operator reads) as nulls from now on,
+        where a batch gives them as Arrow arrays of the column's dtype (``read_columns``)."""
+        self._unread = columns
+
+    @property
+    def unread_columns(self) -> tuple[str, ...]:
+        """The columns no operator of the plan reads, known once the dataflow has started:
+        ``update_batch`` takes them as nulls when given as Arrow columns of their dtype."""
+        return tuple(c for i, c in enumerate(self.columns) if i in self._unread)
+
+    def _unread_nulls(self, i: int, values: object) -> WordColumn | None:
+        """Nulls in place of Arrow column ``values`` for unread column ``i`` when its dtype is
+        the column's (else ``None``: converted as any column)."""
+        want = self._dtypes[i]
+        if want is None or not isinstance(values, pa.Array | pa.ChunkedArray):
+            return None
+        if name_of_arrow(values.type) != want:
+            return None
+        words = np.full(len(values), NULL_WORDS[physical(want)], dtype=np.uint64)
+        return WordColumn(want, words)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -396,7 +428,11 @@ class InputSession:
                 f"{self._what()}: columns must be a dict by name, a list, or a pyarrow Table"
             )
         out: list[Any] = []
-        for c, v in zip(self.columns, items, strict=True):
+        for i, (c, v) in enumerate(zip(self.columns, items, strict=True)):
+            nulls = self._unread_nulls(i, v) if i in self._unread else None
+            if nulls is not None:
+                out.append(nulls)
+                continue
             what = f"{self._what()}, column {c!r}"
             # Arrow strings cross as their buffers; everything else as numpy arrays, or as
             # core words when the column has nulls.

@@ -17,6 +17,7 @@ mod engine;
 mod errors;
 mod expr;
 mod kernels;
+mod plan_analysis;
 
 use pyo3::prelude::*;
 
@@ -35,5 +36,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     expr::register(m)?;
     dtypes::register(m)?;
+    plan_analysis::register(m)?;
     Ok(())
 }

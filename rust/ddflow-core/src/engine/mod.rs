@@ -28,6 +28,7 @@ pub mod dtype_links;
 pub mod errors;
 pub mod exchange;
 mod input;
+pub mod live_columns;
 pub mod operators;
 mod outputs;
 pub mod plan;
