@@ -14,7 +14,7 @@ from a file is one error standing for all its rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,9 +45,11 @@ def ddflow_type(t: pa.DataType, column: str, origin: str) -> pa.DataType:
     return t
 
 
-def resolve_schema(schema: Any, inferred: pa.Schema | None, origin: str) -> pa.Schema:
+def resolve_schema(schema: Any, infer: Callable[[], pa.Schema | None], origin: str) -> pa.Schema:
     """The input's schema: ``schema`` (names, ``{name: dtype}``, a ``pyarrow.Schema``) with
-    the types of names given without one taken from ``inferred`` (a file's schema)."""
+    the types of names given without one taken from ``infer()`` (the first file's schema,
+    read only when needed)."""
+    inferred = infer() if schema is None else None
     if schema is None:
         if inferred is None:
             raise SchemaTypeError(f"{origin}: no file to infer the schema from; pass schema=")
@@ -60,6 +62,8 @@ def resolve_schema(schema: Any, inferred: pa.Schema | None, origin: str) -> pa.S
         if dtype is not None:
             fields.append(pa.field(name, arrow_type(dtype_name(dtype))))
             continue
+        if inferred is None:
+            inferred = infer()
         if inferred is None or name not in inferred.names:
             raise SchemaTypeError(
                 f"{origin}: column {name!r} has no type and is not in the first file; "

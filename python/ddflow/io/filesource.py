@@ -183,9 +183,12 @@ def read_files(
     if not isinstance(flow, Dataflow):
         raise PlanError(f"{fmt.name}.read: expected a Dataflow, got {flow!r}")
     files = FileSet(path, watch)
-    first = files.first()
-    inferred = None if first is None else fmt.infer(first)
-    target = resolve_schema(schema, inferred, f"{fmt.name}.read({str(path)!r})")
+
+    def infer() -> pa.Schema | None:
+        first = files.first()
+        return None if first is None else fmt.infer(first)
+
+    target = resolve_schema(schema, infer, f"{fmt.name}.read({str(path)!r})")
     if time_column is not None:
         if time_column not in target.names:
             raise PlanError(

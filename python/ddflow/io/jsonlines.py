@@ -33,6 +33,10 @@ from ddflow.sources import RowError
 __all__ = ["read", "write", "JSONLINES"]
 
 
+_INFER_BYTES = 1 << 20
+"""Bytes of the first file the types are inferred from."""
+
+
 def _read_type(t: pa.DataType) -> pa.DataType:
     """The type ``pyarrow.json`` reads a column of type ``t`` as (cast afterwards)."""
     if pa.types.is_date(t):
@@ -55,8 +59,17 @@ class JsonLinesFormat:
     suffix = ".jsonl"
 
     def infer(self, path: Path) -> pa.Schema:
-        """The types ``pyarrow.json`` infers from the whole file."""
-        schema: pa.Schema = pa_json.read_json(path).schema
+        """The types ``pyarrow.json`` infers from the file's first lines (up to 1 MiB), or
+        from its first line if those do not read together."""
+        with open(path, "rb") as f:
+            head = f.read(_INFER_BYTES)
+        if len(head) == _INFER_BYTES:
+            head = head[: head.rfind(b"\n") + 1] or head
+        try:
+            schema: pa.Schema = pa_json.read_json(io.BytesIO(head)).schema
+        except pa.ArrowInvalid:
+            first = head.lstrip().split(b"\n", 1)[0]
+            schema = pa_json.read_json(io.BytesIO(first)).schema
         return schema
 
     def batches(self, path: Path, schema: pa.Schema) -> Iterator[RawBatch]:
