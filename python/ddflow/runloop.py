@@ -11,11 +11,12 @@ subscriptions) see the newly completed updates. Times are ints (``time_dims == 1
 * a *timed* source (``time_column=``) gives each row's time; it holds the frontier at the
   greatest time it has sent, and a row behind the frontier is late: an error update.
 
-The loop ends when every source has ended (their inputs are closed and the engine runs to
-completion), on ``flow.stop()`` (from another thread or a callback), or on Ctrl-C. Every end
-is clean: the inputs are advanced past everything pushed, the engine completes those times,
-the listeners write them (``final=True``), and only then does ``run()`` return or raise (a
-Ctrl-C raises ``KeyboardInterrupt`` after that, a failing source :class:`SourceError`).
+The loop ends when every source has ended (their inputs are closed, inputs fed by hand are
+advanced past every time pushed, and the engine runs to completion), on ``flow.stop()``
+(from another thread or a callback), or on Ctrl-C. Every end is clean: the inputs are
+advanced past everything pushed, the engine completes those times, the listeners write them
+(``final=True``), and only then does ``run()`` return or raise (a Ctrl-C raises
+``KeyboardInterrupt`` after that, a failing source :class:`SourceError`).
 While the loop runs, Ctrl-C only asks it to stop; a second Ctrl-C interrupts at once.
 
 A row the input refuses (a value no column of its type can hold) becomes an error update: the
@@ -136,9 +137,9 @@ class RunLoop:
                 if ended:
                     for a in self.attached:
                         a.session.close()
+                self._complete(flow, inputs)
+                if ended:
                     finish()
-                else:
-                    self._complete(flow, inputs)
             except BaseException as exc:
                 if failure is None:
                     failure = exc
