@@ -7,7 +7,8 @@ subscriptions) see the newly completed updates. Times are ints (``time_dims == 1
 
 * a source without ``time_column`` stamps each tick's rows with the processing time, the
   milliseconds since the Unix epoch (never less than the frontier, so strictly increasing
-  from tick to tick), and lets the frontier pass it at the end of the tick;
+  from tick to tick), and lets the frontier pass it at the end of the tick (a tick that read
+  nothing leaves the frontier where it is: nothing waits on it, and the engine stays idle);
 * a *timed* source (``time_column=``) gives each row's time; it holds the frontier at the
   greatest time it has sent, and a row behind the frontier is late: an error update.
 
@@ -167,7 +168,7 @@ class RunLoop:
             now = max(self.clock(), frontier)
             rows = sum(self._poll(flow, a, now, frontier) for a in live)
             target = self._target(now, frontier)
-            if target is not None and target > frontier:
+            if rows and target is not None and target > frontier:
                 for session in inputs:
                     if not session.closed:
                         session.advance_to(target)
