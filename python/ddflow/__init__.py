@@ -32,7 +32,7 @@ a circle (``tests/api/test_layers.py`` checks both against this table)::
 4. handles: ``Collection`` and ``Arrangement``, which build through the
    :class:`~ddflow.records.PlanOwner` interface.
 5. owner: ``Dataflow``, which implements both interfaces. ``algorithms``, ``examples``,
-   ``io`` (connectors) and ``spark`` sit on top of the package.
+   ``io`` (connectors), ``sql`` (the SQL front end) and ``spark`` sit on top of the package.
 6. tools: ``python -m ddflow.doctor`` (versions and whether they fit together); nothing
    imports it.
 """
@@ -66,6 +66,7 @@ from ddflow.expr import coalesce, col, concat_str, lit, max_of, min_of, when
 from ddflow.input import InputSession
 from ddflow.io.subscribe import subscribe
 from ddflow.sources import SourceError
+from ddflow.sql import SqlError, sql
 from ddflow.traces import TraceHandle
 
 __version__ = _core.__version__
@@ -112,5 +113,7 @@ __all__ = [
     "InternalError",
     "ReentrancyError",
     "DataError",
+    "sql",
+    "SqlError",
     "__version__",
 ]

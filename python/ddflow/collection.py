@@ -117,6 +117,16 @@ class Collection(RecordOperators):
         collection minus its ``semijoin``, never negative (SQL's ``NOT EXISTS``)."""
         return _join("antijoin", self, other, on, left_on, right_on, None)
 
+    # -- SQL --------------------------------------------------------------------------------
+
+    def sql(self, query: str, dialect: str | None = None) -> Collection:
+        """The collection of a SQL query that reads this collection as the table ``self``:
+        ``c.sql("SELECT k, sum(x) AS s FROM self GROUP BY k")`` (see ``dd.sql``)."""
+        # Imported here: ddflow.sql sits on top of the package and imports this module.
+        from ddflow.sql import sql
+
+        return sql(query, {"self": self}, dialect)
+
     # -- reductions -------------------------------------------------------------------------
 
     def reduce(

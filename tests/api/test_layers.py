@@ -1,7 +1,7 @@
 """The package's modules form layers without an import circle.
 
 The layer table in ``ddflow/__init__.py``'s docstring is the specification: every module of the
-package (``algorithms``, ``examples`` and ``spark`` sit on top and are not checked) is in
+package (``algorithms``, ``examples``, ``sql`` and ``spark`` sit on top and are not checked) is in
 exactly one layer, and imports only modules of its own layer or below, counting imports inside
 ``if TYPE_CHECKING:`` and inside functions. The import graph has no cycle. Imports inside
 functions are few, and each says why in a comment.
@@ -16,7 +16,7 @@ from pathlib import Path
 import ddflow
 
 PACKAGE = Path(ddflow.__file__).parent
-ON_TOP = ("spark", "algorithms", "examples")
+ON_TOP = ("spark", "algorithms", "examples", "sql")
 MAX_FUNCTION_IMPORTS = 5
 
 

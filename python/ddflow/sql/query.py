@@ -1,0 +1,390 @@
+"""The planner: a parsed query (sqlglot tree) to a :class:`~ddflow.sql.scope.Relation`.
+
+:class:`Planner` holds what one translation shares: the query text (for errors), the tables,
+the ``WITH`` names in force, fresh column names and the enclosing query's scope while a
+subquery is planned. It plans a ``SELECT`` in SQL's order: ``FROM`` and ``WHERE``
+(:mod:`~ddflow.sql.relations`, subquery conjuncts by :mod:`~ddflow.sql.subqueries`),
+``GROUP BY`` / aggregates / ``HAVING`` (:mod:`~ddflow.sql.aggregates`), the ``SELECT`` list,
+``DISTINCT``; and ``UNION`` / ``EXCEPT`` / ``INTERSECT`` and ``WITH [RECURSIVE]`` around
+them (:mod:`~ddflow.sql.setops`). ``ORDER BY`` without ``LIMIT`` is ignored (a collection
+has no order); ``LIMIT`` and ``OFFSET`` are refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+import ddflow.expr as E
+from ddflow.collection import Collection
+from ddflow.expr import Expr
+from ddflow.outer_joins import JoinHow
+from ddflow.sql import aggregates, relations, setops, subqueries
+from ddflow.sql.errors import SqlError, refuse
+from ddflow.sql.expressions import ExprTranslator, conjuncts, is_untyped_null
+from ddflow.sql.scope import Field, Names, Relation, Scope
+
+__all__ = ["Planner", "Correlated", "Holder"]
+
+_SELECT_ARGS = {
+    "expressions",
+    "from",
+    "from_",
+    "joins",
+    "where",
+    "group",
+    "having",
+    "order",
+    "distinct",
+    "with",
+    "with_",
+    "kind",
+}
+
+
+class Correlated(Exception):
+    """Raised inside a subquery's planning when it reads a column of an enclosing query."""
+
+    def __init__(self, column: exp.Column) -> None:
+        super().__init__(column.sql())
+        self.column = column
+
+
+@dataclass
+class Holder:
+    """The relation an expression is evaluated on; a scalar subquery in the expression joins
+    its value onto it."""
+
+    rel: Relation
+
+
+Special = Callable[[exp.Expression], Expr | None]
+
+
+class Planner:
+    """Translates one SQL query (see the module docs)."""
+
+    def __init__(self, query: str, tables: Mapping[str, Collection]) -> None:
+        self.query = query
+        self.tables = {name.lower(): c for name, c in tables.items()}
+        self.ctes: list[dict[str, Relation]] = []
+        self.names = Names()
+        self.outer: Scope | None = None
+
+    # -- errors and names -------------------------------------------------------------------
+
+    def refuse(self, message: str, node: exp.Expression | None) -> SqlError:
+        """A ``SqlError`` about ``node`` (see :func:`ddflow.sql.errors.refuse`)."""
+        return refuse(message, node, self.query)
+
+    def check_outer(self, column: exp.Column, outer: Scope | None) -> None:
+        """Raises :class:`Correlated` if ``column`` names an enclosing query's column, else a
+        ``SqlError`` for an unknown column."""
+        if outer is not None:
+            fields, lookup = outer.find(column.name, column.table or None)
+            if fields or lookup is not None:
+                raise Correlated(column)
+        raise self.refuse("unknown column", column)
+
+    def column_of(self, scope: Scope, node: exp.Column, allow_outer: bool = False) -> str:
+        """The collection column a column reference names in ``scope``."""
+        fields, lookup = scope.find(node.name, node.table or None)
+        if len(fields) == 1:
+            return fields[0].column
+        if len(fields) > 1:
+            raise self.refuse("ambiguous column (qualify it with its table)", node)
+        if lookup is not None:
+            if allow_outer:
+                return lookup.field.column
+            raise Correlated(node)
+        names = sorted({f.name for f in scope.relation.fields if not f.qualified_only})
+        raise self.refuse(f"unknown column (columns here: {', '.join(names)})", node)
+
+    # -- expressions ------------------------------------------------------------------------
+
+    def expr(
+        self,
+        scope: Scope,
+        node: exp.Expression,
+        special: Special | None = None,
+        allow_outer: bool = False,
+    ) -> Expr:
+        """``node`` as a ddflow expression over ``scope``'s relation."""
+        return self.translator(scope, special, allow_outer).typed(node)
+
+    def translator(
+        self, scope: Scope, special: Special | None = None, allow_outer: bool = False
+    ) -> ExprTranslator:
+        """An expression translator resolving names in ``scope``."""
+
+        def column(node: exp.Column) -> Expr:
+            return E.col(self.column_of(scope, node, allow_outer))
+
+        return ExprTranslator(self.query, column, special or (lambda _: None))
+
+    def filter(self, rel: Relation, cond: exp.Expression) -> Relation:
+        """``rel`` where ``cond`` (subquery-free) holds."""
+        e = self.translator(Scope(rel, self.outer)).bool(cond)
+        return Relation(rel.coll.filter(e), rel.fields)
+
+    def key_columns(
+        self, rel: Relation, nodes: list[exp.Expression], allow_outer: bool = False
+    ) -> tuple[Relation, list[str]]:
+        """The columns holding ``nodes`` on ``rel`` (expressions computed into new ones)."""
+        scope = Scope(rel, self.outer)
+        names: list[str] = []
+        extra: dict[str, Expr] = {}
+        for node in nodes:
+            inner = node
+            while isinstance(inner, exp.Paren):
+                inner = inner.this
+            if isinstance(inner, exp.Column):
+                names.append(self.column_of(scope, inner, allow_outer))
+                continue
+            name = self.names.fresh("key")
+            extra[name] = self.expr(scope, inner, allow_outer=allow_outer)
+            names.append(name)
+        if extra:
+            rel = Relation(rel.coll.with_columns(**extra), rel.fields)
+        return rel, names
+
+    def equi_join(
+        self,
+        left: Relation,
+        right: Relation,
+        lefts: list[exp.Expression],
+        rights: list[exp.Expression],
+        how: JoinHow = "inner",
+    ) -> Relation:
+        """``left`` joined with ``right`` where each of ``lefts`` equals its ``rights``."""
+        left, lk = self.key_columns(left, lefts)
+        right, rk = self.key_columns(right, rights)
+        if len(set(lk)) < len(lk) or len(set(rk)) < len(rk):
+            left, lk = _distinct_keys(left, lk, self.names)
+            right, rk = _distinct_keys(right, rk, self.names)
+        coll = left.coll.join(right.coll, left_on=lk, right_on=rk, how=how)
+        fields = left.fields + right.fields
+        if how == "inner":
+            # The right key columns are dropped; their values are the left keys'.
+            to_left = dict(zip(rk, lk, strict=True))
+            fields = [
+                Field(f.qualifier, f.name, to_left.get(f.column, f.column), f.qualified_only)
+                for f in fields
+            ]
+        return Relation(coll, fields)
+
+    # -- sources ----------------------------------------------------------------------------
+
+    def source(self, node: exp.Expression, dry: bool = False) -> Relation:
+        """A ``FROM`` item: a table, a ``WITH`` name or a subquery, under its alias. ``dry``
+        only names its fields (no operator is added for a table or ``WITH`` name)."""
+        alias = node.args.get("alias")
+        if isinstance(node, exp.Table):
+            if node.args.get("db") or node.args.get("catalog"):
+                raise self.refuse("qualified table names are not supported", node)
+            if not isinstance(node.this, exp.Identifier):
+                raise self.refuse("this FROM item is not supported", node)
+            name = node.name
+            qualifier = (node.alias or name).lower()
+            rel = self._named(name, node, dry)
+        elif isinstance(node, exp.Subquery):
+            if alias is None:
+                raise self.refuse("a subquery in FROM needs an alias", node)
+            rel = self.plan(node.this, None)
+            qualifier = node.alias.lower()
+        else:
+            raise self.refuse(f"{node.key.upper()} in FROM is not supported", node)
+        rel = rel.requalified(qualifier)
+        renames = alias.args.get("columns") if isinstance(alias, exp.TableAlias) else None
+        if renames:
+            if len(renames) > len(rel.fields):
+                raise self.refuse("more column aliases than columns", alias)
+            names = [r.name for r in renames] + [f.name for f in rel.fields[len(renames) :]]
+            rel = Relation(
+                rel.coll,
+                [Field(qualifier, n, f.column) for n, f in zip(names, rel.fields, strict=True)],
+            )
+        return rel
+
+    def _named(self, name: str, node: exp.Expression, dry: bool) -> Relation:
+        """A fresh copy of a ``WITH`` relation or table (fresh columns: a name may be read
+        twice in one query, as in a self-join)."""
+        low = name.lower()
+        for ctes in reversed(self.ctes):
+            if low in ctes:
+                found = ctes[low]
+                if dry:
+                    return found
+                fresh = [self.names.fresh(f.name) for f in found.fields]
+                coll = found.coll.select(
+                    *(E.col(f.column).alias(n) for f, n in zip(found.fields, fresh, strict=True))
+                )
+                fields = [Field(low, f.name, n) for f, n in zip(found.fields, fresh, strict=True)]
+                return Relation(coll, fields)
+        if low not in self.tables:
+            known = ", ".join(sorted(self.tables)) or "none"
+            raise self.refuse(f"unknown table (tables: {known})", node)
+        table = self.tables[low]
+        if dry:
+            return Relation(table, [Field(low, c, c) for c in table.columns])
+        fresh = [self.names.fresh(c) for c in table.columns]
+        coll = table.select(*(E.col(c).alias(n) for c, n in zip(table.columns, fresh, strict=True)))
+        return Relation(coll, [Field(low, c, n) for c, n in zip(table.columns, fresh, strict=True)])
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def plan(self, node: exp.Expression, outer: Scope | None) -> Relation:
+        """The relation of a query (``SELECT``, set operation, parenthesised query)."""
+        with_ = node.args.get("with_") or node.args.get("with")
+        if with_ is not None:
+            return setops.plan_with(self, node, with_, outer)
+        return self.plan_body(node, outer)
+
+    def plan_body(self, node: exp.Expression, outer: Scope | None) -> Relation:
+        """The relation of a query whose ``WITH`` (if any) is in force."""
+        if isinstance(node, exp.Subquery):
+            return self.plan(node.this, outer)
+        if isinstance(node, exp.Select):
+            return self.plan_select(node, outer)
+        if isinstance(node, exp.Union | exp.Except | exp.Intersect):
+            return setops.plan_setop(self, node, outer)
+        raise self.refuse(f"{node.key.upper()} is not supported as a query", node)
+
+    def plan_select(self, sel: exp.Select, outer: Scope | None) -> Relation:
+        """The relation of one ``SELECT``."""
+        for key, value in sel.args.items():
+            if value and key not in _SELECT_ARGS:
+                what = {"limit": "LIMIT", "offset": "OFFSET", "qualify": "QUALIFY"}.get(
+                    key, key.upper()
+                )
+                raise self.refuse(f"{what} is not supported", value)
+        distinct = sel.args.get("distinct")
+        if distinct is not None and distinct.args.get("on") is not None:
+            raise self.refuse("DISTINCT ON is not supported", distinct)
+        saved, self.outer = self.outer, outer
+        try:
+            where = sel.args.get("where")
+            conds = conjuncts(where.this if where is not None else None)
+            plain = [c for c in conds if not subqueries.has_subquery(c)]
+            rel = relations.plan_from(self, sel, plain)
+            for cond in conds:
+                if subqueries.has_subquery(cond):
+                    rel = subqueries.apply_conjunct(self, rel, cond, outer)
+            grouped = aggregates.plan_group(self, sel, rel)
+            holder = Holder(rel)
+            special = self._special(holder, rel, outer, None)
+            if grouped is not None:
+                holder.rel, mapping = grouped
+                special = self._special(holder, rel, outer, mapping)
+                having = sel.args.get("having")
+                for cond in conjuncts(having.this if having is not None else None):
+                    e = self.translator(Scope(holder.rel, outer), special).bool(cond)
+                    holder.rel = Relation(holder.rel.coll.filter(e), holder.rel.fields)
+            out = self._select_list(sel, holder, outer, special)
+        finally:
+            self.outer = saved
+        if distinct is not None:
+            out = Relation(out.coll.distinct(), out.fields)
+        return out
+
+    def _special(
+        self,
+        holder: Holder,
+        before: Relation,
+        outer: Scope | None,
+        mapping: aggregates.Grouped | None,
+    ) -> Special:
+        """The hook for nodes an expression alone cannot translate: scalar subqueries and,
+        after grouping, group keys, aggregate calls and columns."""
+
+        def special(node: exp.Expression) -> Expr | None:
+            if isinstance(node, exp.Subquery):
+                return subqueries.scalar(self, holder, node, outer, inner=False)
+            if isinstance(node, exp.Exists) or (
+                isinstance(node, exp.In) and node.args.get("query") is not None
+            ):
+                raise self.refuse(
+                    "EXISTS and IN (subquery) are supported as WHERE conjuncts (with NOT) only",
+                    node,
+                )
+            if mapping is None:
+                return None
+            found = mapping.lookup(node)
+            if found is not None:
+                return found
+            if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+                fields, lookup = Scope(before).find(node.name, node.table or None)
+                if len(fields) == 1 and fields[0].column in mapping.key_columns:
+                    return E.col(fields[0].column)
+                if not fields and lookup is None and outer is not None:
+                    self.column_of(Scope(holder.rel, outer), node)
+                if fields:
+                    raise self.refuse("column must appear in GROUP BY or be in an aggregate", node)
+            return None
+
+        return special
+
+    def _select_list(
+        self, sel: exp.Select, holder: Holder, outer: Scope | None, special: Special
+    ) -> Relation:
+        """The ``SELECT`` items as a new relation (fresh columns, fields named as output)."""
+        items: list[tuple[str, Expr]] = []
+        for item in sel.expressions:
+            is_star = isinstance(item, exp.Star) or (
+                isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
+            )
+            if is_star:
+                qualifier = item.table.lower() if isinstance(item, exp.Column) else None
+                matched = [
+                    f
+                    for f in holder.rel.fields
+                    if not f.qualified_only and (qualifier is None or f.qualifier == qualifier)
+                ]
+                if not matched:
+                    raise self.refuse("* matches no columns", item)
+                items += [(f.name, E.col(f.column)) for f in matched]
+                continue
+            name = _output_name(item)
+            value = item.this if isinstance(item, exp.Alias) else item
+            e = self.translator(Scope(holder.rel, outer), special)(value)
+            items.append((name, e))
+        taken: dict[str, int] = {}
+        fields: list[Field] = []
+        exprs: list[Expr] = []
+        for name, e in items:
+            n = taken.get(name.lower(), 0)
+            taken[name.lower()] = n + 1
+            out_name = name if n == 0 else f"{name}_{n}"
+            column = self.names.fresh(out_name)
+            fields.append(Field(None, out_name, column))
+            exprs.append((E.null_column() if is_untyped_null(e) else e).alias(column))
+        return Relation(holder.rel.coll.select(*exprs), fields)
+
+
+def _output_name(item: exp.Expression) -> str:
+    """An output column's name: its alias, a bare column's name, else the SQL text."""
+    if isinstance(item, exp.Alias):
+        return item.alias
+    if isinstance(item, exp.Column):
+        return item.name
+    return item.sql(dialect="duckdb")
+
+
+def _distinct_keys(rel: Relation, keys: list[str], names: Names) -> tuple[Relation, list[str]]:
+    """Key columns made distinct (a column used twice as a key gets a copy)."""
+    seen: set[str] = set()
+    out: list[str] = []
+    extra: dict[str, Expr] = {}
+    for k in keys:
+        if k in seen:
+            copy = names.fresh(k)
+            extra[copy] = E.col(k)
+            out.append(copy)
+        else:
+            seen.add(k)
+            out.append(k)
+    if extra:
+        rel = Relation(rel.coll.with_columns(**extra), rel.fields)
+    return rel, out

@@ -1,0 +1,296 @@
+"""``FROM`` clauses: table references, joins, and the ``WHERE`` conjuncts that join them.
+
+A ``FROM`` list and its inner joins form a *pool* of relations with a list of conjuncts (the
+``ON`` conditions and the ``WHERE`` clause's): :func:`collapse` filters each relation by the
+conjuncts that read only it, then joins the pool greedily, each step an equi-join on every
+equality between the relations joined so far and the next one (``a.x = b.y``, either side
+an expression of one relation), so no plan holds a cross product where an equi-join exists;
+a relation with no equality to the others is joined on a constant key (a cross product).
+Conjuncts that read several relations otherwise are filters once all of them are joined. A
+conjunct that is an ``OR`` first has the conjuncts common to all its branches pulled out
+(TPC-H Q19's join condition). An outer join collapses the pool on its left first;
+``LEFT`` / ``RIGHT`` / ``FULL`` take equalities in ``ON`` (a conjunct on the inner side only
+filters that side first; others are refused) or ``USING``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from sqlglot import exp
+
+import ddflow.expr as E
+from ddflow.outer_joins import JoinHow
+from ddflow.sql.expressions import conjuncts
+from ddflow.sql.scope import Field, Relation, Scope
+
+if TYPE_CHECKING:
+    from ddflow.sql.query import Planner
+
+__all__ = ["plan_from", "collapse", "components_of", "equality_sides", "factor_or"]
+
+_HOWS: dict[str, JoinHow] = {"INNER": "inner", "LEFT": "left", "RIGHT": "right", "FULL": "outer"}
+
+
+def plan_from(p: Planner, sel: exp.Select, where: list[exp.Expression]) -> Relation:
+    """The relation of ``sel``'s ``FROM`` clause and joins, filtered by the plain
+    (subquery-free) ``WHERE`` conjuncts ``where``."""
+    from_ = sel.args.get("from_") or sel.args.get("from")
+    if from_ is None:
+        raise p.refuse("a SELECT without FROM is not supported", sel)
+    pool = [p.source(from_.this)]
+    conds: list[exp.Expression] = []
+    for join in sel.args.get("joins") or []:
+        side = (join.args.get("side") or "").upper()
+        kind = (join.args.get("kind") or "").upper()
+        if kind in ("SEMI", "ANTI", "ASOF", "POSITIONAL") or join.args.get("method"):
+            raise p.refuse(f"{kind or 'this'} join is not supported", join)
+        right = p.source(join.this)
+        using = join.args.get("using")
+        on = join.args.get("on")
+        if side:
+            left = collapse(p, pool, conds)
+            pool, conds = [outer_join(p, left, right, side, on, using, join)], []
+            continue
+        if using:
+            left = collapse(p, pool, conds)
+            pool, conds = [_using_join(p, left, right, "INNER", using, join)], []
+            continue
+        pool.append(right)
+        conds += conjuncts(on)
+    return collapse(p, pool, conds + where)
+
+
+def factor_or(node: exp.Expression) -> list[exp.Expression]:
+    """``node``, or the conjuncts common to all branches of an ``OR`` followed by the ``OR``
+    of what remains of each branch."""
+    inner = node
+    while isinstance(inner, exp.Paren):
+        inner = inner.this
+    if not isinstance(inner, exp.Or):
+        return [node]
+    branches: list[exp.Expression] = []
+
+    def flatten(n: exp.Expression) -> None:
+        while isinstance(n, exp.Paren):
+            n = n.this
+        if isinstance(n, exp.Or):
+            flatten(n.this)
+            flatten(n.expression)
+        else:
+            branches.append(n)
+
+    flatten(inner)
+    parts = [conjuncts(b) for b in branches]
+    common = [c for c in parts[0] if all(any(c == d for d in other) for other in parts[1:])]
+    if not common:
+        return [node]
+    rest = [[c for c in part if not any(c == d for d in common)] for part in parts]
+    if any(not r for r in rest):
+        return common  # one branch is only the common part: the OR always holds then
+    ors = [cast(exp.Expression, exp.and_(*r)) if len(r) > 1 else r[0] for r in rest]
+    return [*common, cast(exp.Expression, exp.or_(*ors))]
+
+
+def components_of(
+    p: Planner, node: exp.Expression, pool: list[Relation], outer: Scope | None = None
+) -> set[int]:
+    """The pool relations whose fields ``node`` reads (not counting nested subqueries)."""
+    found: set[int] = set()
+    for column in _columns(node):
+        hits = [i for i, r in enumerate(pool) if r.matching(column.name, _qualifier(column))]
+        if len(hits) > 1:
+            raise p.refuse(f"column {column.sql()} is ambiguous", column)
+        if not hits:
+            p.check_outer(column, outer)
+            continue
+        found.add(hits[0])
+    return found
+
+
+def _columns(node: exp.Expression) -> list[exp.Column]:
+    out: list[exp.Column] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star):
+            out.append(n)
+            continue
+        if isinstance(n, exp.Subquery | exp.Select | exp.Exists):
+            continue
+        stack.extend(v for v in n.iter_expressions())
+    return out
+
+
+def _qualifier(column: exp.Column) -> str | None:
+    return column.table or None
+
+
+def equality_sides(node: exp.Expression) -> tuple[exp.Expression, exp.Expression] | None:
+    """The two sides of an ``=`` conjunct (parentheses removed), else None."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.EQ):
+        return node.this, node.expression
+    return None
+
+
+def collapse(p: Planner, pool: list[Relation], conds: list[exp.Expression]) -> Relation:
+    """One relation: ``pool`` filtered and joined by ``conds`` (see the module docs)."""
+    pool = list(pool)
+    pending: list[tuple[exp.Expression, set[int]]] = []
+    for cond in [f for c in conds for f in factor_or(c)]:
+        comps = components_of(p, cond, pool, p.outer)
+        if len(comps) == 1:
+            (i,) = comps
+            pool[i] = p.filter(pool[i], cond)
+        elif not comps:
+            pool[0] = p.filter(pool[0], cond)
+        else:
+            pending.append((cond, comps))
+    joined = {0}
+    current = pool[0]
+    while len(joined) < len(pool):
+        step = _next_join(p, pool, joined, pending)
+        if step is None:
+            nxt = min(set(range(len(pool))) - joined)
+            current = _cross(p, current, pool[nxt])
+            joined.add(nxt)
+        else:
+            nxt, lefts, rights, used = step
+            current = p.equi_join(current, pool[nxt], lefts, rights)
+            joined.add(nxt)
+            pending = [(c, s) for c, s in pending if not any(c is u for u in used)]
+        ready = [(c, s) for c, s in pending if s <= joined]
+        pending = [(c, s) for c, s in pending if not s <= joined]
+        for cond, _ in ready:
+            current = p.filter(current, cond)
+    return current
+
+
+def _next_join(
+    p: Planner,
+    pool: list[Relation],
+    joined: set[int],
+    pending: list[tuple[exp.Expression, set[int]]],
+) -> tuple[int, list[exp.Expression], list[exp.Expression], list[exp.Expression]] | None:
+    """The next relation to join, with the key expressions on each side and the
+    conjuncts that became keys; None when no equality links another relation."""
+    for j in range(len(pool)):
+        if j in joined:
+            continue
+        lefts: list[exp.Expression] = []
+        rights: list[exp.Expression] = []
+        used: list[exp.Expression] = []
+        for cond, comps in pending:
+            sides = equality_sides(cond)
+            if sides is None or j not in comps or not comps <= joined | {j}:
+                continue
+            a, b = sides
+            ca = components_of(p, a, pool, p.outer)
+            cb = components_of(p, b, pool, p.outer)
+            if cb == {j} and ca and ca <= joined:
+                lefts.append(a)
+                rights.append(b)
+                used.append(cond)
+            elif ca == {j} and cb and cb <= joined:
+                lefts.append(b)
+                rights.append(a)
+                used.append(cond)
+        if lefts:
+            return j, lefts, rights, used
+    return None
+
+
+def _cross(p: Planner, left: Relation, right: Relation) -> Relation:
+    """The cross product, as a join on a constant key."""
+    return p.equi_join(left, right, [exp.Literal.number(0)], [exp.Literal.number(0)])
+
+
+def outer_join(
+    p: Planner,
+    left: Relation,
+    right: Relation,
+    side: str,
+    on: exp.Expression | None,
+    using: list[exp.Expression] | None,
+    node: exp.Expression,
+) -> Relation:
+    """``left`` ``LEFT`` / ``RIGHT`` / ``FULL`` join ``right``."""
+    if using:
+        return _using_join(p, left, right, side, using, node)
+    if on is None:
+        raise p.refuse(f"{side} JOIN needs ON or USING", node)
+    pool = [left, right]
+    lefts: list[exp.Expression] = []
+    rights: list[exp.Expression] = []
+    inner_side = {"LEFT": 1, "RIGHT": 0}.get(side)
+    for cond in conjuncts(on):
+        comps = components_of(p, cond, pool)
+        sides = equality_sides(cond)
+        if sides is not None and comps == {0, 1}:
+            a, b = sides
+            ca, cb = components_of(p, a, pool), components_of(p, b, pool)
+            if ca == {0} and cb == {1}:
+                lefts.append(a)
+                rights.append(b)
+                continue
+            if ca == {1} and cb == {0}:
+                lefts.append(b)
+                rights.append(a)
+                continue
+        if inner_side is not None and comps <= {inner_side}:
+            pool[inner_side] = p.filter(pool[inner_side], cond)
+            continue
+        raise p.refuse(
+            f"in {side} JOIN ... ON, only equalities between the two sides and conditions on "
+            f"the {'right' if side == 'LEFT' else 'left'} side alone are supported",
+            cond,
+        )
+    if not lefts:
+        raise p.refuse(f"{side} JOIN without an equality between the two sides", node)
+    how = _HOWS[side]
+    return p.equi_join(pool[0], pool[1], lefts, rights, how=how)
+
+
+def _using_join(
+    p: Planner,
+    left: Relation,
+    right: Relation,
+    side: str,
+    using: list[exp.Expression],
+    node: exp.Expression,
+) -> Relation:
+    """A join ``USING (k, ...)``: one visible ``k`` (the left's for inner and left joins, the
+    right's for right joins, the non-null one for full joins); ``t.k`` still names a side's."""
+    lefts: list[exp.Expression] = []
+    rights: list[exp.Expression] = []
+    pairs: list[tuple[Field, Field]] = []
+    for ident in using:
+        name = ident.name
+        lfs, rfs = left.matching(name, None), right.matching(name, None)
+        if len(lfs) != 1 or len(rfs) != 1:
+            raise p.refuse(f"USING column {name} must name one column on each side", node)
+        pairs.append((lfs[0], rfs[0]))
+        lefts.append(exp.column(name, lfs[0].qualifier))
+        rights.append(exp.column(name, rfs[0].qualifier))
+    how = _HOWS[side]
+    joined = p.equi_join(left, right, lefts, rights, how=how)
+    fields = list(joined.fields)
+    coll = joined.coll
+    firsts: list[Field] = []
+    for lf, rf in pairs:
+        hidden = {lf.column: lf, rf.column: rf}
+        if side == "FULL":
+            merged = p.names.fresh(lf.name)
+            coll = coll.with_columns(**{merged: E.coalesce(E.col(lf.column), E.col(rf.column))})
+            firsts.append(Field(None, lf.name, merged))
+        else:
+            keep = rf if side == "RIGHT" else lf
+            firsts.append(keep)
+            del hidden[keep.column]
+        fields = [f for f in fields if f.column not in (lf.column, rf.column)]
+        fields += [
+            Field(f.qualifier, f.name, f.column, qualified_only=True) for f in hidden.values()
+        ]
+    return Relation(coll, firsts + fields)

@@ -1,0 +1,45 @@
+"""The entry point of the translation: parse, check the tables, plan, name the outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+import ddflow.expr as E
+from ddflow.collection import Collection
+from ddflow.sql.errors import SqlError
+from ddflow.sql.query import Correlated, Planner
+
+__all__ = ["translate"]
+
+
+def translate(query: str, tables: Mapping[str, Collection], dialect: str) -> Collection:
+    """The collection of ``query`` over ``tables`` (see :func:`ddflow.sql.sql`)."""
+    if not isinstance(query, str):
+        raise SqlError(f"the query must be a str, got {type(query).__name__}")
+    if not isinstance(tables, Mapping):
+        raise SqlError(f"tables must map names to collections, got {type(tables).__name__}")
+    for name, coll in tables.items():
+        if not isinstance(name, str) or not isinstance(coll, Collection):
+            raise SqlError(f"tables must map names (str) to Collections, got {name!r}: {coll!r}")
+    try:
+        statements = sqlglot.parse(query, read=dialect)
+    except ParseError as err:
+        raise SqlError(f"the query does not parse ({dialect}): {err}") from None
+    except ValueError as err:  # an unknown dialect
+        raise SqlError(str(err)) from None
+    if len(statements) != 1 or statements[0] is None:
+        raise SqlError(f"expected one statement, got {len(statements)}")
+    tree = statements[0]
+    assert tree is not None
+    if not isinstance(tree, exp.Select | exp.Union | exp.Except | exp.Intersect | exp.Subquery):
+        raise SqlError(f"only queries are supported, not {tree.key.upper()}")
+    planner = Planner(query, tables)
+    try:
+        rel = planner.plan(tree, None)
+    except Correlated as err:
+        raise planner.refuse("unknown column", err.column) from None
+    return rel.coll.select(*(E.col(f.column).alias(f.name) for f in rel.fields))
