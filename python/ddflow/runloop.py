@@ -44,7 +44,7 @@ from ddflow.builder import PlanBuilder
 from ddflow.errorlog import ErrorLog, RawError
 from ddflow.errors import InvalidValueError, PlanError
 from ddflow.input import InputSession
-from ddflow.sources import RowError, Source, SourceBatch, SourceError
+from ddflow.sources import RowError, Source, SourceBatch, SourceError, value_text
 from ddflow.times import Time
 
 __all__ = ["Driver", "Listener", "RunLoop", "processing_time"]
@@ -269,13 +269,19 @@ class RunLoop:
         def on_ctrl_c(signum: int, frame: Any) -> None:
             self._interrupted = True
             self._stop.set()
-            signal.signal(signal.SIGINT, previous or signal.default_int_handler)
+            signal.signal(signal.SIGINT, _handler(previous))
 
         signal.signal(signal.SIGINT, on_ctrl_c)
         try:
             yield
         finally:
-            signal.signal(signal.SIGINT, previous or signal.default_int_handler)
+            signal.signal(signal.SIGINT, _handler(previous))
+
+
+def _handler(previous: Any) -> Any:
+    """The SIGINT handler to restore (Python's own where the previous one was not set from
+    Python)."""
+    return signal.default_int_handler if previous is None else previous
 
 
 def _time(session: InputSession) -> int:
@@ -301,7 +307,9 @@ def _push_rows(
         return []
     except (InvalidValueError, builtins.OverflowError) as exc:
         if table.num_rows == 1:
-            return [RowError(origin, int(rows[0]), None, str(exc), _values(table))]
+            column = _not_utf8(table)
+            message = str(exc) if column is None else "text that is not valid UTF-8"
+            return [RowError(origin, int(rows[0]), column, message, _values(table))]
     half = table.num_rows // 2
     parts = []
     for lo, hi in ((0, half), (half, table.num_rows)):
@@ -310,10 +318,23 @@ def _push_rows(
     return parts
 
 
+def _not_utf8(table: pa.Table) -> str | None:
+    """The first string column of a one-row table holding bytes that are not UTF-8."""
+    for name in table.column_names:
+        column = table[name]
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            raw = column.cast(pa.binary())[0].as_py()
+            try:
+                if raw is not None:
+                    raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return name
+    return None
+
+
 def _values(table: pa.Table) -> str:
     """A one-row table's values as ``name=value`` text."""
-    (row,) = table.to_pylist()
-    return ", ".join(f"{k}={v!r}" for k, v in row.items())
+    return ", ".join(f"{k}={value_text(table[k], 0)}" for k in table.column_names)
 
 
 def _raw(node: int, label: str, source: str, e: RowError, default: int) -> RawError:

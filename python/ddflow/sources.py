@@ -24,7 +24,16 @@ import pyarrow as pa
 
 from ddflow.errors import DdflowError
 
-__all__ = ["RowError", "Source", "SourceBatch", "SourceError"]
+__all__ = ["RowError", "Source", "SourceBatch", "SourceError", "value_text"]
+
+
+def value_text(column: pa.Array | pa.ChunkedArray, i: int) -> str:
+    """Row ``i`` of ``column`` as text for an error message (text that is not UTF-8 as the
+    bytes it holds)."""
+    try:
+        return repr(column[i].as_py())
+    except UnicodeDecodeError:
+        return repr(column.cast(pa.binary())[i].as_py())
 
 
 class SourceError(DdflowError, RuntimeError):

@@ -215,3 +215,24 @@ def test_reader_arguments_are_checked(tmp_path: Path) -> None:
         dd.io.csv.read(flow, tmp_path, time_column="t")
     with pytest.raises(dd.SchemaTypeError, match="it must be an integer, timestamp or date"):
         dd.io.csv.read(flow, tmp_path, time_column="k")
+
+
+def test_text_that_is_not_utf8_is_an_error_for_its_row(tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_bytes(b"k,v\na,1\n\xff\xfe,2\nc,3\n")
+    flow = dd.Dataflow()
+    state, errors = _run(dd.io.csv.read(flow, tmp_path, schema={"k": "str", "v": "int64"}))
+    assert [r["k"] for r in state] == ["a", "c"]
+    (error,) = errors
+    assert "a.csv, row 2, column 'k': text that is not valid UTF-8" in error["message"]
+    assert error["values"] == "k=b'\\xff\\xfe', v=2"
+
+
+def test_a_file_that_does_not_read_stops_the_run_naming_it(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"x": [1, 2]}), tmp_path / "a.parquet")
+    (tmp_path / "b.parquet").write_bytes(b"not parquet at all")
+    flow = dd.Dataflow()
+    rows = dd.io.parquet.read(flow, tmp_path)
+    capture = rows.capture()
+    with pytest.raises(dd.SourceError, match=f"parquet source .*reading {tmp_path}/b.parquet"):
+        flow.run()
+    assert [r["x"] for r in capture.state().to_pylist()] == [1, 2]

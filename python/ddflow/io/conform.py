@@ -25,7 +25,7 @@ from ddflow.dtypes import dtype_name
 from ddflow.errors import SchemaTypeError
 from ddflow.input import InputSession
 from ddflow.logical_types import arrow_type, name_of_arrow
-from ddflow.sources import RowError
+from ddflow.sources import RowError, value_text
 
 __all__ = ["conform", "ddflow_type", "resolve_schema"]
 
@@ -122,7 +122,7 @@ def conform(
                 int(rows[i]),
                 problems[0][0],
                 "; ".join(message for _, message in problems),
-                ", ".join(f"{c}={table[c][i].as_py()!r}" for c, _ in problems),
+                ", ".join(f"{c}={value_text(table[c], i)}" for c, _ in problems),
             )
         )
     keep = np.ones(n, dtype=bool)
@@ -143,7 +143,7 @@ def _cast(
         ) from None
     except pa.ArrowInvalid:
         if len(values) == 1:
-            message = f"{values[0].as_py()!r} does not convert to {t}"
+            message = f"{value_text(values, 0)} does not convert to {t}"
             return pa.nulls(1, t), [(offset, message)]
     half = len(values) // 2
     head, head_bad = _cast(values.slice(0, half), t, origin, column, offset)

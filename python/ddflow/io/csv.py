@@ -73,7 +73,9 @@ class CsvFormat:
         options = pa_csv.ReadOptions(use_threads=False, block_size=_BLOCK)
         parse = pa_csv.ParseOptions(invalid_row_handler=skip)
         convert = pa_csv.ConvertOptions(
-            include_columns=wanted, column_types={name: pa.string() for name in wanted}
+            include_columns=wanted,
+            column_types={name: pa.string() for name in wanted},
+            check_utf8=False,  # text that is not UTF-8 is refused by the input, row by row
         )
         if path.stat().st_size == 0:
             return

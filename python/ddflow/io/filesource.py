@@ -27,7 +27,7 @@ from ddflow.dataflow import Dataflow
 from ddflow.errors import PlanError, SchemaTypeError
 from ddflow.io.conform import conform, resolve_schema
 from ddflow.io.files import FileSet
-from ddflow.sources import RowError, Source, SourceBatch
+from ddflow.sources import RowError, Source, SourceBatch, SourceError
 
 __all__ = ["FileSource", "Format", "RawBatch", "read_files"]
 
@@ -86,9 +86,12 @@ class FileSource(Source):
         self.name = f"{fmt.name} source {str(files.path)!r}"
         self._file: Path | None = None
         self._batches: Iterator[RawBatch] | None = None
+        self._failure: SourceError | None = None
 
     def poll(self) -> list[SourceBatch]:
         """Reads up to ``rows_per_poll`` rows of the files ready now."""
+        if self._failure is not None:
+            raise self._failure
         out: list[SourceBatch] = []
         rows = 0
         while rows < self.rows_per_poll:
@@ -98,12 +101,20 @@ class FileSource(Source):
                     break
                 self._file, self._batches = path, self.fmt.batches(path, self.schema)
             assert self._file is not None
-            raw = next(self._batches, None)
-            if raw is None:
-                self.files.done(self._file)
-                self._file, self._batches = None, None
-                continue
-            batch = self._batch(raw, str(self._file))
+            try:
+                raw = next(self._batches, None)
+                if raw is None:
+                    self.files.done(self._file)
+                    self._file, self._batches = None, None
+                    continue
+                batch = self._batch(raw, str(self._file))
+            except Exception as exc:
+                failure = SourceError(f"reading {self._file}: {exc}")
+                failure.__cause__ = exc
+                if not out:
+                    raise failure from exc
+                self._failure = failure  # raised at the next poll: first push what was read
+                break
             rows += raw.table.num_rows
             out.append(batch)
         return out
