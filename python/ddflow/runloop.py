@@ -328,7 +328,7 @@ def _not_utf8(table: pa.Table) -> str | None:
                 if raw is not None:
                     raw.decode("utf-8")
             except UnicodeDecodeError:
-                return name
+                return str(name)
     return None
 
 
