@@ -206,6 +206,8 @@ class ExprTranslator:
             return self._substring(node)
         if isinstance(node, exp.DPipe):
             return E.concat_str([self.typed(node.this), self.typed(node.expression)])
+        if isinstance(node, exp.Window):
+            raise self._refuse("window functions (OVER) are not supported", node)
         if isinstance(node, AGGREGATES):
             raise self._refuse("an aggregate is not allowed here", node)
         if isinstance(node, exp.Interval):

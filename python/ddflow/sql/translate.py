@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import sqlglot
@@ -28,7 +29,8 @@ def translate(query: str, tables: Mapping[str, Collection], dialect: str) -> Col
     try:
         statements = sqlglot.parse(query, read=dialect)
     except ParseError as err:
-        raise SqlError(f"the query does not parse ({dialect}): {err}") from None
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(err))  # sqlglot underlines with ANSI codes
+        raise SqlError(f"the query does not parse ({dialect}): {text}") from None
     except ValueError as err:  # an unknown dialect
         raise SqlError(str(err)) from None
     if len(statements) != 1 or statements[0] is None:

@@ -1,0 +1,105 @@
+"""What the SQL front end refuses: a ``dd.SqlError`` naming the construct, with the query's
+line quoted and a ``^`` under it; never a plan with another meaning. Also ``Collection.sql``
+and the documented differences from SQL (the global aggregate over an empty input)."""
+
+from __future__ import annotations
+
+import pytest
+
+import ddflow as dd
+
+
+@pytest.fixture
+def tables() -> dict[str, dd.Collection]:
+    flow = dd.Dataflow()
+    _, t = flow.new_input({"k": "int64", "x": "int64", "s": "str"})
+    _, u = flow.new_input({"k": "int64", "y": "int64"})
+    return {"t": t, "u": u}
+
+
+REFUSED = [
+    ("select k from t limit 3", "LIMIT"),
+    ("select k from t order by k limit 3", "LIMIT"),
+    ("select k from t offset 2", "OFFSET"),
+    ("select row_number() over (partition by k) as r from t", "not supported"),
+    ("select nope from t", "unknown column"),
+    ("select k from nowhere", "unknown table"),
+    ("select k from t, u where t.k = u.k", "ambiguous"),
+    ("select k, x from t group by k", "GROUP BY"),
+    ("select sum(distinct x) as s from t", "SUM\\(DISTINCT"),
+    ("select k from t where x > (select y from u)", "at most one row"),
+    ("select k from t where x not in (select y from u where u.k = t.k)", "correlated NOT IN"),
+    ("select k from t where x > (select max(y) from u where u.y < t.x)", "equalities only"),
+    ("select k, x from t except all select k, y from u", "EXCEPT ALL"),
+    ("select k from t left join u on t.x > u.y", "LEFT JOIN"),
+    ("select case when x > 0 then x end as c from t", "NULL whose type"),
+    ("select distinct on (k) k, x from t", "DISTINCT ON"),
+    ("select k from t where exists (select 1 from u) or x > 1", "WHERE conjuncts"),
+    ("select k from t where s like x", "LIKE"),
+    ("select 1 as one", "without FROM"),
+    ("select k from t; select k from u", "one statement"),
+    ("insert into t values (1, 2, 'a')", "only queries"),
+    ("select k from t where", "does not parse"),
+    ("select levenshtein(s, 'a') as d from t", "not supported"),
+]
+
+
+@pytest.mark.parametrize(("query", "message"), REFUSED)
+def test_unsupported_sql_is_refused(
+    query: str, message: str, tables: dict[str, dd.Collection]
+) -> None:
+    with pytest.raises(dd.SqlError, match=message):
+        dd.sql(query, tables)
+
+
+def test_error_shows_the_position(tables: dict[str, dd.Collection]) -> None:
+    query = "select k,\n       nope + 1 as y\nfrom t"
+    with pytest.raises(dd.SqlError) as info:
+        dd.sql(query, tables)
+    err = info.value
+    assert (err.line, err.column) == (2, 8)
+    assert "       nope + 1 as y\n           ^" in str(err)
+    assert isinstance(err, dd.PlanError)
+
+
+def test_collection_sql_reads_self() -> None:
+    flow = dd.Dataflow()
+    rows_in, rows = flow.new_input({"k": "int64", "x": "int64"})
+    out = rows.sql("select k, sum(x) as total from self group by k").capture()
+    for row in [(1, 2), (1, 3), (2, 5)]:
+        rows_in.update_at(row, time=0)
+    rows_in.update_at((1, 3), time=1, diff=-1)
+    rows_in.advance_to(2)
+    flow.run_until(2)
+    assert sorted(map(tuple, (r.values() for r in out.at(0).to_pylist()))) == [
+        (1, 5, 1),
+        (2, 5, 1),
+    ]
+    assert sorted(r["total"] for r in out.at(1).to_pylist()) == [2, 5]
+
+
+def test_global_aggregate_over_no_rows_has_no_row() -> None:
+    """SQL gives one row (COUNT 0, SUM NULL) over an empty input; a collection cannot make a
+    row from no input, so the result is empty until a row arrives (documented)."""
+    flow = dd.Dataflow()
+    rows_in, rows = flow.new_input({"x": "int64"})
+    out = dd.sql("select count(*) as n, sum(x) as s from r", {"r": rows}).capture()
+    rows_in.advance_to(1)
+    flow.run_until(1)
+    assert out.at(0).num_rows == 0
+    rows_in.update_at((4,), time=1)
+    rows_in.advance_to(2)
+    flow.run_until(2)
+    assert out.at(1).to_pylist() == [{"n": 1, "s": 4, "diff": 1}]
+
+
+def test_duplicate_output_names_get_suffixes(tables: dict[str, dd.Collection]) -> None:
+    out = dd.sql("select t.k, u.k from t join u on t.x = u.y", tables)
+    assert out.columns == ("k", "k_1")
+
+
+def test_dialect_is_passed_to_the_parser(tables: dict[str, dd.Collection]) -> None:
+    out = dd.sql("select `k` as kk from t", tables, dialect="mysql")
+    assert out.columns == ("kk",)
+    with pytest.raises(dd.SqlError):
+        dd.sql("select k from t", tables, dialect="no-such-dialect")
