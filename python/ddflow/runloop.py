@@ -224,6 +224,8 @@ class RunLoop:
         """Pushes one batch; its bad, late and refused rows become error updates."""
         errors = list(batch.errors)
         table, rows = batch.table, batch.rows
+        if rows is None:
+            rows = np.arange(1, table.num_rows + 1, dtype=np.int64)
         times: int | npt.NDArray[np.int64] = now
         if batch.times is not None:
             late = batch.times < frontier

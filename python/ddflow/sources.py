@@ -73,8 +73,9 @@ class SourceBatch:
     """The record columns, named and ordered as the input's, of the input's types."""
     origin: str
     """Where the rows came from (a file's path)."""
-    rows: npt.NDArray[np.int64]
-    """Each row's number in ``origin`` (from 1), to name it if the input refuses it."""
+    rows: npt.NDArray[np.int64] | None = None
+    """Each row's number in ``origin`` (from 1), to name it if the input refuses it
+    (default: 1, 2, ...)."""
     times: npt.NDArray[np.int64] | None = None
     """Each row's logical time (``time_column=``), or ``None``: the run loop's processing
     time."""

@@ -128,7 +128,7 @@ class FileSource(Source):
 
     def _assign_times(self, batch: SourceBatch) -> None:
         """Takes each row's time from the time column; rows without a valid one are errors."""
-        assert self.time_column is not None
+        assert self.time_column is not None and batch.rows is not None
         column = batch.table[self.time_column]
         times = _millis(column)
         bad = pc.or_kleene(pc.is_null(times), pc.less(times, 0)).fill_null(True)
