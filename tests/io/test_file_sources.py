@@ -236,3 +236,17 @@ def test_a_file_that_does_not_read_stops_the_run_naming_it(tmp_path: Path) -> No
     with pytest.raises(dd.SourceError, match=f"parquet source .*reading {tmp_path}/b.parquet"):
         flow.run()
     assert [r["x"] for r in capture.state().to_pylist()] == [1, 2]
+
+
+def test_a_source_knows_its_size_and_progress(tmp_path: Path) -> None:
+    _csv(tmp_path / "a.csv", "v\n1\n2\n")
+    _csv(tmp_path / "b.csv", "v\n3\n")
+    flow = dd.Dataflow()
+    rows = dd.io.csv.read(flow, tmp_path)
+    (source,) = flow._loop.sources
+    size = sum(p.stat().st_size for p in tmp_path.iterdir())
+    assert (source.size(), source.progress(), source.ended) == (size, 0, False)
+    state, _ = _run(rows)
+    assert (source.size(), source.progress(), source.ended) == (size, size, True)
+    flow.run()  # every source has ended: nothing more to do
+    assert len(state) == 3
