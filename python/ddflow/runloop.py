@@ -127,36 +127,51 @@ class RunLoop:
     def run(self, flow: Driver, inputs: Sequence[InputSession], finish: Callable[[], None]) -> None:
         """Drives the sources until they all end, ``stop()`` or Ctrl-C; ``finish`` runs the
         dataflow to completion once the source inputs are closed."""
-        failure: BaseException | None = None
+        failures: list[BaseException] = []
         ended = False
         with self._ctrl_c_stops():
             try:
                 ended = self._drive(flow, inputs)
             except BaseException as exc:  # a failing source, an engine error, Ctrl-C twice
-                failure = exc
-            try:
-                if ended:
-                    for a in self.attached:
-                        a.session.close()
-                self._complete(flow, inputs)
-                if ended:
-                    finish()
-            except BaseException as exc:
-                if failure is None:
-                    failure = exc
-                else:
-                    failure.add_note(f"ddflow: completing the pushed times also failed: {exc!r}")
-            finally:
-                self.notify(True)
-                if ended or failure is not None:
-                    for a in self.attached:
-                        a.source.close()
+                failures.append(exc)
+            steps: list[Callable[[], None]] = [
+                lambda: self._finish(flow, inputs, ended, finish),
+                lambda: self.notify(True),
+            ]
+            for step in steps:
+                try:
+                    step()
+                except BaseException as exc:
+                    failures.append(exc)
+            if ended or failures:
+                for a in self.attached:
+                    a.source.close()
+        failure = failures[0] if failures else None
+        for later in failures[1:]:
+            assert failure is not None
+            failure.add_note(f"ddflow: stopping cleanly then failed too: {later!r}")
         self._stop.clear()
+        interrupted, self._interrupted = self._interrupted, False
         if failure is not None:
             raise failure
-        if self._interrupted:
-            self._interrupted = False
+        if interrupted:
             raise KeyboardInterrupt
+
+    def _finish(
+        self,
+        flow: Driver,
+        inputs: Sequence[InputSession],
+        ended: bool,
+        finish: Callable[[], None],
+    ) -> None:
+        """Completes every time pushed; when every source has ended, closes their inputs
+        and runs the dataflow to completion."""
+        if ended:
+            for a in self.attached:
+                a.session.close()
+        self._complete(flow, inputs)
+        if ended:
+            finish()
 
     def _drive(self, flow: Driver, inputs: Sequence[InputSession]) -> bool:
         """Ticks until every source has ended (True) or a stop is asked (False)."""
