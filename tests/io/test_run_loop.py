@@ -62,7 +62,7 @@ class _Totals:
         self.frontiers.append(t)
 
     def total(self, key: str) -> int | None:
-        live = [total for (k, total), n in self.state.items() if k == key and n]
+        live = [total for (k, total), n in list(self.state.items()) if k == key and n]
         return live[0] if live else None
 
 
