@@ -44,6 +44,7 @@ __all__ = [
     "arrow_utf8_column",
     "arrow_columns",
     "WordColumn",
+    "BinaryColumn",
     "NULL_WORDS",
     "column_dtype",
     "check_int64_min",
@@ -194,6 +195,55 @@ class Utf8Column:
         return bytes(data[offsets[i] : offsets[i + 1]]).decode("utf-8", errors="replace")
 
 
+class BinaryColumn:
+    """A ``binary`` column in Arrow's layout: int64 ``offsets`` (``n + 1``) into ``data``, and
+    null flags. The native module interns each value as its Latin-1 text with the GIL
+    released (``ddflow.logical_types``)."""
+
+    ddflow_dtype = "binary"
+    ndim = 1
+
+    def __init__(
+        self,
+        offsets: npt.NDArray[Any],
+        data: npt.NDArray[Any],
+        nulls: npt.NDArray[np.bool_] | None = None,
+    ) -> None:
+        """Wraps the two buffers (not copied); ``nulls`` flags null rows (None: no null)."""
+        self._ddflow_binary = (offsets, data, nulls)
+
+    @classmethod
+    def of_arrow(cls, arr: Any) -> BinaryColumn:
+        """The column of a pyarrow binary array (or chunked array) of any binary layout."""
+        import pyarrow as pa
+
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+        if not pa.types.is_large_binary(arr.type):
+            arr = arr.cast(pa.large_binary())
+        n = len(arr)
+        _, offsets_buf, data_buf = arr.buffers()
+        offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + n + 1]
+        data = (
+            np.frombuffer(data_buf, dtype=np.uint8)
+            if data_buf is not None
+            else np.zeros(0, np.uint8)
+        )
+        nulls = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
+        return cls(offsets, data, nulls)
+
+    def __len__(self) -> int:
+        """Number of values."""
+        return max(len(self._ddflow_binary[0]) - 1, 0)
+
+    def __getitem__(self, i: int) -> bytes | None:
+        """Value ``i`` (for messages, never on a hot path); None if null."""
+        offsets, data, nulls = self._ddflow_binary
+        if nulls is not None and nulls[i]:
+            return None
+        return bytes(data[offsets[i] : offsets[i + 1]])
+
+
 class WordColumn:
     """An int64 / float64 / bool column with nulls, as the engine's core words (uint64):
     values encoded as the core encodes them, null rows holding :data:`NULL_WORDS` of the
@@ -240,7 +290,7 @@ class WordColumn:
 
 def column_dtype(arr: Any) -> str:
     """The ddflow dtype of a canonical column (numpy, :class:`WordColumn`, :class:`Utf8Column`)."""
-    if isinstance(arr, WordColumn):
+    if isinstance(arr, WordColumn | BinaryColumn):
         return arr.ddflow_dtype
     return {"i": "int64", "f": "float64", "b": "bool", "O": "str"}[arr.dtype.kind]
 
@@ -403,6 +453,8 @@ def from_arrow(values: Any, what: str, *, nullable: bool = False) -> Any:
         values = values.dictionary_decode()
         t = values.type
     logical = name_of_arrow(t)
+    if logical == "binary":
+        return BinaryColumn.of_arrow(values)
     if logical is not None and is_logical(logical) and physical(logical) == "int64":
         if not (pa.types.is_integer(t)):
             return WordColumn(logical, words_of(values, logical, what))

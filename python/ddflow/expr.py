@@ -102,7 +102,9 @@ _INFIX: dict[str, str] = {
 _I64_MIN = -(2**63)
 _I64_MAX = 2**63 - 1
 
-Scalar: TypeAlias = int | float | bool | str | datetime.date | datetime.timedelta | decimal.Decimal
+Scalar: TypeAlias = (
+    int | float | bool | str | bytes | datetime.date | datetime.timedelta | decimal.Decimal
+)
 IntoExpr: TypeAlias = "Expr | int | float | bool | str"
 
 
@@ -289,6 +291,8 @@ class Expr(ExprFunctions):
 
     def _lit_text(self) -> str:
         value, dtype = self._attrs["value"], self._attrs["dtype"]
+        if dtype == "binary" and value is not None:
+            return repr(bytes.fromhex(value))
         if is_logical(dtype) and value is not None:
             return f"{dtype}({_quote(_core.render_word(dtype, value))})"
         if value is None:
@@ -461,6 +465,11 @@ def lit(value: Scalar | None, dtype: object = None) -> Expr:
     natural = _scalar_dtype(value)
     want = natural if dtype is None else _dtype_name(dtype)
     v: Scalar
+    if want == "binary":
+        if not isinstance(value, bytes | bytearray | memoryview):
+            raise SchemaTypeError(f"cannot make a binary literal from {value!r}")
+        # Bytes travel as their hex digits (the plan's JSON form of a binary literal).
+        return Expr("lit", value=bytes(value).hex(), dtype="binary")
     if is_logical(want):
         # Dates, timestamps, durations, decimals, narrow ints: the engine word of the value.
         if physical(want) == "float64":

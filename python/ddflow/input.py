@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from ddflow._core import Engine
 from ddflow.dtypes import (
+    BinaryColumn,
     WordColumn,
     arrow_columns,
     arrow_utf8_column,
@@ -298,6 +299,16 @@ class InputSession:
                     f"{type(v).__name__} (use int, float, bool or str)"
                 )
             want = self._dtypes[i]
+            if want == "binary" or kind == "binary":
+                if kind != "binary" or want not in (None, "binary"):
+                    raise SchemaTypeError(
+                        f"{self._what()}, column {column!r}: value {v!r} is {kind}, the "
+                        f"column is {want}"
+                    )
+                values[i] = bytes(v)  # buffered as bytes, interned at flush
+                if want is None:
+                    fixes[i] = "binary"
+                continue
             if is_logical(want) or is_logical(kind):
                 # Dates, decimals, narrow ints...: buffered as their engine words.
                 target = want or kind
@@ -546,6 +557,9 @@ class InputSession:
             return
         arrays: list[Any] = []
         for kind, values in zip(self._dtypes, self._buf_cols, strict=True):
+            if kind == "binary":
+                arrays.append(BinaryColumn.of_arrow(pa.array(values, pa.binary())))
+                continue
             if is_logical(kind):
                 assert kind is not None
                 null = NULL_WORDS[physical(kind)]

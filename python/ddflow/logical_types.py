@@ -12,8 +12,10 @@ those words, and names the types as the engine does (``_core.canonical_dtype`` i
 parser). A decimal's unscaled value must fit 64 bits (about 18 digits), whatever its
 declared precision: a larger value is refused naming the column, row and value.
 
-Nested types (list, struct, map), binary, date64, time-of-day and interval types are refused
-with a clear error.
+A ``binary`` value (``bytes``) is interned as the text of its bytes read as Latin-1 (the
+native module converts; :func:`to_arrow` turns captured texts back into bytes without a
+Python object per value). Nested types (list, struct, map), date64, time-of-day and interval
+types are refused with a clear error.
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ def name_of_arrow(t: pa.DataType) -> str | None:
         return "bool"
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return "str"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return "binary"
     if pa.types.is_float64(t):
         return "float64"
     if pa.types.is_float32(t):
@@ -106,6 +110,7 @@ def arrow_type(name: str) -> pa.DataType:
         "str": pa.string(),
         "float32": pa.float32(),
         "date32": pa.date32(),
+        "binary": pa.binary(),
     }
     name = canonical(name)
     if name in simple:
@@ -211,6 +216,8 @@ def scalar_kind(value: object) -> str | None:
         return "date32"
     if isinstance(value, datetime.timedelta):
         return "duration[us]"
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "binary"
     if isinstance(value, decimal.Decimal):
         if not value.is_finite():
             return None
@@ -229,10 +236,43 @@ def word_of(value: object, name: str, what: str) -> int:
     return int(words.view(np.int64)[0])
 
 
+def latin1_to_binary(arr: pa.Array) -> pa.Array:
+    """Binary values from their interned Latin-1 texts (a string array whose chars are all
+    below U+0100), vectorised over the UTF-8 buffer: a two-byte char becomes its byte."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    arr = arr.cast(pa.large_string())
+    n = len(arr)
+    validity, offsets_buf, data_buf = arr.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + n + 1]
+    data = (
+        np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    )
+    lo, hi = (int(offsets[0]), int(offsets[-1])) if n else (0, 0)
+    text = data[lo:hi]
+    lead = text >= 0xC0
+    out = text.copy()
+    at = np.nonzero(lead)[0]
+    out[at] = ((text[at] & 0x03) << 6) | (text[at + 1] & 0x3F)
+    cont = (text & 0xC0) == 0x80
+    before = np.concatenate([[0], np.cumsum(cont, dtype=np.int64)])
+    new_offsets = (offsets - lo) - before[offsets - lo]
+    nulls = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
+    mask = pa.array(~nulls).buffers()[1] if nulls is not None else None
+    return pa.Array.from_buffers(
+        pa.large_binary(),
+        n,
+        [mask, pa.py_buffer(new_offsets.tobytes()), pa.py_buffer(out[~cont].tobytes())],
+        arr.null_count,
+    ).cast(pa.binary())
+
+
 def to_arrow(arr: pa.Array, name: str) -> pa.Array:
-    """A capture's physical column (``int64`` or ``float64``, nulls as Arrow nulls) as the
-    Arrow type of the logical dtype ``name``."""
+    """A capture's physical column (``int64`` or ``float64``, nulls as Arrow nulls; ``str``
+    for binary) as the Arrow type of the logical dtype ``name``."""
     t = arrow_type(name)
+    if pa.types.is_binary(t):
+        return latin1_to_binary(arr)
     if pa.types.is_date32(t):
         return arr.cast(pa.int32()).view(pa.date32())
     if pa.types.is_timestamp(t) or pa.types.is_duration(t):

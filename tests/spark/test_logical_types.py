@@ -7,7 +7,7 @@ Cases: every type passed through with nulls; decimal and date/timestamp expressi
 (arithmetic, comparisons, ``.dt.*``, casts incl. ``strict=False``); ``group_by`` aggregates
 (``sum``/``mean`` of decimals, ``min``/``max`` of dates and timestamps,
 ``count_distinct``) keyed by ints and by dates; a left join carrying dates and decimals; a
-key-local region; a Python function (it gets a date as its days); and what is refused: a
+key-local region; binary keys, extremes and joins; a Python function (it gets a date as its days); and what is refused: a
 decimal beyond 64 bits (naming the column) and an output dtype Spark cannot hold (before any
 job).
 """
@@ -68,14 +68,16 @@ B_SPARK = T.StructType(
         T.StructField("k", T.LongType()),
         T.StructField("since", T.DateType()),
         T.StructField("rate", T.DecimalType(10, 3)),
+        T.StructField("bin", T.BinaryType()),
     ]
 )
 B_ROWS: list[tuple[Any, ...]] = [
-    (1, dt.date(1990, 1, 1), Decimal("1.125"), 0, 1),
-    (2, None, Decimal("-2.000"), 0, 1),
-    (2, dt.date(1990, 1, 1), None, 1, 1),
-    (None, dt.date(2001, 1, 1), Decimal("0.001"), 1, 1),
-    (1, dt.date(1990, 1, 1), Decimal("1.125"), 2, -1),
+    (1, dt.date(1990, 1, 1), Decimal("1.125"), b"\x00\xff", 0, 1),
+    (2, None, Decimal("-2.000"), b"", 0, 1),
+    (2, dt.date(1990, 1, 1), None, None, 1, 1),
+    (None, dt.date(2001, 1, 1), Decimal("0.001"), b"\xc3\xa9", 1, 1),
+    (1, dt.date(1990, 1, 1), Decimal("1.125"), b"\x00\xff", 2, -1),
+    (2, dt.date(1990, 1, 2), Decimal("1.000"), b"\x7f", 2, 1),
 ]
 
 
@@ -91,7 +93,7 @@ def _dtypes(tz: str) -> dict[str, dict[str, str]]:
             "i": "int32",
             "s": "str",
         },
-        "b": {"k": "int64", "since": "date32", "rate": "decimal128(10, 3)"},
+        "b": {"k": "int64", "since": "date32", "rate": "decimal128(10, 3)", "bin": "binary"},
     }
 
 
@@ -259,6 +261,12 @@ CASES: dict[str, Case] = {
         a.group_by("k")
         .agg(sp=dd.sum("p"), lo=dd.min("d"))
         .join(a.group_by("k").agg(mp=dd.mean("p"), n=dd.count_distinct("ts")), on="k")
+    ],
+    "binary": lambda a, b: [
+        b.group_by("bin").agg(n=dd.count(), lo=dd.min("rate")),
+        b.group_by("k").agg(lo=dd.min("bin"), hi=dd.max("bin"), nb=dd.count_distinct("bin")),
+        b.filter(col("bin") == dd.lit(b"\x00\xff")),
+        b.select("k", "bin").join(b.select("bin", "since"), on="bin"),
     ],
     "python": lambda a, b: [
         a.filter(col("d").is_not_null() & col("k").is_not_null())
@@ -433,9 +441,9 @@ def test_errors_beside_logical_types_are_collected_as_on_embedded(spark: SparkSe
 
 def test_a_spark_type_without_a_dtype_is_refused_before_any_job(spark: SparkSession) -> None:
     flow = dd.Dataflow()
-    ai, a = flow.new_input(("k", "b"), name="blobs")
-    df = spark.createDataFrame([], "k long, b binary, time long, diff long")
-    with pytest.raises(SchemaTypeError, match="column 'b': Spark type binary is not supported"):
+    ai, a = flow.new_input(("k", "b"), name="lists")
+    df = spark.createDataFrame([], "k long, b array<int>, time long, diff long")
+    with pytest.raises(SchemaTypeError, match="column 'b': Spark type array<int> is not supp"):
         run_on_spark(spark, flow, {ai: df}, [a])
 
 

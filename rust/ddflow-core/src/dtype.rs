@@ -13,6 +13,11 @@
 //! | `timestamp[unit]`, `timestamp[unit, tz=Z]` | int64 | units since the epoch (UTC) |
 //! | `duration[unit]` | int64 | a count of units |
 //! | `decimal128(p, s)` | int64 | the unscaled value (`value * 10**s`), `|value| < 2**63` |
+//! | `binary` | str | the interned text whose chars are the bytes (Latin-1: byte `b` is char `U+00b`) |
+//!
+//! A `binary` value is interned as the string of its bytes read as Latin-1, which keeps
+//! equality and order (code point order is byte order), so joins, grouping and `min`/`max`
+//! treat it as the bytes; the bindings turn the text back into bytes.
 //!
 //! So hashing, sorting, grouping, joins and traces see plain words of four kinds; the binder
 //! ([`crate::expr`]) reads the logical dtype to rescale decimals, promote dates to timestamps
@@ -154,6 +159,8 @@ pub enum DType {
     /// Exact decimals: the unscaled value in 64 bits, with Arrow's decimal128 precision
     /// (1..=38 digits) and scale (0..=precision).
     Decimal(u8, u8),
+    /// Byte strings (interned as their Latin-1 text; see the module docs).
+    Binary,
 }
 
 /// A dtype's family, for code that treats the members of one alike.
@@ -175,6 +182,8 @@ pub enum Family {
     Duration,
     /// Decimals of every precision and scale.
     Decimal,
+    /// binary.
+    Binary,
 }
 
 fn names() -> &'static RwLock<HashMap<DType, &'static str>> {
@@ -190,7 +199,7 @@ impl DType {
         match self {
             DType::Float64 | DType::Float32 => DType::Float64,
             DType::Bool => DType::Bool,
-            DType::Str => DType::Str,
+            DType::Str | DType::Binary => DType::Str,
             _ => DType::Int64,
         }
     }
@@ -213,6 +222,7 @@ impl DType {
             DType::Timestamp(..) => Family::Timestamp,
             DType::Duration(_) => Family::Duration,
             DType::Decimal(..) => Family::Decimal,
+            DType::Binary => Family::Binary,
         }
     }
 
@@ -255,6 +265,7 @@ impl DType {
             DType::UInt64 => "uint64",
             DType::Float32 => "float32",
             DType::Date32 => "date32",
+            DType::Binary => "binary",
             _ => "",
         };
         if !simple.is_empty() {
@@ -294,7 +305,7 @@ impl DType {
         let bad = || {
             Error::Type(format!(
                 "unsupported dtype {name:?} (expected int64, float64, bool, str, int8/16/32, \
-                 uint8/16/32/64, float32, date32, timestamp[s|ms|us|ns] (optionally with \
+                 uint8/16/32/64, float32, date32, binary, timestamp[s|ms|us|ns] (optionally with \
                  \", tz=ZONE\"), duration[s|ms|us|ns] or decimal128(precision, scale))"
             ))
         };
@@ -313,6 +324,7 @@ impl DType {
             "uint64" => DType::UInt64,
             "float32" => DType::Float32,
             "date32" | "date32[day]" | "date" => DType::Date32,
+            "binary" | "large_binary" | "binary_view" | "bytes" => DType::Binary,
             _ => {
                 if let Some(inner) = n
                     .strip_prefix("timestamp[")
@@ -377,6 +389,7 @@ mod tests {
             DType::Timestamp(TimeUnit::Nano, Some(utc)),
             DType::Duration(TimeUnit::Milli),
             DType::Decimal(12, 2),
+            DType::Binary,
         ] {
             assert_eq!(DType::parse(d.name()).unwrap(), d, "{}", d.name());
         }

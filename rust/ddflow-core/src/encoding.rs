@@ -136,6 +136,18 @@ pub fn from_ordered_word(dtype: DType, o: u64) -> u64 {
     }
 }
 
+/// The interned text of a binary value: each byte as the char of that code point
+/// (Latin-1), so equal bytes give equal text and byte order is text order.
+pub fn binary_text(bytes: &[u8]) -> String {
+    bytes.iter().map(|&b| b as char).collect()
+}
+
+/// The bytes of a binary value's interned text (the inverse of [`binary_text`]; a char
+/// above U+00FF, which `binary_text` never writes, keeps its low byte).
+pub fn binary_bytes(text: &str) -> Vec<u8> {
+    text.chars().map(|c| c as u32 as u8).collect()
+}
+
 /// A process-wide string dictionary: string <-> id.
 #[derive(Default)]
 pub struct Interner {

@@ -69,8 +69,31 @@ pub fn render_logical(dtype: DType, w: u64) -> Option<String> {
         },
         DType::Duration(unit) => format!("{v}{}", unit.name()),
         DType::Decimal(_, s) => decimal_text(v as i128, s),
+        DType::Binary => {
+            let text = crate::encoding::Interner::resolve_all(&[w]).ok()?;
+            render_binary(&crate::encoding::binary_bytes(&text[0]))
+        }
         DType::Int64 | DType::Float64 | DType::Bool | DType::Str => return None,
     })
+}
+
+/// Bytes as Python writes a bytes literal: `b'ab\x00'`.
+pub fn render_binary(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 3);
+    out.push_str("b'");
+    for &b in bytes {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'\'' => out.push_str("\\'"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('\'');
+    out
 }
 
 #[cfg(test)]

@@ -69,13 +69,14 @@ _SIMPLE: dict[str, T.DataType] = {
     "date32": T.DateType(),
     "timestamp[us]": T.TimestampNTZType(),
     "duration[us]": T.DayTimeIntervalType(),
+    "binary": T.BinaryType(),
 }
 """ddflow dtypes and the Spark type holding each (timestamps with the session's zone and
 decimals: ``spark_type``)."""
 
 SUPPORTED = (
     "bigint, int, smallint, tinyint, double, float, boolean, string, date, timestamp, "
-    "timestamp_ntz, decimal(p, s) and interval day to second"
+    "timestamp_ntz, decimal(p, s), binary and interval day to second"
 )
 """The Spark record column types ``run_on_spark`` takes."""
 

@@ -24,7 +24,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from ddflow import _core
-from ddflow.dtypes import WordColumn, to_column
+from ddflow.dtypes import BinaryColumn, WordColumn, to_column
 from ddflow.errors import UserFunctionError
 from ddflow.logical_types import is_logical, physical, to_arrow, words_of
 from ddflow.spark.tasks.batches import FnTable, logical_name, to_numpy
@@ -51,6 +51,8 @@ def engine_column(arr: pa.Array | pa.ChunkedArray, what: str) -> Any:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     name = logical_name(arr.type)
+    if name == "binary":
+        return BinaryColumn.of_arrow(arr)
     if name is not None:
         # Its words, typed: never numpy (a date would become datetime64, an int32 an int64).
         return WordColumn(name, words_of(arr, name, what))
@@ -114,10 +116,12 @@ def as_type(arr: pa.Array, typ: pa.DataType, what: str) -> pa.Array:
     if arr.type == typ:
         return arr
     name = logical_name(typ)
+    strings = (pa.string(), pa.large_string())
+    if name == "binary" and arr.type in strings:
+        return to_arrow(arr, name)  # the Latin-1 texts binary values are interned as
     if name is not None and arr.type == pa.from_numpy_dtype(_PHYSICAL[physical(name)]):
         # The engine's physical column of a planned logical dtype (its words): typed.
         return to_arrow(arr, name)
-    strings = (pa.string(), pa.large_string())
     if arr.type in strings and typ in strings:
         return arr.cast(typ)
     if len(arr) == 0 or pa.types.is_null(arr.type):

@@ -20,6 +20,8 @@ pub enum Scalar {
     Bool(bool),
     /// A string (interned when the expression is bound).
     Str(String),
+    /// Bytes (JSON: their hex digits; interned as their Latin-1 text when bound).
+    Binary(Vec<u8>),
     /// A value of a dtype stored as an int64 word other than int64 itself: a date's days, a
     /// timestamp's or duration's units, a decimal's unscaled value, a narrow integer.
     Word(i64, DType),
@@ -33,6 +35,7 @@ impl Scalar {
             Scalar::Float64(_) => DType::Float64,
             Scalar::Bool(_) => DType::Bool,
             Scalar::Str(_) => DType::Str,
+            Scalar::Binary(_) => DType::Binary,
             Scalar::Word(_, d) => *d,
         }
     }
@@ -46,6 +49,7 @@ impl fmt::Display for Scalar {
             Scalar::Bool(true) => f.write_str("True"),
             Scalar::Bool(false) => f.write_str("False"),
             Scalar::Str(s) => f.write_str(&quote(s)),
+            Scalar::Binary(b) => f.write_str(&crate::values::render_binary(b)),
             Scalar::Word(v, d) => write!(
                 f,
                 "{}({})",

@@ -193,6 +193,9 @@ impl Binder<'_> {
                     Scalar::Float64(v) => Const::Float(*v),
                     Scalar::Bool(v) => Const::Bool(*v),
                     Scalar::Str(v) => Const::Str(Interner::intern(v)),
+                    Scalar::Binary(v) => {
+                        Const::Str(Interner::intern(&crate::encoding::binary_text(v)))
+                    }
                     Scalar::Word(v, _) => Const::Int(*v),
                 };
                 Node {
@@ -451,11 +454,11 @@ impl Binder<'_> {
                     (l, r)
                 } else if both(DType::Bool) {
                     (l, r)
-                } else if both(DType::Str) {
+                } else if both(DType::Str) || both(DType::Binary) {
                     if !matches!(op, BinaryOp::Eq | BinaryOp::Ne) {
                         return Err(self.type_err(
                             e,
-                            format!("cannot compare str values with {name} (str supports only == and !=)"),
+                            format!("cannot compare {ld} values with {name} ({ld} supports only == and !=)"),
                         ));
                     }
                     (l, r)

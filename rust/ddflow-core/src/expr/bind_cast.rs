@@ -133,11 +133,14 @@ pub(super) fn bind_cast(a: Node, to: DType, strict: bool, src: &str) -> Result<N
     }
     let refuse = || format!("cannot cast {} to {}", from.name(), to.name());
     Ok(match (from.family(), to.family()) {
+        (Str, Binary) => convert(Conversion::ToBinary, strict, a, to, src),
+        (Binary, Str) => convert(Conversion::FromBinary, strict, a, to, src),
+        (Binary, _) | (_, Binary) => return Err(refuse()),
         (Str, _) => {
             let parsed = convert(Conversion::Parse(to), strict, a, to, src);
             match to.family() {
                 Integer | Decimal | Float | Bool | Date | Timestamp | Duration => parsed,
-                Str => unreachable!("same dtype returned above"),
+                Str | Binary => unreachable!("same dtype or binary above"),
             }
         }
         (_, Str) => convert(Conversion::Format(from), strict, a, DType::Str, src),

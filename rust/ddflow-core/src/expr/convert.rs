@@ -35,6 +35,10 @@ pub(crate) enum Conversion {
     Parse(DType),
     /// A value of the dtype as str.
     Format(DType),
+    /// A str as binary: its UTF-8 bytes.
+    ToBinary,
+    /// A binary as str: its bytes, which must be UTF-8.
+    FromBinary,
 }
 
 /// Evaluates `conv` on `arg`: the values and the rows that did not convert (null when not
@@ -130,18 +134,40 @@ pub(crate) fn eval<'a>(
                 bad,
             )
         }
+        (Conversion::ToBinary, Value::Str(a)) => {
+            let texts = texts_of(a, n);
+            let bytes: Vec<String> = texts.iter().map(|t| crate::encoding::binary_text(t.as_bytes())).collect();
+            let mut ids = Vec::with_capacity(n);
+            Interner::intern_all(bytes.iter().map(String::as_str), &mut ids);
+            (Value::Str(Vals::Owned(ids)), None)
+        }
+        (Conversion::FromBinary, Value::Str(a)) => {
+            let texts = texts_of(a, n);
+            let decoded: Vec<Option<String>> = texts
+                .iter()
+                .map(|t| String::from_utf8(crate::encoding::binary_bytes(t)).ok())
+                .collect();
+            let mut ids = Vec::with_capacity(n);
+            Interner::intern_all(
+                decoded.iter().map(|t| t.as_deref().unwrap_or("")),
+                &mut ids,
+            );
+            let out: Vec<Option<u64>> = decoded
+                .iter()
+                .zip(&ids)
+                .map(|(t, &id)| t.as_ref().map(|_| id))
+                .collect();
+            let show = |i: usize| {
+                format!(
+                    "binary value {} is not UTF-8 text",
+                    crate::values::render_binary(&crate::encoding::binary_bytes(&texts[i]))
+                )
+            };
+            let (w, bad) = finish(out, &show)?;
+            (Value::Str(Vals::Owned(w)), bad)
+        }
         (Conversion::Parse(to), Value::Str(a)) => {
-            let ids: Vec<u64> = (0..n).map(|i| a.get(i)).collect();
-            let texts = Interner::resolve_all(&ids).unwrap_or_else(|_| {
-                // Null rows hold no string: parse "" there (the row is null anyway).
-                ids.iter()
-                    .map(|&id| {
-                        Interner::resolve_all(&[id])
-                            .map(|mut v| v.remove(0))
-                            .unwrap_or_else(|_| std::sync::Arc::from(""))
-                    })
-                    .collect()
-            });
+            let texts = texts_of(a, n);
             let out: Vec<Option<u64>> = texts.iter().map(|t| parse(t.trim(), *to)).collect();
             let show = |i: usize| format!("{:?} is not a valid {}", &*texts[i], to.name());
             let (w, bad) = finish(out, &show)?;
@@ -161,6 +187,21 @@ pub(crate) fn eval<'a>(
             (Value::Str(Vals::Owned(ids)), None)
         }
         _ => unreachable!("bind passes the conversion's operand dtype"),
+    })
+}
+
+/// The strings of the first `n` rows of a str operand (`""` at null rows, which are null
+/// in the result anyway).
+fn texts_of(a: &Vals<'_, u64>, n: usize) -> Vec<std::sync::Arc<str>> {
+    let ids: Vec<u64> = (0..n).map(|i| a.get(i)).collect();
+    Interner::resolve_all(&ids).unwrap_or_else(|_| {
+        ids.iter()
+            .map(|&id| {
+                Interner::resolve_all(&[id])
+                    .map(|mut v| v.remove(0))
+                    .unwrap_or_else(|_| std::sync::Arc::from(""))
+            })
+            .collect()
     })
 }
 

@@ -116,6 +116,9 @@ pub(crate) fn bind(func: &Func, mut args: Vec<Node>, src: String) -> Result<Node
                     (Scalar::Float64(x), _) => Const::Float(*x),
                     (Scalar::Bool(x), _) => Const::Bool(*x),
                     (Scalar::Str(x), _) => Const::Str(Interner::intern(x)),
+                    (Scalar::Binary(x), _) => {
+                        Const::Str(Interner::intern(&crate::encoding::binary_text(x)))
+                    }
                     (Scalar::Word(x, _), _) => Const::Int(*x),
                 })
                 .collect();

@@ -65,6 +65,9 @@ fn parse_lit(obj: &Map<String, Value>, v: &Value) -> Result<Scalar> {
         ),
         (None | Some(DType::Bool), Value::Bool(b)) => Scalar::Bool(*b),
         (None | Some(DType::Str), Value::String(s)) => Scalar::Str(s.clone()),
+        (Some(DType::Binary), Value::String(s)) => {
+            Scalar::Binary(hex_bytes(s).ok_or_else(|| bad("hex digits of bytes"))?)
+        }
         (Some(d), Value::Number(n)) if d.physical() == DType::Int64 && !n.is_f64() => {
             let v = int(n)?;
             if v == i64::MIN {
@@ -87,6 +90,17 @@ fn parse_lit(obj: &Map<String, Value>, v: &Value) -> Result<Scalar> {
         (Some(d), _) => return Err(bad(d.name())),
         (None, _) => return Err(bad("a number, bool or string")),
     })
+}
+
+/// The bytes of an even number of hex digits (`None` for anything else).
+fn hex_bytes(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 || !s.is_ascii() {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect()
 }
 
 fn parse(v: &Value, depth: usize) -> Result<Expr> {
@@ -195,6 +209,10 @@ fn lit_json(s: &Scalar) -> Value {
         }
         Scalar::Bool(v) => json!({"op": "lit", "value": v, "dtype": "bool"}),
         Scalar::Str(v) => json!({"op": "lit", "value": v, "dtype": "str"}),
+        Scalar::Binary(v) => {
+            let hex: String = v.iter().map(|b| format!("{b:02x}")).collect();
+            json!({"op": "lit", "value": hex, "dtype": "binary"})
+        }
         Scalar::Word(v, d) => json!({"op": "lit", "value": v, "dtype": d.name()}),
     }
 }

@@ -48,6 +48,22 @@ pub fn column_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
             words,
         });
     }
+    if let Ok(buffers) = obj.getattr("_ddflow_binary") {
+        // A binary column (`ddflow.dtypes.BinaryColumn`): Arrow's offsets and bytes, each
+        // value interned as its Latin-1 text (`ddflow_core::encoding::binary_text`).
+        let (offsets, data, nulls): (
+            PyReadonlyArray1<i64>,
+            PyReadonlyArray1<u8>,
+            Option<PyReadonlyArray1<bool>>,
+        ) = buffers.extract()?;
+        let (offsets, data) = (offsets.as_slice()?, data.as_slice()?);
+        let nulls = nulls.as_ref().map(|n| n.as_slice()).transpose()?;
+        let words = py.allow_threads(|| binary_column(offsets, data, nulls, what));
+        return Ok(Column {
+            dtype: DType::Binary,
+            words: words.map_err(err)?,
+        });
+    }
     if let Ok(encoded) = obj.getattr("_ddflow_words") {
         // A nullable column the package encoded already (`ddflow.dtypes.WordColumn`): core
         // words, null rows holding their dtype's null word.
@@ -68,6 +84,41 @@ pub fn column_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
             words: held.view().core_words(),
         },
     })
+}
+
+/// Interns the values of an Arrow-layout binary column (int64 offsets into `data`) as their
+/// Latin-1 texts; null rows (`nulls`) get the null word.
+pub fn binary_column(
+    offsets: &[i64],
+    data: &[u8],
+    nulls: Option<&[bool]>,
+    what: &str,
+) -> CoreResult<Vec<u64>> {
+    let n = offsets.len().saturating_sub(1);
+    if nulls.is_some_and(|m| m.len() != n) {
+        return Err(Error::Shape(format!("{what}: null flags for {n} values differ in number")));
+    }
+    let mut texts: Vec<String> = Vec::with_capacity(n);
+    for i in 0..n {
+        let (a, b) = (offsets[i], offsets[i + 1]);
+        if a < 0 || b < a || b as usize > data.len() {
+            return Err(Error::Value(format!(
+                "{what}: binary buffers are malformed at row {i} (offsets {a}..{b}, {} bytes)",
+                data.len()
+            )));
+        }
+        texts.push(ddflow_core::encoding::binary_text(&data[a as usize..b as usize]));
+    }
+    let mut words = Vec::with_capacity(n);
+    Interner::intern_all(texts.iter().map(String::as_str), &mut words);
+    if let Some(nulls) = nulls {
+        for (w, &null) in words.iter_mut().zip(nulls) {
+            if null {
+                *w = NULL_STR;
+            }
+        }
+    }
+    Ok(words)
 }
 
 /// Interns the strings of an Arrow-layout column (`ddflow.dtypes.Utf8Column`: int64 offsets
