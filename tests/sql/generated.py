@@ -1,0 +1,166 @@
+"""A seeded generator of SQL queries over the harness tables (:data:`tests.sql.harness.SCHEMAS`).
+
+Each query is well typed for DuckDB and for ddflow by construction: integer expressions over
+``k``, ``x`` (and ``u.y``) and small literals, float ones over ``f``, string ones over ``s``,
+predicates mixing comparisons, ``BETWEEN``, ``IN`` lists, ``LIKE``, ``IS NULL``, ``CASE`` and
+``COALESCE`` under ``AND`` / ``OR`` / ``NOT`` with nulls everywhere. Shapes: projections
+with filters, ``DISTINCT``, grouped aggregates with ``HAVING``, global aggregates, the join
+kinds, ``EXISTS`` / ``IN`` / scalar subqueries, correlated or not, and set operations. No
+integer division or remainder by a column (ddflow reports a division by zero as an error
+where DuckDB gives NULL).
+"""
+
+from __future__ import annotations
+
+import random
+
+__all__ = ["generate"]
+
+
+class _Gen:
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+
+    def pick(self, *options: str) -> str:
+        return self.rng.choice(options)
+
+    def int_expr(self, depth: int = 0, cols: tuple[str, ...] = ("k", "x")) -> str:
+        r = self.rng.random()
+        if depth >= 2 or r < 0.35:
+            return self.rng.choice(cols)
+        if r < 0.45:
+            return str(self.rng.randint(-2, 5))
+        if r < 0.7:
+            op = self.pick("+", "-", "*")
+            return f"({self.int_expr(depth + 1, cols)} {op} {self.int_expr(depth + 1, cols)})"
+        if r < 0.8:
+            return f"coalesce({self.rng.choice(cols)}, {self.rng.randint(0, 3)})"
+        if r < 0.9:
+            return (
+                f"case when {self.pred(depth + 1, cols)} then {self.int_expr(depth + 1, cols)} "
+                f"else {self.int_expr(depth + 1, cols)} end"
+            )
+        return f"abs({self.int_expr(depth + 1, cols)})"
+
+    def pred(self, depth: int = 0, cols: tuple[str, ...] = ("k", "x")) -> str:
+        r = self.rng.random()
+        if depth < 2 and r < 0.25:
+            op = self.pick("and", "or")
+            return f"({self.pred(depth + 1, cols)} {op} {self.pred(depth + 1, cols)})"
+        if depth < 2 and r < 0.32:
+            return f"not ({self.pred(depth + 1, cols)})"
+        r = self.rng.random()
+        if r < 0.4:
+            op = self.pick("=", "<>", "<", "<=", ">", ">=")
+            return f"{self.int_expr(depth + 1, cols)} {op} {self.int_expr(depth + 1, cols)}"
+        if r < 0.5:
+            lo = self.rng.randint(-2, 3)
+            neg = self.pick("", "not ")
+            return f"{self.rng.choice(cols)} {neg}between {lo} and {lo + self.rng.randint(0, 4)}"
+        if r < 0.6:
+            items = ", ".join(str(self.rng.randint(-2, 5)) for _ in range(self.rng.randint(1, 3)))
+            return f"{self.rng.choice(cols)} {self.pick('', 'not ')}in ({items})"
+        if r < 0.7 and "x" in cols:
+            return f"s {self.pick('', 'not ')}like '{self.pick('a%', '%b', '_', '%', 'ab')}'"
+        if r < 0.8:
+            return f"{self.rng.choice(cols)} is {self.pick('', 'not ')}null"
+        if r < 0.9 and "x" in cols:
+            return f"f {self.pick('<', '>', '=')} {self.pick('0.25', '1.0', '2', '-1.5')}"
+        return f"{self.rng.choice(cols)} > {self.rng.randint(-1, 4)}"
+
+    def agg(self) -> str:
+        kind = self.pick("sum", "min", "max", "count", "avg", "count_distinct")
+        arg = self.int_expr(1)
+        if kind == "count_distinct":
+            return f"count(distinct {arg})"
+        return f"{kind}({arg})"
+
+    # -- query shapes ----------------------------------------------------------------------
+
+    def projection(self) -> str:
+        items = ", ".join(f"{self.int_expr()} as c{i}" for i in range(self.rng.randint(1, 3)))
+        return f"select {items} from t where {self.pred()}"
+
+    def distinct(self) -> str:
+        return f"select distinct {self.int_expr()} as c, s from t where {self.pred()}"
+
+    def grouped(self) -> str:
+        key = self.pick("k", "s", "x % 2", "coalesce(x, 0) > 2", "k + 1")
+        aggs = ", ".join(f"{self.agg()} as a{i}" for i in range(self.rng.randint(1, 3)))
+        having = ""
+        if self.rng.random() < 0.4:
+            having = f" having {self.agg()} {self.pick('>', '<', '>=')} {self.rng.randint(0, 4)}"
+        where = self.pred()
+        return (
+            f"select {key} as g, {aggs}, count(*) as n from t where {where} group by {key}{having}"
+        )
+
+    def global_agg(self) -> str:
+        aggs = ", ".join(f"{self.agg()} as a{i}" for i in range(self.rng.randint(1, 3)))
+        return f"select {aggs}, count(*) as n from t"
+
+    def join(self) -> str:
+        how = self.pick("join", "left join", "right join", "full join", "join")
+        key = self.pick("t.k = u.k", "t.x = u.y", "t.k = u.k and t.s = u.s")
+        where = "" if how != "join" else f" where {self.pred(cols=('t.k', 't.x', 'u.y'))}"
+        return f"select t.k as tk, t.x, u.k as uk, u.y from t {how} u on {key}{where}"
+
+    def join_agg(self) -> str:
+        return (
+            "select t.k, count(u.y) as n, sum(t.x + u.y) as s from t left join u on t.k = u.k "
+            f"where {self.pred(cols=('t.k', 't.x'))} group by t.k"
+        )
+
+    def subquery(self) -> str:
+        inner = self.pred(cols=("u.k", "u.y"))
+        r = self.rng.random()
+        if r < 0.2:
+            neg = self.pick("", "not ")
+            sub = f"select * from u where u.k = t.k and {inner}"
+            return f"select k, x from t where {neg}exists ({sub})"
+        if r < 0.35:
+            return (
+                "select k, x from t where exists (select * from u where u.k = t.k "
+                f"and u.y {self.pick('<', '>', '<=')} t.x and {inner})"
+            )
+        if r < 0.55:
+            neg = self.pick("", "not ")
+            value = self.pick("x", "k", "k + 1")
+            return f"select k, x from t where {value} {neg}in (select y from u where {inner})"
+        if r < 0.75:
+            agg = self.pick("max(y)", "min(y)", "sum(y)", "count(*)", "count(y)")
+            op = self.pick("<", ">", "=", ">=")
+            return f"select k, x from t where x {op} (select {agg} from u where u.k = t.k)"
+        # Unfiltered: a scalar subquery outside WHERE is left-joined, and its padding null
+        # takes its dtype from the subquery's data (none ever, if a filter drops every row).
+        agg = self.pick("max(y)", "min(y)", "sum(y)", "count(*)")
+        return f"select k, x, (select {agg} from u) as m from t where {self.pred()}"
+
+    def setop(self) -> str:
+        op = self.pick("union", "union all", "except", "intersect")
+        left = f"select k, x from t where {self.pred()}"
+        return f"{left} {op} select k, y from u where {self.pred(cols=('k', 'y'))}"
+
+    def query(self) -> str:
+        shape = self.rng.choice(
+            [
+                self.projection,
+                self.projection,
+                self.distinct,
+                self.grouped,
+                self.grouped,
+                self.global_agg,
+                self.join,
+                self.join_agg,
+                self.subquery,
+                self.subquery,
+                self.setop,
+            ]
+        )
+        return shape()
+
+
+def generate(count: int, seed: int) -> dict[str, str]:
+    """``count`` queries by name (``g<seed>_<i>``)."""
+    gen = _Gen(seed)
+    return {f"g{seed}_{i}": gen.query() for i in range(count)}
