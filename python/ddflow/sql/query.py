@@ -66,9 +66,12 @@ Special = Callable[[exp.Expression], Expr | None]
 class Planner:
     """Translates one SQL query (see the module docs)."""
 
-    def __init__(self, query: str, tables: Mapping[str, Collection]) -> None:
+    def __init__(
+        self, query: str, tables: Mapping[str, Collection], tree: exp.Expression | None = None
+    ) -> None:
         self.query = query
         self.tables = {name.lower(): c for name, c in tables.items()}
+        self.used = None if tree is None else _names_read(tree)
         self.ctes: list[dict[str, Relation]] = []
         self.names = Names()
         self.outer: Scope | None = None
@@ -175,6 +178,15 @@ class Planner:
             ]
         return Relation(coll, fields)
 
+    def subquery_filter(self, rel: Relation, cond: exp.Expression) -> Relation:
+        """``rel`` filtered by a ``WHERE`` conjunct holding a subquery."""
+        return subqueries.apply_conjunct(self, rel, cond, self.outer)
+
+    def correlated(self, query: exp.Expression, outer: Scope) -> bool:
+        """Whether ``query`` reads columns of ``outer``."""
+        node = query.this if isinstance(query, exp.Subquery) else query
+        return subqueries.correlation(self, node, outer) is not None
+
     # -- sources ----------------------------------------------------------------------------
 
     def source(self, node: exp.Expression, dry: bool = False) -> Relation:
@@ -229,9 +241,12 @@ class Planner:
         table = self.tables[low]
         if dry:
             return Relation(table, [Field(low, c, c) for c in table.columns])
-        fresh = [self.names.fresh(c) for c in table.columns]
-        coll = table.select(*(E.col(c).alias(n) for c, n in zip(table.columns, fresh, strict=True)))
-        return Relation(coll, [Field(low, c, n) for c, n in zip(table.columns, fresh, strict=True)])
+        # Only the columns the query names anywhere: joins and arrangements stay narrow.
+        read = [c for c in table.columns if self.used is None or c.lower() in self.used]
+        columns = read or list(table.columns[:1])
+        fresh = [self.names.fresh(c) for c in columns]
+        coll = table.select(*(E.col(c).alias(n) for c, n in zip(columns, fresh, strict=True)))
+        return Relation(coll, [Field(low, c, n) for c, n in zip(columns, fresh, strict=True)])
 
     # -- queries ----------------------------------------------------------------------------
 
@@ -268,10 +283,10 @@ class Planner:
             where = sel.args.get("where")
             conds = conjuncts(where.this if where is not None else None)
             plain = [c for c in conds if not subqueries.has_subquery(c)]
-            rel = relations.plan_from(self, sel, plain)
-            for cond in conds:
-                if subqueries.has_subquery(cond):
-                    rel = subqueries.apply_conjunct(self, rel, cond, outer)
+            nested = [c for c in conds if subqueries.has_subquery(c)]
+            rel, rest = relations.plan_from(self, sel, plain, nested)
+            for cond in rest:
+                rel = subqueries.apply_conjunct(self, rel, cond, outer)
             grouped = aggregates.plan_group(self, sel, rel)
             holder = Holder(rel)
             special = self._special(holder, rel, outer, None)
@@ -361,6 +376,24 @@ class Planner:
             fields.append(Field(None, out_name, column))
             exprs.append((E.null_column() if is_untyped_null(e) else e).alias(column))
         return Relation(holder.rel.coll.select(*exprs), fields)
+
+
+def _names_read(tree: exp.Expression) -> set[str] | None:
+    """The column names a query mentions (lower case), or None when it may read columns it
+    does not name: a ``*`` in a ``SELECT`` list (other than an ``EXISTS`` body's), or column
+    aliases on a table (``t(a, b)``), which rename by position."""
+    for star in tree.find_all(exp.Star):
+        parent = star.parent
+        if isinstance(parent, exp.Column):
+            parent = parent.parent
+        if isinstance(parent, exp.Select) and not isinstance(parent.parent, exp.Exists):
+            return None
+    for alias in tree.find_all(exp.TableAlias):
+        if alias.args.get("columns") and isinstance(alias.parent, exp.Table):
+            return None
+    names = {c.name.lower() for c in tree.find_all(exp.Column)}
+    names |= {i.name.lower() for j in tree.find_all(exp.Join) for i in j.args.get("using") or []}
+    return names
 
 
 def _output_name(item: exp.Expression) -> str:

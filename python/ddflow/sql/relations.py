@@ -32,9 +32,16 @@ __all__ = ["plan_from", "collapse", "components_of", "equality_sides", "factor_o
 _HOWS: dict[str, JoinHow] = {"INNER": "inner", "LEFT": "left", "RIGHT": "right", "FULL": "outer"}
 
 
-def plan_from(p: Planner, sel: exp.Select, where: list[exp.Expression]) -> Relation:
+def plan_from(
+    p: Planner,
+    sel: exp.Select,
+    where: list[exp.Expression],
+    early: list[exp.Expression] | None = None,
+) -> tuple[Relation, list[exp.Expression]]:
     """The relation of ``sel``'s ``FROM`` clause and joins, filtered by the plain
-    (subquery-free) ``WHERE`` conjuncts ``where``."""
+    (subquery-free) ``WHERE`` conjuncts ``where``, and by those of the ``early`` subquery
+    conjuncts that read one relation of the final pool only (applied to it before any join);
+    also the ``early`` conjuncts left for the caller."""
     from_ = sel.args.get("from_") or sel.args.get("from")
     if from_ is None:
         raise p.refuse("a SELECT without FROM is not supported", sel)
@@ -58,7 +65,32 @@ def plan_from(p: Planner, sel: exp.Select, where: list[exp.Expression]) -> Relat
             continue
         pool.append(right)
         conds += conjuncts(on)
-    return collapse(p, pool, conds + where)
+    rest: list[exp.Expression] = []
+    for cond in early or []:
+        i = _one_relation(p, cond, pool)
+        if i is None:
+            rest.append(cond)
+        else:
+            pool[i] = p.subquery_filter(pool[i], cond)
+    return collapse(p, pool, conds + where), rest
+
+
+def _one_relation(p: Planner, cond: exp.Expression, pool: list[Relation]) -> int | None:
+    """The pool relation a ``[NOT] IN (uncorrelated subquery)`` conjunct tests a value of,
+    if that value reads that relation only."""
+    node = cond
+    while isinstance(node, exp.Paren | exp.Not):
+        node = node.this
+    if not isinstance(node, exp.In) or node.args.get("query") is None:
+        return None
+    comps = components_of(p, node.this, pool, p.outer)
+    if len(comps) != 1:
+        return None
+    everything = Relation(pool[0].coll, [f for r in pool for f in r.fields])
+    if p.correlated(node.args["query"], Scope(everything, p.outer)):
+        return None
+    (i,) = comps
+    return i
 
 
 def factor_or(node: exp.Expression) -> list[exp.Expression]:
@@ -148,6 +180,8 @@ def collapse(p: Planner, pool: list[Relation], conds: list[exp.Expression]) -> R
             pool[0] = p.filter(pool[0], cond)
         else:
             pending.append((cond, comps))
+            for i, implied in _implied_filters(p, cond, pool):
+                pool[i] = p.filter(pool[i], implied)
     joined = {0}
     current = pool[0]
     while len(joined) < len(pool):
@@ -166,6 +200,34 @@ def collapse(p: Planner, pool: list[Relation], conds: list[exp.Expression]) -> R
         for cond, _ in ready:
             current = p.filter(current, cond)
     return current
+
+
+def _branches(node: exp.Expression) -> list[exp.Expression]:
+    """The operands of a chain of ``OR`` (parentheses removed); one for anything else."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Or):
+        return _branches(node.this) + _branches(node.expression)
+    return [node]
+
+
+def _implied_filters(
+    p: Planner, cond: exp.Expression, pool: list[Relation]
+) -> list[tuple[int, exp.Expression]]:
+    """Filters on single relations implied by an ``OR`` over several: when every branch has
+    conjuncts on relation ``i`` alone, ``i``'s rows must pass one branch's (TPC-H Q7's
+    nations, Q19's parts and lines). The ``OR`` itself still applies after the join."""
+    branches = _branches(cond)
+    if len(branches) < 2:
+        return []
+    per_branch = [[(c, components_of(p, c, pool, p.outer)) for c in conjuncts(b)] for b in branches]
+    out: list[tuple[int, exp.Expression]] = []
+    for i in range(len(pool)):
+        parts = [[c for c, comps in branch if comps == {i}] for branch in per_branch]
+        if all(parts):
+            ands = [cast(exp.Expression, exp.and_(*ps)) if len(ps) > 1 else ps[0] for ps in parts]
+            out.append((i, cast(exp.Expression, exp.or_(*ands))))
+    return out
 
 
 def _next_join(

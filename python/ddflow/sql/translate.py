@@ -39,7 +39,7 @@ def translate(query: str, tables: Mapping[str, Collection], dialect: str) -> Col
     assert tree is not None
     if not isinstance(tree, exp.Select | exp.Union | exp.Except | exp.Intersect | exp.Subquery):
         raise SqlError(f"only queries are supported, not {tree.key.upper()}")
-    planner = Planner(query, tables)
+    planner = Planner(query, tables, tree)
     try:
         rel = planner.plan(tree, None)
     except Correlated as err:
