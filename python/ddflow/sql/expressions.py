@@ -148,8 +148,10 @@ class ExprTranslator:
             return E.null_column()
         kind = type(node)
         if kind in _COMPARE:
-            a, b = self._pair(node.this, node.expression)
-            return _COMPARE[kind](a, b)
+            x, y = self(node.this), self(node.expression)
+            if is_untyped_null(x) or is_untyped_null(y):
+                return E.lit(None, "bool")  # a comparison with NULL is NULL
+            return _COMPARE[kind](x, y)
         if kind in _ARITH:
             return self._arith(node)
         if isinstance(node, exp.Neg):

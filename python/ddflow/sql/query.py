@@ -288,6 +288,7 @@ class Planner:
             for cond in rest:
                 rel = subqueries.apply_conjunct(self, rel, cond, outer)
             grouped = aggregates.plan_group(self, sel, rel)
+            before = rel
             holder = Holder(rel)
             special = self._special(holder, rel, outer, None)
             if grouped is not None:
@@ -295,6 +296,7 @@ class Planner:
                 special = self._special(holder, rel, outer, mapping)
                 having = sel.args.get("having")
                 for cond in conjuncts(having.this if having is not None else None):
+                    cond = _aliases_expanded(cond, sel, before)
                     e = self.translator(Scope(holder.rel, outer), special).bool(cond)
                     holder.rel = Relation(holder.rel.coll.filter(e), holder.rel.fields)
             out = self._select_list(sel, holder, outer, special)
@@ -376,6 +378,28 @@ class Planner:
             fields.append(Field(None, out_name, column))
             exprs.append((E.null_column() if is_untyped_null(e) else e).alias(column))
         return Relation(holder.rel.coll.select(*exprs), fields)
+
+
+def _aliases_expanded(cond: exp.Expression, sel: exp.Select, rel: Relation) -> exp.Expression:
+    """``cond`` with each bare name of a ``SELECT`` alias that is not a column replaced by
+    the aliased expression (DuckDB reads ``HAVING n > 1`` so)."""
+    aliases: dict[str, exp.Expression] = {
+        item.alias.lower(): item.this for item in sel.expressions if isinstance(item, exp.Alias)
+    }
+    if not aliases:
+        return cond
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if (
+            isinstance(node, exp.Column)
+            and not node.table
+            and node.name.lower() in aliases
+            and not rel.matching(node.name, None)
+        ):
+            return aliases[node.name.lower()].copy()
+        return node
+
+    return cond.copy().transform(swap)
 
 
 def _names_read(tree: exp.Expression) -> set[str] | None:
