@@ -22,6 +22,18 @@ QUERIES = {
         "with recursive reach(n) as (select node from r "
         "union select e.dst from reach, e where reach.n = e.src) select n from reach"
     ),
+    "reach_filtered_step": (
+        "with recursive reach(n) as (select node from r "
+        "union select e.dst from reach, e where reach.n = e.src "
+        "and e.dst not in (select node from r where node > 3) "
+        "and exists (select * from e e2 where e2.src = e.dst)) select n from reach"
+    ),
+    "reach_joined_twice": (
+        "with recursive reach(n) as (select node from r "
+        "union select e.dst from reach join e on reach.n = e.src) "
+        "select a.n, count(*) as c from reach a join e on a.n = e.src "
+        "join reach b on e.dst = b.n group by a.n"
+    ),
     "reach_count": (
         "with recursive reach(n) as (select node from r "
         "union select dst from e join reach on e.src = reach.n) "
