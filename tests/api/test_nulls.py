@@ -8,6 +8,8 @@ reaching an operation without null semantics yet is an error update, never a wro
 
 from __future__ import annotations
 
+import datetime as dt
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -346,3 +348,53 @@ def test_nulls_reaching_a_python_function_are_error_updates() -> None:
     assert sorted(cap.state().column("k").to_pylist()) == [2, 4]
     (error,) = cap.errors().to_pylist()
     assert "null int64" in error["message"] and error["diff"] == 2
+
+
+def test_coalesce_aligns_decimal_scales_integers_floats_and_dates() -> None:
+    """``coalesce``/``fill_null`` bring decimals of different scales, a decimal with an
+    integer or a float, and a date with a timestamp to one form, as ``when`` does."""
+    schema = pa.schema(
+        [
+            ("a", pa.decimal128(12, 2)),
+            ("b", pa.decimal128(10, 3)),
+            ("d", pa.date32()),
+            ("t", pa.timestamp("us")),
+        ]
+    )
+    flow = dd.Dataflow()
+    inp, c = flow.new_input(schema)
+    out = c.select(
+        ab=dd.coalesce(dd.col("a"), dd.col("b")),
+        a0=dd.col("a").fill_null(0),
+        af=dd.col("a").fill_null(0.5),
+        ba=dd.coalesce(dd.col("b"), dd.col("a"), dd.lit(Decimal("7.1"))),
+        dt=dd.coalesce(dd.col("d"), dd.col("t")),
+    ).capture()
+    rows = [
+        {"a": Decimal("1.25"), "b": Decimal("2.125"), "d": None, "t": dt.datetime(2000, 1, 2, 3)},
+        {"a": None, "b": Decimal("-0.001"), "d": dt.date(1999, 12, 31), "t": None},
+        {"a": None, "b": None, "d": None, "t": None},
+    ]
+    inp.update_batch(pa.Table.from_pylist(rows, schema=schema), times=0)
+    inp.advance_to(1)
+    flow.run_until(1)
+    got = out.at(0)
+    # SQL's rule, as `when` and `+` use it: the most integer digits (an int64 has 19) and
+    # the largest scale.
+    assert [f.type for f in got.schema][:5] == [
+        pa.decimal128(13, 3),
+        pa.decimal128(21, 2),
+        pa.float64(),
+        pa.decimal128(13, 3),
+        pa.timestamp("us"),
+    ]
+    assert sorted(got.drop_columns(["diff"]).to_pylist(), key=repr) == sorted(
+        [
+            {"ab": Decimal("1.250"), "a0": Decimal("1.25"), "af": 1.25,
+             "ba": Decimal("2.125"), "dt": dt.datetime(2000, 1, 2, 3)},
+            {"ab": Decimal("-0.001"), "a0": Decimal("0.00"), "af": 0.5,
+             "ba": Decimal("-0.001"), "dt": dt.datetime(1999, 12, 31)},
+            {"ab": None, "a0": Decimal("0.00"), "af": 0.5, "ba": Decimal("7.100"), "dt": None},
+        ],
+        key=repr,
+    )  # fmt: skip

@@ -7,9 +7,9 @@ Cases: every type passed through with nulls; decimal and date/timestamp expressi
 (arithmetic, comparisons, ``.dt.*``, casts incl. ``strict=False``); ``group_by`` aggregates
 (``sum``/``mean`` of decimals, ``min``/``max`` of dates and timestamps,
 ``count_distinct``) keyed by ints and by dates; a left join carrying dates and decimals; a
-key-local region; binary keys, extremes and joins; a Python function (it gets a date as its days); and what is refused: a
-decimal beyond 64 bits (naming the column) and an output dtype Spark cannot hold (before any
-job).
+key-local region; binary keys, extremes and joins; a Python function (it gets a date as its
+days); and what is refused: a decimal beyond 64 bits (naming the column) and an output dtype
+Spark cannot hold (before any job).
 """
 
 from __future__ import annotations

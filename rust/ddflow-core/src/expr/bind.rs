@@ -338,7 +338,14 @@ impl Binder<'_> {
             .iter()
             .map(|a| self.bind(a))
             .collect::<Result<Vec<_>>>()?;
-        if nodes.iter().any(|n| n.dtype != nodes[0].dtype) {
+        let mixed = nodes.iter().any(|n| n.dtype != nodes[0].dtype);
+        if mixed
+            && nodes
+                .iter()
+                .any(|n| super::bind_logical::is_logical(n.dtype))
+        {
+            nodes = self.align_all(e, nodes)?;
+        } else if mixed {
             nodes = nodes.into_iter().map(super::bind_logical::widen).collect();
         }
         let first = nodes[0].dtype;
@@ -363,6 +370,43 @@ impl Binder<'_> {
             kind: Kind::Coalesce(nodes),
             dtype,
         })
+    }
+
+    /// Operands of logical dtypes brought to one stored form, as `when` aligns its two
+    /// branches (decimal scales, a decimal with integers or floats, dates with timestamps):
+    /// the form every pair aligns to, folded over the operands, then each operand brought
+    /// to it.
+    fn align_all(&self, e: &Expr, nodes: Vec<Node>) -> Result<Vec<Node>> {
+        use super::bind_logical::{align, is_logical, widen};
+        let src = e.to_string();
+        let err = |msg: String| self.type_err(e, format!("coalesce operands: {msg}"));
+        // `n` in the form of `target` (a node of the common dtype).
+        let to_form = |n: Node, target: &Node| -> Result<Node> {
+            if n.dtype == target.dtype {
+                Ok(n)
+            } else if !is_logical(n.dtype) && target.dtype == DType::Float64 && is_num(n.dtype) {
+                Ok(to_float(widen(n)))
+            } else if !is_logical(n.dtype) && !is_logical(target.dtype) {
+                Ok(widen(n))
+            } else {
+                align(n, target.clone(), &src)
+                    .map(|(n, _, _)| n)
+                    .map_err(err)
+            }
+        };
+        let mut target = nodes[0].clone();
+        for n in &nodes[1..] {
+            target = if target.dtype == n.dtype {
+                target
+            } else if is_logical(target.dtype) || is_logical(n.dtype) {
+                align(target, n.clone(), &src).map_err(err)?.0
+            } else if widen(n.clone()).dtype == DType::Float64 {
+                to_float(widen(target))
+            } else {
+                widen(target)
+            };
+        }
+        nodes.into_iter().map(|n| to_form(n, &target)).collect()
     }
 
     /// A library function (out of line: keeps the recursive [`Binder::bind`] frame small).

@@ -136,7 +136,10 @@ pub(crate) fn eval<'a>(
         }
         (Conversion::ToBinary, Value::Str(a)) => {
             let texts = texts_of(a, n);
-            let bytes: Vec<String> = texts.iter().map(|t| crate::encoding::binary_text(t.as_bytes())).collect();
+            let bytes: Vec<String> = texts
+                .iter()
+                .map(|t| crate::encoding::binary_text(t.as_bytes()))
+                .collect();
             let mut ids = Vec::with_capacity(n);
             Interner::intern_all(bytes.iter().map(String::as_str), &mut ids);
             (Value::Str(Vals::Owned(ids)), None)
@@ -148,10 +151,7 @@ pub(crate) fn eval<'a>(
                 .map(|t| String::from_utf8(crate::encoding::binary_bytes(t)).ok())
                 .collect();
             let mut ids = Vec::with_capacity(n);
-            Interner::intern_all(
-                decoded.iter().map(|t| t.as_deref().unwrap_or("")),
-                &mut ids,
-            );
+            Interner::intern_all(decoded.iter().map(|t| t.as_deref().unwrap_or("")), &mut ids);
             let out: Vec<Option<u64>> = decoded
                 .iter()
                 .zip(&ids)

@@ -94,7 +94,7 @@ fn parse_lit(obj: &Map<String, Value>, v: &Value) -> Result<Scalar> {
 
 /// The bytes of an even number of hex digits (`None` for anything else).
 fn hex_bytes(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 || !s.is_ascii() {
+    if !s.len().is_multiple_of(2) || !s.is_ascii() {
         return None;
     }
     (0..s.len())

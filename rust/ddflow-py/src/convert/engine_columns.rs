@@ -96,7 +96,9 @@ pub fn binary_column(
 ) -> CoreResult<Vec<u64>> {
     let n = offsets.len().saturating_sub(1);
     if nulls.is_some_and(|m| m.len() != n) {
-        return Err(Error::Shape(format!("{what}: null flags for {n} values differ in number")));
+        return Err(Error::Shape(format!(
+            "{what}: null flags for {n} values differ in number"
+        )));
     }
     let mut texts: Vec<String> = Vec::with_capacity(n);
     for i in 0..n {
@@ -107,7 +109,9 @@ pub fn binary_column(
                 data.len()
             )));
         }
-        texts.push(ddflow_core::encoding::binary_text(&data[a as usize..b as usize]));
+        texts.push(ddflow_core::encoding::binary_text(
+            &data[a as usize..b as usize],
+        ));
     }
     let mut words = Vec::with_capacity(n);
     Interner::intern_all(texts.iter().map(String::as_str), &mut words);
