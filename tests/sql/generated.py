@@ -1,13 +1,15 @@
 """A seeded generator of SQL queries over the harness tables (:data:`tests.sql.harness.SCHEMAS`).
 
 Each query is well typed for DuckDB and for ddflow by construction: integer expressions over
-``k``, ``x`` (and ``u.y``) and small literals, float ones over ``f``, string ones over ``s``,
-predicates mixing comparisons, ``BETWEEN``, ``IN`` lists, ``LIKE``, ``IS NULL``, ``CASE`` and
-``COALESCE`` under ``AND`` / ``OR`` / ``NOT`` with nulls everywhere. Shapes: projections
-with filters, ``DISTINCT``, grouped aggregates with ``HAVING``, global aggregates, the join
-kinds, ``EXISTS`` / ``IN`` / scalar subqueries, correlated or not, and set operations. No
-integer division or remainder by a column (ddflow reports a division by zero as an error
-where DuckDB gives NULL).
+``k``, ``x`` (and ``u.y``) and small literals, float ones over ``f``, string ones over ``s``
+(``=``, ``<>``, ``LIKE``, functions), date ones over ``d`` (literals, intervals,
+``EXTRACT``), predicates mixing comparisons, ``BETWEEN``, ``IN`` lists, ``IS NULL``,
+``CASE`` and ``COALESCE`` under ``AND`` / ``OR`` / ``NOT`` with nulls everywhere. Shapes:
+projections with filters, ``DISTINCT``, grouped aggregates with ``HAVING`` (also against a
+correlated scalar subquery), global aggregates, the join kinds (with aggregates over outer
+joins), derived tables, ``WITH``, ``EXISTS`` / ``IN`` / scalar subqueries, correlated or
+not, and set operations. No integer division or remainder by a column (ddflow reports a
+remainder by zero as an error where DuckDB gives NULL).
 """
 
 from __future__ import annotations
@@ -68,9 +70,9 @@ class _Gen:
             return f"f {self.pick('<', '>', '=')} {self.pick('0.25', '1.0', '2', '-1.5')}"
         return f"{self.rng.choice(cols)} > {self.rng.randint(-1, 4)}"
 
-    def agg(self) -> str:
+    def agg(self, cols: tuple[str, ...] = ("k", "x")) -> str:
         kind = self.pick("sum", "min", "max", "count", "avg", "count_distinct")
-        arg = self.int_expr(1)
+        arg = self.int_expr(1, cols)
         if kind == "count_distinct":
             return f"count(distinct {arg})"
         return f"{kind}({arg})"
@@ -141,6 +143,61 @@ class _Gen:
         left = f"select k, x from t where {self.pred()}"
         return f"{left} {op} select k, y from u where {self.pred(cols=('k', 'y'))}"
 
+    def text_pred(self) -> str:
+        return self.pick(
+            # Only = and <> on strings: the engine does not order str values in expressions.
+            f"s {self.pick('=', '<>')} '{self.pick('a', 'ab', 'b', 'A')}'",
+            f"upper(s) = '{self.pick('A', 'AB', 'BA')}'",
+            f"length(s) {self.pick('<', '>')} {self.rng.randint(0, 3)}",
+            f"s || 'z' like '{self.pick('%bz', 'a%', 'z')}'",
+            f"substring(s, 1, 1) = '{self.pick('a', 'b', 'x')}'",
+        )
+
+    def date_pred(self) -> str:
+        y, m, d = self.rng.randint(4, 5), self.rng.randint(1, 9), self.rng.randint(0, 9)
+        day = f"date '199{y}-0{m}-1{d}'"
+        return self.pick(
+            f"d {self.pick('<', '>=')} {day}",
+            f"d between {day} and {day} + interval '{self.rng.randint(1, 8)}' month",
+            f"extract(month from d) {self.pick('=', '<', '>')} {self.rng.randint(1, 12)}",
+            f"d + interval {self.rng.randint(1, 40)} day < {day}",
+        )
+
+    def mixed(self) -> str:
+        preds = [self.pred(), self.text_pred(), self.date_pred()]
+        self.rng.shuffle(preds)
+        conj = f" {self.pick('and', 'or')} ".join(preds[: self.rng.randint(1, 3)])
+        return f"select k, s, d from t where {conj}"
+
+    def derived(self) -> str:
+        inner = (
+            f"select {self.pick('k', 's')} as g, {self.agg()} as a, count(*) as n "
+            f"from t where {self.pred()} group by 1"
+        )
+        bound = f"{self.pick('>', '>=')} {self.rng.randint(1, 3)}"
+        return f"select g, a from ({inner}) as q where n {bound}"
+
+    def cte(self) -> str:
+        return (
+            f"with w as (select k, {self.agg(('k', 'y'))} as a from u group by k) "
+            f"select t.k, t.x, w.a from t {self.pick('join', 'left join')} w on t.k = w.k "
+            f"where {self.pred(cols=('t.k', 't.x'))}"
+        )
+
+    def outer_agg(self) -> str:
+        how = self.pick("left join", "full join", "right join")
+        extra = self.pick("", " and u.y > 1", " and u.s like 'a%'") if how == "left join" else ""
+        return (
+            f"select coalesce(t.k, u.k) as key, count(t.x) as nx, count(u.y) as ny, "
+            f"sum(u.y) as sy from t {how} u on t.k = u.k{extra} group by coalesce(t.k, u.k)"
+        )
+
+    def having_sub(self) -> str:
+        return (
+            f"select k, {self.agg()} as a from t group by k having count(*) >= "
+            f"(select count(*) from v where v.k = t.k)"
+        )
+
     def query(self) -> str:
         shape = self.rng.choice(
             [
@@ -155,6 +212,12 @@ class _Gen:
                 self.subquery,
                 self.subquery,
                 self.setop,
+                self.mixed,
+                self.mixed,
+                self.derived,
+                self.cte,
+                self.outer_agg,
+                self.having_sub,
             ]
         )
         return shape()

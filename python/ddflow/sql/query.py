@@ -72,6 +72,8 @@ class Planner:
         self.query = query
         self.tables = {name.lower(): c for name, c in tables.items()}
         self.used = None if tree is None else _names_read(tree)
+        self.unread: dict[str, list[str]] = {}
+        """Per table reference, the columns left out because the query never names them."""
         self.ctes: list[dict[str, Relation]] = []
         self.names = Names()
         self.outer: Scope | None = None
@@ -102,8 +104,10 @@ class Planner:
             if allow_outer:
                 return lookup.field.column
             raise Correlated(node)
-        names = sorted({f.name for f in scope.relation.fields if not f.qualified_only})
-        raise self.refuse(f"unknown column (columns here: {', '.join(names)})", node)
+        names = {f.name for f in scope.relation.fields if not f.qualified_only}
+        for qualifier in scope.relation.qualifiers():
+            names |= set(self.unread.get(qualifier, ()))
+        raise self.refuse(f"unknown column (columns here: {', '.join(sorted(names))})", node)
 
     # -- expressions ------------------------------------------------------------------------
 
@@ -201,6 +205,10 @@ class Planner:
             name = node.name
             qualifier = (node.alias or name).lower()
             rel = self._named(name, node, dry)
+            table = self.tables.get(name.lower())
+            if table is not None:
+                kept = {f.name for f in rel.fields}
+                self.unread[qualifier] = [c for c in table.columns if c not in kept]
         elif isinstance(node, exp.Subquery):
             if alias is None:
                 raise self.refuse("a subquery in FROM needs an alias", node)
