@@ -25,6 +25,7 @@ JOINS = {
     "full_on": "select t.k as tk, u.k as uk, t.x, u.y from t full outer join u on t.k = u.k",
     "left_using": "select k, t.x, w from t left join v using (k)",
     "using_star": "select * from u left join v using (k)",
+    "using_qualified_star": "select v.*, u.y from u left join v using (k)",
     "inner_using": "select k, t.x, v.w from t join v using (k)",
     "full_using": "select k, x, y from t full join u using (k)",
     "right_using": "select k, y from t right join u using (k)",

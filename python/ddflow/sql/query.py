@@ -365,7 +365,7 @@ class Planner:
                 matched = [
                     f
                     for f in holder.rel.fields
-                    if not f.qualified_only and (qualifier is None or f.qualifier == qualifier)
+                    if (f.qualifier == qualifier if qualifier else not f.qualified_only)
                 ]
                 if not matched:
                     raise self.refuse("* matches no columns", item)

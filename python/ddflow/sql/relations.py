@@ -338,21 +338,20 @@ def _using_join(
         rights.append(exp.column(name, rfs[0].qualifier))
     how = _HOWS[side]
     joined = p.equi_join(left, right, lefts, rights, how=how)
-    fields = list(joined.fields)
     coll = joined.coll
     firsts: list[Field] = []
+    hidden: set[str] = set()
     for lf, rf in pairs:
-        hidden = {lf.column: lf, rf.column: rf}
         if side == "FULL":
             merged = p.names.fresh(lf.name)
             coll = coll.with_columns(**{merged: E.coalesce(E.col(lf.column), E.col(rf.column))})
             firsts.append(Field(None, lf.name, merged))
         else:
             keep = rf if side == "RIGHT" else lf
-            firsts.append(keep)
-            del hidden[keep.column]
-        fields = [f for f in fields if f.column not in (lf.column, rf.column)]
-        fields += [
-            Field(f.qualifier, f.name, f.column, qualified_only=True) for f in hidden.values()
-        ]
+            firsts.append(Field(None, keep.name, keep.column))
+        hidden |= {lf.column, rf.column}
+    fields = [
+        Field(f.qualifier, f.name, f.column, qualified_only=True) if f.column in hidden else f
+        for f in joined.fields
+    ]
     return Relation(coll, firsts + fields)
