@@ -157,11 +157,11 @@ class ExprTranslator:
         if isinstance(node, exp.Neg):
             return -self.typed(node.this)
         if isinstance(node, exp.And):
-            return self.bool(node.this) & self.bool(node.expression)
+            return self.predicate(node.this) & self.predicate(node.expression)
         if isinstance(node, exp.Or):
-            return self.bool(node.this) | self.bool(node.expression)
+            return self.predicate(node.this) | self.predicate(node.expression)
         if isinstance(node, exp.Not):
-            return ~self.bool(node.this)
+            return ~self.predicate(node.this)
         if isinstance(node, exp.Is):
             if not isinstance(node.expression, exp.Null):
                 raise self._refuse("IS other than IS [NOT] NULL is not supported", node)
@@ -236,7 +236,7 @@ class ExprTranslator:
             return -int(node.this) if negative else int(node.this)
         raise self._refuse("expected an integer literal here", parent)
 
-    def bool(self, node: exp.Expression) -> Expr:
+    def predicate(self, node: exp.Expression) -> Expr:
         e = self(node)
         return E.lit(None, "bool") if is_untyped_null(e) else e
 
@@ -329,7 +329,7 @@ class ExprTranslator:
                 a, b = self._pair(subject, cond)
                 conds.append(a == b)
             else:
-                conds.append(self.bool(cond))
+                conds.append(self.predicate(cond))
             values.append(self(branch.args["true"]))
         default = node.args.get("default")
         values.append(E.null_column() if default is None else self(default))

@@ -133,7 +133,7 @@ class Planner:
 
     def filter(self, rel: Relation, cond: exp.Expression) -> Relation:
         """``rel`` where ``cond`` (subquery-free) holds."""
-        e = self.translator(Scope(rel, self.outer)).bool(cond)
+        e = self.translator(Scope(rel, self.outer)).predicate(cond)
         return Relation(rel.coll.filter(e), rel.fields)
 
     def key_columns(
@@ -296,7 +296,6 @@ class Planner:
             for cond in rest:
                 rel = subqueries.apply_conjunct(self, rel, cond, outer)
             grouped = aggregates.plan_group(self, sel, rel)
-            before = rel
             holder = Holder(rel)
             special = self._special(holder, rel, outer, None)
             if grouped is not None:
@@ -304,8 +303,8 @@ class Planner:
                 special = self._special(holder, rel, outer, mapping)
                 having = sel.args.get("having")
                 for cond in conjuncts(having.this if having is not None else None):
-                    cond = _aliases_expanded(cond, sel, before)
-                    e = self.translator(Scope(holder.rel, outer), special).bool(cond)
+                    cond = _aliases_expanded(cond, sel, rel)
+                    e = self.translator(Scope(holder.rel, outer), special).predicate(cond)
                     holder.rel = Relation(holder.rel.coll.filter(e), holder.rel.fields)
             out = self._select_list(sel, holder, outer, special)
         finally:

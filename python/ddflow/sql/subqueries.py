@@ -94,7 +94,7 @@ def apply_conjunct(
             )
         return None
 
-    e = p.translator(Scope(rel, outer), special).bool(cond)
+    e = p.translator(Scope(rel, outer), special).predicate(cond)
     return Relation(holder.rel.coll.filter(e), holder.rel.fields)
 
 
@@ -285,7 +285,7 @@ def _exists(
         )
     scope = Scope(Relation(both, inner.fields), here)
     for cond in split.residual:
-        both = both.filter(p.translator(scope, allow_outer=True).bool(cond))
+        both = both.filter(p.translator(scope, allow_outer=True).predicate(cond))
     matched = both.select(*reads).distinct()
     joined = getattr(outer_rel.coll, how)(matched, on=reads)
     return Relation(joined, rel.fields)
