@@ -61,6 +61,15 @@ QUERIES = {
     "global_filtered": "select count(*) as n, sum(f) as sf from t where k is not null",
     "key_expr_reuse": "select k + 1 as k1, count(*) as n from t group by k + 1",
     "order_ignored": "select k, x from t order by x desc",
+    "unaliased_names": (
+        "select x + 1, x > 1, -x, upper(s), cast(x as double), coalesce(x, 0), x is null, "
+        "x is not null, x between 1 and 2, x in (1, 2), s like 'a%', s not like 'a%', 1, 'a', "
+        "t.x, x * (k + 1), x % 2, x / 2, (x = k) or (k < 2) from t"
+    ),
+    "unaliased_aggregates": (
+        "select k, count(*), sum(x), avg(x) + 1, count(distinct x), count(s), min(s) "
+        "from t group by k"
+    ),
     "self_table_twice": "select a.k, b.x from t a, t b where a.k = b.k and a.x < b.x",
 }
 

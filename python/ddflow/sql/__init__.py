@@ -14,6 +14,7 @@ package's modules, one job each:
 * :mod:`~ddflow.sql.aggregates`: ``GROUP BY``, aggregates, ``HAVING``;
 * :mod:`~ddflow.sql.subqueries`: ``EXISTS`` / ``IN`` / scalar subqueries, decorrelated;
 * :mod:`~ddflow.sql.setops`: ``UNION`` / ``EXCEPT`` / ``INTERSECT``, ``WITH [RECURSIVE]``;
+* :mod:`~ddflow.sql.names`: output column names (DuckDB's for unaliased expressions);
 * :mod:`~ddflow.sql.query`: the planner that ties them together.
 
 What is supported and refused: ``docs/how-to/sql.md``.

@@ -24,6 +24,7 @@ from ddflow.outer_joins import JoinHow
 from ddflow.sql import aggregates, relations, setops, subqueries
 from ddflow.sql.errors import SqlError, refuse
 from ddflow.sql.expressions import ExprTranslator, conjuncts, is_untyped_null
+from ddflow.sql.names import output_name
 from ddflow.sql.scope import Field, Names, Relation, Scope
 
 __all__ = ["Planner", "Correlated", "Holder"]
@@ -370,7 +371,7 @@ class Planner:
                     raise self.refuse("* matches no columns", item)
                 items += [(f.name, E.col(f.column)) for f in matched]
                 continue
-            name = _output_name(item)
+            name = output_name(item)
             value = item.this if isinstance(item, exp.Alias) else item
             e = self.translator(Scope(holder.rel, outer), special)(value)
             items.append((name, e))
@@ -425,15 +426,6 @@ def _names_read(tree: exp.Expression) -> set[str] | None:
     names = {c.name.lower() for c in tree.find_all(exp.Column)}
     names |= {i.name.lower() for j in tree.find_all(exp.Join) for i in j.args.get("using") or []}
     return names
-
-
-def _output_name(item: exp.Expression) -> str:
-    """An output column's name: its alias, a bare column's name, else the SQL text."""
-    if isinstance(item, exp.Alias):
-        return item.alias
-    if isinstance(item, exp.Column):
-        return item.name
-    return item.sql(dialect="duckdb")
 
 
 def _distinct_keys(rel: Relation, keys: list[str], names: Names) -> tuple[Relation, list[str]]:
