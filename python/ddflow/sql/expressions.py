@@ -9,9 +9,10 @@ aggregates (columns of the grouped relation).
 Semantics are the engine's, which follow SQL: three-valued ``AND`` / ``OR`` / ``NOT``,
 comparisons with a null are null, ``/`` on integers divides as floats (DuckDB), ``%`` is the
 remainder with the dividend's sign (``rem``), ``LIKE`` matches the whole string. A bare
-``NULL`` gets its dtype from a literal beside it (``CASE ... THEN 1 ELSE NULL``,
-``COALESCE(x, NULL, 0)``); where nothing gives it one the translation is refused, except
-as a whole ``SELECT`` column (the planner types it from the plan). ``date + INTERVAL``
+``NULL`` gets its dtype from a literal beside it (``CASE ... THEN 'a' ELSE NULL``,
+``COALESCE(x, NULL, 0)``), else it is an int64 null, which the engine widens beside any
+numeric dtype (``CASE WHEN c THEN x END`` of a number); a whole ``SELECT`` column of
+``NULL`` is typed by the plan. ``date + INTERVAL``
 moves a date or timestamp by calendar units (``.dt.offset_by``) and keeps its dtype.
 """
 
@@ -253,15 +254,14 @@ class ExprTranslator:
         return [null if is_untyped_null(p) else p for p in parts]
 
     def _null_like(self, parts: list[Expr], node: exp.Expression) -> Expr:
+        """A null typed as a literal among ``parts``; else an int64 null, which the engine
+        widens beside any numeric dtype (beside a str, date or bool it is a type error
+        naming the expression when the dataflow runs: write ``CAST(NULL AS type)``)."""
         for p in parts:
             dtype = _literal_dtype(p)
             if dtype is not None:
                 return E.lit(None, dtype)
-        raise self._refuse(
-            "a NULL whose type cannot be told from a literal beside it (write "
-            "CAST(NULL AS type))",
-            node,
-        )
+        return E.lit(None, "int64")
 
     def _arith(self, node: exp.Expression) -> Expr:
         left, right = node.this, node.expression
