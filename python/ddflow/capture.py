@@ -154,12 +154,11 @@ class Capture(_Frontiered):
     def _dtypes(self) -> list[str]:
         """The record columns' dtypes: the first update's; before it, those the plan and the
         data so far give (a declared input's, through the operators that pass its columns
-        on), int64 where none is known."""
+        on or compute from them: ``plan_dtypes``), int64 where none is known."""
         dtypes = self._native.dtypes() if self._native is not None else None
         if dtypes:
             return list(dtypes)
-        engine = self.flow.started_engine()
-        known = engine.column_dtypes(self.node) if engine is not None else []
+        known = self.flow.plan_dtypes(self.node)
         return [d or "int64" for d in known] or ["int64"] * len(self.columns)
 
     def _fields(self) -> list[pa.Field]:

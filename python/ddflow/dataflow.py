@@ -38,6 +38,7 @@ from ddflow.errorlog import ErrorLog
 from ddflow.errors import DdflowError, PlanError, ReentrancyError
 from ddflow.input import InputSession
 from ddflow.plan import ImportTraceOp, InputOp, PlanText, user_location
+from ddflow.plan_dtypes import PlanDtypes
 from ddflow.read_columns import unread_columns
 from ddflow.runloop import Listener, RunLoop
 from ddflow.sources import Source
@@ -427,6 +428,16 @@ class Dataflow:
             self._error_log.dims = self.time_shape.dims or 1
             self._error_log.add(engine.errors_take())
         return self._error_log
+
+    def plan_dtypes(self, node: int) -> list[str | None]:
+        """The dtypes of ``node``'s columns as far as the plan and the data so far tell
+        (``plan_dtypes.PlanDtypes`` over the dtypes the engine knows; ``None`` where neither
+        does, or before the engine starts)."""
+        engine = self.started_engine()
+        if engine is None:
+            return [None] * len(self.builder.plan.nodes[node]["columns"])
+        nodes = self.plan()["nodes"]
+        return PlanDtypes(nodes, engine.column_dtypes).of(node)
 
     def upstream(self, node: int) -> frozenset[int]:
         """Every node whose output can reach ``node`` (itself included), following inputs

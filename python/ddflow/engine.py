@@ -225,6 +225,11 @@ class Runtime(Protocol):
         """Every node whose output can reach ``node`` (itself included)."""
         ...
 
+    def plan_dtypes(self, node: int) -> list[str | None]:
+        """The dtypes of ``node``'s columns as far as the plan and the data so far tell
+        (``None`` where neither does)."""
+        ...
+
     def track_handle(self, handle: EngineSideHandle) -> None:
         """Registers ``handle`` with the engine now, or when the engine starts."""
 

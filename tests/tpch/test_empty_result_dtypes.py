@@ -1,7 +1,6 @@
 """An empty result's dtypes, as TPC-H Q17 at SF 0.01 meets them: a declared column passed
-through keeps its dtype, a computed one (a global ``sum`` then ``/``) reports int64 until a
-row exists (strict ``xfail``: when it passes, drop the marker and the oracle's check of types
-on non-empty results only, ``benches/tpch/oracle.py``).
+through keeps its dtype, and so does a computed one (a global ``sum`` then ``/``), typed off
+the plan (``ddflow.plan_dtypes``) before any row exists.
 """
 
 from __future__ import annotations
@@ -9,14 +8,12 @@ from __future__ import annotations
 import decimal
 
 import pyarrow as pa
-import pytest
 
 import ddflow as dd
 
 D = decimal.Decimal
 
 
-@pytest.mark.xfail(strict=True, reason="an empty capture reports int64 for a computed decimal")
 def test_an_empty_capture_reports_the_dtype_of_a_computed_decimal() -> None:
     schema = pa.schema([("k", pa.int64()), ("p", pa.decimal128(15, 2))])
     flow = dd.Dataflow()

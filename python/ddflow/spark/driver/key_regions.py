@@ -33,6 +33,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
+from ddflow.errors import PlanError
 from ddflow.logical_types import arrow_type
 from ddflow.plan import (
     ArrangeOp,
@@ -49,8 +50,8 @@ from ddflow.plan import (
     ScaleOp,
     SelectOp,
 )
+from ddflow.plan_dtypes import PlanDtypes
 from ddflow.spark.driver.context import RunContext
-from ddflow.spark.driver.plan_dtypes import PlanDtypes
 from ddflow.spark.driver.schemas import dtype_of_spark, map_in_arrow, spark_of_arrow, time_fields
 from ddflow.spark.tasks.batches import ccol
 from ddflow.spark.tasks.local_plan import LocalPlanSpec, run_local_plan
@@ -262,7 +263,11 @@ class KeyRegions:
             schema = general_schema(x)
             return [dtype_of_spark(schema[ccol(j)].dataType) for j in range(len(ctx.columns(x)))]
 
-        out_types = tuple(arrow_type(t) for t in PlanDtypes(ctx, known, compiled).of(n))
+        typed = PlanDtypes(ctx.nodes, lambda x: known.get(x, []), compiled).of(n)
+        untyped = [j for j, t in enumerate(typed) if t is None]
+        if untyped:
+            raise PlanError(f"{ctx.label(n)}: no dtype for output columns {untyped}")
+        out_types = tuple(arrow_type(t) for t in typed if t is not None)
         fields = [
             T.StructField(ccol(j), spark_of_arrow(t, f"{ctx.label(n)}, column {j}"), True)
             for j, t in enumerate(out_types)

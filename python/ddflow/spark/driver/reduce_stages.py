@@ -18,8 +18,8 @@ from pyspark.sql import types as T
 
 from ddflow.errors import PlanError
 from ddflow.logical_types import arrow_type as logical_arrow_type
+from ddflow.plan_dtypes import aggregate_dtypes
 from ddflow.spark.driver.context import RunContext
-from ddflow.spark.driver.plan_dtypes import aggregate_dtypes
 from ddflow.spark.driver.schemas import (
     arrow_type,
     arrow_type_of_numpy,
@@ -77,11 +77,12 @@ class ReduceStages:
         kind = agg["kind"]
         out_types: list[pa.DataType]
         val_dtypes = [dtype_of_spark(arr_df.schema[ccol(k + i)].dataType) for i in range(n_vals)]
-        typed = aggregate_dtypes(dict(agg), [], val_dtypes)
-        if typed is not None:
-            for j, d in enumerate(typed):
+        typed = aggregate_dtypes(dict(agg), [], list(val_dtypes))
+        if typed is not None and None not in typed:
+            typed_all = [d for d in typed if d is not None]
+            for j, d in enumerate(typed_all):
                 spark_type(d, f"{node['label']}, output column {k + j}")
-            out_types = [logical_arrow_type(d) for d in typed]
+            out_types = [logical_arrow_type(d) for d in typed_all]
         elif kind == "python":
             out_types = self._reducer_types(int(agg["fn"]), node, k, n_vals, key_types, val_types)
         else:
