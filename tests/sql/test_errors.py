@@ -28,7 +28,7 @@ REFUSED = [
     ("select k, x from t group by k", "GROUP BY"),
     ("select sum(distinct x) as s from t", "SUM\\(DISTINCT"),
     ("select k from t where x > (select y from u)", "at most one row"),
-    ("select k from t where x not in (select y from u where u.k = t.k)", "correlated NOT IN"),
+    ("select k from t where x not in (select y from u where u.y < t.k)", "correlated NOT IN"),
     ("select k from t where x > (select max(y) from u where u.y < t.x)", "equalities only"),
     ("select k, x from t except all select k, y from u", "EXCEPT ALL"),
     ("select k from t left join u on t.x > u.y", "LEFT JOIN"),

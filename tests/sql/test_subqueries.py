@@ -31,6 +31,10 @@ QUERIES = {
         "select k, s from t where exists (select * from u where u.k = t.k and u.s = t.s)"
     ),
     "in_correlated": "select k, x from t where x in (select y from u where u.k = t.k)",
+    "not_in_correlated": "select k, x from t where x not in (select y from u where u.k = t.k)",
+    "not_in_correlated_filtered": (
+        "select k, s from t where k + 1 not in (select y from u where u.s = t.s and g > 0)"
+    ),
     "scalar_max": "select k, x from t where x = (select max(y) from u)",
     "scalar_in_select": "select k, (select count(*) from u) as n from t",
     "scalar_avg": "select k, x from t where x > (select avg(y) from u where g > 0)",

@@ -10,8 +10,9 @@ In ``WHERE`` (a conjunct, optionally under ``NOT``):
   matching outer values then semi/anti-join the outer rows: no cross product where an
   equality exists.
 * ``x IN (q)`` is ``EXISTS`` with ``x = q's column`` as one more key. ``x NOT IN (q)``
-  (uncorrelated) follows SQL's null rule: no row passes if ``q`` has a null, and a row whose
-  ``x`` is null passes only when ``q`` is empty.
+  follows SQL's null rule: no row passes if ``q`` has a null, and a row whose ``x`` is null
+  passes only when ``q`` is empty (per correlation key when ``q`` is correlated by
+  equalities).
 * a comparison with a scalar subquery joins the subquery's value onto the rows (below)
   with an inner join: a row whose value is null fails the comparison anyway.
 
@@ -321,22 +322,46 @@ def _not_in(
     outer: Scope | None,
     node: exp.Expression,
 ) -> Relation:
-    """``value NOT IN (query)`` with SQL's null rule (see the module docs)."""
-    if _split(p, query, Scope(rel, outer)) is not None:
-        raise p.refuse("a correlated NOT IN subquery is not supported (use NOT EXISTS)", node)
-    q = p.plan(query, None)
-    if len(q.fields) != 1:
-        raise p.refuse("a NOT IN subquery must select one column", query)
-    v = q.fields[0].column
-    outer_rel, (x,) = p.key_columns(rel, [value])
-    key = p.names.fresh("one")
-    kept = outer_rel.coll.antijoin(q.coll, left_on=x, right_on=v)
-    has_null = q.coll.filter(E.col(v).is_null()).select(**{key + "_r": E.lit(0)})
-    any_row = q.coll.select(**{key + "_r": E.lit(0)})
-    known = _const(kept.filter(E.col(x).is_not_null()), key)
-    unknown = _const(kept.filter(E.col(x).is_null()), key)
-    passed = known.antijoin(has_null, left_on=key, right_on=key + "_r").concat(
-        unknown.antijoin(any_row, left_on=key, right_on=key + "_r")
+    """``value NOT IN (query)`` with SQL's null rule (see the module docs), per correlation
+    key when ``query`` is correlated by equalities."""
+    split = _split(p, query, Scope(rel, outer))
+    if split is None:
+        q = p.plan(query, None)
+        if len(q.fields) != 1:
+            raise p.refuse("a NOT IN subquery must select one column", query)
+        key = p.names.fresh("one")
+        inner_coll = _const(q.coll, key + "_r")
+        inner_keys, v = [key + "_r"], q.fields[0].column
+        outer_rel, (x,) = p.key_columns(rel, [value])
+        outer_coll, outer_keys = _const(outer_rel.coll, key), [key]
+    else:
+        assert isinstance(query, exp.Select)
+        if split.residual or not _is_simple(query):
+            raise p.refuse(
+                "a correlated NOT IN subquery must be correlated by equalities only, without "
+                "aggregates (or write NOT EXISTS)",
+                node,
+            )
+        if len(query.expressions) != 1:
+            raise p.refuse("a NOT IN subquery must select one column", query)
+        item = query.expressions[0]
+        inner, ik = p.key_columns(
+            _local(p, split),
+            [i for i, _ in split.pairs] + [item.this if isinstance(item, exp.Alias) else item],
+        )
+        inner_coll, inner_keys, v = inner.coll, ik[:-1], ik[-1]
+        saved, p.outer = p.outer, outer
+        try:
+            outer_rel, ok = p.key_columns(rel, [o for _, o in split.pairs] + [value])
+        finally:
+            p.outer = saved
+        outer_coll, outer_keys, x = outer_rel.coll, ok[:-1], ok[-1]
+    kept = outer_coll.antijoin(inner_coll, left_on=[*outer_keys, x], right_on=[*inner_keys, v])
+    has_null = inner_coll.filter(E.col(v).is_null())
+    known = kept.filter(E.col(x).is_not_null())
+    unknown = kept.filter(E.col(x).is_null())
+    passed = known.antijoin(has_null, left_on=outer_keys, right_on=inner_keys).concat(
+        unknown.antijoin(inner_coll, left_on=outer_keys, right_on=inner_keys)
     )
     return Relation(passed, rel.fields)
 
