@@ -125,14 +125,26 @@ class _Gen:
                 "select k, x from t where exists (select * from u where u.k = t.k "
                 f"and u.y {self.pick('<', '>', '<=')} t.x and {inner})"
             )
+        if r < 0.45:
+            return (
+                "select k, x from t where x not in "
+                f"(select y from u where u.k = t.k and {inner})"
+            )
         if r < 0.55:
             neg = self.pick("", "not ")
             value = self.pick("x", "k", "k + 1")
             return f"select k, x from t where {value} {neg}in (select y from u where {inner})"
-        if r < 0.75:
+        if r < 0.65:
             agg = self.pick("max(y)", "min(y)", "sum(y)", "count(*)", "count(y)")
             op = self.pick("<", ">", "=", ">=")
             return f"select k, x from t where x {op} (select {agg} from u where u.k = t.k)"
+        if r < 0.75:
+            agg = self.pick("max(y)", "sum(y)", "count(*)")
+            corr = self.pick("u.y < t.x", "u.k = t.k and u.y >= t.x", "u.s = t.s and u.y > 1")
+            value = f"(select {agg} from u where {corr})"
+            if self.rng.random() < 0.5:
+                return f"select k, x, {value} as v from t"
+            return f"select k, x from t where k {self.pick('<', '>=')} {value}"
         # Unfiltered: a scalar subquery outside WHERE is left-joined, and its padding null
         # takes its dtype from the subquery's data (none ever, if a filter drops every row).
         agg = self.pick("max(y)", "min(y)", "sum(y)", "count(*)")

@@ -48,6 +48,22 @@ QUERIES = {
     "scalar_correlated_count_select": (
         "select k, (select count(y) from u where u.s = t.s) as n from t"
     ),
+    "scalar_non_equi": "select k, x from t where x > (select max(y) from u where u.y < t.x)",
+    "scalar_non_equi_count": (
+        "select k, x, (select count(*) from u where u.k = t.k and u.y <> t.x) as n from t"
+    ),
+    "scalar_null_accepting": (
+        "select k, x, (select sum(y) from u where u.k = t.k and (t.x is null or u.y > t.x)) "
+        "as s from t"
+    ),
+    "exists_null_accepting": (
+        "select k, x from t where exists (select * from u where u.k = t.k "
+        "and (t.x is null or u.y > t.x))"
+    ),
+    "not_exists_null_accepting": (
+        "select k, x from t where not exists (select * from u where u.k = t.k "
+        "and (t.x is null or u.y > t.x))"
+    ),
     "scalar_correlated_expr": (
         "select k, x from t where x < (select 0.5 * sum(y) from u where u.k = t.k)"
     ),

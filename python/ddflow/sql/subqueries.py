@@ -36,7 +36,7 @@ from ddflow.expr import Expr
 from ddflow.outer_joins import JoinHow
 from ddflow.sql import aggregates, relations
 from ddflow.sql.expressions import conjuncts
-from ddflow.sql.scope import Relation, Scope
+from ddflow.sql.scope import Field, Relation, Scope
 
 if TYPE_CHECKING:
     from ddflow.sql.query import Holder, Planner
@@ -268,7 +268,31 @@ def _exists(
     if not split.residual:
         joined = getattr(outer_rel.coll, how)(inner.coll, left_on=ok, right_on=ik)
         return Relation(joined, rel.fields)
-    # Other correlated conditions: on the distinct outer values they read, equi-joined.
+    both, reads, _ = _matches(p, outer_rel, outer, split, inner, ok, ik)
+    matched = both.select(*reads).distinct()
+    # Joined with nulls equal: a null outer value the other conditions accept still matches
+    # (``t.x IS NULL OR ...``); semijoin and antijoin never match nulls.
+    hits = outer_rel.coll.join(matched, on=reads, nulls_equal=True)
+    hits = hits.select(*outer_rel.coll.columns)
+    if negate:
+        return Relation(outer_rel.coll.concat(hits.negate()), rel.fields)
+    return Relation(hits, rel.fields)
+
+
+def _matches(
+    p: Planner,
+    outer_rel: Relation,
+    outer: Scope | None,
+    split: _Split,
+    inner: Relation,
+    ok: list[str],
+    ik: list[str],
+) -> tuple[Collection, list[str], list[Field]]:
+    """The distinct outer values a correlated subquery reads (its outer equality keys
+    ``ok`` and the outer columns of its other correlated conditions), each joined with the
+    subquery's rows that match it: equi-joined on the equalities (a cross product only if
+    there are none), then filtered by the other conditions. Also the value columns and the
+    subquery's fields on the result."""
     reads = list(ok)
     for cond in split.residual:
         for column in cond.find_all(exp.Column):
@@ -279,17 +303,22 @@ def _exists(
     values = outer_rel.coll.select(*reads).distinct()
     if ok:
         both = values.join(inner.coll, left_on=ok, right_on=ik)
+        # The inner key columns are dropped by the join: they equal the outer keys.
+        to_outer = dict(zip(ik, ok, strict=True))
+        fields = [
+            Field(f.qualifier, f.name, to_outer.get(f.column, f.column), f.qualified_only)
+            for f in inner.fields
+        ]
     else:
         key = p.names.fresh("one")
         both = _const(values, key).join(
             _const(inner.coll, key + "_r"), left_on=key, right_on=key + "_r"
         )
-    scope = Scope(Relation(both, inner.fields), here)
+        fields = inner.fields
+    scope = Scope(Relation(both, fields), Scope(outer_rel, outer))
     for cond in split.residual:
         both = both.filter(p.translator(scope, allow_outer=True).predicate(cond))
-    matched = both.select(*reads).distinct()
-    joined = getattr(outer_rel.coll, how)(matched, on=reads)
-    return Relation(joined, rel.fields)
+    return both, reads, fields
 
 
 def _uncorrelated_exists(
@@ -380,8 +409,6 @@ def scalar(
     if split is None:
         return _uncorrelated_scalar(p, holder, query, inner, node)
     assert isinstance(query, exp.Select)
-    if split.residual:
-        raise p.refuse("a correlated scalar subquery must be correlated by equalities only", node)
     if any(query.args.get(k) for k in ("group", "having", "distinct", "limit", "offset")):
         raise p.refuse("a correlated scalar subquery with GROUP BY or DISTINCT", node)
     if len(query.expressions) != 1:
@@ -398,14 +425,23 @@ def scalar(
         rel, ok = p.key_columns(holder.rel, [o for _, o in split.pairs])
     finally:
         p.outer = saved
-    # Only the groups some outer row asks for (TPC-H Q17 averages the lines of few parts).
-    wanted = local.coll.semijoin(rel.coll, left_on=ik, right_on=ok)
-    local = Relation(wanted, local.fields)
-    parts = {p.names.fresh(c.key): aggregates.aggregate_of(p, Scope(local), c) for c in calls}
-    groups = local.coll.group_by(*ik).agg(**parts)
     counts = any(isinstance(c, exp.Count) for c in calls)
     how: JoinHow = "inner" if inner and not counts else "left"
-    holder.rel = Relation(rel.coll.join(groups, left_on=ok, right_on=ik, how=how), rel.fields)
+    if split.residual:
+        # Other correlated conditions: aggregate per distinct outer value they read.
+        both, reads, fields = _matches(p, rel, outer, split, local, ok, ik)
+        scope = Scope(Relation(both, fields))
+        parts = {p.names.fresh(c.key): aggregates.aggregate_of(p, scope, c) for c in calls}
+        groups = both.group_by(*reads).agg(**parts)
+        joined = rel.coll.join(groups, on=reads, how=how, nulls_equal=True)
+    else:
+        # Only the groups some outer row asks for (TPC-H Q17 averages few parts' lines).
+        wanted = local.coll.semijoin(rel.coll, left_on=ik, right_on=ok)
+        scope = Scope(Relation(wanted, local.fields))
+        parts = {p.names.fresh(c.key): aggregates.aggregate_of(p, scope, c) for c in calls}
+        groups = wanted.group_by(*ik).agg(**parts)
+        joined = rel.coll.join(groups, left_on=ok, right_on=ik, how=how)
+    holder.rel = Relation(joined, rel.fields)
     columns = dict(zip(parts, calls, strict=True))
 
     def special(n: exp.Expression) -> Expr | None:
