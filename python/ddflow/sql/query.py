@@ -151,7 +151,8 @@ class Planner:
             if isinstance(inner, exp.Column):
                 names.append(self.column_of(scope, inner, allow_outer))
                 continue
-            name = self.names.fresh("key")
+            # A constant key is a cross product's (named so in plans: see explain()).
+            name = self.names.fresh("cross" if isinstance(inner, exp.Literal) else "key")
             extra[name] = self.expr(scope, inner, allow_outer=allow_outer)
             names.append(name)
         if extra:
