@@ -31,6 +31,8 @@ REFUSED = [
     ("select k from t where x not in (select y from u where u.y < t.k)", "correlated NOT IN"),
     ("select k, x from t except all select k, y from u", "EXCEPT ALL"),
     ("select k from t left join u on t.x > u.y", "LEFT JOIN"),
+    ("select t.k from t left join u on t.k = u.k and t.x > u.y", "one side alone"),
+    ("select t.k from t full join u on t.k = u.k and t.x > 1", "one side alone"),
     ("select abs(null) as c from t", "NULL whose type"),
     ("select distinct on (k) k, x from t", "DISTINCT ON"),
     ("select k from t where exists (select 1 from u) or x > 1", "WHERE conjuncts"),

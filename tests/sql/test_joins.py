@@ -20,6 +20,13 @@ JOINS = {
     ),
     "left_on": "select t.k, t.x, u.y from t left join u on t.k = u.k",
     "left_on_filter": "select t.k, t.x, u.y from t left join u on t.k = u.k and u.y > 1",
+    "left_on_left_filter": "select t.k, t.x, u.y from t left join u on t.k = u.k and t.x > 1",
+    "right_on_right_filter": (
+        "select t.x, u.k, u.y from t right join u on t.k = u.k and u.y > 1 and t.s <> 'a'"
+    ),
+    "left_on_both_filters": (
+        "select t.k, t.s, u.y from t left join u on t.k = u.k and t.s like 'a%' and u.y < 4"
+    ),
     "left_where": "select t.k, u.y from t left join u on t.k = u.k where u.y is null",
     "right_on": "select t.x, u.k, u.y from t right join u on t.k = u.k",
     "full_on": "select t.k as tk, u.k as uk, t.x, u.y from t full outer join u on t.k = u.k",

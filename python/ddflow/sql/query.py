@@ -170,6 +170,12 @@ class Planner:
         """``left`` joined with ``right`` where each of ``lefts`` equals its ``rights``."""
         left, lk = self.key_columns(left, lefts)
         right, rk = self.key_columns(right, rights)
+        return self.join_on_columns(left, right, lk, rk, how)
+
+    def join_on_columns(
+        self, left: Relation, right: Relation, lk: list[str], rk: list[str], how: JoinHow
+    ) -> Relation:
+        """``left`` joined with ``right`` where each column of ``lk`` equals its ``rk``."""
         if len(set(lk)) < len(lk) or len(set(rk)) < len(rk):
             left, lk = _distinct_keys(left, lk, self.names)
             right, rk = _distinct_keys(right, rk, self.names)

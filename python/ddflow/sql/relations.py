@@ -9,8 +9,10 @@ a relation with no equality to the others is joined on a constant key (a cross p
 Conjuncts that read several relations otherwise are filters once all of them are joined. A
 conjunct that is an ``OR`` first has the conjuncts common to all its branches pulled out
 (TPC-H Q19's join condition). An outer join collapses the pool on its left first;
-``LEFT`` / ``RIGHT`` / ``FULL`` take equalities in ``ON`` (a conjunct on the inner side only
-filters that side first; others are refused) or ``USING``.
+``LEFT`` / ``RIGHT`` / ``FULL`` take equalities in ``ON`` or ``USING``; in a ``LEFT`` /
+``RIGHT`` join's ``ON``, a conjunct on the inner side alone filters that side first, and one
+on the preserved side alone lets only its passing rows join (the others are padded);
+anything else is refused.
 """
 
 from __future__ import annotations
@@ -287,6 +289,7 @@ def outer_join(
     lefts: list[exp.Expression] = []
     rights: list[exp.Expression] = []
     inner_side = {"LEFT": 1, "RIGHT": 0}.get(side)
+    preserved: list[exp.Expression] = []
     for cond in conjuncts(on):
         comps = components_of(p, cond, pool)
         sides = equality_sides(cond)
@@ -304,15 +307,49 @@ def outer_join(
         if inner_side is not None and comps <= {inner_side}:
             pool[inner_side] = p.filter(pool[inner_side], cond)
             continue
+        if inner_side is not None and comps == {1 - inner_side}:
+            preserved.append(cond)
+            continue
         raise p.refuse(
             f"in {side} JOIN ... ON, only equalities between the two sides and conditions on "
-            f"the {'right' if side == 'LEFT' else 'left'} side alone are supported",
+            "one side alone are supported",
             cond,
         )
     if not lefts:
         raise p.refuse(f"{side} JOIN without an equality between the two sides", node)
     how = _HOWS[side]
-    return p.equi_join(pool[0], pool[1], lefts, rights, how=how)
+    if not preserved:
+        return p.equi_join(pool[0], pool[1], lefts, rights, how=how)
+    return _gated_outer_join(p, pool, lefts, rights, 1 - (inner_side or 0), preserved, how)
+
+
+def _gated_outer_join(
+    p: Planner,
+    pool: list[Relation],
+    lefts: list[exp.Expression],
+    rights: list[exp.Expression],
+    kept: int,
+    conds: list[exp.Expression],
+    how: JoinHow,
+) -> Relation:
+    """A left (right) join whose ``ON`` also tests the preserved side (``kept``): its rows
+    that pass ``conds`` are joined, the others padded with nulls (they match nothing)."""
+    left, lk = p.key_columns(pool[0], lefts)
+    right, rk = p.key_columns(pool[1], rights)
+    sides = [left, right]
+    scope = Scope(sides[kept], p.outer)
+    test = p.translator(scope).predicate(conds[0])
+    for cond in conds[1:]:
+        test = test & p.translator(scope).predicate(cond)
+    passing = Relation(sides[kept].coll.filter(test), sides[kept].fields)
+    failing = sides[kept].coll.filter(~E.coalesce(test, E.lit(False)))
+    sides[kept] = passing
+    joined = p.join_on_columns(sides[0], sides[1], lk, rk, how)
+    have = set(failing.columns)
+    padded = failing.select(
+        *((E.col(c) if c in have else E.null_column()).alias(c) for c in joined.coll.columns)
+    )
+    return Relation(joined.coll.concat(padded), joined.fields)
 
 
 def _using_join(
