@@ -26,6 +26,7 @@ pub mod dtype;
 pub mod encoding;
 pub mod engine;
 pub mod error;
+pub mod exact_sum;
 pub mod expr;
 pub mod lattice;
 pub mod sort;

@@ -144,11 +144,12 @@ pub fn apply(
                     }
                 }
                 _ => {
-                    let mut s = 0.0f64;
+                    // Exact, rounded once: the order of the values does not matter.
+                    let mut s = crate::exact_sum::ExactSum::new();
                     for i in (0..n).filter(|&i| !is_null_word(d, row(i)[*c])) {
-                        s += decode_f64(row(i)[*c]) * counts[i] as f64;
+                        s.add(decode_f64(row(i)[*c]), counts[i]);
                     }
-                    push(&[encode_f64(s)], 1);
+                    push(&[encode_f64(s.value())], 1);
                 }
             }
         }

@@ -39,6 +39,7 @@ use crate::encoding::{
 };
 use crate::engine::plan::GroupAgg;
 use crate::error::{Error, Result};
+use crate::exact_sum::ExactSum;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
@@ -196,8 +197,8 @@ fn write_row(
             .map(|(_, &n)| n as i128)
             .sum()
     };
-    // The weighted sum of column `c` (nulls skipped): exact in 128 bits for int64, else
-    // float64.
+    // The weighted sum of column `c` (nulls skipped): exact in 128 bits for int64; for
+    // float64 exact too, rounded once (`ExactSum`), so it is the running totals' sum.
     let sum = |c: usize| -> Sum {
         let terms = counts.iter().enumerate().filter(|&(i, _)| !null(i, c));
         if dtypes[c].physical() == DType::Int64 {
@@ -207,7 +208,9 @@ fn write_row(
                     .try_fold(0i128, |acc, p| acc.checked_add(p)),
             )
         } else {
-            Sum::Float(terms.map(|(i, &n)| decode_f64(word(i, c)) * n as f64).sum())
+            let mut acc = ExactSum::new();
+            terms.for_each(|(i, &n)| acc.add(decode_f64(word(i, c)), n));
+            Sum::Float(acc.value())
         }
     };
     for part in aggs {
@@ -351,14 +354,16 @@ fn finish(
 }
 
 /// Whether the group's row follows from running totals alone (see [`RunningTotals`]): every
-/// part is a `count()`, a `sum` / `mean` of an int64-stored column, a `min` / `max` of a
-/// column that is not `str` (whose words are not in text order), or a `count_distinct`.
+/// part is a `count()`, a `sum` / `mean` of an int64- or float64-stored column, a `min` /
+/// `max` of a column that is not `str` (whose words are not in text order), or a
+/// `count_distinct`.
 pub fn has_running_totals(aggs: &[GroupAgg], dtypes: &[DType]) -> bool {
     aggs.iter().all(|p| match p {
         GroupAgg::Count { column, .. } => column.is_none(),
-        GroupAgg::Sum { column, .. } | GroupAgg::Mean { column, .. } => {
-            dtypes.get(*column).map(|d| d.physical()) == Some(DType::Int64)
-        }
+        GroupAgg::Sum { column, .. } | GroupAgg::Mean { column, .. } => matches!(
+            dtypes.get(*column).map(|d| d.physical()),
+            Some(DType::Int64 | DType::Float64)
+        ),
         GroupAgg::Min { column, .. } | GroupAgg::Max { column, .. } => dtypes
             .get(*column)
             .is_some_and(|d| d.physical() != DType::Str),
@@ -403,10 +408,10 @@ impl Multiset {
 
 /// The running accumulation of a group whose parts all have running totals, for keys whose
 /// times form a chain (`reduce_chain`): each input update is folded in once, in 128 bits
-/// (exact, so the row is still a function of the accumulated input); `min`, `max` and
-/// `count_distinct` keep their values' counts ([`Multiset`]). Float sums have none: a float
-/// running sum would drift with the order of the updates (`+0.1` then `-0.1` need not
-/// cancel), so those groups re-read their vals at each time, as `min` / `max` of strings do.
+/// (exact, so the row is still a function of the accumulated input); float sums exactly
+/// too ([`ExactSum`]: `+0.1` then `-0.1` cancel, and the order of the updates does not
+/// matter); `min`, `max` and `count_distinct` keep their values' counts ([`Multiset`]).
+/// Groups with a `min` / `max` of strings re-read their vals at each time.
 #[derive(Default)]
 pub struct RunningTotals {
     count: i128,
@@ -417,6 +422,8 @@ pub struct RunningTotals {
     non_null: Vec<i128>,
     /// Per part, the values of a `min` / `max` / `count_distinct` part (empty otherwise).
     sets: Vec<Multiset>,
+    /// Per part, the exact sum of a float64 `sum` / `mean` part (None otherwise).
+    floats: Vec<Option<Box<ExactSum>>>,
 }
 
 impl RunningTotals {
@@ -429,11 +436,14 @@ impl RunningTotals {
         self.non_null.resize(aggs.len(), 0);
         self.sets.clear();
         self.sets.resize(aggs.len(), Multiset::default());
+        self.floats.clear();
+        self.floats.resize(aggs.len(), None);
     }
 
-    /// Heap bytes of the multisets (about 48 bytes per value).
+    /// Heap bytes of the multisets (about 48 bytes per value) and float sums.
     pub fn heap_bytes(&self) -> usize {
-        self.sets.iter().map(|s| s.counts.len() * 48).sum()
+        let floats = self.floats.iter().flatten().count() * std::mem::size_of::<ExactSum>();
+        self.sets.iter().map(|s| s.counts.len() * 48).sum::<usize>() + floats
     }
 
     /// Folds in one update: `vals` is its val row, `diff` its count.
@@ -448,7 +458,7 @@ impl RunningTotals {
         let overflow = || Error::Overflow(format!("{label}: a group's running sum overflows"));
         self.count = self.count.checked_add(diff as i128).ok_or_else(overflow)?;
         let parts = aggs.iter().zip(&mut self.sums).zip(&mut self.non_null);
-        for (((part, s), nn), set) in parts.zip(&mut self.sets) {
+        for ((((part, s), nn), set), float) in parts.zip(&mut self.sets).zip(&mut self.floats) {
             if let GroupAgg::Min { column, .. }
             | GroupAgg::Max { column, .. }
             | GroupAgg::CountDistinct { column, .. } = part
@@ -462,7 +472,15 @@ impl RunningTotals {
                 continue;
             }
             match column_of(part) {
-                // Running totals read only int64 columns (`has_running_totals`).
+                // Running totals read int64 and float64 columns (`has_running_totals`).
+                Some(c) if dtypes[c].physical() == DType::Float64 => {
+                    if !is_null_word(dtypes[c], vals[c]) {
+                        float
+                            .get_or_insert_with(Default::default)
+                            .add(decode_f64(vals[c]), diff);
+                        *nn = nn.checked_add(diff as i128).ok_or_else(overflow)?;
+                    }
+                }
                 Some(c) if vals[c] == NULL_I64 => {}
                 Some(c) => {
                     let p = decode_i64(vals[c]) as i128 * diff as i128;
@@ -489,7 +507,7 @@ impl RunningTotals {
         out: &mut Vec<u64>,
     ) -> Result<()> {
         let parts = aggs.iter().zip(&self.sums).zip(&self.non_null);
-        for (((part, &s), &nn), set) in parts.zip(&self.sets) {
+        for ((((part, &s), &nn), set), float) in parts.zip(&self.sets).zip(&self.floats) {
             let column = column_of(part).map(|c| dtypes[c]);
             match part {
                 GroupAgg::CountDistinct { .. } => {
@@ -516,14 +534,12 @@ impl RunningTotals {
                 }
                 _ => {}
             }
-            out.push(finish(
-                part,
-                self.count,
-                nn,
-                Some(Sum::Int(Some(s))),
-                column,
-                label,
-            )?);
+            let sum = if column.is_some_and(|d| d.physical() == DType::Float64) {
+                Sum::Float(float.as_ref().map_or(0.0, |f| f.value()))
+            } else {
+                Sum::Int(Some(s))
+            };
+            out.push(finish(part, self.count, nn, Some(sum), column, label)?);
         }
         Ok(())
     }
