@@ -36,6 +36,18 @@ QUERIES = {
     "cast": "select k, cast(x as double) as xf, cast(k as varchar) as ks, f::int as fi from t",
     "nullif": "select k, nullif(x, 2) as n from t",
     "strings": "select k, upper(s) as u, lower(s) as l, length(s) as n, s || '!' as e from t",
+    "distinct_from": (
+        "select k, x is distinct from k as d, x is not distinct from k as nd from t"
+    ),
+    "text_tests": (
+        "select k, starts_with(s, 'a') as sw, ends_with(s, 'b') as ew, contains(s, 'b') as c, "
+        "left(s, 1) as l, right(s, 2) as r, right(s, 0) as r0 from t"
+    ),
+    "concat_function": "select k, concat(s, '-', x, '-', k) as c from t",
+    "date_trunc": (
+        "select k, date_trunc('month', d) as m, date_trunc('year', d) as y, "
+        "date_trunc('quarter', d) as q from t"
+    ),
     "substring": "select k, substring(s, 1, 2) as p, substring(s from 2) as q from t",
     "extract": "select k, extract(year from d) as y, extract(month from d) as m from t",
     "date_literal": "select k, d from t where d >= date '1994-06-01' and d < date '1995-01-01'",

@@ -207,6 +207,36 @@ class ExprTranslator:
             return self.typed(node.this).pow(self.typed(node.expression))
         if isinstance(node, exp.Substring):
             return self._substring(node)
+        if isinstance(node, exp.NullSafeEQ | exp.NullSafeNEQ):
+            a, b = self._pair(node.this, node.expression)
+            same = (
+                E.when(a.is_null() & b.is_null())
+                .then(E.lit(True))
+                .when(a.is_null() | b.is_null())
+                .then(E.lit(False))
+                .otherwise(a == b)
+            )
+            return ~same if isinstance(node, exp.NullSafeNEQ) else same
+        if isinstance(node, exp.StartsWith | exp.EndsWith | exp.Contains):
+            return self._text_test(node)
+        if isinstance(node, exp.Left | exp.Right):
+            n = self._int_literal(node.expression, node)
+            if n < 0:
+                raise self._refuse("LEFT / RIGHT of a negative length is not supported", node)
+            x = self.typed(node.this)
+            if isinstance(node, exp.Left) or n == 0:
+                return x.str.slice(0, n)
+            return x.str.slice(-n)
+        if isinstance(node, exp.Concat):
+            parts = [self.typed(e) for e in node.expressions]
+            # DuckDB's concat() skips nulls (unlike ||) and writes other types as text.
+            return E.concat_str([E.coalesce(_as_text(e), "") for e in parts])
+        if isinstance(node, exp.TimestampTrunc | exp.DateTrunc):
+            unit = node.args.get("unit")
+            every = _TRUNC.get(unit.name.lower()) if isinstance(unit, exp.Var) else None
+            if every is None:
+                raise self._refuse("DATE_TRUNC to this unit is not supported", node)
+            return self.typed(node.this).dt.truncate(every)
         if isinstance(node, exp.DPipe):
             return E.concat_str([self.typed(node.this), self.typed(node.expression)])
         if isinstance(node, exp.Window):
@@ -319,6 +349,18 @@ class ExprTranslator:
             found = x.str.like(text)
         return ~found if node.args.get("negate") else found
 
+    def _text_test(self, node: exp.Expression) -> Expr:
+        """``starts_with`` / ``ends_with`` / ``contains`` of a string literal."""
+        text = node.expression
+        if not (isinstance(text, exp.Literal) and text.is_string):
+            raise self._refuse("this text test takes a string literal", node)
+        x = self.typed(node.this)
+        if isinstance(node, exp.StartsWith):
+            return x.str.starts_with(str(text.this))
+        if isinstance(node, exp.EndsWith):
+            return x.str.ends_with(str(text.this))
+        return x.str.contains(str(text.this), literal=True)
+
     def _case(self, node: exp.Case) -> Expr:
         subject = node.this
         conds: list[Expr] = []
@@ -388,6 +430,23 @@ def _fold_date(base: Expr, count: int, unit: str) -> Expr | None:
     month += 1
     last = (datetime.date(year + month // 12, month % 12 + 1, 1) - datetime.timedelta(days=1)).day
     return _midnight(datetime.date(year, month, min(day.day, last)))
+
+
+_TRUNC = {
+    "year": "1y",
+    "quarter": "1q",
+    "month": "1mo",
+    "day": "1d",
+    "hour": "1h",
+    "minute": "1m",
+    "second": "1s",
+}
+"""``DATE_TRUNC`` units as ``.dt.truncate`` periods (weeks differ: DuckDB's start on Monday)."""
+
+
+def _as_text(e: Expr) -> Expr:
+    """``e`` as a str (a str literal as it is)."""
+    return e if _literal_dtype(e) == "str" else e.cast("str")
 
 
 def _round_half_even(x: Expr) -> Expr:
