@@ -36,9 +36,7 @@ QUERIES = {
     "cast": "select k, cast(x as double) as xf, cast(k as varchar) as ks, f::int as fi from t",
     "nullif": "select k, nullif(x, 2) as n from t",
     "strings": "select k, upper(s) as u, lower(s) as l, length(s) as n, s || '!' as e from t",
-    "distinct_from": (
-        "select k, x is distinct from k as d, x is not distinct from k as nd from t"
-    ),
+    "distinct_from": ("select k, x is distinct from k as d, x is not distinct from k as nd from t"),
     "text_tests": (
         "select k, starts_with(s, 'a') as sw, ends_with(s, 'b') as ew, contains(s, 'b') as c, "
         "left(s, 1) as l, right(s, 2) as r, right(s, 0) as r0 from t"
