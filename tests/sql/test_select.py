@@ -61,6 +61,11 @@ QUERIES = {
     "group_no_agg": "select k from t group by k",
     "count_col": "select k, count(x) as nx, count(s) as ns from t group by k",
     "count_distinct": "select k, count(distinct s) as ds from t group by k",
+    "sum_distinct": (
+        "select k, sum(distinct x) as sd, avg(distinct x) as ad, count(*) as n from t group by k"
+    ),
+    "sum_distinct_only": "select s, sum(distinct x % 3) as sd from t group by s",
+    "sum_distinct_global": "select sum(distinct x) as sd, count(*) as n from t",
     "avg": "select k, avg(x) as ax, avg(f) as af from t group by k",
     "sum_expr": "select s, sum(x * k + 1) as e from t group by s",
     "agg_of_case": "select k, sum(case when x > 1 then 1 else 0 end) as big from t group by k",

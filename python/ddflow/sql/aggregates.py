@@ -2,7 +2,9 @@
 
 The aggregate calls of the ``SELECT`` list and ``HAVING`` (``COUNT(*)``, ``COUNT(x)``,
 ``COUNT(DISTINCT x)``, ``SUM``, ``AVG``, ``MIN``, ``MAX``; an argument may be any expression)
-become the parts of one ``group_by(keys).agg(...)``, each identical call once. A ``GROUP BY``
+become the parts of one ``group_by(keys).agg(...)``, each identical call once;
+``SUM`` / ``AVG(DISTINCT x)`` aggregate the distinct ``(keys, x)`` rows apart and join on
+the keys. A ``GROUP BY``
 item is a column, an expression (computed first into a column), a ``SELECT`` alias or a
 1-based position in the ``SELECT`` list. Afterwards the ``SELECT`` list and ``HAVING`` read
 the grouped relation through :class:`Grouped`: a group key expression or an aggregate call is
@@ -24,7 +26,9 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 import ddflow.aggregates as A
+import ddflow.expr as E
 from ddflow.aggregates import Aggregate
+from ddflow.collection import Collection
 from ddflow.expr import Expr, col
 from ddflow.sql.expressions import AGGREGATES
 from ddflow.sql.scope import Field, Relation, Scope
@@ -112,19 +116,52 @@ def plan_group(p: Planner, sel: exp.Select, rel: Relation) -> tuple[Relation, Gr
         coll = coll.with_columns(**hidden)
     parts: dict[str, Aggregate] = {}
     aggregates: list[tuple[exp.Expression, str]] = []
+    of_distinct: list[tuple[str, exp.Expression]] = []
     for call in calls:
         name = p.names.fresh(call.key)
-        parts[name] = aggregate_of(p, scope, call)
         aggregates.append((call, name))
+        if isinstance(call, exp.Sum | exp.Avg) and isinstance(call.this, exp.Distinct):
+            of_distinct.append((name, call))
+            continue
+        parts[name] = aggregate_of(p, scope, call)
     key_names = list(dict.fromkeys(c for _, c in keys))
     grouped = (
         coll.group_by(*key_names).agg(**parts)
         if parts
         else coll.group_by(*key_names).agg(**{p.names.fresh("count"): A.count()})
     )
+    for name, call in of_distinct:
+        grouped = _join_distinct_aggregate(p, scope, coll, key_names, grouped, name, call)
     fields = [Field(f.qualifier, f.name, f.column) for f in rel.fields if f.column in key_columns]
     mapping = Grouped(keys, key_columns, aggregates, p.query)
     return Relation(grouped, fields), mapping
+
+
+def _join_distinct_aggregate(
+    p: Planner,
+    scope: Scope,
+    coll: Collection,
+    keys: list[str],
+    grouped: Collection,
+    name: str,
+    call: exp.Expression,
+) -> Collection:
+    """``grouped`` with column ``name``: ``SUM`` / ``AVG(DISTINCT x)`` per group, the
+    aggregate of the group's distinct values of ``x``, joined on the keys (nulls equal: a
+    null key is a group)."""
+    arg = call.this
+    if len(arg.expressions) != 1:
+        raise p.refuse(f"{call.key.upper()}(DISTINCT ...) of several values", call)
+    value = p.names.fresh("distinct")
+    values = coll.select(*keys, **{value: p.expr(scope, arg.expressions[0])}).distinct()
+    agg = A.sum(value) if isinstance(call, exp.Sum) else A.mean(value)
+    if keys:
+        per_group = values.group_by(*keys).agg(**{name: agg})
+        return grouped.join(per_group, on=keys, nulls_equal=True)
+    one = p.names.fresh("one")
+    per_all = values.group_by().agg(**{name: agg}).with_columns(**{one: E.lit(0)})
+    joined = grouped.with_columns(**{one: E.lit(0)}).join(per_all, on=one)
+    return joined.select(*(c for c in joined.columns if c != one))
 
 
 def _group_target(
@@ -161,7 +198,7 @@ def aggregate_of(p: Planner, scope: Scope, call: exp.Expression) -> Aggregate:
         if isinstance(call, exp.Min | exp.Max) and len(arg.expressions) == 1:
             arg = arg.expressions[0]
         else:
-            raise p.refuse(f"{call.key.upper()}(DISTINCT ...) is not supported", call)
+            raise p.refuse(f"{call.key.upper()}(DISTINCT ...) is not supported here", call)
     if call.args.get("expression") is not None or call.expressions:
         raise p.refuse(f"{call.key.upper()} takes one argument here", call)
     value = p.expr(scope, arg)
