@@ -51,6 +51,8 @@ SETS = {
     "except": "select k from t except select k from u",
     "intersect": "select k, s from t intersect select k, s from u",
     "union_three": "select k from t union select k from u union all select k from v",
+    "except_all": "select k, s from t except all select k, s from u",
+    "intersect_all": "select k from t intersect all select k from u",
     "union_names_left": "select x as val from t union select y from u",
 }
 

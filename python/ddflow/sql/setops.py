@@ -4,7 +4,9 @@ The operands of a set operation line up by position; the result has the left's c
 names. ``UNION ALL`` is ``concat`` (counts add), ``UNION`` its ``distinct``. ``EXCEPT`` and
 ``INTERSECT`` (set semantics, nulls equal as SQL's set operations have them) tag each side's
 distinct rows 1 and 2 and sum the tags per row: 1 is only on the left (``EXCEPT``), 3 on
-both (``INTERSECT``). ``EXCEPT ALL`` and ``INTERSECT ALL`` are refused.
+both (``INTERSECT``). ``EXCEPT ALL`` keeps ``max(a - b, 0)`` copies of a row that the sides
+hold ``a`` and ``b`` times (a ``threshold`` of the difference), ``INTERSECT ALL``
+``min(a, b)``.
 
 ``WITH`` names are planned once each, in order, and every reference reads the same
 collection. ``WITH RECURSIVE r AS (base UNION step)`` is ``iterate``: starting from ``base``,
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
 from sqlglot import exp
 
 import ddflow.aggregates as A
@@ -63,7 +67,12 @@ def plan_setop(p: Planner, node: exp.Expression, outer: Scope | None) -> Relatio
         return Relation(both.distinct() if distinct else both, fields)
     what = "EXCEPT" if isinstance(node, exp.Except) else "INTERSECT"
     if not distinct:
-        raise p.refuse(f"{what} ALL is not supported", node)
+        # Counts: EXCEPT ALL keeps max(a - b, 0) copies of a row, INTERSECT ALL min(a, b),
+        # which is a - max(a - b, 0).
+        surplus = lcoll.concat(rcoll.negate()).threshold(_positive_part, vectorized=True)
+        if what == "EXCEPT":
+            return Relation(surplus, fields)
+        return Relation(lcoll.concat(surplus.negate()), fields)
     tag = p.names.fresh("side")
     total = p.names.fresh("sides")
     tagged = (
@@ -75,6 +84,11 @@ def plan_setop(p: Planner, node: exp.Expression, outer: Scope | None) -> Relatio
     wanted = 1 if what == "EXCEPT" else 3
     kept = sums.filter(E.col(total) == wanted).select(*lcoll.columns)
     return Relation(kept, fields)
+
+
+def _positive_part(counts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``max(c, 0)`` of each count."""
+    return np.maximum(counts, 0)
 
 
 def plan_with(p: Planner, node: exp.Expression, with_: exp.With, outer: Scope | None) -> Relation:
