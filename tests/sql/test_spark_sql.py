@@ -1,7 +1,8 @@
 """A plan built by ``dd.sql`` runs on Spark (``run_on_spark``) with exactly the embedded
 engine's output history: the SQL front end adds nothing either backend has to know about.
-Two queries only (Spark is slow here): a join with a grouped aggregate and ``HAVING``, and a
-correlated ``NOT EXISTS`` with a scalar subquery."""
+Three queries in one dataflow (Spark is slow here): a join with a grouped aggregate and
+``HAVING``, a correlated ``NOT EXISTS`` with a scalar subquery, and ``EXCEPT ALL`` (a
+``threshold``)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ QUERIES = [
     "from t join u on t.k = u.k where t.x > 0 group by t.k having count(*) > 1",
     "select k, x from t where not exists (select * from u where u.k = t.k and u.y > t.x) "
     "and x < (select max(y) from u)",
+    "select k from t except all select k from u",
 ]
 
 DATA = {
@@ -51,4 +53,4 @@ def _build(flow: dd.Dataflow) -> tuple[dict[str, dd.InputSession], list[dd.Colle
 
 def test_sql_plans_run_on_spark_as_embedded(spark) -> None:  # noqa: F811
     rows = check_equal(spark, _build, DATA)
-    assert {r[0] for r in rows} == {0, 1}  # both queries have output
+    assert {r[0] for r in rows} == {0, 1, 2}  # every query has output
