@@ -102,3 +102,18 @@ def test_dialect_is_passed_to_the_parser(tables: dict[str, dd.Collection]) -> No
     assert out.columns == ("kk",)
     with pytest.raises(dd.SqlError):
         dd.sql("select k from t", tables, dialect="no-such-dialect")
+
+
+def test_a_refused_query_adds_no_operator(tables: dict[str, dd.Collection]) -> None:
+    flow = tables["t"].flow
+    assert isinstance(flow, dd.Dataflow)
+    before = len(flow.plan()["nodes"])
+    with pytest.raises(dd.SqlError):
+        dd.sql("select t.k from t join u on t.k = u.k where nope > 1", tables)
+    assert len(flow.plan()["nodes"]) == before
+
+
+def test_tables_of_two_dataflows_are_refused(tables: dict[str, dd.Collection]) -> None:
+    _, other = dd.Dataflow().new_input({"k": "int64"})
+    with pytest.raises(dd.SqlError, match="one dataflow"):
+        dd.sql("select k from o", {**tables, "o": other})

@@ -11,6 +11,7 @@ from sqlglot.errors import ParseError
 
 import ddflow.expr as E
 from ddflow.collection import Collection
+from ddflow.plan import user_location
 from ddflow.sql.errors import SqlError
 from ddflow.sql.query import Correlated, Planner
 
@@ -39,7 +40,19 @@ def translate(query: str, tables: Mapping[str, Collection], dialect: str) -> Col
     assert tree is not None
     if not isinstance(tree, exp.Select | exp.Union | exp.Except | exp.Intersect | exp.Subquery):
         raise SqlError(f"only queries are supported, not {tree.key.upper()}")
+    flows = {id(c.flow): c.flow for c in tables.values()}
+    if len(flows) > 1:
+        raise SqlError("the tables of one query must belong to one dataflow")
     planner = Planner(query, tables, tree)
+    if not flows:
+        return _plan(planner, tree)
+    # A query that is refused leaves no operator behind in the dataflow.
+    (flow,) = flows.values()
+    with flow.builder.atomic(f"sql@{user_location()}"):
+        return _plan(planner, tree)
+
+
+def _plan(planner: Planner, tree: exp.Expression) -> Collection:
     try:
         rel = planner.plan(tree, None)
     except Correlated as err:
