@@ -73,6 +73,8 @@ class Planner:
         self.query = query
         self.tables = {name.lower(): c for name, c in tables.items()}
         self.used = None if tree is None else _names_read(tree)
+        self.final = tree if isinstance(tree, exp.Select) else None
+        """The ``SELECT`` whose list is the query's result: its columns get the output names."""
         self.unread: dict[str, list[str]] = {}
         """Per table reference, the columns left out because the query never names them."""
         self.ctes: list[dict[str, Relation]] = []
@@ -389,7 +391,7 @@ class Planner:
             n = taken.get(name.lower(), 0)
             taken[name.lower()] = n + 1
             out_name = name if n == 0 else f"{name}_{n}"
-            column = self.names.fresh(out_name)
+            column = out_name if sel is self.final else self.names.fresh(out_name)
             fields.append(Field(None, out_name, column))
             exprs.append((E.null_column() if is_untyped_null(e) else e).alias(column))
         return Relation(holder.rel.coll.select(*exprs), fields)

@@ -57,4 +57,7 @@ def _plan(planner: Planner, tree: exp.Expression) -> Collection:
         rel = planner.plan(tree, None)
     except Correlated as err:
         raise planner.refuse("unknown column", err.column) from None
+    names = [f.name for f in rel.fields]
+    if list(rel.coll.columns) == names and [f.column for f in rel.fields] == names:
+        return rel.coll
     return rel.coll.select(*(E.col(f.column).alias(f.name) for f in rel.fields))
