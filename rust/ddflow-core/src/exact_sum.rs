@@ -193,7 +193,10 @@ impl ExactSum {
 
     /// Whether no term is left (every finite, infinite and NaN term cancelled).
     pub fn is_zero(&self) -> bool {
-        self.nan == 0 && self.pos_inf == 0 && self.neg_inf == 0 && self.limbs.iter().all(|&l| l == 0)
+        self.nan == 0
+            && self.pos_inf == 0
+            && self.neg_inf == 0
+            && self.limbs.iter().all(|&l| l == 0)
     }
 }
 

@@ -33,6 +33,7 @@
 
 use super::aggregate::cmp_words;
 use crate::dtype::{Family, MAX_DECIMAL_PRECISION};
+use crate::encoding::Interner;
 use crate::encoding::{
     decode_f64, decode_i64, encode_f64, encode_i64, from_ordered_word, is_null_word, null_word,
     ordered_word, DType, NULL_I64,
@@ -41,7 +42,8 @@ use crate::engine::plan::GroupAgg;
 use crate::error::{Error, Result};
 use crate::exact_sum::ExactSum;
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// The val column a part reads (None for `count()`).
 fn column_of(part: &GroupAgg) -> Option<usize> {
@@ -355,8 +357,7 @@ fn finish(
 
 /// Whether the group's row follows from running totals alone (see [`RunningTotals`]): every
 /// part is a `count()`, a `sum` / `mean` of an int64- or float64-stored column, a `min` /
-/// `max` of a column that is not `str` (whose words are not in text order), or a
-/// `count_distinct`.
+/// `max` or a `count_distinct` of any column.
 pub fn has_running_totals(aggs: &[GroupAgg], dtypes: &[DType]) -> bool {
     aggs.iter().all(|p| match p {
         GroupAgg::Count { column, .. } => column.is_none(),
@@ -364,16 +365,17 @@ pub fn has_running_totals(aggs: &[GroupAgg], dtypes: &[DType]) -> bool {
             dtypes.get(*column).map(|d| d.physical()),
             Some(DType::Int64 | DType::Float64)
         ),
-        GroupAgg::Min { column, .. } | GroupAgg::Max { column, .. } => dtypes
-            .get(*column)
-            .is_some_and(|d| d.physical() != DType::Str),
-        GroupAgg::CountDistinct { column, .. } => *column < dtypes.len(),
+        GroupAgg::Min { column, .. }
+        | GroupAgg::Max { column, .. }
+        | GroupAgg::CountDistinct { column, .. } => *column < dtypes.len(),
     })
 }
 
 /// The values of a `min`, `max` or `count_distinct` part with their accumulated counts,
 /// keyed by their order-preserving words ([`ordered_word`]), so that a change costs about
-/// log of the group.
+/// log of the group. String ids are not in text order: a `min` / `max` of a `str` (or
+/// `binary`) column also keeps its values with a positive count in text order
+/// (`by_text`), resolved once when a value's count turns positive.
 #[derive(Clone, Debug, Default)]
 struct Multiset {
     counts: BTreeMap<u64, i128>,
@@ -381,10 +383,12 @@ struct Multiset {
     positive: usize,
     /// The accumulated count of the column's nulls.
     nulls: i128,
+    /// For `min` / `max` of strings: the values with a positive count, by text, with ids.
+    by_text: Option<BTreeSet<(Arc<str>, u64)>>,
 }
 
 impl Multiset {
-    fn add(&mut self, key: u64, diff: i128) {
+    fn add(&mut self, key: u64, diff: i128) -> Result<()> {
         let entry = self.counts.entry(key).or_insert(0);
         let before = *entry > 0;
         *entry += diff;
@@ -393,10 +397,29 @@ impl Multiset {
         if *entry == 0 {
             self.counts.remove(&key);
         }
+        if before != after {
+            if let Some(texts) = &mut self.by_text {
+                let text = Interner::resolve_all(&[key])?.remove(0);
+                if after {
+                    texts.insert((text, key));
+                } else {
+                    texts.remove(&(text, key));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The least (or greatest) ordered word with a positive count.
     fn extreme(&self, greatest: bool) -> Option<u64> {
+        if let Some(texts) = &self.by_text {
+            let pick = if greatest {
+                texts.last()
+            } else {
+                texts.first()
+            };
+            return pick.map(|(_, id)| *id);
+        }
         let positive = |(&k, &n): (&u64, &i128)| (n > 0).then_some(k);
         if greatest {
             self.counts.iter().rev().find_map(positive)
@@ -410,8 +433,8 @@ impl Multiset {
 /// times form a chain (`reduce_chain`): each input update is folded in once, in 128 bits
 /// (exact, so the row is still a function of the accumulated input); float sums exactly
 /// too ([`ExactSum`]: `+0.1` then `-0.1` cancel, and the order of the updates does not
-/// matter); `min`, `max` and `count_distinct` keep their values' counts ([`Multiset`]).
-/// Groups with a `min` / `max` of strings re-read their vals at each time.
+/// matter); `min`, `max` and `count_distinct` keep their values' counts ([`Multiset`], in
+/// text order for strings).
 #[derive(Default)]
 pub struct RunningTotals {
     count: i128,
@@ -463,11 +486,15 @@ impl RunningTotals {
             | GroupAgg::Max { column, .. }
             | GroupAgg::CountDistinct { column, .. } = part
             {
-                let w = vals[*column];
-                if is_null_word(dtypes[*column], w) {
+                let (d, w) = (dtypes[*column], vals[*column]);
+                let extreme = !matches!(part, GroupAgg::CountDistinct { .. });
+                if extreme && d.physical() == DType::Str && set.by_text.is_none() {
+                    set.by_text = Some(BTreeSet::new()); // ids are not in text order
+                }
+                if is_null_word(d, w) {
                     set.nulls += diff as i128;
                 } else {
-                    set.add(ordered_word(dtypes[*column], w), diff as i128);
+                    set.add(ordered_word(d, w), diff as i128)?;
                 }
                 continue;
             }

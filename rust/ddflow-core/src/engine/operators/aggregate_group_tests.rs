@@ -466,3 +466,47 @@ fn which_groups_have_running_totals() {
         "float sums carry exact running totals"
     );
 }
+
+proptest! {
+    /// `min` / `max` / `count_distinct` of a `str` column carried as running totals follow
+    /// text order (ids are not), whatever the order of the updates and with retractions.
+    #[test]
+    fn running_string_extremes_follow_text_order(
+        updates in proptest::collection::vec((0usize..6, -2i64..=3), 1..40),
+    ) {
+        let words = ["pear", "apple", "", "zebra", "Apple", "émile"];
+        let mut ids = Vec::new();
+        crate::encoding::Interner::intern_all(words.iter().copied(), &mut ids);
+        let parts = vec![
+            GroupAgg::Min { column: 0, name: String::new() },
+            GroupAgg::Max { column: 0, name: String::new() },
+            GroupAgg::CountDistinct { column: 0, name: String::new() },
+        ];
+        let dtypes = [DType::Str];
+        prop_assert!(has_running_totals(&parts, &dtypes));
+        let mut totals = RunningTotals::default();
+        totals.reset(&parts);
+        let mut counts = [0i64; 6];
+        for &(i, n) in &updates {
+            totals.fold(&parts, &dtypes, &[ids[i]], n, "g").unwrap();
+            counts[i] += n;
+        }
+        let positive: Vec<&str> = (0..6).filter(|&i| counts[i] > 0).map(|i| words[i]).collect();
+        if !totals.is_present() {
+            prop_assert_eq!(counts.iter().sum::<i64>(), 0);
+            return Ok(());
+        }
+        let mut out = Vec::new();
+        let wrote = totals.write(&parts, &dtypes, "g", &mut out);
+        match (positive.iter().min(), positive.iter().max()) {
+            (Some(lo), Some(hi)) => {
+                prop_assert!(wrote.is_ok());
+                let text = |w: u64| crate::encoding::Interner::resolve_all(&[w]).unwrap()[0].to_string();
+                prop_assert_eq!(text(out[0]), lo.to_string());
+                prop_assert_eq!(text(out[1]), hi.to_string());
+                prop_assert_eq!(decode_i64(out[2]), positive.len() as i64);
+            }
+            _ => prop_assert!(wrote.is_err()),
+        }
+    }
+}
