@@ -29,6 +29,7 @@ from ddflow.logical_types import (
     canonical,
     is_logical,
     name_of_arrow,
+    offset_buffers,
     physical,
     words_of,
 )
@@ -165,13 +166,11 @@ def array_dtype(arr: npt.NDArray[Any]) -> str:
     return {"i": "int64", "f": "float64", "b": "bool", "O": "str"}[arr.dtype.kind]
 
 
-class Utf8Column:
-    """A ``str`` column kept in Arrow's layout: int64 ``offsets`` (``n + 1``) into UTF-8
-    ``data``. The native module validates and interns it with the GIL released, so a column of
-    a million strings costs no Python object per value. Quacks like a 1-D object array where
-    the input code looks (``len``, ``dtype``, ``ndim``, indexing for error messages)."""
+class _OffsetsColumn:
+    """A column kept in Arrow's variable-width layout: int64 ``offsets`` (``n + 1``) into the
+    bytes ``data``, and null flags (None: no null). Quacks like a 1-D object array where the
+    input code looks (``len``, ``ndim``, indexing for error messages)."""
 
-    dtype = np.dtype(object)
     ndim = 1
 
     def __init__(
@@ -180,28 +179,27 @@ class Utf8Column:
         data: npt.NDArray[Any],
         nulls: npt.NDArray[np.bool_] | None = None,
     ) -> None:
-        """Wraps the two buffers (not copied); ``nulls`` flags null rows (None: no null)."""
-        self._ddflow_utf8 = (offsets, data, nulls)
+        """Wraps the two buffers (not copied)."""
+        self._buffers = (offsets, data, nulls)
 
     def __len__(self) -> int:
-        """Number of strings."""
-        return max(len(self._ddflow_utf8[0]) - 1, 0)
+        """Number of values."""
+        return max(len(self._buffers[0]) - 1, 0)
 
-    def __getitem__(self, i: int) -> str | None:
-        """String ``i`` (decoded; for messages, never on a hot path); None if null."""
-        offsets, data, nulls = self._ddflow_utf8
+    def _bytes(self, i: int) -> bytes | None:
+        """Value ``i``'s bytes (for messages, never on a hot path); None if null."""
+        offsets, data, nulls = self._buffers
         if nulls is not None and nulls[i]:
             return None
-        return bytes(data[offsets[i] : offsets[i + 1]]).decode("utf-8", errors="replace")
+        return bytes(data[offsets[i] : offsets[i + 1]])
 
 
-class BinaryColumn:
-    """A ``binary`` column in Arrow's layout: int64 ``offsets`` (``n + 1``) into ``data``, and
-    null flags. The native module interns each value as its Latin-1 text with the GIL
-    released (``ddflow.logical_types``)."""
+class Utf8Column(_OffsetsColumn):
+    """A ``str`` column in Arrow's layout (UTF-8 bytes). The native module validates and
+    interns it with the GIL released (``_ddflow_utf8``), so a column of a million strings
+    costs no Python object per value."""
 
-    ddflow_dtype = "binary"
-    ndim = 1
+    dtype = np.dtype(object)
 
     def __init__(
         self,
@@ -210,38 +208,41 @@ class BinaryColumn:
         nulls: npt.NDArray[np.bool_] | None = None,
     ) -> None:
         """Wraps the two buffers (not copied); ``nulls`` flags null rows (None: no null)."""
-        self._ddflow_binary = (offsets, data, nulls)
+        super().__init__(offsets, data, nulls)
+        self._ddflow_utf8 = self._buffers
+
+    def __getitem__(self, i: int) -> str | None:
+        """String ``i`` (decoded); None if null."""
+        raw = self._bytes(i)
+        return None if raw is None else raw.decode("utf-8", errors="replace")
+
+
+class BinaryColumn(_OffsetsColumn):
+    """A ``binary`` column in Arrow's layout. The native module interns each value as its
+    Latin-1 text with the GIL released (``_ddflow_binary``; ``ddflow.logical_types``)."""
+
+    ddflow_dtype = "binary"
+
+    def __init__(
+        self,
+        offsets: npt.NDArray[Any],
+        data: npt.NDArray[Any],
+        nulls: npt.NDArray[np.bool_] | None = None,
+    ) -> None:
+        """Wraps the two buffers (not copied); ``nulls`` flags null rows (None: no null)."""
+        super().__init__(offsets, data, nulls)
+        self._ddflow_binary = self._buffers
 
     @classmethod
     def of_arrow(cls, arr: Any) -> BinaryColumn:
         """The column of a pyarrow binary array (or chunked array) of any binary layout."""
         import pyarrow as pa
 
-        if isinstance(arr, pa.ChunkedArray):
-            arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-        if not pa.types.is_large_binary(arr.type):
-            arr = arr.cast(pa.large_binary())
-        n = len(arr)
-        _, offsets_buf, data_buf = arr.buffers()
-        offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + n + 1]
-        data = (
-            np.frombuffer(data_buf, dtype=np.uint8)
-            if data_buf is not None
-            else np.zeros(0, np.uint8)
-        )
-        nulls = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
-        return cls(offsets, data, nulls)
-
-    def __len__(self) -> int:
-        """Number of values."""
-        return max(len(self._ddflow_binary[0]) - 1, 0)
+        return cls(*offset_buffers(arr, pa.large_binary()))
 
     def __getitem__(self, i: int) -> bytes | None:
-        """Value ``i`` (for messages, never on a hot path); None if null."""
-        offsets, data, nulls = self._ddflow_binary
-        if nulls is not None and nulls[i]:
-            return None
-        return bytes(data[offsets[i] : offsets[i + 1]])
+        """Value ``i``; None if null."""
+        return self._bytes(i)
 
 
 class WordColumn:
@@ -385,18 +386,7 @@ def arrow_utf8_column(values: object, what: str, *, nullable: bool = False) -> U
         return None
     if arr.null_count and not nullable:
         raise InvalidValueError(f"{what}: {arr.null_count} null values (nulls are not supported)")
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    if not pa.types.is_large_string(arr.type):
-        arr = arr.cast(pa.large_string())
-    n = len(arr)
-    _, offsets_buf, data_buf = arr.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + n + 1]
-    data = (
-        np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    )
-    nulls = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
-    return Utf8Column(offsets, data, nulls)
+    return Utf8Column(*offset_buffers(arr, pa.large_string()))
 
 
 def _looks_like_strings(values: object) -> bool:

@@ -38,7 +38,9 @@ __all__ = [
     "canonical",
     "column_of",
     "is_logical",
+    "latin1_to_binary",
     "name_of_arrow",
+    "offset_buffers",
     "physical",
     "scalar_kind",
     "to_arrow",
@@ -236,18 +238,32 @@ def word_of(value: object, name: str, what: str) -> int:
     return int(words.view(np.int64)[0])
 
 
-def latin1_to_binary(arr: pa.Array) -> pa.Array:
-    """Binary values from their interned Latin-1 texts (a string array whose chars are all
-    below U+0100), vectorised over the UTF-8 buffer: a two-byte char becomes its byte."""
+def offset_buffers(
+    arr: Any, large: pa.DataType
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8], npt.NDArray[np.bool_] | None]:
+    """The int64 offsets (``n + 1``), the data bytes and the null flags (None: no null) of a
+    string or binary pyarrow array (or chunked array), read in the large layout ``large``
+    (``pa.large_string()`` / ``pa.large_binary()``): views of Arrow's buffers, no per-value
+    work."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    arr = arr.cast(pa.large_string())
+    if arr.type != large:
+        arr = arr.cast(large)
     n = len(arr)
-    validity, offsets_buf, data_buf = arr.buffers()
+    _, offsets_buf, data_buf = arr.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + n + 1]
     data = (
         np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     )
+    nulls = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
+    return offsets, data, nulls
+
+
+def latin1_to_binary(arr: pa.Array) -> pa.Array:
+    """Binary values from their interned Latin-1 texts (a string array whose chars are all
+    below U+0100), vectorised over the UTF-8 buffer: a two-byte char becomes its byte."""
+    offsets, data, nulls = offset_buffers(arr, pa.large_string())
+    n = len(offsets) - 1
     lo, hi = (int(offsets[0]), int(offsets[-1])) if n else (0, 0)
     text = data[lo:hi]
     lead = text >= 0xC0
@@ -257,13 +273,12 @@ def latin1_to_binary(arr: pa.Array) -> pa.Array:
     cont = (text & 0xC0) == 0x80
     before = np.concatenate([[0], np.cumsum(cont, dtype=np.int64)])
     new_offsets = (offsets - lo) - before[offsets - lo]
-    nulls = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
     mask = pa.array(~nulls).buffers()[1] if nulls is not None else None
     return pa.Array.from_buffers(
         pa.large_binary(),
         n,
         [mask, pa.py_buffer(new_offsets.tobytes()), pa.py_buffer(out[~cont].tobytes())],
-        arr.null_count,
+        int(nulls.sum()) if nulls is not None else 0,
     ).cast(pa.binary())
 
 
