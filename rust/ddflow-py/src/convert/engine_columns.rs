@@ -19,20 +19,30 @@ use std::borrow::Cow;
 /// array, a sequence, or Arrow string buffers; `what` names it in errors. uint64 is read as int64 ([`Unsigned::AsInt64`]).
 pub fn column_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
     let py = obj.py();
-    if let Ok(buffers) = obj.getattr("_ddflow_utf8") {
+    // Arrow's variable-width layout (`ddflow.dtypes.Utf8Column` / `BinaryColumn`): offsets,
+    // bytes and null flags; a binary value is interned as its Latin-1 text
+    // (`ddflow_core::encoding::binary_text`).
+    let layout = obj
+        .getattr("_ddflow_utf8")
+        .map(|b| (b, DType::Str))
+        .or_else(|_| obj.getattr("_ddflow_binary").map(|b| (b, DType::Binary)));
+    if let Ok((buffers, dtype)) = layout {
         let (offsets, data, nulls): (
             PyReadonlyArray1<i64>,
             PyReadonlyArray1<u8>,
             Option<PyReadonlyArray1<bool>>,
         ) = buffers.extract()?;
         let (offsets, data) = (offsets.as_slice()?, data.as_slice()?);
-        let words = py.allow_threads(|| utf8_column(offsets, data, what));
+        let words = py.allow_threads(|| match dtype {
+            DType::Str => utf8_column(offsets, data, what),
+            _ => binary_column(offsets, data, what),
+        });
         let mut words = words.map_err(err)?;
         if let Some(nulls) = nulls {
             let nulls = nulls.as_slice()?;
             if nulls.len() != words.len() {
                 return Err(err(Error::Shape(format!(
-                    "{what}: {} null flags for {} strings",
+                    "{what}: {} null flags for {} values",
                     nulls.len(),
                     words.len()
                 ))));
@@ -43,26 +53,7 @@ pub fn column_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
                 }
             }
         }
-        return Ok(Column {
-            dtype: DType::Str,
-            words,
-        });
-    }
-    if let Ok(buffers) = obj.getattr("_ddflow_binary") {
-        // A binary column (`ddflow.dtypes.BinaryColumn`): Arrow's offsets and bytes, each
-        // value interned as its Latin-1 text (`ddflow_core::encoding::binary_text`).
-        let (offsets, data, nulls): (
-            PyReadonlyArray1<i64>,
-            PyReadonlyArray1<u8>,
-            Option<PyReadonlyArray1<bool>>,
-        ) = buffers.extract()?;
-        let (offsets, data) = (offsets.as_slice()?, data.as_slice()?);
-        let nulls = nulls.as_ref().map(|n| n.as_slice()).transpose()?;
-        let words = py.allow_threads(|| binary_column(offsets, data, nulls, what));
-        return Ok(Column {
-            dtype: DType::Binary,
-            words: words.map_err(err)?,
-        });
+        return Ok(Column { dtype, words });
     }
     if let Ok(encoded) = obj.getattr("_ddflow_words") {
         // A nullable column the package encoded already (`ddflow.dtypes.WordColumn`): core
@@ -87,19 +78,9 @@ pub fn column_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
 }
 
 /// Interns the values of an Arrow-layout binary column (int64 offsets into `data`) as their
-/// Latin-1 texts; null rows (`nulls`) get the null word.
-pub fn binary_column(
-    offsets: &[i64],
-    data: &[u8],
-    nulls: Option<&[bool]>,
-    what: &str,
-) -> CoreResult<Vec<u64>> {
+/// Latin-1 texts.
+pub fn binary_column(offsets: &[i64], data: &[u8], what: &str) -> CoreResult<Vec<u64>> {
     let n = offsets.len().saturating_sub(1);
-    if nulls.is_some_and(|m| m.len() != n) {
-        return Err(Error::Shape(format!(
-            "{what}: null flags for {n} values differ in number"
-        )));
-    }
     let mut texts: Vec<String> = Vec::with_capacity(n);
     for i in 0..n {
         let (a, b) = (offsets[i], offsets[i + 1]);
@@ -115,13 +96,6 @@ pub fn binary_column(
     }
     let mut words = Vec::with_capacity(n);
     Interner::intern_all(texts.iter().map(String::as_str), &mut words);
-    if let Some(nulls) = nulls {
-        for (w, &null) in words.iter_mut().zip(nulls) {
-            if null {
-                *w = NULL_STR;
-            }
-        }
-    }
     Ok(words)
 }
 
