@@ -2,9 +2,11 @@
 
 A ``FROM`` list and its inner joins form a *pool* of relations with a list of conjuncts (the
 ``ON`` conditions and the ``WHERE`` clause's): :func:`collapse` filters each relation by the
-conjuncts that read only it, then joins the pool greedily, each step an equi-join on every
-equality between the relations joined so far and the next one (``a.x = b.y``, either side
-an expression of one relation), so no plan holds a cross product where an equi-join exists;
+conjuncts that read only it, joins each filtered relation that equalities link to one other
+only into that one (selective dimensions first, as a hand-written plan would), then joins
+the pool greedily, each step an equi-join on every equality between the relations joined so
+far and the next one (``a.x = b.y``, either side an expression of one relation), so no plan
+holds a cross product where an equi-join exists;
 a relation with no equality to the others is joined on a constant key (a cross product).
 Conjuncts that read several relations otherwise are filters once all of them are joined. A
 conjunct that is an ``OR`` first has the conjuncts common to all its branches pulled out
@@ -173,19 +175,24 @@ def collapse(p: Planner, pool: list[Relation], conds: list[exp.Expression]) -> R
     """One relation: ``pool`` filtered and joined by ``conds`` (see the module docs)."""
     pool = list(pool)
     pending: list[tuple[exp.Expression, set[int]]] = []
+    filtered: set[int] = set()
     for cond in [f for c in conds for f in factor_or(c)]:
         comps = components_of(p, cond, pool, p.outer)
         if len(comps) == 1:
             (i,) = comps
             pool[i] = p.filter(pool[i], cond)
+            filtered.add(i)
         elif not comps:
             pool[0] = p.filter(pool[0], cond)
         else:
             pending.append((cond, comps))
             for i, implied in _implied_filters(p, cond, pool):
                 pool[i] = p.filter(pool[i], implied)
-    joined = {0}
-    current = pool[0]
+                filtered.add(i)
+    merged, pending = _absorb_filtered_leaves(p, pool, pending, filtered)
+    first = min(set(range(len(pool))) - merged)
+    joined = merged | {first}
+    current = pool[first]
     while len(joined) < len(pool):
         step = _next_join(p, pool, joined, pending)
         if step is None:
@@ -202,6 +209,54 @@ def collapse(p: Planner, pool: list[Relation], conds: list[exp.Expression]) -> R
         for cond, _ in ready:
             current = p.filter(current, cond)
     return current
+
+
+def _absorb_filtered_leaves(
+    p: Planner,
+    pool: list[Relation],
+    pending: list[tuple[exp.Expression, set[int]]],
+    filtered: set[int],
+) -> tuple[set[int], list[tuple[exp.Expression, set[int]]]]:
+    """Joins each filtered relation that equalities link to one other relation only into
+    that one first (repeatedly: the result counts as filtered), so selective dimensions
+    shrink their neighbours before the main join order (TPC-H Q7's nations into suppliers and
+    customers). Returns the relations merged away (their fields now live in their
+    neighbour) and the conjuncts still pending."""
+    merged: set[int] = set()
+    while len(merged) < len(pool) - 1:
+        step = None
+        for i in sorted(filtered - merged):
+            neighbours = {
+                k
+                for cond, comps in pending
+                if i in comps and equality_sides(cond) is not None
+                for k in comps
+            } - {i}
+            if len(neighbours) != 1:
+                continue
+            (j,) = neighbours
+            found = _next_join(p, pool, {j}, [(c, s) for c, s in pending if s == {i, j}])
+            if found is not None and found[0] == i:
+                step = (i, j, found)
+                break
+        if step is None:
+            break
+        i, j, (_, lefts, rights, used) = step
+        pool[j] = p.equi_join(pool[j], pool[i], lefts, rights)
+        pool[i] = Relation(pool[i].coll, [])
+        merged.add(i)
+        filtered.add(j)
+        rest: list[tuple[exp.Expression, set[int]]] = []
+        for cond, comps in pending:
+            if any(cond is u for u in used):
+                continue
+            comps = {j if k == i else k for k in comps}
+            if comps == {j}:
+                pool[j] = p.filter(pool[j], cond)
+            else:
+                rest.append((cond, comps))
+        pending = rest
+    return merged, pending
 
 
 def _branches(node: exp.Expression) -> list[exp.Expression]:
