@@ -10,7 +10,8 @@
 #   tests/spark/connect/run.sh            # from anywhere; PYTHON= picks the main interpreter
 #
 # Environment: DDFLOW_SPARK4_VENV (default .ci/venv-spark4, git-ignored), DDFLOW_CONNECT_PORT
-# (default 15002). Java 17 must be on PATH.
+# (default 15002), DDFLOW_CONNECT_TESTS (space-separated pytest ids instead of the subset below).
+# Java 17 must be on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 
@@ -34,6 +35,10 @@ TESTS=(
   tests/spark/test_errors.py
   tests/spark/test_nulls.py::test_null_case_on_spark_equals_embedded
 )
+
+if [ -n "${DDFLOW_CONNECT_TESTS:-}" ]; then
+  read -r -a TESTS <<<"$DDFLOW_CONNECT_TESTS"
+fi
 
 start=$(date +%s)
 echo "== spark connect: venv $VENV (pyspark[connect]==$PYSPARK4)"
