@@ -141,9 +141,10 @@ def check_queries(
     batches: int = 4,
     rows: int = 14,
     check_names: bool = True,
+    workers: int = 1,
 ) -> None:
     """Every query equals DuckDB's answer after every batch (see the module docs)."""
-    flow = dd.Dataflow()
+    flow = dd.Dataflow(workers=workers)
     sessions: dict[str, dd.InputSession] = {}
     tables: dict[str, dd.Collection] = {}
     for name, schema in schemas.items():

@@ -1,5 +1,5 @@
-"""300 generated queries (:mod:`tests.sql.generated`), 50 per dataflow, each equal to DuckDB's
-answer after each of four random insert / delete batches."""
+"""500 generated queries (:mod:`tests.sql.generated`), 50 per dataflow, each equal to DuckDB's
+answer after each of four random insert / delete batches; 50 of them also on two workers."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ from tests.sql.generated import generate
 from tests.sql.harness import check_queries
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(10))
 def test_generated_queries_match_duckdb(seed: int) -> None:
     check_queries(generate(50, seed), seed=100 + seed)
+
+
+def test_generated_queries_match_duckdb_on_two_workers() -> None:
+    check_queries(generate(50, 10), seed=110, workers=2)
