@@ -93,7 +93,9 @@ def _render(node: exp.Expression) -> str:
         return f"({_render(node.this)} BETWEEN {low} AND {high})"
     if isinstance(node, exp.In) and not node.args.get("query") and not node.args.get("negate"):
         return f"({_render(node.this)} IN ({', '.join(_render(e) for e in node.expressions)}))"
-    if isinstance(node, exp.Like) and not node.args.get("escape"):
-        op = "!~~" if node.args.get("negate") else "~~"
-        return f"({_render(node.this)} {op} {_render(node.expression)})"
+    negated = isinstance(node, exp.Not) and isinstance(node.this, exp.Like)
+    like = node.this if negated else node
+    if isinstance(like, exp.Like) and not like.args.get("escape"):
+        op = "!~~" if negated or like.args.get("negate") else "~~"
+        return f"({_render(like.this)} {op} {_render(like.expression)})"
     return node.sql(dialect="duckdb")
