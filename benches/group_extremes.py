@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
-from fractions import Fraction
 import time
+from fractions import Fraction
 
 import numpy as np
 
