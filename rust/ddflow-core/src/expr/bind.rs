@@ -499,12 +499,7 @@ impl Binder<'_> {
                 } else if both(DType::Bool) {
                     (l, r)
                 } else if both(DType::Str) || both(DType::Binary) {
-                    if !matches!(op, BinaryOp::Eq | BinaryOp::Ne) {
-                        return Err(self.type_err(
-                            e,
-                            format!("cannot compare {ld} values with {name} ({ld} supports only == and !=)"),
-                        ));
-                    }
+                    // Equality by id; order by text (`eval::compare_text`).
                     (l, r)
                 } else {
                     return Err(

@@ -199,6 +199,27 @@ fn compare<T: Copy + PartialOrd>(
     }
 }
 
+/// `<`, `<=`, `>`, `>=` of interned strings by their text (code point order, which is
+/// UTF-8 byte order, and byte order for binary values' Latin-1 texts). Null rows (the null
+/// id) compare as empty text; the caller marks them null.
+fn compare_text(
+    op: BinaryOp,
+    a: &Vals<'_, u64>,
+    b: &Vals<'_, u64>,
+    n: usize,
+) -> Result<Vals<'static, bool>> {
+    let mut ids: Vec<u64> = (0..n)
+        .flat_map(|i| [a.get(i), b.get(i)])
+        .filter(|&id| id != crate::encoding::NULL_STR)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let texts = crate::encoding::Interner::resolve_all(&ids)?;
+    let text = |id: u64| -> &str { ids.binary_search(&id).map_or("", |k| &texts[k]) };
+    let (a, b): (Vec<&str>, Vec<&str>) = (0..n).map(|i| (text(a.get(i)), text(b.get(i)))).unzip();
+    Ok(compare(op, &Vals::Owned(a), &Vals::Owned(b)))
+}
+
 fn select<T: Copy>(c: &[bool], t: &Vals<'_, T>, o: &Vals<'_, T>) -> Vals<'static, T> {
     let pick = |c: bool, t: T, o: T| if c { t } else { o };
     Vals::Owned(match (t.slice(), o.slice()) {
@@ -402,7 +423,10 @@ impl<'a> Ctx<'a> {
                     (Value::Int(a), Value::Int(b)) => compare(*op, &a, &b),
                     (Value::Float(a), Value::Float(b)) => compare(*op, &a, &b),
                     (Value::Bool(a), Value::Bool(b)) => compare(*op, &a, &b),
-                    (Value::Str(a), Value::Str(b)) => compare(*op, &a, &b),
+                    (Value::Str(a), Value::Str(b)) if matches!(op, BinaryOp::Eq | BinaryOp::Ne) => {
+                        compare(*op, &a, &b) // equal strings share one id
+                    }
+                    (Value::Str(a), Value::Str(b)) => compare_text(*op, &a, &b, self.n)?,
                     _ => unreachable!("bind unifies comparison operands"),
                 });
                 (v, or_nulls(na, nb))
