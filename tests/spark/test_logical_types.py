@@ -262,6 +262,12 @@ CASES: dict[str, Case] = {
         .agg(sp=dd.sum("p"), lo=dd.min("d"))
         .join(a.group_by("k").agg(mp=dd.mean("p"), n=dd.count_distinct("ts")), on="k")
     ],
+    "ordered_strings": lambda a, b: [
+        a.select(
+            "k", lt=col("s") < "13", bt=col("s").is_between("1", "2"), le=col("s") <= col("s")
+        ),
+        b.select("k", lo=col("bin") < dd.lit(b"\x7f"), hi=col("bin") >= dd.lit(b"")),
+    ],
     "binary": lambda a, b: [
         b.group_by("bin").agg(n=dd.count(), lo=dd.min("rate")),
         b.group_by("k").agg(lo=dd.min("bin"), hi=dd.max("bin"), nb=dd.count_distinct("bin")),
