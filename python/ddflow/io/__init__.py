@@ -7,6 +7,8 @@ One module per system, each with ``read(flow, ..., schema=None) -> Collection`` 
   directory of files (``watch=True`` follows new files); the sinks write a collection's
   updates into files named by the range of completed times they hold
   (:mod:`ddflow.io.filesink`).
+* :mod:`ddflow.io.postgres`: a table followed through logical replication, and a table kept
+  equal to a collection by primary key (psycopg 3, the extra ``ddflow[postgres]``).
 * :func:`subscribe`: Python callbacks on a collection's completed updates.
 
 Shared pieces: :mod:`~ddflow.io.files` (which files, each once), :mod:`~ddflow.io.conform`
@@ -17,7 +19,7 @@ The run loop that drives sources is :mod:`ddflow.runloop`.
 
 from __future__ import annotations
 
-from ddflow.io import csv, jsonlines, parquet
+from ddflow.io import csv, jsonlines, parquet, postgres
 from ddflow.io.filesink import FileSink
 from ddflow.io.subscribe import subscribe
 from ddflow.sources import RowError, Source, SourceBatch, SourceError
@@ -26,6 +28,7 @@ __all__ = [
     "csv",
     "jsonlines",
     "parquet",
+    "postgres",
     "subscribe",
     "FileSink",
     "Source",
