@@ -18,6 +18,7 @@ harmless, but it does not delete rows of the table that the new run never produc
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import psycopg
@@ -63,6 +64,8 @@ class PostgresSink:
         self.transactions = 0
         """Transactions committed so far (one per completed time with updates)."""
         self._conn: psycopg.Connection[Any] | None = None
+        self._close: weakref.finalize | None = None
+        """Closes the connection: at the end of a run, or when the sink is garbage."""
         flow.on_progress(self._progress)
 
     def _take(self, updates: pa.Table) -> None:
@@ -79,9 +82,9 @@ class PostgresSink:
             if self._conn is None:
                 state = self.capture.state()
                 self._connect(state.schema)
-            conn, self._conn = self._conn, None
-            if conn is not None:
-                conn.close()
+            self._conn = None
+            if self._close is not None:
+                self._close()
 
     def _connect(self, schema: pa.Schema) -> psycopg.Connection[Any]:
         """The connection, opened (and the table created) at first use."""
@@ -105,6 +108,7 @@ class PostgresSink:
                 )
             )
             self._conn = conn
+            self._close = weakref.finalize(self, conn.close)
         return self._conn
 
     def _write(self, updates: pa.Table) -> None:
