@@ -55,7 +55,13 @@ class Server:
         return f"host={self.root} port={self.port} user=postgres dbname=postgres"
 
     def _run(self, *args: str) -> None:
-        subprocess.run([*self.as_user, *args], check=True, capture_output=True, timeout=60)
+        done = subprocess.run([*self.as_user, *args], capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            log = self.root / "server.log"
+            raise RuntimeError(
+                f"{' '.join(args)} failed ({done.returncode}): {done.stdout}{done.stderr}"
+                + (log.read_text(errors="replace") if log.exists() else "")
+            )
 
     def stop(self) -> None:
         """Stops the server (fast shutdown) and removes its directory."""

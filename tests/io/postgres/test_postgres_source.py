@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import gc
 import random
 import time
 from collections import Counter
@@ -247,3 +248,41 @@ def test_unknown_tables_and_types_are_refused_at_read(conninfo: str) -> None:
     watched = Watched(odd)
     run_while(flow, lambda: None, lambda: bool(watched.contents()))
     assert watched.contents() == Counter({(1, "1 day", 2.5): 1})
+
+
+def _slots(conninfo: str) -> list[str]:
+    return [r[0] for r in sql(conninfo, "select slot_name from pg_replication_slots")]
+
+
+def test_a_stopped_run_resumes_and_the_slot_goes_with_the_dataflow(conninfo: str) -> None:
+    sql(conninfo, "create table steps (id int primary key)", "insert into steps values (1)")
+    flow = dd.Dataflow()
+    watched = Watched(dd.io.postgres.read(flow, conninfo, "steps"))
+    run_while(flow, lambda: None, lambda: watched.contents() == Counter({(1,): 1}))
+    assert "ddflow_public_steps" in _slots(conninfo)
+    sql(conninfo, "insert into steps values (2)")  # while stopped: kept by the slot
+    expected = Counter({(1,): 1, (2,): 1, (3,): 1})
+    run_while(
+        flow,
+        lambda: sql(conninfo, "insert into steps values (3)"),
+        lambda: watched.contents() == expected,
+    )
+    assert watched.contents() == expected
+    flow = watched = None  # the dataflow is garbage: its source drops the slot
+    gc.collect()
+    assert "ddflow_public_steps" not in _slots(conninfo)
+
+
+def test_a_truncate_stops_the_run_naming_the_source(conninfo: str) -> None:
+    sql(conninfo, "create table gone (id int primary key)", "insert into gone values (1)")
+    flow = dd.Dataflow()
+    watched = Watched(dd.io.postgres.read(flow, conninfo, "gone"))
+
+    def work() -> None:
+        _wait_for(lambda: bool(watched.updates))
+        sql(conninfo, "truncate gone")
+
+    with pytest.raises(dd.SourceError, match="postgres source 'public.gone'.*truncated"):
+        run_while(flow, work, lambda: False, timeout=10)
+    assert watched.contents() == Counter({(1,): 1})
+    assert "ddflow_public_gone" not in _slots(conninfo)
