@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from tests.io.postgres.conftest import sql
+from tests.io.postgres.helpers import sql
 
 import ddflow as dd
 

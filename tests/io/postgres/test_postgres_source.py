@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from tests.io.postgres.conftest import Watched, run_while, sql
+from tests.io.postgres.helpers import Watched, run_while, sql
 from tests.io.postgres.server import find_bin_dir, start
 
 import ddflow as dd
