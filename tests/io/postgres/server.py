@@ -55,7 +55,9 @@ class Server:
         return f"host={self.root} port={self.port} user=postgres dbname=postgres"
 
     def _run(self, *args: str) -> None:
-        done = subprocess.run([*self.as_user, *args], capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [*self.as_user, *args], capture_output=True, text=True, timeout=60, cwd=self.root
+        )
         if done.returncode != 0:
             log = self.root / "server.log"
             raise RuntimeError(
