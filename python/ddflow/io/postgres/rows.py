@@ -12,7 +12,7 @@ the column. Every other row goes in.
 from __future__ import annotations
 
 import decimal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,62 +47,68 @@ def _fits(value: Any, t: pa.DataType) -> str | None:
         return None
     try:
         pa.array([value], type=t)
-    except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:
+    except Exception as exc:
         return f"{value!r} does not fit {t}: {exc}"
-    if pa.types.is_decimal(t) and isinstance(value, decimal.Decimal):
-        unscaled = value.scaleb(t.scale)
-        if abs(unscaled) > _WORD:
-            return f"{value} does not fit {t}: ddflow holds decimals of up to 18 digits"
+    return _too_wide(value, t)
+
+
+def _too_wide(value: Any, t: pa.DataType) -> str | None:
+    """Why a decimal ``value`` does not fit ddflow's 64-bit unscaled values, if it does not."""
+    if isinstance(value, decimal.Decimal) and abs(value.scaleb(t.scale)) > _WORD:
+        return f"{value} does not fit {t}: ddflow holds decimals of up to 18 digits"
     return None
 
 
 def _column(values: list[Any], t: pa.DataType) -> tuple[pa.Array | None, dict[int, str]]:
-    """The column, or the rows that do not fit and why."""
-    if pa.types.is_decimal(t) or any(isinstance(v, Unreadable) for v in values):
-        bad = {i: why for i, v in enumerate(values) if (why := _fits(v, t)) is not None}
+    """The column, or the rows that do not fit and why (a value pyarrow cannot convert, an
+    :class:`Unreadable`, a decimal too wide)."""
+    try:
+        array = pa.array(values, type=t)
+    except Exception:
+        return None, {i: why for i, v in enumerate(values) if (why := _fits(v, t)) is not None}
+    if pa.types.is_decimal(t):
+        bad = {i: why for i, v in enumerate(values) if (why := _too_wide(v, t)) is not None}
         if bad:
             return None, bad
-    try:
-        return pa.array(values, type=t), {}
-    except (pa.ArrowException, OverflowError, TypeError, ValueError):
-        bad = {i: why for i, v in enumerate(values) if (why := _fits(v, t)) is not None}
-        return None, bad
+    return array, {}
 
 
 def to_table(
-    rows: Sequence[tuple[Any, ...]],
+    columns: Sequence[list[Any]],
     schema: pa.Schema,
     numbers: npt.NDArray[np.int64],
-    keys: Sequence[str],
+    key_of: Callable[[int], str],
     origin: str,
 ) -> tuple[pa.Table, npt.NDArray[np.int64], list[RowError]]:
-    """``rows`` as a table of ``schema``, the kept rows' ``numbers`` and the errors of the
-    others (``keys[i]`` names row ``i`` by its key, ``origin`` the table)."""
-    columns: list[pa.Array | None] = []
-    bad: dict[int, list[tuple[str, str]]] = {}
+    """The values of ``columns`` (one list per field of ``schema``) as a table, the kept
+    rows' ``numbers`` and the errors of the others (``key_of(i)`` names row ``i`` by its key,
+    ``origin`` the table)."""
+    arrays: list[pa.Array | None] = []
+    bad: dict[int, list[tuple[int, str]]] = {}
     for j, field in enumerate(schema):
-        values = [row[j] for row in rows]
-        column, failed = _column(values, field.type)
-        columns.append(column)
+        array, failed = _column(columns[j], field.type)
+        arrays.append(array)
         for i, why in failed.items():
-            bad.setdefault(i, []).append((field.name, why))
+            bad.setdefault(i, []).append((j, why))
     if not bad:
-        table = pa.Table.from_arrays(columns, schema=schema)
-        return table, numbers, []
-    keep = [i for i in range(len(rows)) if i not in bad]
+        return pa.Table.from_arrays(arrays, schema=schema), numbers, []
     errors = [
         RowError(
-            f"{origin}, key {keys[i]}",
+            f"{origin}, key {key_of(i)}",
             int(numbers[i]),
-            problems[0][0],
+            schema.names[problems[0][0]],
             "; ".join(why for _, why in problems),
-            ", ".join(f"{c}={rows[i][schema.names.index(c)]!r}" for c, _ in problems),
+            ", ".join(f"{schema.names[j]}={columns[j][i]!r}" for j, _ in problems),
         )
         for i, problems in sorted(bad.items())
     ]
-    kept = [rows[i] for i in keep]
-    table = pa.Table.from_arrays(
-        [pa.array([row[j] for row in kept], type=f.type) for j, f in enumerate(schema)],
-        schema=schema,
-    )
-    return table, numbers[keep], errors
+    keep = np.ones(len(numbers), dtype=bool)
+    keep[list(bad)] = False
+    kept = np.flatnonzero(keep)
+    out = [
+        array.filter(pa.array(keep))
+        if array is not None
+        else pa.array([columns[j][i] for i in kept], type=field.type)
+        for j, (array, field) in enumerate(zip(arrays, schema, strict=True))
+    ]
+    return pa.Table.from_arrays(out, schema=schema), numbers[keep], errors

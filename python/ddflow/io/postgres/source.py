@@ -159,8 +159,7 @@ class PostgresSource(Source):
         names = [c[0] for c in self.info.columns]
         read = [names.index(f.name) for f in self.schema]
         key = [names.index(k) for k in self.info.key]
-        raw = [tuple(None if v is None else v.encode() for v in row) for row in rows]
-        return self._batches(raw, [(read, key)] * len(raw), keep_errors=True)
+        return self._batches(rows, [(read, key)] * len(rows), keep_errors=True, text=True)
 
     def _loader(self, conn: psycopg.Connection[Any], field: pa.Field) -> Loader:
         """Parses a value's text as the column's type (text as it is for ``str``)."""
@@ -228,27 +227,46 @@ class PostgresSource(Source):
 
     def _batches(
         self,
-        raw: Sequence[tuple[pgoutput.Value, ...]],
+        raw: Sequence[tuple[Any, ...]],
         positions: Sequence[tuple[list[int], list[int]]],
         keep_errors: bool,
+        text: bool = False,
     ) -> list[SourceBatch]:
-        """Rows (as text) converted to the input's types; a batch, or none if empty."""
+        """Rows as the server sent them (values as bytes of text, or as ``str`` where
+        ``text``) converted to the input's types, column by column; a batch, or none."""
         if not raw:
             return []
-        values = []
-        keys = []
-        for row, (read, key) in zip(raw, positions, strict=True):
-            values.append(tuple(self._load(j, row[p]) for j, p in enumerate(read)))
-            keys.append(self._key(row, key))
+        columns = []
+        for j, field in enumerate(self.schema):
+            values = [row[p[0][j]] for row, p in zip(raw, positions, strict=True)]
+            if text and pa.types.is_string(field.type):
+                columns.append(values)
+                continue
+            if text:
+                values = [None if v is None else v.encode() for v in values]
+            columns.append(self._load_column(j, values))
         first = self._count + 1
         self._count += len(raw)
         numbers = np.arange(first, first + len(raw), dtype=np.int64)
-        table, kept, errors = to_table(values, self.schema, numbers, keys, self.info.qualified)
+
+        def key_of(i: int) -> str:
+            return self._key(raw[i], positions[i][1])
+
+        table, kept, errors = to_table(columns, self.schema, numbers, key_of, self.info.qualified)
         if not keep_errors:
             errors = []
         if table.num_rows == 0 and not errors:
             return []
         return [SourceBatch(table, self.info.qualified, kept, errors=errors)]
+
+    def _load_column(self, j: int, values: list[pgoutput.Value]) -> list[Any]:
+        """Column ``j``'s values from their text (one call per value; the careful path,
+        value by value, only where one fails)."""
+        load = self._loaders[j]
+        try:
+            return [None if v is None else load(v) for v in values]  # type: ignore[arg-type]
+        except Exception:
+            return [self._load(j, v) for v in values]
 
     def _load(self, j: int, value: pgoutput.Value) -> Any:
         """Column ``j``'s value from its text (an :class:`Unreadable` where it does not
@@ -265,7 +283,7 @@ class PostgresSource(Source):
                 value.decode("utf-8", "replace"),
             )
 
-    def _key(self, row: tuple[pgoutput.Value, ...], key: list[int]) -> str:
+    def _key(self, row: tuple[Any, ...], key: list[int]) -> str:
         """``(k1, k2)=(v1, v2)``, as PostgreSQL names a row by its key."""
         names = ", ".join(self.info.key)
         values = ", ".join(_text(row[p]) for p in key)
@@ -282,10 +300,12 @@ def _release(conn: psycopg.Connection[Any], slot: str, name: str) -> None:
         conn.close()
 
 
-def _text(value: pgoutput.Value) -> str:
+def _text(value: Any) -> str:
     """A value of a tuple as text for a message."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        return value
     return "null" if value is None else repr(value)
 
 
