@@ -58,15 +58,16 @@ def run_while(
     timeout: float = 30.0,
 ) -> None:
     """Runs ``flow`` in this thread while ``work()`` changes tables in another; stops it once
-    ``work`` has returned and ``done()`` holds, or after ``timeout`` seconds. Re-raises a
-    failure of ``work``."""
+    ``work`` has returned and ``done()`` holds, or after ``timeout`` seconds (or as soon as
+    the run ends by itself, failing). Re-raises a failure of ``work``."""
     failures: list[BaseException] = []
+    ended = threading.Event()
 
     def driver() -> None:
         try:
             work()
             deadline = time.monotonic() + timeout
-            while not done() and time.monotonic() < deadline:
+            while not ended.is_set() and not done() and time.monotonic() < deadline:
                 time.sleep(0.02)
         except BaseException as exc:
             failures.append(exc)
@@ -78,6 +79,7 @@ def run_while(
     try:
         flow.run()
     finally:
+        ended.set()
         thread.join()
     if failures:
         raise failures[0]

@@ -107,7 +107,7 @@ def start(bin_dir: Path, wal_level: str = "logical") -> Server:
         options = (
             f"-p {server.port} -k {root} -c listen_addresses='' -c wal_level={wal_level} "
             "-c max_replication_slots=20 -c max_wal_senders=20 -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off"
+            "-c full_page_writes=off"
         )
         server._run(
             str(bin_dir / "pg_ctl"),
