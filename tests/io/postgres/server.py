@@ -83,7 +83,11 @@ class Server:
 
 def start(bin_dir: Path, wal_level: str = "logical") -> Server:
     """Initialises a cluster in a new temporary directory and starts it."""
-    root = Path(tempfile.mkdtemp(prefix="ddflow-pg-"))
+    # In /tmp, not $TMPDIR: the postgres user must reach it, and a unix socket's path is
+    # limited to about 100 bytes.
+    root = Path(
+        tempfile.mkdtemp(prefix="ddflow-pg-", dir="/tmp" if os.path.isdir("/tmp") else None)
+    )
     as_user: list[str] = []
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")
