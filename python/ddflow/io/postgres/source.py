@@ -87,6 +87,7 @@ class PostgresSource(Source):
         """Per relation id: the positions of the columns read and of the key columns."""
         self._count = 0
         self._next = 0.0
+        self._failure: RuntimeError | None = None
         self._release: weakref.finalize | None = None
         """Drops the slot: at ``close()``, or when the source is garbage (a run that was
         stopped keeps its source open for the next ``run()``)."""
@@ -94,7 +95,11 @@ class PostgresSource(Source):
     # -- the Source interface -----------------------------------------------------------------
 
     def poll(self) -> list[SourceBatch]:
-        """The snapshot at the first poll; then the changes committed since the last one."""
+        """The snapshot at the first poll; then the changes committed since the last one.
+        A change the source cannot follow (a ``TRUNCATE``, a column dropped) fails the
+        poll, after the changes before it are handed over."""
+        if self._failure is not None:
+            raise self._failure
         if self._conn is None:
             return self._start()
         if time.monotonic() < self._next:
@@ -109,22 +114,32 @@ class PostgresSource(Source):
         leaving: list[tuple[pgoutput.Value, ...]] = []
         enter_pos: list[tuple[list[int], list[int]]] = []
         leave_pos: list[tuple[list[int], list[int]]] = []
-        for (data,) in rows:
-            message = pgoutput.decode(bytes(data))
-            if isinstance(message, pgoutput.Relation):
-                self._relation(message)
-            elif isinstance(message, pgoutput.Change):
-                self._change(message, entering, enter_pos, leaving, leave_pos)
-            elif isinstance(message, pgoutput.Truncate):
-                if self.info.oid in message.relids:
-                    raise RuntimeError(
-                        f"table {self.info.qualified} was truncated; the source does not "
-                        "follow TRUNCATE (restart the dataflow for a fresh snapshot)"
-                    )
-            elif isinstance(message, pgoutput.Commit):
-                self.lsn = message.end_lsn
-        self.retractions.pending += self._batches(leaving, leave_pos, keep_errors=False)
-        return self._batches(entering, enter_pos, keep_errors=True)
+        pending = (0, 0)  # how many rows entering and leaving are of whole transactions
+        try:
+            for (data,) in rows:
+                message = pgoutput.decode(bytes(data))
+                if isinstance(message, pgoutput.Relation):
+                    self._relation(message)
+                elif isinstance(message, pgoutput.Change):
+                    self._change(message, entering, enter_pos, leaving, leave_pos)
+                elif isinstance(message, pgoutput.Truncate):
+                    if self.info.oid in message.relids:
+                        raise RuntimeError(
+                            f"table {self.info.qualified} was truncated; the source does not "
+                            "follow TRUNCATE (restart the dataflow for a fresh snapshot)"
+                        )
+                elif isinstance(message, pgoutput.Commit):
+                    self.lsn = message.end_lsn
+                    pending = (len(entering), len(leaving))
+        except RuntimeError as exc:
+            if pending == (0, 0):
+                raise
+            self._failure = exc  # raised at the next poll: first hand over what committed
+        n_in, n_out = pending
+        self.retractions.pending += self._batches(
+            leaving[:n_out], leave_pos[:n_out], keep_errors=False
+        )
+        return self._batches(entering[:n_in], enter_pos[:n_in], keep_errors=True)
 
     @property
     def ended(self) -> bool:
