@@ -346,7 +346,6 @@ def test_missing_column_names_it() -> None:
     [
         (col("i") + col("s"), "int64 and str"),
         (col("p") + 1, "bool and int64"),
-        (col("s") < "a", "str"),
         (col("i") & col("p"), "int64 and bool"),
         (~col("i"), "int64"),
         (-col("p"), "bool"),

@@ -66,7 +66,11 @@ class Server:
             )
 
     def stop(self) -> None:
-        """Stops the server (fast shutdown) and removes its directory."""
+        """Stops the server (fast shutdown) and removes its directory (nothing to do when
+        the directory is gone: the server went with it)."""
+        if not (self.root / "data").exists():
+            shutil.rmtree(self.root, ignore_errors=True)
+            return
         try:
             self._run(
                 str(self.bin_dir / "pg_ctl"),
