@@ -179,7 +179,7 @@ class _OffsetsColumn:
         data: npt.NDArray[Any],
         nulls: npt.NDArray[np.bool_] | None = None,
     ) -> None:
-        """Wraps the two buffers (not copied)."""
+        """Wraps the two buffers (not copied); ``nulls`` flags null rows (None: no null)."""
         self._buffers = (offsets, data, nulls)
 
     def __len__(self) -> int:
@@ -201,15 +201,10 @@ class Utf8Column(_OffsetsColumn):
 
     dtype = np.dtype(object)
 
-    def __init__(
-        self,
-        offsets: npt.NDArray[Any],
-        data: npt.NDArray[Any],
-        nulls: npt.NDArray[np.bool_] | None = None,
-    ) -> None:
-        """Wraps the two buffers (not copied); ``nulls`` flags null rows (None: no null)."""
-        super().__init__(offsets, data, nulls)
-        self._ddflow_utf8 = self._buffers
+    @property
+    def _ddflow_utf8(self) -> tuple[Any, ...]:
+        """The buffers, under the name the native module reads a str column by."""
+        return self._buffers
 
     def __getitem__(self, i: int) -> str | None:
         """String ``i`` (decoded); None if null."""
@@ -223,15 +218,10 @@ class BinaryColumn(_OffsetsColumn):
 
     ddflow_dtype = "binary"
 
-    def __init__(
-        self,
-        offsets: npt.NDArray[Any],
-        data: npt.NDArray[Any],
-        nulls: npt.NDArray[np.bool_] | None = None,
-    ) -> None:
-        """Wraps the two buffers (not copied); ``nulls`` flags null rows (None: no null)."""
-        super().__init__(offsets, data, nulls)
-        self._ddflow_binary = self._buffers
+    @property
+    def _ddflow_binary(self) -> tuple[Any, ...]:
+        """The buffers, under the name the native module reads a binary column by."""
+        return self._buffers
 
     @classmethod
     def of_arrow(cls, arr: Any) -> BinaryColumn:
