@@ -19,10 +19,36 @@ The run loop that drives sources is :mod:`ddflow.runloop`.
 
 from __future__ import annotations
 
-from ddflow.io import csv, jsonlines, parquet, postgres
-from ddflow.io.filesink import FileSink
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ddflow.io.subscribe import subscribe
 from ddflow.sources import RowError, Source, SourceBatch, SourceError
+
+if TYPE_CHECKING:
+    from ddflow.io import csv, jsonlines, parquet, postgres
+    from ddflow.io.filesink import FileSink
+
+_LAZY = {
+    "csv": "ddflow.io.csv",
+    "jsonlines": "ddflow.io.jsonlines",
+    "parquet": "ddflow.io.parquet",
+    "postgres": "ddflow.io.postgres",
+    "FileSink": "ddflow.io.filesink",
+}
+"""Connectors imported when first used: their readers (pyarrow's CSV, JSON and Parquet
+modules, with pyarrow's file systems, and psycopg) double the memory of ``import ddflow``."""
+
+
+def __getattr__(name: str) -> Any:
+    """A connector module (or ``FileSink``), imported on first use."""
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'ddflow.io' has no attribute {name!r}")
+    module = importlib.import_module(target)
+    value = getattr(module, name) if name == "FileSink" else module
+    globals()[name] = value
+    return value
 
 __all__ = [
     "csv",
