@@ -50,6 +50,7 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
+
 __all__ = [
     "csv",
     "jsonlines",
