@@ -22,7 +22,8 @@ PYSPARK4="4.0.1"
 # The Connect subset (about 4 minutes of tests on this project's 2-core machine): top-level
 # operators, fused and general supersteps with their counts from job results, progress
 # lines, the checks before a run, data errors, SQL nulls (the operator cases, about a
-# minute; all of test_nulls.py passes on Connect in about 2). Other files run on Connect too
+# minute; all of test_nulls.py passes on Connect in about 2), Arrow's logical types and
+# binary (about 30 s). Other files run on Connect too
 # (time_ops, group_by) but are left to the classic run for time; those reading the
 # SparkContext (checkpoint directories, job groups, fault injection in local[2,4]) cannot. The
 # missing-ddflow test starts a classic session in a subprocess: not a Connect test.
@@ -34,6 +35,7 @@ TESTS=(
   tests/spark/test_executor_versions.py
   tests/spark/test_errors.py
   tests/spark/test_nulls.py::test_null_case_on_spark_equals_embedded
+  tests/spark/test_logical_types.py::test_logical_types_on_spark_equal_embedded
 )
 
 if [ -n "${DDFLOW_CONNECT_TESTS:-}" ]; then
