@@ -39,6 +39,7 @@ from ddflow.errors import DdflowError, PlanError, ReentrancyError
 from ddflow.input import InputSession
 from ddflow.plan import ImportTraceOp, InputOp, PlanText, user_location
 from ddflow.plan_dtypes import PlanDtypes
+from ddflow.plan_graph import GRAPH_FORMATS, plan_graph
 from ddflow.read_columns import unread_columns
 from ddflow.runloop import Listener, RunLoop
 from ddflow.sources import Source
@@ -204,10 +205,16 @@ class Dataflow:
         """The plan as a JSON-able dict (the engine's input; see PLAN.md)."""
         return self.builder.plan.to_json(self.time_shape.dims or 1)
 
-    def explain(self) -> PlanText:
+    def explain(self, format: str = "text") -> PlanText:
         """The plan as readable text: one line per node (op, inputs, columns, arguments,
-        label with the user's file:line), indented by iterate scope."""
-        return self.builder.plan.explain(self.time_shape.dims)
+        label with the user's file:line), indented by iterate scope. ``format="dot"`` or
+        ``"mermaid"`` draws it instead: Graphviz DOT or a Mermaid flowchart, one box per
+        node, each ``iterate`` body boxed, loops as dashed arrows (``plan_graph``)."""
+        if format == "text":
+            return self.builder.plan.explain(self.time_shape.dims)
+        if format not in GRAPH_FORMATS:
+            raise PlanError(f"explain: format must be 'text', 'dot' or 'mermaid', got {format!r}")
+        return plan_graph(self.builder.plan, "dot" if format == "dot" else "mermaid")
 
     # -- engine (the ``Runtime`` its inputs, captures and trace handles use) -----------------
 
