@@ -100,12 +100,9 @@ def _dtypes(tz: str) -> dict[str, dict[str, str]]:
 Case = Callable[[dd.Collection, dd.Collection], list[dd.Collection]]
 
 
-def _embedded(case: Case, tz: str) -> list[pa.Table]:
-    flow = dd.Dataflow()
-    types = _dtypes(tz)
-    ai, a = flow.new_input(types["a"], name="a")
-    bi, b = flow.new_input(types["b"], name="b")
-    caps = [o.capture() for o in case(a, b)]
+def _feed(ai: dd.InputSession, bi: dd.InputSession, types: dict[str, dict[str, str]]) -> None:
+    """Feeds the rows of A and B (their own times and diffs) into the two inputs, and
+    closes them."""
     for sess, schema, rows in ((ai, A_SPARK, A_ROWS), (bi, B_SPARK, B_ROWS)):
         names = schema.names
         cols = {
@@ -116,6 +113,15 @@ def _embedded(case: Case, tz: str) -> list[pa.Table]:
         diffs = np.array([r[len(names) + 1] for r in rows], dtype=np.int64)
         sess.update_batch(pa.table(cols), times=times, diffs=diffs)
         sess.close()
+
+
+def _embedded(case: Case, tz: str) -> list[pa.Table]:
+    flow = dd.Dataflow()
+    types = _dtypes(tz)
+    ai, a = flow.new_input(types["a"], name="a")
+    bi, b = flow.new_input(types["b"], name="b")
+    caps = [o.capture() for o in case(a, b)]
+    _feed(ai, bi, types)
     flow.run()
     return [cap.updates() for cap in caps]
 
@@ -413,16 +419,7 @@ def test_errors_beside_logical_types_are_collected_as_on_embedded(spark: SparkSe
     bi, b = flow.new_input(types["b"], name="b")
     (out,) = case(a, b)
     cap = out.capture(errors="collect")
-    for sess, schema, rows in ((ai, A_SPARK, A_ROWS), (bi, B_SPARK, B_ROWS)):
-        names = schema.names
-        cols = {
-            c: pa.array([r[j] for r in rows], dd.logical_types.arrow_type(types[sess.name][c]))
-            for j, c in enumerate(names)
-        }
-        times = np.array([r[len(names)] for r in rows], dtype=np.int64)
-        diffs = np.array([r[len(names) + 1] for r in rows], dtype=np.int64)
-        sess.update_batch(pa.table(cols), times=times, diffs=diffs)
-        sess.close()
+    _feed(ai, bi, types)
     flow.run()
     want_errors = sorted(
         (e["message"], e["values"], e["time"], e["diff"]) for e in cap.errors().to_pylist()
