@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from ddflow import grouping, joins, outer_joins, reducing
+from ddflow import event_time, grouping, joins, outer_joins, reducing, windows
 from ddflow.aggregates import Aggregate, ThresholdAggregate, count, distinct
 from ddflow.builder import ArrangedNode, Node, resolve_names
 from ddflow.capture import Capture, Probe
@@ -168,6 +168,41 @@ class Collection(RecordOperators):
         (semantics in :mod:`ddflow.grouping`)."""
         label = f"group_by@{user_location()}"
         return grouping.GroupBy(self._builder, self._ref(), keys, self._wrap, label)
+
+    # -- event time (ddflow.event_time, ddflow.windows) ---------------------------------------
+
+    def with_watermark(self, column: str, lateness: object, name: str | None = None) -> Collection:
+        """This collection without its late records: those whose event time ``column`` is
+        below the watermark (the greatest event time inserted at earlier logical times minus
+        ``lateness``: ``"5m"``, a ``timedelta``, or an int for integer columns). The late
+        records go to ``flow.late()`` (semantics in :mod:`ddflow.event_time`)."""
+        return event_time.with_watermark(self, column, lateness, name)
+
+    def group_by_dynamic(
+        self,
+        column: str,
+        every: object,
+        period: object = None,
+        offset: object = None,
+        group_by: Keys | None = None,
+        emit: windows.Emit = "updates",
+    ) -> windows.DynamicGroupBy:
+        """Tumbling (``period`` = ``every``) or hopping windows over event time ``column``:
+        ``.agg(...)`` gives ``window_start``, ``window_end``, the keys and the aggregates;
+        ``emit="final"`` once per window when the watermark passes its end (semantics in
+        :mod:`ddflow.windows`)."""
+        return windows.DynamicGroupBy(self, column, every, period, offset, group_by, emit)
+
+    def group_by_session(
+        self,
+        column: str,
+        gap: object,
+        group_by: Keys | None = None,
+        emit: windows.Emit = "updates",
+    ) -> windows.SessionGroupBy:
+        """Session windows over event time ``column``: records less than ``gap`` apart share a
+        session (see :mod:`ddflow.windows`); ``.agg(...)`` as ``group_by_dynamic``."""
+        return windows.SessionGroupBy(self, column, gap, group_by, emit)
 
     def _reduce(
         self,

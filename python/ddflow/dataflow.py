@@ -451,6 +451,14 @@ class Dataflow:
         and the feedback edge of each ``iterate`` variable."""
         return self.builder.upstream(node)
 
+    def late(self, name: str | None = None) -> Collection:
+        """The records the dataflow's watermarks dropped as late (``with_watermark``): their
+        columns and ``operator``, the watermark's name; ``name`` picks one watermark (needed
+        when watermarks drop records of different columns). See :mod:`ddflow.event_time`."""
+        from ddflow.event_time import late
+
+        return late(self, name)
+
     def errors(self) -> pa.Table:
         """Every error update so far, consolidated: ``operator``, ``message``, ``values``
         (the offending record), ``time``, ``diff``. An error is live at ``t`` while its diffs

@@ -52,6 +52,7 @@ __all__ = [
     "InspectPyOp",
     "CaptureOp",
     "ProbeOp",
+    "WatermarkOp",
     "python_op",
 ]
 
@@ -355,6 +356,20 @@ class LeaveOp(OpSpec):
     """An iterate's result seen outside it."""
 
     OP: ClassVar[str] = "leave"
+
+
+@dataclass(frozen=True)
+class WatermarkOp(OpSpec):
+    """Event time (``ddflow.event_time``): input 0 split by a watermark (its greatest
+    inserted int64 ``column`` minus ``lateness``) into its on-time (``emit="on_time"``) or
+    late (``"late"``) updates, or input 1's rows released once the watermark passes their
+    ``probe_column`` (``"closed"``)."""
+
+    OP: ClassVar[str] = "watermark"
+    column: int
+    lateness: int
+    emit: str
+    probe_column: int
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,9 @@ class PlanDtypes:
             return [types[k] for k in key] + [t for i, t in enumerate(types) if i not in key]
         if op in _SAME and inputs:
             return self.of(inputs[0])[:width]
+        if op == "watermark" and inputs:
+            port = 1 if node["emit"] == "closed" else 0
+            return self.of(inputs[port])[:width]
         if op == "select" and inputs:
             schema = list(zip(self.nodes[inputs[0]]["columns"], self.of(inputs[0]), strict=True))
             known = [(c, t) for c, t in schema if t is not None]

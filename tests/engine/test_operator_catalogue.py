@@ -25,6 +25,7 @@ NOT_IN_MODEL_CASES = {
     "import_trace": "tests/engine/test_traces.py (another dataflow's arrangement)",
     "advance_iteration": "tests/engine/test_time_programming.py, against the model",
     "delay": "tests/engine/test_time_programming.py, against the model",
+    "watermark": "tests/eventtime, against a recompute from scratch at every time",
 }
 
 

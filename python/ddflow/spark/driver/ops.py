@@ -43,6 +43,7 @@ from ddflow.plan import (
     ScaleOp,
     SelectOp,
     VariableOp,
+    WatermarkOp,
 )
 from ddflow.spark.driver.lineage import consolidated
 from ddflow.spark.driver.operators import Operators
@@ -263,6 +264,11 @@ _ENTRIES = (
         CaptureOp,
         "a capture is an output, not a stage: pass the capture (or its collection) in "
         "run_on_spark's outputs",
+    ),
+    _refused(
+        WatermarkOp,
+        "a watermark decides lateness time by time, in order; a run over whole histories "
+        "has no such order yet: run event-time windows on the embedded engine",
     ),
     _refused(
         ProbeOp,

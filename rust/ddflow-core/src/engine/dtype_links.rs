@@ -178,6 +178,12 @@ impl DtypeLinks {
                     same(self, i);
                 }
             }
+            Op::Watermark { emit, .. } => {
+                let port = usize::from(*emit == super::operators::watermark::Emit::Closed);
+                if let Some(&i) = node.inputs.get(port) {
+                    same(self, i);
+                }
+            }
             Op::Concat => {
                 for &i in &node.inputs {
                     for c in 0..width.min(plan.nodes[i].columns.len()) {

@@ -94,6 +94,9 @@ fn needs(plan: &Plan, n: usize, out: &[bool]) -> Vec<(usize, Vec<bool>)> {
         | Op::EnterArrangement
         | Op::Leave
         | Op::Concat => node.inputs.iter().map(|&i| same(i)).collect(),
+        // Read whole: the watermark counts rows by their net diff per time, and the
+        // released rows are emitted as they are.
+        Op::Watermark { .. } => node.inputs.iter().map(|&i| all(i)).collect(),
         Op::Filter { predicate } => first
             .map(|i| {
                 let (i, v) = same(i);

@@ -2,7 +2,7 @@
 
 use super::operators::{
     advance, arrange, capture, consolidate, delay, filter, inert, inspect, join, leave, negate,
-    passthrough, python, reduce, scale, select, variable, Operator,
+    passthrough, python, reduce, scale, select, variable, watermark, Operator,
 };
 use crate::error::{Error, Result};
 use crate::expr::Expr;
@@ -190,6 +190,16 @@ pub enum Op {
     },
     Capture,
     Probe,
+    /// Event time (`operators/watermark.rs`): input 0 split by a watermark (its greatest
+    /// inserted int64 `column` minus `lateness`) into on-time and late updates, or (`emit =
+    /// "closed"`) input 1's rows released once the watermark passes their `probe_column`.
+    Watermark {
+        column: usize,
+        lateness: i64,
+        emit: watermark::Emit,
+        #[serde(default)]
+        probe_column: usize,
+    },
 }
 
 fn yes() -> bool {
@@ -302,6 +312,7 @@ impl Node {
             Op::Variable { result } => vec![vec![self.inputs[0]], vec![*result]],
             Op::Concat => self.inputs.iter().map(|&i| vec![i]).collect(),
             Op::Join { .. } => vec![vec![self.inputs[0]], vec![self.inputs[1]]],
+            Op::Watermark { .. } => self.inputs.iter().map(|&i| vec![i]).collect(),
             Op::Input { .. } => vec![vec![]],
             _ => vec![self.inputs.clone()],
         }
@@ -353,6 +364,17 @@ impl Node {
                 plan.arrange_key(self.inputs[0]).map_or(0, |k| k.len()),
             )),
             Op::Capture => Box::new(capture::Capture::default()),
+            Op::Watermark {
+                column,
+                lateness,
+                emit,
+                probe_column,
+            } => Box::new(watermark::Watermark::new(
+                *column,
+                *lateness,
+                *emit,
+                *probe_column,
+            )),
         }
     }
 
@@ -493,6 +515,9 @@ impl Plan {
             let want = match &n.op {
                 Op::Input { .. } | Op::ImportTrace { .. } => Some(0),
                 Op::Join { .. } => Some(2),
+                Op::Watermark { emit, .. } => {
+                    Some(1 + usize::from(*emit == watermark::Emit::Closed))
+                }
                 Op::Concat => None,
                 _ => Some(1),
             };
@@ -541,6 +566,13 @@ impl Plan {
                         n.label, inp.label, inp.scope
                     )));
                 }
+            }
+            if matches!(n.op, Op::Watermark { .. }) && (n.scope != 0 || self.time_dims != 1) {
+                return Err(Error::Plan(format!(
+                    "{}: a watermark needs totally ordered times: top-level, with one time \
+                     coordinate (time_dims=1)",
+                    n.label
+                )));
             }
             if matches!(n.op, Op::AdvanceIteration { .. }) && n.scope == 0 {
                 return Err(Error::Plan(format!(

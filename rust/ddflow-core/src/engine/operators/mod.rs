@@ -20,7 +20,8 @@
 //!   [`reduce_errors`] (errors as data), [`reduce_python`] (Python aggregates) and
 //!   [`aggregate`] (the built-in aggregates on one key's accumulated values) and
 //!   [`aggregate_group`] (several one-row aggregates per key);
-//! * [`capture`]: keeps its input for the engine's caller.
+//! * [`capture`]: keeps its input for the engine's caller;
+//! * [`watermark`]: event time (late updates split off, rows released behind a watermark).
 //!
 //! Shared by several: [`records`] (expression binding per schema and per-record error
 //! isolation) and [`buffer`] (updates held until complete).
@@ -53,6 +54,7 @@ pub mod reduce_python;
 pub mod scale;
 pub mod select;
 pub mod variable;
+pub mod watermark;
 
 use super::arrangement::Arrangement;
 use super::column::{Callbacks, Msg, Schema};

@@ -1,0 +1,404 @@
+//! `watermark`: event time. Splits a collection by a watermark over one of its int64
+//! columns (the event time), or releases the rows of a second collection once the
+//! watermark passes them.
+//!
+//! The watermark is the greatest event time inserted so far minus a fixed lateness. It is
+//! defined on logical times (top-level, one-coordinate times, totally ordered), never on
+//! how updates were batched: the updates at each time are consolidated, and
+//!
+//! * `W(t)`, the watermark *before* time `t`, comes from the records inserted (net positive
+//!   diff at their time) at times `< t`; a record update at `t` is **late** when its event
+//!   time is below `W(t)` (or null). `emit = "on_time"` passes the other updates on,
+//!   `emit = "late"` only the late ones: the two partition the input;
+//! * `W'(t)`, the watermark *after* time `t`, also counts the records inserted at `t`
+//!   (so `W'(t) = W(t + 1)`); `emit = "closed"` outputs, at each time `t`, the rows of its
+//!   second input whose `probe_column` is `<= W'(t)`: its accumulated output at `t` is the
+//!   accumulated second input restricted to those rows. Rows not yet passed wait in the
+//!   operator (and only they: a released row is forgotten).
+//!
+//! Every update goes to one worker (the watermark is global), so the output is the same on
+//! any number of workers. The operator emits only at times it holds in its buffers (the
+//! watermark changes only at times with input), so its output frontier is its input's.
+
+use super::buffer::Buffer;
+use super::{take_all, Operator, Output, RunCtx};
+use crate::encoding::NULL_I64;
+use crate::engine::column::Msg;
+use crate::engine::util::consolidate;
+use crate::error::Result;
+use crate::lattice::{Antichain, Time};
+use crate::updates::Updates;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Which part the operator emits (the plan's `emit`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Emit {
+    /// The updates of input 0 that are not late.
+    OnTime,
+    /// The late updates of input 0.
+    Late,
+    /// The rows of input 1 whose `probe_column` the watermark has passed.
+    Closed,
+}
+
+/// The running maximum of inserted event times, and the watermark it gives.
+#[derive(Clone, Debug, Default)]
+pub struct Clock {
+    /// The greatest event time inserted so far.
+    max: Option<i64>,
+    lateness: i64,
+}
+
+impl Clock {
+    /// A clock with nothing seen.
+    pub fn new(lateness: i64) -> Clock {
+        Clock {
+            max: None,
+            lateness,
+        }
+    }
+
+    /// The watermark: the greatest event time seen minus the lateness (None before any).
+    pub fn watermark(&self) -> Option<i64> {
+        self.max.map(|m| m.saturating_sub(self.lateness))
+    }
+
+    /// Whether event time `et` (an int64 word) is late against the current watermark.
+    pub fn is_late(&self, et: u64) -> bool {
+        et == NULL_I64 || self.watermark().is_some_and(|w| (et as i64) < w)
+    }
+
+    /// Whether the watermark has passed `et` (`et <= watermark`; never for null).
+    pub fn passed(&self, et: u64) -> bool {
+        et != NULL_I64 && self.watermark().is_some_and(|w| (et as i64) <= w)
+    }
+
+    /// Counts the updates of one time: the event times of rows whose net diff is positive.
+    pub fn advance<'a>(&mut self, rows: impl Iterator<Item = (&'a [u64], i64)>, column: usize) {
+        let mut net: HashMap<&[u64], i128> = HashMap::new();
+        for (row, diff) in rows {
+            let et = row[column];
+            if et == NULL_I64 || self.max.is_some_and(|m| (et as i64) <= m) {
+                continue; // cannot raise the maximum
+            }
+            *net.entry(row).or_insert(0) += diff as i128;
+        }
+        for (row, total) in net {
+            if total > 0 {
+                let et = row[column] as i64;
+                self.max = Some(self.max.map_or(et, |m| m.max(et)));
+            }
+        }
+    }
+}
+
+/// One `watermark` node on one worker.
+pub struct Watermark {
+    column: usize,
+    probe_column: usize,
+    emit: Emit,
+    clock: Clock,
+    data: Buffer,
+    probes: Buffer,
+    /// Rows of input 1 the watermark has not passed (times meaningless, consolidated).
+    pending: Vec<Msg>,
+    no_key: Vec<usize>,
+}
+
+impl Watermark {
+    /// A watermark over input 0's `column` with `lateness`, emitting `emit`.
+    pub fn new(column: usize, lateness: i64, emit: Emit, probe_column: usize) -> Watermark {
+        Watermark {
+            column,
+            probe_column,
+            emit,
+            clock: Clock::new(lateness),
+            data: Buffer::default(),
+            probes: Buffer::default(),
+            pending: Vec::new(),
+            no_key: Vec::new(),
+        }
+    }
+
+    /// Processes the complete updates `data` (input 0) and `probes` (input 1), time by time.
+    fn process(&mut self, data: Vec<Msg>, probes: Vec<Msg>) -> Result<Vec<Msg>> {
+        let mut times: Vec<Time> = data
+            .iter()
+            .chain(probes.iter())
+            .flat_map(|m| m.upd.times.iter().copied())
+            .collect();
+        times.sort_unstable();
+        times.dedup();
+        let mut out: Vec<Msg> = Vec::new();
+        for t in times {
+            let at_t = |ms: &[Msg]| -> Vec<(usize, usize)> {
+                let mut v = Vec::new();
+                for (k, m) in ms.iter().enumerate() {
+                    for i in 0..m.upd.len() {
+                        if m.upd.times[i] == t {
+                            v.push((k, i));
+                        }
+                    }
+                }
+                v
+            };
+            let here = at_t(&data);
+            if self.emit != Emit::Closed {
+                let want_late = self.emit == Emit::Late;
+                for &(k, i) in &here {
+                    let m = &data[k];
+                    if self.clock.is_late(m.upd.row(i)[self.column]) == want_late {
+                        push_to(&mut out, m, i, t);
+                    }
+                }
+            }
+            let rows = here
+                .iter()
+                .map(|&(k, i)| (data[k].upd.row(i), data[k].upd.diffs[i]));
+            self.clock.advance(rows, self.column);
+            if self.emit == Emit::Closed {
+                for (k, i) in at_t(&probes) {
+                    let m = &probes[k];
+                    self.hold(m, i);
+                }
+                self.release(t, &mut out)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Adds row `i` of `m` to the pending rows.
+    fn hold(&mut self, m: &Msg, i: usize) {
+        let p = match self.pending.iter_mut().find(|p| p.schema == m.schema) {
+            Some(p) => p,
+            None => {
+                self.pending.push(Msg::empty(m.schema.clone()));
+                self.pending.last_mut().expect("pushed")
+            }
+        };
+        p.upd.push(m.upd.row(i), Time::minimum(), m.upd.diffs[i]);
+    }
+
+    /// Emits at `t` the pending rows the watermark has passed, and forgets them.
+    fn release(&mut self, t: Time, out: &mut Vec<Msg>) -> Result<()> {
+        for p in &mut self.pending {
+            consolidate(&mut p.upd)?;
+            let mut keep = Updates::new(p.upd.width);
+            for i in 0..p.upd.len() {
+                if self.clock.passed(p.upd.row(i)[self.probe_column]) {
+                    push_to(out, p, i, t);
+                } else {
+                    keep.push(p.upd.row(i), p.upd.times[i], p.upd.diffs[i]);
+                }
+            }
+            p.upd = keep;
+        }
+        self.pending.retain(|p| !p.upd.is_empty());
+        Ok(())
+    }
+}
+
+/// Appends row `i` of `m` at time `t` to the message of `m`'s schema in `out`.
+fn push_to(out: &mut Vec<Msg>, m: &Msg, i: usize, t: Time) {
+    let o = match out.iter().position(|o| o.schema == m.schema) {
+        Some(k) => &mut out[k],
+        None => {
+            out.push(Msg::empty(m.schema.clone()));
+            out.last_mut().expect("pushed")
+        }
+    };
+    o.upd.push(m.upd.row(i), t, m.upd.diffs[i]);
+}
+
+impl Operator for Watermark {
+    fn run(
+        &mut self,
+        _cx: &mut RunCtx<'_>,
+        inputs: &mut [Vec<Msg>],
+        frontier: &Antichain<Time>,
+    ) -> Result<Output> {
+        if let Some(port) = inputs.get_mut(1) {
+            self.probes.extend(std::mem::take(port));
+        }
+        self.data.extend(take_all(inputs));
+        let data = self.data.extract_complete(frontier);
+        let probes = self.probes.extract_complete(frontier);
+        if data.is_empty() && probes.is_empty() {
+            return Ok(Output::none());
+        }
+        let msgs = self.process(data, probes)?;
+        Ok(Output { msgs, did: true })
+    }
+
+    fn held(&self, held: &mut Antichain<Time>) {
+        self.data.held(held);
+        self.probes.held(held);
+    }
+
+    fn exchange_key(&self) -> Option<&[usize]> {
+        Some(&self.no_key)
+    }
+
+    fn sizes(&self) -> (usize, usize) {
+        (0, self.pending.iter().map(|p| p.upd.len()).sum())
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.pending.iter().map(|p| p.upd.heap_bytes()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The operator against a naive reference: for each time in order, the watermark from
+    //! the rows inserted at earlier times, recomputed from scratch.
+    use super::*;
+    use crate::encoding::DType;
+    use std::sync::Arc;
+
+    fn t(x: u64) -> Time {
+        Time::from_coords(&[x])
+    }
+
+    /// Rows `(et, tag)` as one-row-per-update messages split at `cuts`.
+    fn msgs(upd: &[(i64, u64, u64, i64)], cuts: &[usize]) -> Vec<Msg> {
+        let schema = Arc::new(vec![DType::Int64, DType::Int64]);
+        let mut out = Vec::new();
+        let mut start = 0;
+        for &end in cuts.iter().chain(std::iter::once(&upd.len())) {
+            let mut m = Msg::empty(schema.clone());
+            for &(et, tag, time, diff) in &upd[start..end.max(start)] {
+                m.upd.push(&[et as u64, tag], t(time), diff);
+            }
+            out.push(m);
+            start = end.max(start);
+        }
+        out
+    }
+
+    fn flat(ms: &[Msg]) -> Vec<(Vec<u64>, Time, i64)> {
+        let mut v: Vec<(Vec<u64>, Time, i64)> = Vec::new();
+        for m in ms {
+            for i in 0..m.upd.len() {
+                v.push((m.upd.row(i).to_vec(), m.upd.times[i], m.upd.diffs[i]));
+            }
+        }
+        v.sort();
+        let mut c: Vec<(Vec<u64>, Time, i64)> = Vec::new();
+        for (r, tm, d) in v {
+            match c.last_mut() {
+                Some(l) if l.0 == r && l.1 == tm => l.2 += d,
+                _ => c.push((r, tm, d)),
+            }
+        }
+        c.retain(|x| x.2 != 0);
+        c
+    }
+
+    /// The greatest event time inserted at times `< before` (net positive per row and time).
+    fn naive_max(upd: &[(i64, u64, u64, i64)], before: u64) -> Option<i64> {
+        let mut net: HashMap<(i64, u64, u64), i64> = HashMap::new();
+        for &(et, tag, time, diff) in upd {
+            if time < before {
+                *net.entry((et, tag, time)).or_insert(0) += diff;
+            }
+        }
+        net.into_iter()
+            .filter(|(_, d)| *d > 0)
+            .map(|((et, _, _), _)| et)
+            .max()
+    }
+
+    fn run(op: &mut Watermark, data: Vec<Msg>, probes: Vec<Msg>) -> Vec<Msg> {
+        op.process(data, probes).expect("process")
+    }
+
+    /// A small deterministic generator (no dependency for one test).
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *seed >> 33
+    }
+
+    #[test]
+    fn split_and_release_match_the_reference_whatever_the_batching() {
+        for case in 0..200u64 {
+            let mut seed = case + 1;
+            let n = (lcg(&mut seed) % 30) as usize;
+            let lateness = (lcg(&mut seed) % 5) as i64;
+            let mut upd = Vec::new();
+            for _ in 0..n {
+                let et = (lcg(&mut seed) % 20) as i64;
+                let tag = lcg(&mut seed) % 3;
+                let time = lcg(&mut seed) % 8;
+                let diff = if lcg(&mut seed) % 4 == 0 { -1 } else { 1 };
+                upd.push((et, tag, time, diff));
+            }
+            let probes: Vec<(i64, u64, u64, i64)> = (0..(lcg(&mut seed) % 10))
+                .map(|_| {
+                    let d = if lcg(&mut seed) % 5 == 0 { -1 } else { 1 };
+                    ((lcg(&mut seed) % 25) as i64, 0, lcg(&mut seed) % 8, d)
+                })
+                .collect();
+            // The reference.
+            let mut on_time = Vec::new();
+            let mut late = Vec::new();
+            for &(et, tag, time, diff) in &upd {
+                let w = naive_max(&upd, time).map(|m| m - lateness);
+                let target = if w.is_some_and(|w| et < w) {
+                    &mut late
+                } else {
+                    &mut on_time
+                };
+                target.push((et, tag, time, diff));
+            }
+            let mut closed = Vec::new();
+            let mut times: Vec<u64> = upd.iter().chain(&probes).map(|u| u.2).collect();
+            times.sort();
+            times.dedup();
+            for &(et, tag, time, diff) in &probes {
+                // Released at the first time >= its own where W'(t) = W(t + 1) passes it.
+                if let Some(&at) = times.iter().find(|&&x| {
+                    x >= time && naive_max(&upd, x + 1).is_some_and(|m| et <= m - lateness)
+                }) {
+                    closed.push((et, tag, at, diff));
+                }
+            }
+            let want = [
+                flat(&msgs(&on_time, &[])),
+                flat(&msgs(&late, &[])),
+                flat(&msgs(&closed, &[])),
+            ];
+            for (e, emit) in [Emit::OnTime, Emit::Late, Emit::Closed]
+                .into_iter()
+                .enumerate()
+            {
+                // Fed in one activation, and time by time in two activations per time.
+                let mut whole = Watermark::new(0, lateness, emit, 0);
+                let got = run(&mut whole, msgs(&upd, &[n / 2]), msgs(&probes, &[]));
+                assert_eq!(flat(&got), want[e], "case {case} {emit:?} at once");
+                let mut stepped = Watermark::new(0, lateness, emit, 0);
+                let mut got = Vec::new();
+                for time in 0..8 {
+                    let d: Vec<_> = upd.iter().copied().filter(|u| u.2 == time).collect();
+                    let p: Vec<_> = probes.iter().copied().filter(|u| u.2 == time).collect();
+                    got.extend(run(&mut stepped, msgs(&d, &[d.len() / 2]), msgs(&p, &[])));
+                }
+                assert_eq!(flat(&got), want[e], "case {case} {emit:?} time by time");
+            }
+        }
+    }
+
+    #[test]
+    fn null_event_times_are_late_and_never_raise_the_watermark() {
+        let mut c = Clock::new(0);
+        let null_row = [NULL_I64, 0];
+        c.advance([(&null_row[..], 1)].into_iter(), 0);
+        assert_eq!(c.watermark(), None);
+        assert!(c.is_late(NULL_I64));
+        assert!(!c.passed(NULL_I64));
+    }
+}
