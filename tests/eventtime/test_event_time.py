@@ -1,0 +1,287 @@
+"""Watermarks, late records and windows against a recompute from scratch at every time.
+
+Random event streams (out of order in event time, late records, retractions of earlier
+records, null event times) are fed in random batchings, on 1 and 2 workers; at every
+logical time the watermarked collection, ``flow.late()``, tumbling, hopping and session
+windows (``emit="updates"`` and ``"final"``) are compared with :mod:`.oracle`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+
+import ddflow as dd
+
+from . import oracle
+from .oracle import Record, Update
+
+T = 12
+LATENESS = 4
+EPOCH = datetime.datetime(2024, 1, 1)
+
+
+def random_history(rng: random.Random, n: int) -> list[Update]:
+    """Updates at times 0..T-1 whose event times drift upwards with noise (some far behind:
+    late), keys of a few letters, some retractions of records inserted earlier."""
+    updates: list[Update] = []
+    live: list[tuple[Record, int]] = []
+    for _ in range(n):
+        t = rng.randrange(T)
+        if live and rng.random() < 0.15:
+            r, t0 = live.pop(rng.randrange(len(live)))
+            updates.append((r, max(t, t0 + 1) if t0 + 1 < T else t0, -1))
+            continue
+        ts: int | None = 3 * t + rng.randrange(-8, 6)
+        if rng.random() < 0.03:
+            ts = None
+        r = (ts, rng.choice("ab") if rng.random() < 0.95 else None, rng.randrange(-5, 20))
+        updates.append((r, t, 1))
+        live.append((r, t))
+    return updates
+
+
+def feed(
+    session: dd.InputSession,
+    flow: dd.Dataflow,
+    updates: list[Update],
+    rng: random.Random,
+    convert: Any = None,
+) -> None:
+    """Feeds ``updates`` in random batches: each batch holds the times up to a random cut,
+    pushed in random order, then the input advances and the engine runs."""
+    cuts = sorted(rng.sample(range(1, T), rng.randrange(0, T - 1))) + [T]
+    start = 0
+    for cut in cuts:
+        batch = [u for u in updates if start <= u[1] < cut]
+        rng.shuffle(batch)
+        for r, t, d in batch:
+            session.update_at(convert(r) if convert else r, t, d)
+        session.advance_to(cut)
+        flow.run_until(cut)
+        start = cut
+
+
+def rows_at(cap: dd.Capture, t: int, convert: Any = None) -> Counter[tuple[object, ...]]:
+    """The capture's collection at ``t`` as a multiset of rows (each row ``count`` times)."""
+    table = cap.at(t).to_pylist()
+    out: Counter[tuple[object, ...]] = Counter()
+    for row in table:
+        diff = row.pop("diff")
+        values = tuple(row.values())
+        out[convert(values) if convert else values] += diff
+    return out
+
+
+def counted(rows: list[tuple[object, ...]]) -> Counter[tuple[object, ...]]:
+    return Counter(rows)
+
+
+def build(flow: dd.Dataflow, c: dd.Collection, lateness: object, spans: dict[str, Any]) -> dict:
+    """The captures of every operator under test."""
+    w = c.with_watermark("ts", lateness=lateness)
+    aggs = {"n": dd.count(), "s": dd.sum("x"), "mx": dd.max("x")}
+    caps = {"on_time": w.capture(), "late": flow.late().capture()}
+    for emit in ("updates", "final"):
+        caps[f"tumbling_{emit}"] = (
+            w.group_by_dynamic("ts", every=spans["every"], group_by="k", emit=emit)
+            .agg(**aggs)
+            .capture()
+        )
+        caps[f"hopping_{emit}"] = (
+            w.group_by_dynamic(
+                "ts",
+                every=spans["every"],
+                period=spans["period"],
+                offset=spans["offset"],
+                emit=emit,
+            )
+            .agg(**aggs)
+            .capture()
+        )
+        caps[f"session_{emit}"] = (
+            w.group_by_session("ts", gap=spans["gap"], group_by="k", emit=emit)
+            .agg(**aggs)
+            .capture()
+        )
+    return caps
+
+
+def check(caps: dict, updates: list[Update], lateness: int, conv: Any = None) -> None:
+    """Every capture at every time against the oracle."""
+    sp = oracle.split(updates, lateness, range(T))
+    late_rows = {t: oracle.state(sp.late, t) for t in range(T)}
+    for t in range(T):
+        on = oracle.state(sp.on_time, t)
+        assert rows_at(caps["on_time"], t, conv) == Counter(on), f"on_time at {t}"
+        want_late = Counter({(*r, "w"): c for r, c in late_rows[t].items()})
+        got_late = Counter({k[:3] + ("w",): v for k, v in rows_at(caps["late"], t, conv).items()})
+        assert got_late == want_late, f"late at {t}"
+        wins = {
+            "tumbling": oracle.dynamic(on, 5, 5, 0, keyed=True),
+            "hopping": oracle.dynamic(on, 5, 12, 2, keyed=False),
+            "session": oracle.sessions(on, 3, keyed=True),
+        }
+        for name, rows in wins.items():
+            got = rows_at(caps[f"{name}_updates"], t, conv)
+            assert got == counted(rows), f"{name} updates at {t}"
+            got = rows_at(caps[f"{name}_final"], t, conv)
+            assert got == counted(oracle.closed(rows, sp.after[t])), f"{name} final at {t}"
+    for name in ("tumbling", "hopping", "session"):
+        diffs = caps[f"{name}_final"].updates().column("diff").to_pylist()
+        assert all(d == 1 for d in diffs), f"{name} final retracted a row"
+
+
+INT_SPANS = {"every": 5, "period": 12, "offset": 2, "gap": 3}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("seed", range(15))
+def test_int_event_times_match_the_oracle_whatever_the_batching(workers: int, seed: int) -> None:
+    rng = random.Random(seed)
+    updates = random_history(rng, rng.randrange(20, 120))
+    for _ in range(2):
+        flow = dd.Dataflow(workers=workers)
+        session, c = flow.new_input({"ts": "int64", "k": "str", "x": "int64"})
+        caps = build(flow, c, LATENESS, INT_SPANS)
+        feed(session, flow, updates, rng)
+        check(caps, updates, LATENESS)
+
+
+def _to_ts(r: Record) -> tuple[object, ...]:
+    ts = None if r[0] is None else EPOCH + datetime.timedelta(seconds=r[0])
+    return (ts, r[1], r[2])
+
+
+def _from_ts(row: tuple[object, ...]) -> tuple[object, ...]:
+    def back(v: object) -> object:
+        if isinstance(v, datetime.datetime):
+            return int((v - EPOCH).total_seconds())
+        return v
+
+    return tuple(back(v) for v in row)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("unit", ["s", "ms", "us"])
+def test_timestamp_event_times_match_the_oracle(unit: str) -> None:
+    rng = random.Random(f"ts-{unit}")
+    updates = random_history(rng, 70)
+    flow = dd.Dataflow(workers=2)
+    session, c = flow.new_input({"ts": f"timestamp[{unit}]", "k": "str", "x": "int64"})
+    spans = {"every": "5s", "period": datetime.timedelta(seconds=12), "offset": "2s", "gap": "3s"}
+    caps = build(flow, c, datetime.timedelta(seconds=LATENESS), spans)
+    feed(session, flow, updates, rng, convert=_to_ts)
+    check(caps, updates, LATENESS, conv=_from_ts)
+
+
+def test_late_records_carry_the_watermark_name_and_never_raise() -> None:
+    flow = dd.Dataflow()
+    session, c = flow.new_input({"ts": "int64", "x": "int64"})
+    w = c.with_watermark("ts", lateness=2, name="clicks")
+    late = flow.late().capture()
+    n_late = flow.late("clicks").count(by="operator").capture()
+    out = w.capture()
+    for t, ts in enumerate([10, 11, 7, 9, 8, 30]):
+        session.update_at((ts, t), t)
+    session.advance_to(6)
+    flow.run_until(6)
+    assert [r["ts"] for r in out.at(5).to_pylist()] == [9, 10, 11, 30]
+    assert [(r["ts"], r["operator"]) for r in late.at(5).to_pylist()] == [
+        (7, "clicks"),
+        (8, "clicks"),
+    ]
+    assert n_late.at(5).to_pylist() == [{"operator": "clicks", "count": 2, "diff": 1}]
+
+
+def test_records_at_one_time_never_make_each_other_late() -> None:
+    flow = dd.Dataflow()
+    session, c = flow.new_input({"ts": "int64"})
+    out = c.with_watermark("ts", lateness=0).capture()
+    for ts in (100, 1, 50):
+        session.update_at((ts,), 0)
+    session.update_at((2,), 1)
+    session.advance_to(2)
+    flow.run_until(2)
+    assert sorted(r["ts"] for r in out.at(1).to_pylist()) == [1, 50, 100]
+    assert flow.late().capture  # the late collection exists before and after running
+
+
+def test_bad_arguments_are_refused_while_building() -> None:
+    flow = dd.Dataflow()
+    _, c = flow.new_input({"ts": "int64", "k": "str"})
+    with pytest.raises(dd.PlanError, match="event-time column 'nope' not found"):
+        c.with_watermark("nope", lateness=1)
+    with pytest.raises(dd.PlanError, match="calendar unit 'mo'"):
+        c.with_watermark("ts", lateness="1mo")
+    with pytest.raises(dd.PlanError, match="not a duration string"):
+        c.with_watermark("ts", lateness="5 minutes")
+    with pytest.raises(dd.PlanError, match="non-negative"):
+        c.with_watermark("ts", lateness=-1)
+    with pytest.raises(dd.PlanError, match="every must be positive"):
+        c.group_by_dynamic("ts", every=0)
+    with pytest.raises(dd.PlanError, match='emit="final" closes windows by a watermark'):
+        c.group_by_dynamic("ts", every=5, emit="final")
+    with pytest.raises(dd.PlanError, match="has no with_watermark"):
+        flow.late()
+    w = c.with_watermark("ts", lateness=1)
+    with pytest.raises(dd.PlanError, match="both be durations"):
+        w.group_by_dynamic("ts", every="5s", emit="final").agg(n=dd.count())
+    with pytest.raises(dd.PlanError, match="group_by column 'z' not found"):
+        w.group_by_session("ts", gap=2, group_by="z")
+    with pytest.raises(dd.PlanError, match="int times"):
+        flow2 = dd.Dataflow(time_dims=2)
+        _, c2 = flow2.new_input({"ts": "int64"})
+        c2.with_watermark("ts", lateness=1)
+
+
+def test_date_columns_take_whole_day_windows() -> None:
+    flow = dd.Dataflow()
+    session, c = flow.new_input({"d": "date32", "x": "int64"})
+    w = c.with_watermark("d", lateness="1d")
+    weekly = w.group_by_dynamic("d", every="7d", emit="final").agg(total=dd.sum("x")).capture()
+    day = datetime.date(2024, 1, 1)  # a Monday; 1970-01-01 was a Thursday
+    for t, (offset, x) in enumerate([(0, 1), (3, 2), (9, 4), (1, 8), (20, 16)]):
+        session.update_at((day + datetime.timedelta(days=offset), x), t)
+    session.advance_to(5)
+    flow.run_until(5)
+    rows = weekly.updates().to_pylist()
+    first = datetime.date(2023, 12, 28)
+    assert rows == [
+        {
+            "window_start": first,
+            "window_end": first + datetime.timedelta(days=7),
+            "total": 1,
+            "time": 2,
+            "diff": 1,
+        },
+        {
+            "window_start": first + datetime.timedelta(days=7),
+            "window_end": first + datetime.timedelta(days=14),
+            "total": 6,
+            "time": 4,
+            "diff": 1,
+        },
+    ]
+
+
+def test_a_bridging_record_merges_two_sessions_and_its_retraction_splits_them() -> None:
+    flow = dd.Dataflow(workers=2)
+    session, c = flow.new_input({"ts": "int64", "x": "int64"})
+    out = c.group_by_session("ts", gap=5).agg(n=dd.count(), s=dd.sum("x")).capture()
+    session.update_at((0, 1), 0)
+    session.update_at((8, 2), 0)
+    session.update_at((4, 4), 1)  # 0 .. 4 .. 8: each step below the gap
+    session.update_at((4, 4), 2, -1)
+    session.advance_to(3)
+    flow.run_until(3)
+    rows = [(r["window_start"], r["window_end"], r["n"], r["s"]) for r in out.at(0).to_pylist()]
+    assert rows == [(0, 5, 1, 1), (8, 13, 1, 2)]
+    rows = [(r["window_start"], r["window_end"], r["n"], r["s"]) for r in out.at(1).to_pylist()]
+    assert rows == [(0, 13, 3, 7)]
+    assert out.at(2).to_pylist() == out.at(0).to_pylist()
