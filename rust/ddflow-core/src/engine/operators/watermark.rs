@@ -104,6 +104,8 @@ pub struct Watermark {
     probes: Buffer,
     /// Rows of input 1 the watermark has not passed (times meaningless, consolidated).
     pending: Vec<Msg>,
+    /// The watermark at the last look at the pending rows.
+    released_at: Option<i64>,
     no_key: Vec<usize>,
 }
 
@@ -118,36 +120,29 @@ impl Watermark {
             data: Buffer::default(),
             probes: Buffer::default(),
             pending: Vec::new(),
+            released_at: None,
             no_key: Vec::new(),
         }
     }
 
     /// Processes the complete updates `data` (input 0) and `probes` (input 1), time by time.
     fn process(&mut self, data: Vec<Msg>, probes: Vec<Msg>) -> Result<Vec<Msg>> {
-        let mut times: Vec<Time> = data
-            .iter()
-            .chain(probes.iter())
-            .flat_map(|m| m.upd.times.iter().copied())
-            .collect();
+        let data_at = by_time(&data);
+        let probes_at = by_time(&probes);
+        let mut times: Vec<Time> = data_at.iter().chain(&probes_at).map(|e| e.0).collect();
         times.sort_unstable();
         times.dedup();
+        let (mut d, mut p) = (0, 0);
         let mut out: Vec<Msg> = Vec::new();
         for t in times {
-            let at_t = |ms: &[Msg]| -> Vec<(usize, usize)> {
-                let mut v = Vec::new();
-                for (k, m) in ms.iter().enumerate() {
-                    for i in 0..m.upd.len() {
-                        if m.upd.times[i] == t {
-                            v.push((k, i));
-                        }
-                    }
-                }
-                v
-            };
-            let here = at_t(&data);
+            let start = d;
+            while d < data_at.len() && data_at[d].0 == t {
+                d += 1;
+            }
+            let here = &data_at[start..d];
             if self.emit != Emit::Closed {
                 let want_late = self.emit == Emit::Late;
-                for &(k, i) in &here {
+                for &(_, k, i) in here {
                     let m = &data[k];
                     if self.clock.is_late(m.upd.row(i)[self.column]) == want_late {
                         push_to(&mut out, m, i, t);
@@ -156,14 +151,21 @@ impl Watermark {
             }
             let rows = here
                 .iter()
-                .map(|&(k, i)| (data[k].upd.row(i), data[k].upd.diffs[i]));
+                .map(|&(_, k, i)| (data[k].upd.row(i), data[k].upd.diffs[i]));
             self.clock.advance(rows, self.column);
             if self.emit == Emit::Closed {
-                for (k, i) in at_t(&probes) {
-                    let m = &probes[k];
-                    self.hold(m, i);
+                let held = p;
+                while p < probes_at.len() && probes_at[p].0 == t {
+                    let (_, k, i) = probes_at[p];
+                    self.hold(&probes[k], i);
+                    p += 1;
                 }
-                self.release(t, &mut out)?;
+                // Pending rows wait for the watermark: look again only when it moved or
+                // rows were added.
+                if p > held || self.clock.watermark() != self.released_at {
+                    self.release(t, &mut out)?;
+                    self.released_at = self.clock.watermark();
+                }
             }
         }
         Ok(out)
@@ -198,6 +200,16 @@ impl Watermark {
         self.pending.retain(|p| !p.upd.is_empty());
         Ok(())
     }
+}
+
+/// Every update of `msgs` as `(time, message, row)`, sorted by time.
+fn by_time(msgs: &[Msg]) -> Vec<(Time, usize, usize)> {
+    let mut v: Vec<(Time, usize, usize)> = Vec::new();
+    for (k, m) in msgs.iter().enumerate() {
+        v.extend(m.upd.times.iter().enumerate().map(|(i, t)| (*t, k, i)));
+    }
+    v.sort_unstable();
+    v
 }
 
 /// Appends row `i` of `m` at time `t` to the message of `m`'s schema in `out`.
@@ -334,12 +346,20 @@ mod tests {
                 let et = (lcg(&mut seed) % 20) as i64;
                 let tag = lcg(&mut seed) % 3;
                 let time = lcg(&mut seed) % 8;
-                let diff = if lcg(&mut seed) % 4 == 0 { -1 } else { 1 };
+                let diff = if lcg(&mut seed).is_multiple_of(4) {
+                    -1
+                } else {
+                    1
+                };
                 upd.push((et, tag, time, diff));
             }
             let probes: Vec<(i64, u64, u64, i64)> = (0..(lcg(&mut seed) % 10))
                 .map(|_| {
-                    let d = if lcg(&mut seed) % 5 == 0 { -1 } else { 1 };
+                    let d = if lcg(&mut seed).is_multiple_of(5) {
+                        -1
+                    } else {
+                        1
+                    };
                     ((lcg(&mut seed) % 25) as i64, 0, lcg(&mut seed) % 8, d)
                 })
                 .collect();
