@@ -176,7 +176,9 @@ class Collection(RecordOperators):
         below the watermark (the greatest event time inserted at earlier logical times minus
         ``lateness``: ``"5m"``, a ``timedelta``, or an int for integer columns). The late
         records go to ``flow.late()`` (semantics in :mod:`ddflow.event_time`)."""
-        return event_time.with_watermark(self, column, lateness, name)
+        return self._wrap(
+            event_time.with_watermark(self._builder, self._ref(), column, lateness, name)
+        )
 
     def group_by_dynamic(
         self,
@@ -186,12 +188,14 @@ class Collection(RecordOperators):
         offset: object = None,
         group_by: Keys | None = None,
         emit: windows.Emit = "updates",
-    ) -> windows.DynamicGroupBy:
+    ) -> windows.DynamicGroupBy[Collection]:
         """Tumbling (``period`` = ``every``) or hopping windows over event time ``column``:
         ``.agg(...)`` gives ``window_start``, ``window_end``, the keys and the aggregates;
         ``emit="final"`` once per window when the watermark passes its end (semantics in
         :mod:`ddflow.windows`)."""
-        return windows.DynamicGroupBy(self, column, every, period, offset, group_by, emit)
+        return windows.DynamicGroupBy(
+            self._builder, self._ref(), self._wrap, column, every, period, offset, group_by, emit
+        )
 
     def group_by_session(
         self,
@@ -199,10 +203,12 @@ class Collection(RecordOperators):
         gap: object,
         group_by: Keys | None = None,
         emit: windows.Emit = "updates",
-    ) -> windows.SessionGroupBy:
+    ) -> windows.SessionGroupBy[Collection]:
         """Session windows over event time ``column``: records less than ``gap`` apart share a
         session (see :mod:`ddflow.windows`); ``.agg(...)`` as ``group_by_dynamic``."""
-        return windows.SessionGroupBy(self, column, gap, group_by, emit)
+        return windows.SessionGroupBy(
+            self._builder, self._ref(), self._wrap, column, gap, group_by, emit
+        )
 
     def _reduce(
         self,

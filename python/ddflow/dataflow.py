@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
+from ddflow import event_time
 from ddflow.builder import ArrangedNode, PlanBuilder
 from ddflow.capture import Capture, Probe
 from ddflow.collection import Arrangement, Collection
@@ -455,9 +456,8 @@ class Dataflow:
         """The records the dataflow's watermarks dropped as late (``with_watermark``): their
         columns and ``operator``, the watermark's name; ``name`` picks one watermark (needed
         when watermarks drop records of different columns). See :mod:`ddflow.event_time`."""
-        from ddflow.event_time import late
-
-        return late(self, name)
+        ref = event_time.late(self.builder, name)
+        return Collection(self, ref.node, ref.columns, ref.scope)
 
     def errors(self) -> pa.Table:
         """Every error update so far, consolidated: ``operator``, ``message``, ``values``

@@ -37,19 +37,23 @@ import datetime
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from ddflow.builder import Node
+from ddflow.builder import Node, PlanBuilder
 from ddflow.errors import PlanError
 from ddflow.expr import Expr, col, lit
-from ddflow.plan import SelectOp, WatermarkOp, user_location
+from ddflow.plan import ConcatOp, SelectOp, WatermarkOp, user_location
 from ddflow.times import is_int
 
-if TYPE_CHECKING:
-    from ddflow.collection import Collection
-    from ddflow.records import PlanOwner
-
-__all__ = ["Span", "WatermarkInfo", "event_time_expr", "late", "parse_span", "watermark_of"]
+__all__ = [
+    "Span",
+    "WatermarkInfo",
+    "event_time_expr",
+    "fresh_name",
+    "late",
+    "parse_span",
+    "watermark_of",
+    "with_watermark",
+]
 
 _UNITS_NS = {
     "ns": 1,
@@ -153,23 +157,23 @@ class WatermarkInfo:
 
 @dataclass
 class _FlowEvents:
-    """The watermarks of one dataflow: by the node of their result, and their late records."""
+    """The watermarks of one plan: by the node of their result, and their late records."""
 
     by_node: dict[int, WatermarkInfo] = field(default_factory=dict)
-    late: list[tuple[str, Collection]] = field(default_factory=list)
+    late: list[tuple[str, Node]] = field(default_factory=list)
 
 
-_FLOWS: weakref.WeakKeyDictionary[object, _FlowEvents] = weakref.WeakKeyDictionary()
+_PLANS: weakref.WeakKeyDictionary[PlanBuilder, _FlowEvents] = weakref.WeakKeyDictionary()
 
 
-def _events(flow: PlanOwner) -> _FlowEvents:
-    return _FLOWS.setdefault(flow, _FlowEvents())
+def _events(builder: PlanBuilder) -> _FlowEvents:
+    return _PLANS.setdefault(builder, _FlowEvents())
 
 
-def watermark_of(coll: Collection) -> WatermarkInfo | None:
-    """The watermark whose result ``coll`` is (``with_watermark``'s return value), or None."""
-    events = _FLOWS.get(coll.flow)
-    return None if events is None else events.by_node.get(coll.node)
+def watermark_of(builder: PlanBuilder, node: Node) -> WatermarkInfo | None:
+    """The watermark whose result ``node`` is (``with_watermark``'s), or None."""
+    events = _PLANS.get(builder)
+    return None if events is None else events.by_node.get(node.node)
 
 
 def fresh_name(base: str, taken: tuple[str, ...] | list[str]) -> str:
@@ -180,35 +184,34 @@ def fresh_name(base: str, taken: tuple[str, ...] | list[str]) -> str:
 
 
 def with_watermark(
-    coll: Collection, column: str, lateness: object, name: str | None = None
-) -> Collection:
-    """``coll`` without its late records (see the module docs); the late ones go to
-    ``coll.flow.late()``."""
+    builder: PlanBuilder, node: Node, column: str, lateness: object, name: str | None = None
+) -> Node:
+    """``node`` without its late records (see the module docs); the late ones go to
+    ``late(builder)``."""
     label = f"with_watermark@{user_location()}"
-    if not isinstance(column, str) or column not in coll.columns:
+    cols = node.columns
+    if not isinstance(column, str) or column not in cols:
         raise PlanError(
             f"{label}: event-time column {column!r} not found; available columns are "
-            f"{list(coll.columns)}"
+            f"{list(cols)}"
         )
     if name is not None and not isinstance(name, str):
         raise PlanError(f"{label}: name must be a str, got {name!r}")
     span = parse_span(lateness, "lateness", label)
-    if coll.scope != 0:
+    if node.scope != 0:
         raise PlanError(f"{label}: a watermark needs a top-level collection (not in iterate)")
-    dims = coll.flow.builder.times.dims
+    dims = builder.times.dims
     if dims not in (None, 1):
         raise PlanError(
             f"{label}: a watermark needs int times (time_dims=1); this dataflow has "
             f"{dims}-coordinate times"
         )
     name = name or label
-    builder = coll.flow.builder
-    cols = coll.columns
     with builder.atomic(label):
         et = fresh_name("__event_time", cols)
         exprs = [col(c).to_json() for c in cols] + [event_time_expr(column, span).to_json()]
         data = builder.add(
-            SelectOp(exprs), [coll._ref()], (*cols, et), label, [f"{et} = event time of {column}"]
+            SelectOp(exprs), [node], (*cols, et), label, [f"{et} = event time of {column}"]
         )
         note = [f"{column} - {lateness!r}"]
         index = len(cols)
@@ -222,20 +225,20 @@ def with_watermark(
         op_col = fresh_name("operator", cols)
         late_exprs = [col(c).to_json() for c in cols] + [lit(name).to_json()]
         late_out = builder.add(SelectOp(late_exprs), [late_node], (*cols, op_col), label)
-    events = _events(coll.flow)
+    events = _events(builder)
     events.by_node[out.node] = WatermarkInfo(data, column, span, name)
-    events.late.append((name, coll._wrap(late_out)))
-    return coll._wrap(out)
+    events.late.append((name, late_out))
+    return out
 
 
-def late(flow: PlanOwner, name: str | None = None) -> Collection:
-    """The late records dropped by the dataflow's watermarks (``Dataflow.late``)."""
+def late(builder: PlanBuilder, name: str | None = None) -> Node:
+    """The late records dropped by the plan's watermarks (``Dataflow.late``)."""
     label = f"late@{user_location()}"
-    found = _events(flow).late
+    found = _events(builder).late
     if name is not None:
         found = [(n, c) for n, c in found if n == name]
         if not found:
-            names = [n for n, _ in _events(flow).late]
+            names = [n for n, _ in _events(builder).late]
             raise PlanError(f"{label}: no watermark named {name!r}; the watermarks are {names}")
     if not found:
         raise PlanError(f"{label}: this dataflow has no with_watermark(...)")
@@ -247,4 +250,5 @@ def late(flow: PlanOwner, name: str | None = None) -> Collection:
         )
     if len(found) == 1:
         return first
-    return first.concat(*(c for _, c in found[1:]))
+    with builder.atomic(label):
+        return builder.add(ConcatOp(), [c for _, c in found], first.columns, label)

@@ -29,8 +29,8 @@ columns. A record with a null event time belongs to no window.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +38,7 @@ import numpy.typing as npt
 from ddflow.aggregates import Aggregate, reducer
 from ddflow.aggregates import max as agg_max
 from ddflow.aggregates import min as agg_min
+from ddflow.builder import Node, PlanBuilder
 from ddflow.callbacks import ReduceBatch
 from ddflow.errors import PlanError
 from ddflow.event_time import (
@@ -48,43 +49,75 @@ from ddflow.event_time import (
     parse_span,
     watermark_of,
 )
-from ddflow.expr import Expr, col
-from ddflow.plan import WatermarkOp, user_location
+from ddflow.expr import Expr, check_columns, col, expr_text, lit
+from ddflow.grouping import group_aggregate
+from ddflow.joins import join
+from ddflow.plan import ConcatOp, FilterOp, SelectOp, WatermarkOp, user_location
+from ddflow.reducing import reduce_collection
 
-if TYPE_CHECKING:
-    from ddflow.collection import Collection
+__all__ = ["DynamicGroupBy", "Emit", "SessionGroupBy", "session_starts"]
 
-__all__ = ["DynamicGroupBy", "SessionGroupBy", "session_starts"]
+H = TypeVar("H")
+"""The collection handle type that ``agg`` returns."""
 
 Emit = Literal["updates", "final"]
 _WINDOW = ("window_start", "window_end")
 
 
-def _keys(group_by: str | Sequence[str] | None, coll: Collection, label: str) -> tuple[str, ...]:
+class _Steps:
+    """Adds record-wise nodes under one label (the handles' ``select`` / ``filter`` at the
+    builder's level)."""
+
+    def __init__(self, builder: PlanBuilder, label: str) -> None:
+        self.builder = builder
+        self.label = label
+
+    def select(self, node: Node, items: dict[str, Expr]) -> Node:
+        """One column per item, named by its key."""
+        for e in items.values():
+            check_columns(e, node.columns, self.label)
+        notes = [f"{n} = {expr_text(e)}" for n, e in items.items()]
+        exprs = [e.to_json() for e in items.values()]
+        return self.builder.add(SelectOp(exprs), [node], tuple(items), self.label, notes)
+
+    def with_columns(self, node: Node, items: dict[str, Expr]) -> Node:
+        """Every column of ``node``, then ``items``."""
+        return self.select(node, {**{c: col(c) for c in node.columns}, **items})
+
+    def filter(self, node: Node, predicate: Expr) -> Node:
+        """The rows where ``predicate`` holds."""
+        check_columns(predicate, node.columns, self.label)
+        op = FilterOp(predicate.to_json())
+        return self.builder.add(op, [node], node.columns, self.label, [expr_text(predicate)])
+
+
+def _keys(group_by: str | Sequence[str] | None, node: Node, label: str) -> tuple[str, ...]:
     keys = (group_by,) if isinstance(group_by, str) else tuple(group_by or ())
     for k in keys:
-        if k not in coll.columns:
+        if k not in node.columns:
             raise PlanError(
                 f"{label}: group_by column {k!r} not found; available columns are "
-                f"{list(coll.columns)}"
+                f"{list(node.columns)}"
             )
         if k in _WINDOW:
             raise PlanError(f"{label}: a key may not be named {k!r} (an output column)")
     return keys
 
 
-def _checked(coll: Collection, column: str, emit: str, label: str) -> WatermarkInfo | None:
+def _checked(
+    builder: PlanBuilder, node: Node, column: str, emit: str, label: str
+) -> WatermarkInfo | None:
     """The watermark ``emit="final"`` closes windows by (None for ``"updates"``)."""
-    if column not in coll.columns:
+    if column not in node.columns:
         raise PlanError(
             f"{label}: event-time column {column!r} not found; available columns are "
-            f"{list(coll.columns)}"
+            f"{list(node.columns)}"
         )
     if emit not in ("updates", "final"):
         raise PlanError(f'{label}: emit must be "updates" or "final", got {emit!r}')
     if emit == "updates":
         return None
-    wm = watermark_of(coll)
+    wm = watermark_of(builder, node)
     if wm is None or wm.column != column:
         raise PlanError(
             f'{label}: emit="final" closes windows by a watermark: call it on the collection '
@@ -93,31 +126,42 @@ def _checked(coll: Collection, column: str, emit: str, label: str) -> WatermarkI
     return wm
 
 
-def _final(rows: Collection, wm: WatermarkInfo, end_et: Expr, span: Span, label: str) -> Collection:
+def _final(steps: _Steps, rows: Node, wm: WatermarkInfo, end_et: Expr, span: Span) -> Node:
     """``rows`` restricted to the windows the watermark has passed (``end_et <=`` the
     watermark after each time), through a ``watermark`` operator over ``wm``'s data."""
     if span.temporal != wm.lateness.temporal:
         raise PlanError(
-            f"{label}: the windows' durations and the watermark's lateness must both be "
+            f"{steps.label}: the windows' durations and the watermark's lateness must both be "
             f"durations (temporal columns) or both ints (integer columns)"
         )
-    builder = rows.flow.builder
-    with builder.atomic(label):
-        end = fresh_name("__end_event_time", rows.columns)
-        probes = rows.with_columns(**{end: end_et})
-        op = WatermarkOp(wm.et_index, wm.lateness.value, "closed", len(rows.columns))
-        node = builder.add(op, [wm.data, probes._ref()], probes.columns, f"{label} (final)")
-        return rows._wrap(builder.select_columns(node, rows.columns, label))
+    end = fresh_name("__end_event_time", rows.columns)
+    probes = steps.with_columns(rows, {end: end_et})
+    op = WatermarkOp(wm.et_index, wm.lateness.value, "closed", len(rows.columns))
+    label = f"{steps.label} (final)"
+    node = steps.builder.add(op, [wm.data, probes], probes.columns, label)
+    return steps.builder.select_columns(node, rows.columns, steps.label)
 
 
-class DynamicGroupBy:
+class DynamicGroupBy(Generic[H]):
     """Tumbling or hopping windows over an event-time column; :meth:`agg` aggregates them."""
 
-    __slots__ = ("_coll", "_column", "_every", "_period", "_offset", "_keys", "_wm", "_label")
+    __slots__ = (
+        "_builder",
+        "_node",
+        "_wrap",
+        "_column",
+        "_every",
+        "_period",
+        "_offset",
+        "_keys",
+        "_wm",
+    )
 
     def __init__(
         self,
-        coll: Collection,
+        builder: PlanBuilder,
+        node: Node,
+        wrap: Callable[[Node], H],
         column: str,
         every: object,
         period: object = None,
@@ -127,8 +171,8 @@ class DynamicGroupBy:
     ) -> None:
         """Built by ``Collection.group_by_dynamic``."""
         label = f"group_by_dynamic@{user_location()}"
-        self._wm = _checked(coll, column, emit, label)
-        self._keys = _keys(group_by, coll, label)
+        self._wm = _checked(builder, node, column, emit, label)
+        self._keys = _keys(group_by, node, label)
         self._every = parse_span(every, "every", label, positive=True)
         self._period = self._every if period is None else parse_span(period, "period", label)
         self._offset = (
@@ -139,36 +183,38 @@ class DynamicGroupBy:
             raise PlanError(f"{label}: every, period and offset must all be durations or ints")
         if self._period.value == 0:
             raise PlanError(f"{label}: period must be positive, got {period!r}")
-        self._coll, self._column, self._label = coll, column, label
+        self._builder, self._node, self._wrap, self._column = builder, node, wrap, column
 
     def __repr__(self) -> str:
         return f"DynamicGroupBy({self._column}, every={self._every}, period={self._period})"
 
-    def agg(self, *aggs: Aggregate, **named: Aggregate) -> Collection:
+    def agg(self, *aggs: Aggregate, **named: Aggregate) -> H:
         """Per window and key: ``window_start``, ``window_end``, the keys, the aggregates
         (as ``group_by(...).agg(...)``)."""
         label = f"group_by_dynamic.agg@{user_location()}"
-        coll, ts = self._coll, self._column
+        node, ts, builder = self._node, self._column, self._builder
         for name in _WINDOW:
-            if name in coll.columns:
+            if name in node.columns:
                 raise PlanError(f"{label}: the input already has a column {name!r}")
         every, period, offset = self._every, self._period, self._offset
         copies = math.ceil(period.value / every.value)
         base = _start(col(ts), every, offset)
-        builder = coll.flow.builder
+        steps = _Steps(builder, label)
         with builder.atomic(label):
             parts = []
             for k in range(copies):
                 start = _shift(base, -k * every.value, every.temporal)
                 end = _shift(start, period.value, every.temporal)
-                part = coll.with_columns(window_start=start, window_end=end)
-                parts.append(part.filter(col(ts) < col("window_end")))
-            windows = parts[0].concat(*parts[1:]) if len(parts) > 1 else parts[0]
-            rows = windows.group_by(*_WINDOW, *self._keys).agg(*aggs, **named)
-            if self._wm is None:
-                return rows
-            end_et = event_time_expr("window_end", every)
-            return _final(rows, self._wm, end_et, every, label)
+                part = steps.with_columns(node, {"window_start": start, "window_end": end})
+                parts.append(steps.filter(part, col(ts) < col("window_end")))
+            windows = parts[0]
+            if len(parts) > 1:
+                windows = builder.add(ConcatOp(), parts, parts[0].columns, label)
+            keys = (*_WINDOW, *self._keys)
+            rows = group_aggregate(builder, windows, keys, aggs, named, label)
+            if self._wm is not None:
+                rows = _final(steps, rows, self._wm, event_time_expr("window_end", every), every)
+            return self._wrap(rows)
 
 
 def _start(ts: Expr, every: Span, offset: Span) -> Expr:
@@ -186,14 +232,16 @@ def _shift(e: Expr, by: int, temporal: bool) -> Expr:
     return e.dt.offset_by(f"{by}ns") if temporal else e + by
 
 
-class SessionGroupBy:
+class SessionGroupBy(Generic[H]):
     """Session windows over an event-time column; :meth:`agg` aggregates them."""
 
-    __slots__ = ("_coll", "_column", "_gap", "_keys", "_wm")
+    __slots__ = ("_builder", "_node", "_wrap", "_column", "_gap", "_keys", "_wm")
 
     def __init__(
         self,
-        coll: Collection,
+        builder: PlanBuilder,
+        node: Node,
+        wrap: Callable[[Node], H],
         column: str,
         gap: object,
         group_by: str | Sequence[str] | None = None,
@@ -201,50 +249,53 @@ class SessionGroupBy:
     ) -> None:
         """Built by ``Collection.group_by_session``."""
         label = f"group_by_session@{user_location()}"
-        self._wm = _checked(coll, column, emit, label)
-        self._keys = _keys(group_by, coll, label)
+        self._wm = _checked(builder, node, column, emit, label)
+        self._keys = _keys(group_by, node, label)
         self._gap = parse_span(gap, "gap", label, positive=True)
-        self._coll, self._column = coll, column
+        self._builder, self._node, self._wrap, self._column = builder, node, wrap, column
 
     def __repr__(self) -> str:
         return f"SessionGroupBy({self._column}, gap={self._gap})"
 
-    def agg(self, *aggs: Aggregate, **named: Aggregate) -> Collection:
+    def agg(self, *aggs: Aggregate, **named: Aggregate) -> H:
         """Per session and key: ``window_start``, ``window_end``, the keys, the aggregates
         (as ``group_by(...).agg(...)``)."""
         label = f"group_by_session.agg@{user_location()}"
-        coll, ts, gap = self._coll, self._column, self._gap
+        node, ts, gap, builder = self._node, self._column, self._gap, self._builder
         for name in _WINDOW:
-            if name in coll.columns or name in named:
+            if name in node.columns or name in named:
                 raise PlanError(f"{label}: {name!r} is an output column; rename the input's")
-        taken = [*coll.columns, *named]
+        taken = [*node.columns, *named]
         et, start, last, last_et, skey = (
             fresh_name(n, taken)
             for n in ("__et", "__session", "__last", "__last_et", "__session_key")
         )
         keys = self._keys or (skey,)
-        builder = coll.flow.builder
+        steps = _Steps(builder, label)
         with builder.atomic(label):
-            extra: dict[str, Expr | int] = {et: event_time_expr(ts, gap)}
+            extra = {et: event_time_expr(ts, gap)}
             if not self._keys:
-                extra[skey] = 0
-            timed = coll.with_columns(**extra).filter(col(et).is_not_null())
-            pairs = timed.select(*keys, et)
+                extra[skey] = lit(0)
+            timed = steps.filter(steps.with_columns(node, extra), col(et).is_not_null())
+            pairs = steps.select(timed, {c: col(c) for c in (*keys, et)})
             fn = reducer(session_starts(gap.value, et, start), [et, start])
-            sessions = pairs.reduce(by=list(keys), agg=fn)
-            joined = timed.join(sessions, on=[*keys, et], nulls_equal=True)
+            sessions = reduce_collection(builder, pairs, list(keys), fn, None, label)
+            on = [*keys, et]
+            joined = join(builder, "join", timed, sessions, on, None, None, None, label, True)
             hidden = {"window_start": agg_min(ts), last: agg_max(ts), last_et: agg_max(et)}
-            grouped = joined.group_by(*keys, start).agg(*aggs, **named, **hidden)
+            grouped = group_aggregate(
+                builder, joined, (*keys, start), aggs, {**named, **hidden}, label
+            )
             ours = {*keys, start, *hidden}
             values = [c for c in grouped.columns if c not in ours]
             end = col(last).dt.offset_by(gap.text()) if gap.temporal else col(last) + gap.value
-            rows = grouped.select(
-                "window_start", *self._keys, *values, window_end=end, **{last_et: col(last_et)}
-            )
-            rows = rows.select("window_start", "window_end", *self._keys, *values, last_et)
+            items: dict[str, Expr] = {"window_start": col("window_start"), "window_end": end}
+            items.update({c: col(c) for c in (*self._keys, *values, last_et)})
+            rows = steps.select(grouped, items)
             if self._wm is not None:
-                rows = _final(rows, self._wm, col(last_et) + gap.value, gap, label)
-            return rows.select("window_start", "window_end", *self._keys, *values)
+                rows = _final(steps, rows, self._wm, col(last_et) + gap.value, gap)
+            out = ("window_start", "window_end", *self._keys, *values)
+            return self._wrap(builder.select_columns(rows, out, label))
 
 
 def session_starts(gap: int, et: str, start: str) -> Any:
