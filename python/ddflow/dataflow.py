@@ -37,6 +37,7 @@ from ddflow.engine import (
 from ddflow.errorlog import ErrorLog
 from ddflow.errors import DdflowError, PlanError, ReentrancyError
 from ddflow.input import InputSession
+from ddflow.metrics import Metrics, collect
 from ddflow.plan import ImportTraceOp, InputOp, PlanText, user_location
 from ddflow.plan_dtypes import PlanDtypes
 from ddflow.plan_graph import GRAPH_FORMATS, plan_graph
@@ -479,6 +480,13 @@ class Dataflow:
     def log_table(self) -> pa.Table:
         """``log()`` as a pyarrow Table."""
         return pa.Table.from_pylist(self.log())
+
+    def metrics(self) -> Metrics:
+        """Per operator (plan node): records in and out, invocations and time spent (from
+        the operator log, ``None`` with ``log=False``), the updates an arrangement holds,
+        the frontier and how far it trails the inputs'; and the engine's heap bytes and
+        passes (see :mod:`ddflow.metrics`; ``dd.serve_metrics`` serves them over HTTP)."""
+        return collect(self, self.started_engine(), self._log)
 
 
 def _owner(trace: TraceHandle) -> Dataflow:
