@@ -68,6 +68,7 @@ from ddflow.input import InputSession
 from ddflow.io.subscribe import subscribe
 from ddflow.metrics import Metrics, OperatorMetrics
 from ddflow.metrics_http import serve_metrics
+from ddflow.progress import RunProgress
 from ddflow.sources import SourceError
 from ddflow.sql import SqlError, sql
 from ddflow.traces import TraceHandle
@@ -104,6 +105,7 @@ __all__ = [
     "Metrics",
     "OperatorMetrics",
     "serve_metrics",
+    "RunProgress",
     "SourceError",
     "DdflowError",
     "ShapeError",
