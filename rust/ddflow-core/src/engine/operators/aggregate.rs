@@ -61,6 +61,9 @@ pub fn output_dtypes(agg: &Agg, vals: &[DType], label: &str) -> Result<Option<Ve
             col(*column)?;
             vals.to_vec()
         }
+        Agg::Rank {
+            order, from, emit, ..
+        } => super::aggregate_rank::output_dtypes(order, *from, *emit, vals, label)?,
         Agg::ThresholdPy { .. } => vals.to_vec(),
         Agg::Python { .. } => return Ok(None),
         Agg::Group { aggs } => super::aggregate_group::output_dtypes(aggs, vals, label)?,
@@ -192,6 +195,17 @@ pub fn apply(
             for &i in idx.iter().take(*k) {
                 push(row(i), 1);
             }
+        }
+        Agg::Rank {
+            order,
+            function,
+            from,
+            to,
+            emit,
+        } => {
+            return super::aggregate_rank::apply(
+                order, *function, *from, *to, *emit, dtypes, vw, vals, counts, out_rows, out_counts,
+            );
         }
         Agg::ThresholdPy { .. } | Agg::Python { .. } => {
             return Err(Error::Plan(format!(
