@@ -41,16 +41,16 @@ pub enum Agg {
         descending: bool,
     },
     /// The val rows (counted with multiplicity) ranked by `order`, SQL's `ROW_NUMBER`,
-    /// `RANK` or `DENSE_RANK` over one key's rows; keeps the rows ranked `from..=to`, with
+    /// `RANK` or `DENSE_RANK` over one key's rows; keeps the rows ranked `min_rank..=max_rank`, with
     /// their rank as a last int64 column when `emit` (see `operators::aggregate_rank`).
     Rank {
         order: Vec<SortKey>,
         #[serde(default)]
         function: RankFunction,
         #[serde(default = "one")]
-        from: u64,
+        min_rank: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        to: Option<u64>,
+        max_rank: Option<u64>,
         #[serde(default)]
         emit: bool,
     },

@@ -62,8 +62,11 @@ pub fn output_dtypes(agg: &Agg, vals: &[DType], label: &str) -> Result<Option<Ve
             vals.to_vec()
         }
         Agg::Rank {
-            order, from, emit, ..
-        } => super::aggregate_rank::output_dtypes(order, *from, *emit, vals, label)?,
+            order,
+            min_rank,
+            emit,
+            ..
+        } => super::aggregate_rank::output_dtypes(order, *min_rank, *emit, vals, label)?,
         Agg::ThresholdPy { .. } => vals.to_vec(),
         Agg::Python { .. } => return Ok(None),
         Agg::Group { aggs } => super::aggregate_group::output_dtypes(aggs, vals, label)?,
@@ -199,12 +202,13 @@ pub fn apply(
         Agg::Rank {
             order,
             function,
-            from,
-            to,
+            min_rank,
+            max_rank,
             emit,
         } => {
             return super::aggregate_rank::apply(
-                order, *function, *from, *to, *emit, dtypes, vw, vals, counts, out_rows, out_counts,
+                order, *function, *min_rank, *max_rank, *emit, dtypes, vw, vals, counts, out_rows,
+                out_counts,
             );
         }
         Agg::ThresholdPy { .. } | Agg::Python { .. } => {

@@ -1,5 +1,5 @@
 //! The `rank` aggregate of `reduce`: SQL's `ROW_NUMBER`, `RANK` and `DENSE_RANK` over one
-//! key's rows, keeping the rows whose rank is in `from..=to` (top-k, `LIMIT` / `OFFSET`,
+//! key's rows, keeping the rows whose rank is in `min_rank..=max_rank` (top-k, `LIMIT` / `OFFSET`,
 //! `WHERE rn <= k`), with the rank as a last int64 column when `emit`.
 //!
 //! The rows are the key's val rows with positive count, each counted `count` times (a bag,
@@ -22,7 +22,7 @@ use std::collections::HashMap;
 /// `emit`).
 pub fn output_dtypes(
     order: &[SortKey],
-    from: u64,
+    min_rank: u64,
     emit: bool,
     vals: &[DType],
     label: &str,
@@ -36,9 +36,9 @@ pub fn output_dtypes(
             )));
         }
     }
-    if from == 0 {
+    if min_rank == 0 {
         return Err(Error::Plan(format!(
-            "{label}: rank's `from` counts from 1, got 0"
+            "{label}: rank's `min_rank` counts from 1, got 0"
         )));
     }
     let mut out = vals.to_vec();
@@ -109,8 +109,8 @@ impl ColumnOrder {
 pub fn apply(
     order: &[SortKey],
     function: RankFunction,
-    from: u64,
-    to: Option<u64>,
+    min_rank: u64,
+    max_rank: Option<u64>,
     emit: bool,
     dtypes: &[DType],
     vw: usize,
@@ -149,7 +149,7 @@ pub fn apply(
             })
             .then_with(|| row(a).cmp(row(b)))
     });
-    let to = to.unwrap_or(u64::MAX);
+    let (from, to) = (min_rank, max_rank.unwrap_or(u64::MAX));
     let mut push = |i: usize, rank: u64, copies: u64| {
         out_rows.extend_from_slice(row(i));
         if emit {
