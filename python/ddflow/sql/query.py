@@ -298,7 +298,8 @@ class Planner:
                 what = {"limit": "LIMIT", "offset": "OFFSET", "qualify": "QUALIFY"}.get(
                     key, key.upper()
                 )
-                raise self.refuse(f"{what} is not supported", value)
+                node = value[0] if isinstance(value, list) else value
+                raise self.refuse(f"{what} is not supported", node)
         distinct = sel.args.get("distinct")
         if distinct is not None and distinct.args.get("on") is not None:
             raise self.refuse("DISTINCT ON is not supported", distinct)
