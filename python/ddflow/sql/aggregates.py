@@ -52,6 +52,10 @@ def find_aggregates(nodes: list[exp.Expression]) -> list[exp.Expression]:
         if isinstance(n, exp.Subquery | exp.Select | exp.Exists):
             continue
         if isinstance(n, exp.Window):
+            # A ranking window's keys may hold aggregates (RANK() OVER (ORDER BY sum(x))).
+            stack.extend(reversed(n.args.get("partition_by") or []))
+            order = n.args.get("order")
+            stack.extend(reversed(order.expressions if order is not None else []))
             continue
         stack.extend(reversed(list(n.iter_expressions())))
     return found
@@ -86,7 +90,13 @@ def plan_group(p: Planner, sel: exp.Select, rel: Relation) -> tuple[Relation, Gr
     group = sel.args.get("group")
     items = [e.this if isinstance(e, exp.Alias) else e for e in sel.expressions]
     having = sel.args.get("having")
-    calls = find_aggregates(items + ([having.this] if having is not None else []))
+    order = sel.args.get("order")
+    ordered = (
+        [o.this for o in order.expressions]
+        if order is not None and (sel.args.get("limit") or sel.args.get("offset"))
+        else []
+    )
+    calls = find_aggregates(items + ([having.this] if having is not None else []) + ordered)
     if group is None and not calls:
         return None
     if group is not None and any(
