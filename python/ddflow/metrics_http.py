@@ -35,7 +35,6 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ddflow.errors import DdflowError
 from ddflow.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -64,7 +63,7 @@ class DataflowCollector:
                 self._last = self.flow.metrics()
                 self._last_at = time.monotonic()
                 self._rows = self.flow._loop.rows_read
-            except DdflowError:  # driven by hand from another thread right now
+            except Exception:  # driven by hand from another thread right now: serve the last
                 pass
             finally:
                 lock.release()

@@ -4,6 +4,7 @@ followed, and the keyed state shared with the Postgres sink against a brute-forc
 
 from __future__ import annotations
 
+import datetime
 import random
 from collections import Counter
 from pathlib import Path
@@ -189,3 +190,13 @@ def test_keyed_state_matches_a_model(seed: int) -> None:
         assert set(deletes["k"].to_pylist()) == want_del
         was_live = (was_live | set(want_up)) - want_del
         assert {r["k"] for r in state.counts.to_pylist()} == was_live  # type: ignore[union-attr]
+
+
+def test_a_column_delta_cannot_hold_is_a_clear_error(tmp_path: Path) -> None:
+    flow = dd.Dataflow()
+    session, c = flow.new_input({"k": "int64", "d": "duration[us]"})
+    dd.io.deltalake.write(c, str(tmp_path / "out"))
+    session.update_at((1, datetime.timedelta(seconds=3)), time=0)
+    session.advance_to(1)
+    with pytest.raises(dd.SchemaTypeError, match=r"column 'd' is duration\[us\], which Delta"):
+        flow.run_until(1)

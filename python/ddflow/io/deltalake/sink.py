@@ -32,7 +32,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from ddflow.capture import Capture
 from ddflow.collection import Collection
 from ddflow.dataflow import Dataflow
-from ddflow.errors import PlanError
+from ddflow.errors import PlanError, SchemaTypeError
 from ddflow.io.filesink import END
 from ddflow.io.keyed import KeyedState
 
@@ -91,16 +91,34 @@ class DeltaSink:
             return
         frontier = self.capture.frontier()
         upper = END if not frontier else int(frontier[0])  # type: ignore[arg-type]
-        if self._pending and upper > self.lower:
-            updates = pa.concat_tables(self._pending)
-            self._pending = []
-            if self.keyed is None:
-                self._append(updates, self.lower, upper)
-            else:
-                self._merge(updates)
-            self.lower = None if upper == END else upper
-        if final and self._table is None:
-            self._create(self._empty())
+        try:
+            if self._pending and upper > self.lower:
+                updates = pa.concat_tables(self._pending)
+                self._pending = []
+                self._check_types(updates.schema)
+                if self.keyed is None:
+                    self._append(updates, self.lower, upper)
+                else:
+                    self._merge(updates)
+                self.lower = None if upper == END else upper
+            if final and self._table is None:
+                empty = self._empty()
+                self._check_types(empty.schema)
+                self._create(empty)
+        except SchemaTypeError:
+            raise
+        except Exception as exc:  # delta-rs reports most failures as a bare Exception
+            exc.add_note(f"ddflow: deltalake.write({self.uri!r}) failed writing to the table")
+            raise
+
+    def _check_types(self, schema: pa.Schema) -> None:
+        """Refuses the columns Delta Lake cannot hold (durations), naming them."""
+        for f in schema:
+            if pa.types.is_duration(f.type):
+                raise SchemaTypeError(
+                    f"deltalake.write({self.uri!r}): column {f.name!r} is {f.type}, which "
+                    "Delta Lake cannot hold; cast it first (for example to int64)"
+                )
 
     def _append(self, updates: pa.Table, lower: int, upper: int) -> None:
         """One append commit holding the updates at times ``lower <= t < upper``."""

@@ -239,10 +239,10 @@ class DeltaSource(Source):
         self._rows += data.num_rows
         return batch
 
-    def _count(self, table: DeltaTable) -> int:
+    def _count(self, table: DeltaTable) -> int | None:
         actions = pa.table(table.get_add_actions(flatten=True))
-        if "num_records" not in actions.column_names:
-            return 0
+        if "num_records" not in actions.column_names or actions["num_records"].null_count:
+            return None  # a file without row counts in the log
         return int(pc.sum(actions["num_records"]).as_py() or 0)
 
 
