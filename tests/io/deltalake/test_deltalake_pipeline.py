@@ -47,7 +47,9 @@ def _expected(facts: pa.Table, regions: pa.Table) -> pa.Table:
     ).arrow()
 
 
-def _run(tmp_path: Path, cdf: bool, steps: list[Callable[[str], Any]]) -> list[int]:
+def _run(
+    tmp_path: Path, cdf: bool, steps: list[Callable[[str], Any]], partitioned: bool = False
+) -> list[int]:
     facts_uri, regions_uri = str(tmp_path / "facts"), str(tmp_path / "regions")
     updates_uri, keyed_uri = str(tmp_path / "updates"), str(tmp_path / "keyed")
     config = {"delta.enableChangeDataFeed": "true"} if cdf else None
@@ -55,6 +57,7 @@ def _run(tmp_path: Path, cdf: bool, steps: list[Callable[[str], Any]]) -> list[i
         facts_uri,
         _facts([(1, "n", 5), (2, "s", 7), (3, "n", 1), (4, "e", 2)]),
         configuration=config,
+        partition_by=["region"] if partitioned else None,
     )
     regions = pa.table(
         {"region": ["n", "s", "e", "w"], "name": ["North", "South", "East", "South"]}
@@ -83,8 +86,12 @@ def _run(tmp_path: Path, cdf: bool, steps: list[Callable[[str], Any]]) -> list[i
     return stepper.checked
 
 
-@pytest.mark.parametrize("cdf", [True, False], ids=["change-data-feed", "file-diff"])
-def test_each_version_reaches_both_sinks(tmp_path: Path, cdf: bool) -> None:
+@pytest.mark.parametrize(
+    ("cdf", "partitioned"),
+    [(True, False), (False, False), (False, True)],
+    ids=["change-data-feed", "file-diff", "file-diff-partitioned"],
+)
+def test_each_version_reaches_both_sinks(tmp_path: Path, cdf: bool, partitioned: bool) -> None:
     steps: list[Callable[[str], Any]] = [
         lambda u: write_deltalake(u, _facts([(5, "w", 3), (6, "n", 4)]), mode="append"),
         lambda u: DeltaTable(u).update({"qty": "qty + 10"}, predicate="region = 'n'"),
@@ -100,7 +107,7 @@ def test_each_version_reaches_both_sinks(tmp_path: Path, cdf: bool) -> None:
         lambda u: write_deltalake(u, _facts([(8, "s", 2)]), mode="append"),
         lambda u: DeltaTable(u).optimize.compact(),  # rows leave and come back: no change
     ]
-    checked = _run(tmp_path, cdf, steps)
+    checked = _run(tmp_path, cdf, steps, partitioned)
     assert checked == list(range(len(steps) + 1))
     history = DeltaTable(str(tmp_path / "facts")).history(1)
     assert history[0]["operation"] == "OPTIMIZE"
