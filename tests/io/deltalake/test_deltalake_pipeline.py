@@ -18,7 +18,13 @@ import duckdb
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
-from tests.io.deltalake.helpers import Steps, accumulate, multiset, table_at
+from tests.io.deltalake.helpers import (
+    Steps,
+    accumulate,
+    delete_with_deletion_vector,
+    multiset,
+    table_at,
+)
 
 import ddflow as dd
 
@@ -48,11 +54,17 @@ def _expected(facts: pa.Table, regions: pa.Table) -> pa.Table:
 
 
 def _run(
-    tmp_path: Path, cdf: bool, steps: list[Callable[[str], Any]], partitioned: bool = False
+    tmp_path: Path,
+    cdf: bool,
+    steps: list[Callable[[str], Any]],
+    partitioned: bool = False,
+    deletion_vectors: bool = False,
 ) -> list[int]:
     facts_uri, regions_uri = str(tmp_path / "facts"), str(tmp_path / "regions")
     updates_uri, keyed_uri = str(tmp_path / "updates"), str(tmp_path / "keyed")
-    config = {"delta.enableChangeDataFeed": "true"} if cdf else None
+    config = {"delta.enableChangeDataFeed": "true"} if cdf else {}
+    if deletion_vectors:
+        config["delta.enableDeletionVectors"] = "true"
     write_deltalake(
         facts_uri,
         _facts([(1, "n", 5), (2, "s", 7), (3, "n", 1), (4, "e", 2)]),
@@ -149,3 +161,21 @@ def test_random_changes_match_the_recompute(tmp_path: Path, cdf: bool, seed: int
     steps = [_random_step(rng, next_id) for _ in range(8)]
     checked = _run(tmp_path, cdf, steps)
     assert checked[-1] == DeltaTable(str(tmp_path / "facts")).version()
+
+
+def _delete_rows_of_the_largest_file(u: str, rows: list[int]) -> None:
+    actions = pa.table(DeltaTable(u).get_add_actions(flatten=True))
+    largest = max(actions.to_pylist(), key=lambda a: a["num_records"])
+    delete_with_deletion_vector(u, largest["path"], rows)
+
+
+def test_deletion_vectors_without_the_change_data_feed(tmp_path: Path) -> None:
+    steps: list[Callable[[str], Any]] = [
+        lambda u: _delete_rows_of_the_largest_file(u, [1]),
+        lambda u: write_deltalake(u, _facts([(5, "w", 3), (6, "n", 4)]), mode="append"),
+        lambda u: _delete_rows_of_the_largest_file(u, [0, 1, 3]),
+        lambda u: DeltaTable(u).delete("id = 5"),  # delta-rs rewrites the file instead
+        lambda u: write_deltalake(u, _facts([(7, "s", 1)]), mode="append"),
+    ]
+    checked = _run(tmp_path, False, steps, deletion_vectors=True)
+    assert checked == list(range(len(steps) + 1))

@@ -15,9 +15,13 @@ version's changes come from:
   rows of each removed file leave, the rows of each added file enter. An append reads only
   its new files; a version that rewrites files (``delete``, ``update``, ``merge``,
   ``optimize``) costs the rows of the files it touched, which the engine consolidates (a
-  compaction's rows leave and come back: no change downstream). A file carrying a
-  *deletion vector* hides rows its Parquet data still holds: without the change data feed
-  the source cannot tell which, and the poll fails naming the table and the version.
+  compaction's rows leave and come back: no change downstream);
+* on a table with **deletion vectors** (the ``deletionVectors`` reader feature) and no
+  change data feed, a version can delete rows without changing which files the table has,
+  so each version is a **full-snapshot diff**: every row of the previous version leaves and
+  every row of the new one enters (read through delta-rs' query engine, which applies the
+  deletion vectors), and the engine consolidates them to the rows that changed. Exact, but
+  it costs the whole table per version: turn the change data feed on for such tables.
 
 A value that does not fit its column is an error update naming the table, the version, the
 file (or ``change data feed``), the row and the column; the retraction of such a row is
@@ -28,14 +32,13 @@ version that removes rows fails the poll (a retraction has no time of its own).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pds
-from deltalake import DeltaTable
+from deltalake import DeltaTable, QueryBuilder
 
 from ddflow.io.conform import conform
 from ddflow.io.filesource import assign_times
@@ -103,8 +106,8 @@ class DeltaSource(Source):
         """The last version handed over."""
         self._table: DeltaTable | None = None
         """The table at ``version``."""
-        self._files: dict[str, Any] | None = None
-        """The data files of ``version``: path -> deletion vector (None for none)."""
+        self._files: frozenset[str] | None = None
+        """The data files of ``version``."""
         self._latest: DeltaTable | None = None
         self._next = 0.0
         self._rows = 0
@@ -152,9 +155,11 @@ class DeltaSource(Source):
     def _start(self) -> list[SourceBatch]:
         table = open_table(self.uri, self.storage_options)
         version = table.version()
-        files = _files(table, self.uri, version)
-        _check_no_deletion_vectors(files, files.keys(), self.uri, version, table)
-        batches = self._read_files(table, version, sorted(files))
+        files = _files(table)
+        if _deletion_vectors(table):
+            batches = self._read_all(table, version)
+        else:
+            batches = self._read_files(table, version, sorted(files))
         self._table, self._files, self.version = table, files, version
         self._latest = open_table(self.uri, self.storage_options)
         return batches
@@ -163,16 +168,15 @@ class DeltaSource(Source):
         """The rows ``version`` adds and removes; moves the source to it."""
         assert self._table is not None and self._files is not None
         table = open_table(self.uri, self.storage_options, version)
-        files = _files(table, self.uri, version)
+        files = _files(table)
         if _change_data_feed(table):
             entering, leaving = self._read_cdf(table, version)
+        elif _deletion_vectors(table) or _deletion_vectors(self._table):
+            entering = self._read_all(table, version)
+            leaving = self._read_all(self._table, version)
         else:
-            added = [p for p, dv in files.items() if p not in self._files or self._files[p] != dv]
-            removed = [p for p, dv in self._files.items() if p not in files or files[p] != dv]
-            _check_no_deletion_vectors(files, added, self.uri, version, table)
-            _check_no_deletion_vectors(self._files, removed, self.uri, version, table)
-            entering = self._read_files(table, version, sorted(added))
-            leaving = self._read_files(self._table, version, sorted(removed))
+            entering = self._read_files(table, version, sorted(files - self._files))
+            leaving = self._read_files(self._table, version, sorted(self._files - files))
         if self.timed and any(b.table.num_rows or b.errors for b in leaving):
             raise SourceError(
                 f"deltalake table {self.uri!r}, version {version}: the version removes rows, "
@@ -205,6 +209,15 @@ class DeltaSource(Source):
             )
             out.append(self._batch(data, origin))
         return out
+
+    def _read_all(self, table: DeltaTable, version: int) -> list[SourceBatch]:
+        """Every row of ``table`` (its deletion vectors applied by delta-rs' query engine)."""
+        reader = QueryBuilder().register("t", table).execute("select * from t")
+        columns = [n for n in self.schema.names]
+        data = _plain(pa.table(reader))
+        origin = f"deltalake table {self.uri!r}, version {version}"
+        present = [c for c in columns if c in data.column_names]
+        return [self._batch(data.select(present), origin)] if data.num_rows else []
 
     def _read_cdf(
         self, table: DeltaTable, version: int
@@ -246,32 +259,17 @@ class DeltaSource(Source):
         return int(pc.sum(actions["num_records"]).as_py() or 0)
 
 
-def _files(table: DeltaTable, uri: str, version: int) -> dict[str, Any]:
-    """The table's data files: path -> its deletion vector (None where it has none)."""
+def _files(table: DeltaTable) -> frozenset[str]:
+    """The paths of the table's data files (relative to its root, as the log names them)."""
     actions = pa.table(table.get_add_actions(flatten=True))
-    paths = actions["path"].to_pylist()
-    dv_columns = [c for c in actions.column_names if c.startswith("deletionVector")]
-    if not dv_columns:
-        return dict.fromkeys(paths)
-    dvs = actions.select(dv_columns).to_pylist()
-    return {
-        p: (None if all(v is None for v in dv.values()) else tuple(dv.values()))
-        for p, dv in zip(paths, dvs, strict=True)
-    }
+    return frozenset(actions["path"].to_pylist())
 
 
-def _check_no_deletion_vectors(
-    files: dict[str, Any], paths: Iterable[str], uri: str, version: int, table: DeltaTable
-) -> None:
-    """Fails when a file to read carries a deletion vector (its Parquet data holds rows the
-    table no longer has, and only the change data feed says which)."""
-    for path in paths:
-        if files.get(path) is not None:
-            raise SourceError(
-                f"deltalake table {uri!r}, version {version}: file {path} has a deletion "
-                "vector; ddflow follows such a table only through its change data feed "
-                "(set the table property delta.enableChangeDataFeed = true)"
-            )
+def _deletion_vectors(table: DeltaTable) -> bool:
+    """Whether the table may have deletion vectors (its ``deletionVectors`` reader feature):
+    its Parquet files may then hold rows the table no longer has."""
+    features = table.protocol().reader_features or []
+    return "deletionVectors" in features
 
 
 def _change_data_feed(table: DeltaTable) -> bool:
