@@ -49,7 +49,12 @@ from ddflow.spark.driver.stored_state import Manifest, StateDir, StateError, pla
 from ddflow.spark.driver.validate import UnsupportedOperatorError
 from ddflow.spark.tasks.batches import DIFF, ccol, tcol
 
-__all__ = ["Continuation", "run_continuation", "stored_nodes"]
+__all__ = ["SMALL_RUN", "Continuation", "run_continuation", "stored_nodes"]
+
+SMALL_RUN = 1_000_000
+"""A continuation with at most this many input updates broadcasts its deltas (and the keys
+they touch) to the stored histories, which are then scanned once per use and never shuffled;
+a larger one joins by shuffling both sides, as a first run does."""
 
 
 def stored_nodes(compiler: Compiler) -> set[int]:
@@ -70,8 +75,13 @@ class Continuation:
     """One incremental run's deltas of the top-level nodes (memoized), and the new layers
     of the stored nodes."""
 
-    def __init__(self, compiler: Compiler, state: StateDir, prior: Manifest | None) -> None:
+    def __init__(
+        self, compiler: Compiler, state: StateDir, prior: Manifest | None, small: bool = False
+    ) -> None:
+        """``small``: this run's updates are few beside the stored state, so its deltas are
+        broadcast to the stored histories they meet (scanned, never shuffled)."""
         self.c = compiler
+        self.small = small
         self.ctx = compiler.ctx
         self.ops = compiler.ops
         self.cuts = compiler.state.cuts
@@ -83,6 +93,10 @@ class Continuation:
         """Per stored node: this run's updates (with ``_i`` inside an iterate), cut."""
         self.supersteps: dict[int, int] = {}
         self.leaves: dict[int, DataFrame | None] = {}
+
+    def small_side(self, df: DataFrame) -> DataFrame:
+        """``df`` (this run's updates) marked for broadcast in a small run."""
+        return F.broadcast(df) if self.small else df
 
     def history(self, n: int) -> DataFrame | None:
         """Stored node ``n``'s history before this run (None: empty)."""
@@ -117,7 +131,7 @@ class Continuation:
                 f"{ctx.label(n)}: operator {op!r} is not supported by incremental Spark runs"
             )
         if d is not None and n in self.stored:
-            d = self.cuts.cut(d)
+            d = self.cuts.cut_lazy(d)
             self.layers[n] = d
         self.memo[n] = d
         return d
@@ -131,9 +145,9 @@ class Continuation:
             terms.append(da)
         right = union_all([hb, db])
         if da is not None and right is not None:
-            terms.append(self.ops.join(n, da, right, product_only=True))
+            terms.append(self.ops.join(n, self.small_side(da), right, product_only=True))
         if db is not None and ha is not None:
-            terms.append(self.ops.join(n, ha, db, product_only=True))
+            terms.append(self.ops.join(n, ha, self.small_side(db), product_only=True))
         both = union_all(terms)
         self.ctx.note(n, "incremental: dA x (B + dB) + A x dB over the stored histories")
         return None if both is None else consolidated(both)
@@ -145,7 +159,7 @@ class Continuation:
         if d is None:
             return None
         k = ctx.key_len(arr)
-        touched = d.select(*[ccol(i) for i in range(k)]).distinct()
+        touched = self.small_side(d.select(*[ccol(i) for i in range(k)]).distinct())
         old_in, old_out = self.history(arr), self.history(n)
         accumulated = d if old_in is None else d.unionByName(semi_on_keys(old_in, touched, k))
         full = self.recompute(n, accumulated)
@@ -174,8 +188,9 @@ class Continuation:
 
 def _checked_frontier(
     compiler: Compiler, prior: Manifest | None, where: str, names: Mapping[int, str]
-) -> int | None:
-    """The frontier after this run; refuses an update before the stored one (one job)."""
+) -> tuple[int | None, int]:
+    """The frontier after this run and the number of input updates; refuses an update
+    before the stored one (one job)."""
     frames = compiler.frames
     t = tcol(0)
     aggs = []
@@ -184,10 +199,16 @@ def _checked_frontier(
     both = union_all(aggs)
     old = None if prior is None else prior.frontier
     if both is None:
-        return old
-    rows = both.groupBy("n").agg(F.min("t").alias("lo"), F.max("t").alias("hi")).collect()
+        return old, 0
+    rows = (
+        both.groupBy("n")
+        .agg(F.min("t").alias("lo"), F.max("t").alias("hi"), F.count("t").alias("rows"))
+        .collect()
+    )
     frontier = old
+    updates = 0
     for row in rows:
+        updates += int(row["rows"])
         lo, hi = int(row["lo"]), int(row["hi"])
         if old is not None and lo < old:
             raise StateError(
@@ -196,7 +217,7 @@ def _checked_frontier(
                 f"it); give only updates at times >= {old}"
             )
         frontier = hi + 1 if frontier is None else max(frontier, hi + 1)
-    return frontier
+    return frontier, updates
 
 
 def run_continuation(
@@ -245,8 +266,8 @@ def run_continuation(
     frames: dict[int, DataFrame] = {}
     try:
         check_executors(spark, ctx.partitions)
-        frontier = _checked_frontier(compiler, prior, dirs.root, names)
-        cont = Continuation(compiler, dirs, prior)
+        frontier, updates = _checked_frontier(compiler, prior, dirs.root, names)
+        cont = Continuation(compiler, dirs, prior, small=prior is not None and updates <= SMALL_RUN)
         manifest = Manifest(
             version=version,
             plan=lines,

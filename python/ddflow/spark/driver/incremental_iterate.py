@@ -155,7 +155,7 @@ class IterateContinuation:
         delta = self._deltas(i, self.var_next)
         res = delta.get(self.result)
         if res is not None and self.result not in cont.stored:
-            res = cont.cuts.cut(consolidated(res))
+            res = cont.cuts.cut_lazy(consolidated(res))
         if res is not None:
             self.results.append(res)
         fed = res
@@ -163,7 +163,7 @@ class IterateContinuation:
             src = delta[self.source]
             neg = None if src is None else negate_diffs(src, DIFF, self.ctx.label(self.var))
             both = union_all([res, neg])
-            fed = None if both is None else cont.cuts.cut(consolidated(both))
+            fed = None if both is None else cont.cuts.cut_lazy(consolidated(both))
         count = 0 if fed is None else fed.count()
         self.var_next = fed if count else None
         return count
@@ -201,7 +201,7 @@ class IterateContinuation:
                     f"incremental Spark runs"
                 )
             if d is not None and n in cont.stored:
-                d = cont.cuts.cut(d)
+                d = cont.cuts.cut_lazy(d)
                 self.layers.setdefault(n, []).append(d.withColumn(ITER, F.lit(i)))
             delta[n] = d
         for n in self.members:
@@ -228,28 +228,30 @@ class IterateContinuation:
         if self.ctx.nodes[n]["kind"] == "antijoin" and da is not None:
             terms.append(da)
 
-        def join(left: DataFrame, right: DataFrame, fixed: str | None = None) -> None:
+        def join(left: DataFrame, right: DataFrame) -> None:
+            fixed = "right" if cont.cuts.is_partitioned(right) else None
             terms.append(cont.ops.join(n, left, right, fixed=fixed, product_only=True))
 
+        small = cont.small_side
         if da is not None:
             if b not in self.variant:
-                join(da, self._invariant(n, b, db, b_lt), fixed="right")
+                join(small(da), self._invariant(n, b, db, b_lt))
             else:
                 right = union_all([self.old(b, _upto(i)), b_lt, db])
                 if right is not None:
-                    join(da, right)
+                    join(small(da), right)
         if a_lt is not None:
             right_i = union_all([self.old(b, _at(i)), db])
             if right_i is not None:
-                join(a_lt, right_i)
+                join(small(a_lt), right_i)
         if b_lt is not None:
             left_i = self.old(a, _at(i))
             if left_i is not None:
-                join(left_i, b_lt)
+                join(left_i, small(b_lt))
         if db is not None:
             left_upto = self.old(a, _upto(i))
             if left_upto is not None:
-                join(left_upto, db)
+                join(left_upto, small(db))
         if not terms:
             return None
         return consolidated(union_all(terms))  # type: ignore[arg-type]
@@ -262,9 +264,13 @@ class IterateContinuation:
                 src = self.cont.delta(self.ctx.inputs(b)[0])
                 assert src is not None
                 both = src.limit(0)
-            self.invariant_full[b] = self.cont.cuts.partitioned(
-                both, self.ctx.key_len(b), self.ctx.partitions
-            )
+            if self.cont.small:
+                # Scanned where this run's small deltas are broadcast to it.
+                self.invariant_full[b] = self.cont.cuts.cut_lazy(both)
+            else:
+                self.invariant_full[b] = self.cont.cuts.partitioned(
+                    both, self.ctx.key_len(b), self.ctx.partitions
+                )
         return self.invariant_full[b]
 
     def _reduce(self, n: int, i: int, delta: dict[int, DataFrame | None]) -> DataFrame | None:
@@ -278,10 +284,13 @@ class IterateContinuation:
             keysets.append(dx.select(*keys))
         old_i = self.old(x, _at(i))
         if dx_lt is not None and old_i is not None:
-            keysets.append(semi_on_keys(old_i.select(*keys), dx_lt.select(*keys), k))
+            lt_keys = cont.small_side(dx_lt.select(*keys))
+            keysets.append(semi_on_keys(old_i.select(*keys), lt_keys, k))
         if not keysets:
             return None
-        touched = cont.cuts.cut(union_all(keysets).distinct())  # type: ignore[union-attr]
+        touched = cont.small_side(
+            cont.cuts.cut_lazy(union_all(keysets).distinct())  # type: ignore[union-attr]
+        )
         upto = union_all([self.old(x, _upto(i)), dx_lt, dx])
         assert upto is not None
         full = cont.recompute(n, semi_on_keys(upto, touched, k))
