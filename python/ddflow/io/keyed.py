@@ -3,9 +3,11 @@
 A keyed sink (``dd.io.postgres.write``, ``dd.io.deltalake.write`` with ``primary_key=``)
 turns each completed time's updates into two sets: the rows to *upsert* (per key, the last
 row that entered at that time) and the keys to *delete* (those whose count, the sum of the
-diffs of all their rows so far, dropped to zero). :class:`KeyedState` holds each live key's
-count as an Arrow table and computes both sets with Arrow's hash group-by and join, never
-row by row in Python.
+diffs of all their rows so far, dropped to zero). :class:`KeyedState` groups a time's updates by key
+with Arrow's hash group-by (the sum of the diffs, the last row entering), then updates a
+dict of the live keys' counts for the keys touched only: the Python work per time is one
+step per key touched, never per row, and never over the whole state (an Arrow join with
+the state per time cost 0.55 s per small time at 1M keys).
 
 The collection should hold at most one row per key. Where it holds more, a key stays as
 long as any of its rows does, and the row written is the last one that entered; a key
@@ -15,6 +17,7 @@ whose count goes negative is deleted (a negative count is no row).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +25,6 @@ import pyarrow.compute as pc
 
 __all__ = ["KeyedState"]
 
-_COUNT = "__ddflow_count"
 _DIFF = "__ddflow_diff"
 _INDEX = "__ddflow_index"
 
@@ -33,11 +35,11 @@ class KeyedState:
     def __init__(self, primary_key: Sequence[str], columns: Sequence[str]) -> None:
         self.primary_key = list(primary_key)
         self.columns = list(columns)
-        self.counts: pa.Table | None = None
-        """Per live key (count > 0): the key columns and ``__ddflow_count``."""
+        self.counts: dict[tuple[Any, ...], int] = {}
+        """Per live key (count > 0): its count."""
 
     def __len__(self) -> int:
-        return 0 if self.counts is None else self.counts.num_rows
+        return len(self.counts)
 
     def apply(self, updates: pa.Table) -> tuple[pa.Table, pa.Table]:
         """Applies the updates of one time (record columns, ``diff``; other columns are
@@ -45,34 +47,28 @@ class KeyedState:
         the last row that entered per key still live) and the keys whose count dropped to
         zero (key columns)."""
         keys = self.primary_key
-        n = updates.num_rows
         base = updates.select(self.columns)
         diff = updates["diff"]
-        indexed = base.append_column(_INDEX, pa.array(np.arange(n, dtype=np.int64)))
-        entered = indexed.filter(pc.greater(diff, 0))
-        last = entered.group_by(keys, use_threads=False).aggregate([(_INDEX, "max")])
+        index = pa.array(np.arange(updates.num_rows, dtype=np.int64))
+        entered = pc.if_else(pc.greater(diff, 0), index, pa.scalar(None, pa.int64()))
+        # Per key touched: the sum of its diffs and its last row that entered (null: none).
         net = (
             base.select(keys)
             .append_column(_DIFF, diff)
+            .append_column(_INDEX, entered)
             .group_by(keys, use_threads=False)
-            .aggregate([(_DIFF, "sum")])
-            .rename_columns([*keys, _DIFF])
+            .aggregate([(_DIFF, "sum"), (_INDEX, "max")])
         )
-        if self.counts is None:
-            empty = net.select(keys).slice(0, 0)
-            self.counts = empty.append_column(_COUNT, pa.array([], pa.int64()))
-        # Every key touched, with its count before (0 when new) and after this time.
-        touched = net.join(self.counts, keys, join_type="left outer", use_threads=False)
-        before = pc.fill_null(touched[_COUNT], 0)
-        after = pc.add(before, touched[_DIFF])
-        alive = pc.greater(after, 0)
-        untouched = self.counts.join(
-            net.select(keys), keys, join_type="left anti", use_threads=False
-        )
-        now = touched.select(keys).append_column(_COUNT, after).filter(alive)
-        self.counts = pa.concat_tables([untouched.select(now.column_names), now]).combine_chunks()
-        deletes = touched.filter(pc.and_(pc.invert(alive), pc.greater(before, 0))).select(keys)
-        live_last = last.join(now.select(keys), keys, join_type="inner", use_threads=False)
-        rows = pc.sort_indices(live_last[f"{_INDEX}_max"])
-        upserts = base.take(pc.take(live_last[f"{_INDEX}_max"], rows))
+        touched = list(zip(*(net[k].to_pylist() for k in keys), strict=True))
+        before = np.array([self.counts.get(k, 0) for k in touched], dtype=np.int64)
+        after = before + net[f"{_DIFF}_sum"].to_numpy()
+        alive = after > 0
+        for key, count, live in zip(touched, after.tolist(), alive.tolist(), strict=True):
+            if live:
+                self.counts[key] = count
+            else:
+                self.counts.pop(key, None)
+        deletes = net.filter(pa.array(~alive & (before > 0))).select(keys)
+        last = net[f"{_INDEX}_max"].filter(pa.array(alive))
+        upserts = base.take(pc.drop_null(last).combine_chunks().sort())
         return upserts, deletes
