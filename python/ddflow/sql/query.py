@@ -72,9 +72,16 @@ class Planner:
     """Translates one SQL query (see the module docs)."""
 
     def __init__(
-        self, query: str, tables: Mapping[str, Collection], tree: exp.Expression | None = None
+        self,
+        query: str,
+        tables: Mapping[str, Collection],
+        tree: exp.Expression | None = None,
+        unit: Collection | None = None,
     ) -> None:
         self.query = query
+        self.unit = unit
+        """A one-row constant collection: global aggregates over no rows get their row from
+        it (:mod:`~ddflow.sql.unit`); None when the engine has none."""
         self.tables = {name.lower(): c for name, c in tables.items()}
         self.used = None if tree is None else _names_read(tree)
         self.final = tree if isinstance(tree, exp.Select) else None
