@@ -66,6 +66,9 @@ from ddflow.errors import (
 from ddflow.expr import coalesce, col, concat_str, lit, max_of, min_of, when
 from ddflow.input import InputSession
 from ddflow.io.subscribe import subscribe
+from ddflow.metrics import Metrics, OperatorMetrics
+from ddflow.metrics_http import serve_metrics
+from ddflow.progress import RunProgress
 from ddflow.sources import SourceError
 from ddflow.sql import SqlError, sql
 from ddflow.traces import TraceHandle
@@ -99,6 +102,10 @@ __all__ = [
     "algorithms",
     "io",
     "subscribe",
+    "Metrics",
+    "OperatorMetrics",
+    "serve_metrics",
+    "RunProgress",
     "SourceError",
     "DdflowError",
     "ShapeError",

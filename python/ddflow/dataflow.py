@@ -38,9 +38,11 @@ from ddflow.engine import (
 from ddflow.errorlog import ErrorLog
 from ddflow.errors import DdflowError, PlanError, ReentrancyError
 from ddflow.input import InputSession
+from ddflow.metrics import Metrics, collect
 from ddflow.plan import ImportTraceOp, InputOp, PlanText, user_location
 from ddflow.plan_dtypes import PlanDtypes
 from ddflow.plan_graph import GRAPH_FORMATS, plan_graph
+from ddflow.progress import RunProgress, reporter
 from ddflow.read_columns import unread_columns
 from ddflow.runloop import Listener, RunLoop
 from ddflow.sources import Source
@@ -386,15 +388,24 @@ class Dataflow:
             engine.run_until(list(coords))
         self._deliver(poll_all=True)
 
-    def run(self) -> None:
+    def run(self, progress: bool | Callable[[RunProgress], Any] | None = None) -> None:
         """Runs until all work is done (all outputs complete once every input is closed).
 
         With sources attached (``dd.io``), drives them until they all end, ``stop()`` or
         Ctrl-C, completing every time they pushed before returning (see
-        :mod:`ddflow.runloop`; a Ctrl-C then raises ``KeyboardInterrupt``).
+        :mod:`ddflow.runloop`; a Ctrl-C then raises ``KeyboardInterrupt``). ``progress``
+        (with sources): ``True`` draws a progress bar, or a status line where a source does
+        not know its size; a callable gets a :class:`~ddflow.progress.RunProgress` after
+        every tick; ``False`` nothing; by default ``True`` when stderr is a terminal (see
+        :mod:`ddflow.progress`).
         """
         if self._loop.attached:
-            self._loop.run(self, self._inputs, self._run_all)
+            previous = self._loop.reporter
+            self._loop.reporter = reporter(self._loop, progress)
+            try:
+                self._loop.run(self, self._inputs, self._run_all)
+            finally:
+                self._loop.reporter = previous
         else:
             self._run_all()
 
@@ -487,6 +498,13 @@ class Dataflow:
     def log_table(self) -> pa.Table:
         """``log()`` as a pyarrow Table."""
         return pa.Table.from_pylist(self.log())
+
+    def metrics(self) -> Metrics:
+        """Per operator (plan node): records in and out, invocations and time spent (from
+        the operator log, ``None`` with ``log=False``), the updates an arrangement holds,
+        the frontier and how far it trails the inputs'; and the engine's heap bytes and
+        passes (see :mod:`ddflow.metrics`; ``dd.serve_metrics`` serves them over HTTP)."""
+        return collect(self, self.started_engine(), self._log)
 
 
 def _owner(trace: TraceHandle) -> Dataflow:

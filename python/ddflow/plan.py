@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
-from typing import Any, ClassVar, Literal, TypedDict
+from typing import Any, ClassVar, Literal, NotRequired, TypedDict
 
 from ddflow.errors import PlanError
 
@@ -123,6 +123,27 @@ class TopKAgg(TypedDict):
     descending: bool
 
 
+class RankSortKey(TypedDict):
+    """One key of a ``rank`` aggregate's order: a value column index."""
+
+    column: int
+    descending: bool
+    nulls_first: bool
+
+
+class RankAgg(TypedDict):
+    """SQL's ``ROW_NUMBER`` / ``RANK`` / ``DENSE_RANK`` of the value rows by ``order``, the
+    rows ranked ``min_rank``..``max_rank`` kept (with the rank as a last column when
+    ``emit``)."""
+
+    kind: Literal["rank"]
+    order: list[RankSortKey]
+    function: Literal["row_number", "rank", "dense_rank"]
+    min_rank: int
+    max_rank: NotRequired[int]
+    emit: bool
+
+
 class ThresholdAgg(TypedDict):
     """Output count ``fn(count)`` per value row (a registered Python function)."""
 
@@ -168,7 +189,9 @@ class GroupAgg(TypedDict):
     aggs: list[GroupColumnPart | GroupCountPart]
 
 
-AggJson = ColumnAgg | CountAgg | DistinctAgg | TopKAgg | ThresholdAgg | PythonAgg | GroupAgg
+AggJson = (
+    ColumnAgg | CountAgg | DistinctAgg | TopKAgg | RankAgg | ThresholdAgg | PythonAgg | GroupAgg
+)
 """A ``reduce`` aggregate as plan JSON (``{"kind": ..., ...}``, see PLAN.md)."""
 
 AGG_KINDS: dict[str, type] = {
@@ -178,6 +201,7 @@ AGG_KINDS: dict[str, type] = {
     "count": CountAgg,
     "distinct": DistinctAgg,
     "top_k": TopKAgg,
+    "rank": RankAgg,
     "threshold_py": ThresholdAgg,
     "python": PythonAgg,
     "group": GroupAgg,

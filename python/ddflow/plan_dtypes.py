@@ -161,6 +161,8 @@ def aggregate_dtypes(agg: dict[str, Any], keys: Dtypes, vals: Dtypes) -> Dtypes 
         return [*keys, _sum_dtype(vals[int(agg["column"])])]
     if kind in ("distinct", "top_k", "threshold_py"):
         return keys + vals
+    if kind == "rank":
+        return keys + vals + (["int64"] if agg.get("emit") else [])
     if kind == "group":
         out: Dtypes = []
         for part in agg["aggs"]:

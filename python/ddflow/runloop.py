@@ -20,6 +20,10 @@ advanced past everything pushed, the engine completes those times, the listeners
 ``KeyboardInterrupt`` after that, a failing source :class:`SourceError`).
 While the loop runs, Ctrl-C only asks it to stop; a second Ctrl-C interrupts at once.
 
+The loop holds :attr:`RunLoop.lock` while it works and releases it while it waits for data,
+so another thread (``dd.serve_metrics``) can read the engine between ticks; a
+:attr:`RunLoop.reporter` (``flow.run(progress=...)``) is called after every tick.
+
 A row the input refuses (a value no column of its type can hold) becomes an error update: the
 batch is split in halves until the refused rows stand alone (the input accepts a batch
 all or nothing), so the rest of the batch goes in.
@@ -97,6 +101,15 @@ class RunLoop:
         self._interrupted = False
         self._pushed: int | None = None
         """The greatest time pushed by this loop."""
+        self.lock = threading.Lock()
+        """Held while a run works (ticks, the clean stop), free while it waits for data:
+        another thread takes it to read the engine between ticks."""
+        self.reporter: Callable[[bool], None] | None = None
+        """Called after every tick (``False``) and when a run ends (``True``)."""
+        self.rows_read = 0
+        """Rows (and bad rows) the sources handed over, over all runs."""
+        self.frontier: int | None = None
+        """The shared frontier of the source inputs after the last tick."""
 
     @property
     def sources(self) -> list[Source]:
@@ -129,7 +142,7 @@ class RunLoop:
         dataflow to completion once the source inputs are closed."""
         failures: list[BaseException] = []
         ended = False
-        with self._ctrl_c_stops():
+        with self.lock, self._ctrl_c_stops():
             try:
                 ended = self._drive(flow, inputs)
             except BaseException as exc:  # a failing source, an engine error, Ctrl-C twice
@@ -137,6 +150,7 @@ class RunLoop:
             steps: list[Callable[[], None]] = [
                 lambda: self._finish(flow, inputs, ended, finish),
                 lambda: self.notify(True),
+                lambda: self._report(True),
             ]
             for step in steps:
                 try:
@@ -189,9 +203,20 @@ class RunLoop:
                         session.advance_to(target)
                 frontier = target
                 flow.run_until(target)
+            self.rows_read += rows
+            self.frontier = frontier
+            self._report(False)
             if rows == 0:
-                self._stop.wait(self.poll_interval)
+                self.lock.release()  # another thread may read the engine while we wait
+                try:
+                    self._stop.wait(self.poll_interval)
+                finally:
+                    self.lock.acquire()
         return False
+
+    def _report(self, final: bool) -> None:
+        if self.reporter is not None:
+            self.reporter(final)
 
     def _target(self, now: int, frontier: int) -> int | None:
         """The shared frontier after a tick at ``now`` (None when every source has ended)."""

@@ -24,9 +24,11 @@ from ddflow.plan import (
     DistinctAgg,
     GroupAgg,
     PythonAgg,
+    RankAgg,
     ThresholdAgg,
     TopKAgg,
 )
+from ddflow.sql.ranking import RankAggregate, SortKey
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -102,6 +104,22 @@ CASES: list[tuple[str, Build, type, dict[str, Any], list[dict[str, Any]]]] = [
         TopKAgg,
         {"kind": "top_k", "k": 2, "column": 0, "descending": True},
         [{"k": 1, "v": 5, "diff": 1}, {"k": 1, "v": 7, "diff": 1}, {"k": 2, "v": 9, "diff": 1}],
+    ),
+    (
+        "rank",
+        lambda c: c.reduce(
+            by="k", agg=RankAggregate((SortKey("v", descending=True),), "row_number", 2, 3, "rn")
+        ),
+        RankAgg,
+        {
+            "kind": "rank",
+            "order": [{"column": 0, "descending": True, "nulls_first": False}],
+            "function": "row_number",
+            "min_rank": 2,
+            "max_rank": 3,
+            "emit": True,
+        },
+        [{"k": 1, "v": 5, "rn": 2, "diff": 1}, {"k": 1, "v": 5, "rn": 3, "diff": 1}],
     ),
     (
         "threshold",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 
-__all__ = ["generate"]
+__all__ = ["generate", "generate_ranked"]
 
 
 class _Gen:
@@ -239,3 +239,79 @@ def generate(count: int, seed: int) -> dict[str, str]:
     """``count`` queries by name (``g<seed>_<i>``)."""
     gen = _Gen(seed)
     return {f"g{seed}_{i}": gen.query() for i in range(count)}
+
+
+class _RankedGen(_Gen):
+    """Top-k and ranking-window queries, each with DuckDB's text spelling out ddflow's tie
+    rule (rows tied in the ``ORDER BY`` keys ordered by the whole row, each column ascending,
+    nulls last), so that both answers are determined."""
+
+    def order_item(self, cols: tuple[str, ...]) -> str:
+        direction = self.pick("", " asc", " desc")
+        nulls = self.pick("", "", " nulls first", " nulls last")
+        return f"{self.rng.choice(cols)}{direction}{nulls}"
+
+    def order(self, cols: tuple[str, ...]) -> str:
+        n = self.rng.randint(1, 2)
+        return ", ".join(self.order_item(cols) for _ in range(n))
+
+    def bounds(self) -> str:
+        limit = f" limit {self.rng.randint(0, 5)}"
+        if self.rng.random() < 0.3:
+            limit += f" offset {self.rng.randint(1, 4)}"
+        return limit
+
+    def top_k(self) -> tuple[str, str]:
+        items = ["k", "x", "s", f"{self.int_expr()} as e"]
+        self.rng.shuffle(items)
+        items = items[: self.rng.randint(1, 4)]
+        names = tuple(i.split(" as ")[-1] for i in items)
+        distinct = self.pick("", "", "distinct ")
+        # Without DISTINCT an ORDER BY key may be a column the list leaves out.
+        keys = names if distinct else (*names, "k", "x", "f", "d")
+        select = f"select {distinct}{', '.join(items)} from t where {self.pred()}"
+        order = self.order(keys)
+        ties = ", ".join(f"{i} asc nulls last" for i in range(1, len(items) + 1))
+        bounds = self.bounds()
+        return f"{select} order by {order}{bounds}", f"{select} order by {order}, {ties}{bounds}"
+
+    def grouped_top_k(self) -> tuple[str, str]:
+        key = self.pick("k", "s", "x % 3")
+        select = f"select {key} as g, {self.agg()} as a, count(*) as n from t group by {key}"
+        order = self.order(("g", "a", "n"))
+        bounds = self.bounds()
+        ties = "1 asc nulls last, 2 asc nulls last, 3 asc nulls last"
+        return f"{select} order by {order}{bounds}", f"{select} order by {order}, {ties}{bounds}"
+
+    def window(self) -> tuple[str, str]:
+        fn = self.pick("row_number", "rank", "dense_rank")
+        part = self.pick("", "partition by k ", "partition by s ", "partition by k % 2, s ")
+        order = self.order(("x", "f", "s", "d", "k"))
+        # `select *` reads every column of t: the tie rule's row is (k, x, f, s, d).
+        ties = ", k asc nulls last, x asc nulls last, f asc nulls last, s asc nulls last, "
+        ties += "d asc nulls last"
+        where = f" where {self.pred()}" if self.rng.random() < 0.5 else ""
+
+        def inner(extra: str) -> str:
+            over = f"{part}order by {order}{extra if fn == 'row_number' else ''}"
+            return f"select *, {fn}() over ({over}) as rn from t{where}"
+
+        op = self.pick("<=", "<", "=", ">", "between 2 and")
+        bound = f"rn {op} {self.rng.randint(1, 3)}"
+        outer = self.pick("select *", "select k, s, rn", "select x, rn")
+        if self.rng.random() < 0.2:  # the rank as a plain value
+            return inner(""), inner(ties)
+        return (
+            f"{outer} from ({inner('')}) as q where {bound}",
+            f"{outer} from ({inner(ties)}) as q where {bound}",
+        )
+
+    def ranked_query(self) -> tuple[str, str]:
+        return self.rng.choice([self.top_k, self.top_k, self.grouped_top_k, self.window])()
+
+
+def generate_ranked(count: int, seed: int) -> dict[str, tuple[str, str]]:
+    """``count`` top-k / ranking queries by name (``r<seed>_<i>``): (ddflow's text,
+    DuckDB's with the tie rule spelled out)."""
+    gen = _RankedGen(seed)
+    return {f"r{seed}_{i}": gen.ranked_query() for i in range(count)}

@@ -25,6 +25,7 @@ import duckdb
 import pyarrow as pa
 
 import ddflow as dd
+from ddflow.sql.translate import translate
 
 Row = tuple[Any, ...]
 Schema = Mapping[str, str]
@@ -142,8 +143,13 @@ def check_queries(
     rows: int = 14,
     check_names: bool = True,
     workers: int = 1,
+    feed: Sequence[Mapping[str, list[tuple[Row, int]]]] | None = None,
+    unit: bool = False,
 ) -> None:
-    """Every query equals DuckDB's answer after every batch (see the module docs)."""
+    """Every query equals DuckDB's answer after every batch (see the module docs).
+    ``feed``: these batches instead of random ones. ``unit``: the queries get a one-row
+    constant collection for global aggregates over no rows (:mod:`ddflow.sql.unit`), here
+    an input of the test's fed once at time 0."""
     flow = dd.Dataflow(workers=workers)
     sessions: dict[str, dd.InputSession] = {}
     tables: dict[str, dd.Collection] = {}
@@ -151,11 +157,17 @@ def check_queries(
         sessions[name], tables[name] = flow.new_input(dict(schema), name=name)
     ours = {q: text if isinstance(text, str) else text[0] for q, text in queries.items()}
     theirs = {q: text if isinstance(text, str) else text[1] for q, text in queries.items()}
-    captures = {q: dd.sql(text, tables).capture() for q, text in ours.items()}
+    unit_in, one = flow.new_input({"unit": "int64"}, name="unit") if unit else (None, None)
+    captures = {q: translate(text, tables, "duckdb", one).capture() for q, text in ours.items()}
+    if unit_in is not None:
+        unit_in.update_at((0,), time=0)
+        unit_in.close()
     con = duckdb.connect()
     state: dict[str, Counter[Row]] = {name: Counter() for name in schemas}
     failures: list[str] = []
-    for time, batch in enumerate(random_batches(schemas, seed, batches, rows)):
+    if feed is None:
+        feed = random_batches(schemas, seed, batches, rows)
+    for time, batch in enumerate(feed):
         for name, updates in batch.items():
             for row, diff in updates:
                 sessions[name].update_at(row, time=time, diff=diff)

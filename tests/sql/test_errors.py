@@ -18,10 +18,19 @@ def tables() -> dict[str, dd.Collection]:
 
 
 REFUSED = [
-    ("select k from t limit 3", "LIMIT"),
-    ("select k from t order by k limit 3", "LIMIT"),
-    ("select k from t offset 2", "OFFSET"),
-    ("select row_number() over (partition by k) as r from t", "not supported"),
+    ("select k from t order by k limit x", "LIMIT must be a non-negative integer literal"),
+    ("select k from t offset -1", "OFFSET must be"),
+    ("select k from t order by 3 limit 1", "ORDER BY position 3 is not in the SELECT list"),
+    ("select distinct k from t order by x limit 2", "must name an output column"),
+    ("select k from t union select k from u order by k + 1 limit 2", "must name an output"),
+    ("select sum(x) over (partition by k) as c from t", "window function SUM"),
+    (
+        "select row_number() over (order by k) as a, rank() over (order by x) as b from t",
+        "one window",
+    ),
+    ("select row_number() over w as r from t window w as (order by k)", "WINDOW"),
+    ("select k from t qualify k > 1", "QUALIFY needs a window function"),
+    ("select k from t order by k limit 10 percent", "not supported"),
     ("select nope from t", "unknown column"),
     ("select k from nowhere", "unknown table"),
     ("select k from t, u where t.k = u.k", "ambiguous"),

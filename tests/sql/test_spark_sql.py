@@ -1,8 +1,8 @@
 """A plan built by ``dd.sql`` runs on Spark (``run_on_spark``) with exactly the embedded
 engine's output history: the SQL front end adds nothing either backend has to know about.
-Three queries in one dataflow (Spark is slow here): a join with a grouped aggregate and
-``HAVING``, a correlated ``NOT EXISTS`` with a scalar subquery, and ``EXCEPT ALL`` (a
-``threshold``)."""
+Five queries in one dataflow (Spark is slow here): a join with a grouped aggregate and
+``HAVING``, a correlated ``NOT EXISTS`` with a scalar subquery, ``EXCEPT ALL`` (a
+``threshold``), a top-k and a ``ROW_NUMBER`` filter (the ``rank`` aggregate)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ QUERIES = [
     "select k, x from t where not exists (select * from u where u.k = t.k and u.y > t.x) "
     "and x < (select max(y) from u)",
     "select k from t except all select k from u",
+    "select k, x from t order by x desc nulls first limit 2",
+    "select * from (select k, s, row_number() over (partition by k order by x) as rn from t) "
+    "as q where rn = 1",
 ]
 
 DATA = {
@@ -53,4 +56,4 @@ def _build(flow: dd.Dataflow) -> tuple[dict[str, dd.InputSession], list[dd.Colle
 
 def test_sql_plans_run_on_spark_as_embedded(spark) -> None:  # noqa: F811
     rows = check_equal(spark, _build, DATA)
-    assert {r[0] for r in rows} == {0, 1, 2}  # every query has output
+    assert {r[0] for r in rows} == set(range(len(QUERIES)))  # every query has output

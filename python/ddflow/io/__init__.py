@@ -9,6 +9,9 @@ One module per system, each with ``read(flow, ..., schema=None) -> Collection`` 
   (:mod:`ddflow.io.filesink`).
 * :mod:`ddflow.io.postgres`: a table followed through logical replication, and a table kept
   equal to a collection by primary key (psycopg 3, the extra ``ddflow[postgres]``).
+* :mod:`ddflow.io.deltalake`: a Delta table's versions followed, and a Delta table written
+  with a collection's updates or kept equal to it by primary key (the extra
+  ``ddflow[deltalake]``).
 * :func:`subscribe`: Python callbacks on a collection's completed updates.
 
 Shared pieces: :mod:`~ddflow.io.files` (which files, each once), :mod:`~ddflow.io.conform`
@@ -26,7 +29,7 @@ from ddflow.io.subscribe import subscribe
 from ddflow.sources import RowError, Source, SourceBatch, SourceError
 
 if TYPE_CHECKING:
-    from ddflow.io import csv, jsonlines, parquet, postgres
+    from ddflow.io import csv, deltalake, jsonlines, parquet, postgres
     from ddflow.io.filesink import FileSink
 
 _LAZY = {
@@ -34,6 +37,7 @@ _LAZY = {
     "jsonlines": "ddflow.io.jsonlines",
     "parquet": "ddflow.io.parquet",
     "postgres": "ddflow.io.postgres",
+    "deltalake": "ddflow.io.deltalake",
     "FileSink": "ddflow.io.filesink",
 }
 """Connectors imported when first used: their readers (pyarrow's CSV, JSON and Parquet
@@ -56,6 +60,7 @@ __all__ = [
     "jsonlines",
     "parquet",
     "postgres",
+    "deltalake",
     "subscribe",
     "FileSink",
     "Source",

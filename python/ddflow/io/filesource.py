@@ -29,7 +29,7 @@ from ddflow.io.conform import conform, resolve_schema
 from ddflow.io.files import FileSet
 from ddflow.sources import RowError, Source, SourceBatch, SourceError
 
-__all__ = ["FileSource", "Format", "RawBatch", "read_files"]
+__all__ = ["FileSource", "Format", "RawBatch", "assign_times", "millis", "read_files"]
 
 
 @dataclass
@@ -123,34 +123,8 @@ class FileSource(Source):
         table, rows, errors = conform(raw.table, self.schema, origin, raw.rows)
         batch = SourceBatch(table, origin, rows, errors=raw.errors + errors)
         if self.time_column is not None:
-            self._assign_times(batch)
+            assign_times(batch, self.time_column)
         return batch
-
-    def _assign_times(self, batch: SourceBatch) -> None:
-        """Takes each row's time from the time column; rows without a valid one are errors."""
-        assert self.time_column is not None and batch.rows is not None
-        column = batch.table[self.time_column]
-        times = _millis(column)
-        bad = pc.or_kleene(pc.is_null(times), pc.less(times, 0)).fill_null(True)
-        if pc.any(bad).as_py():
-            mask = bad.to_numpy(zero_copy_only=False)
-            for i in np.flatnonzero(mask):
-                value = column[int(i)].as_py()
-                batch.errors.append(
-                    RowError(
-                        batch.origin,
-                        int(batch.rows[i]),
-                        self.time_column,
-                        f"the time column holds {value!r}, not a time (a non-negative int, "
-                        "a timestamp or a date)",
-                        f"{self.time_column}={value!r}",
-                    )
-                )
-            keep = pa.array(~mask)
-            batch.table = batch.table.filter(keep)
-            batch.rows = batch.rows[~mask]
-            times = times.filter(keep)
-        batch.times = np.asarray(times.to_numpy(zero_copy_only=False), dtype=np.int64)
 
     @property
     def ended(self) -> bool:
@@ -166,7 +140,35 @@ class FileSource(Source):
         return self.files.progress()
 
 
-def _millis(column: pa.ChunkedArray) -> pa.Array:
+def assign_times(batch: SourceBatch, time_column: str) -> None:
+    """Takes each row's time from ``time_column`` (see :func:`millis`); rows without a valid
+    one (null, negative) become errors of the batch."""
+    assert batch.rows is not None
+    column = batch.table[time_column]
+    times = millis(column)
+    bad = pc.or_kleene(pc.is_null(times), pc.less(times, 0)).fill_null(True)
+    if pc.any(bad).as_py():
+        mask = bad.to_numpy(zero_copy_only=False)
+        for i in np.flatnonzero(mask):
+            value = column[int(i)].as_py()
+            batch.errors.append(
+                RowError(
+                    batch.origin,
+                    int(batch.rows[i]),
+                    time_column,
+                    f"the time column holds {value!r}, not a time (a non-negative int, "
+                    "a timestamp or a date)",
+                    f"{time_column}={value!r}",
+                )
+            )
+        keep = pa.array(~mask)
+        batch.table = batch.table.filter(keep)
+        batch.rows = batch.rows[~mask]
+        times = times.filter(keep)
+    batch.times = np.asarray(times.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def millis(column: pa.ChunkedArray) -> pa.Array:
     """A time column as int64: integers as they are, timestamps and dates in milliseconds
     since the epoch."""
     values = column.combine_chunks()

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         run_on_spark,
         warm_up,
     )
+    from ddflow.spark.driver.stored_state import StateConflictError, StateError
 
 __all__ = [
     "run_on_spark",
@@ -35,11 +36,17 @@ __all__ = [
     "Superstep",
     "UnsupportedOperatorError",
     "ExecutorVersionError",
+    "StateError",
+    "StateConflictError",
 ]
+
+_STATE_NAMES = ("StateError", "StateConflictError")
 
 
 def __getattr__(name: str) -> Any:
     """The public names, from ``driver.runner`` (imported on first use)."""
+    if name in _STATE_NAMES:
+        return getattr(importlib.import_module("ddflow.spark.driver.stored_state"), name)
     if name in __all__:
         return getattr(importlib.import_module("ddflow.spark.driver.runner"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,8 +14,9 @@ Semantics are ``group_by``'s (:mod:`ddflow.grouping`), which are SQL's for a gro
 rows: ``COUNT(x)`` counts non-null values, ``SUM`` / ``AVG`` / ``MIN`` / ``MAX`` skip nulls
 (null when all are), ``AVG`` of integers is float64 and of a decimal an exact decimal of
 scale ``s + 4`` (DuckDB gives a DOUBLE). A global aggregate (aggregates without ``GROUP
-BY``) has one row while its input has rows, and none over an empty input (SQL has one row
-there, ``COUNT`` 0: a collection cannot make a row from no input; see the how-to).
+BY``) has one row while its input has rows; over no rows SQL's row (``COUNT`` 0, the others
+null) needs a one-row constant collection (:mod:`~ddflow.sql.unit`), without which there is
+no row (see the how-to).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ddflow.collection import Collection
 from ddflow.expr import Expr, col
 from ddflow.sql.expressions import AGGREGATES
 from ddflow.sql.scope import Field, Relation, Scope
+from ddflow.sql.unit import with_empty_row
 
 if TYPE_CHECKING:
     from ddflow.sql.query import Planner
@@ -52,6 +54,10 @@ def find_aggregates(nodes: list[exp.Expression]) -> list[exp.Expression]:
         if isinstance(n, exp.Subquery | exp.Select | exp.Exists):
             continue
         if isinstance(n, exp.Window):
+            # A ranking window's keys may hold aggregates (RANK() OVER (ORDER BY sum(x))).
+            stack.extend(reversed(n.args.get("partition_by") or []))
+            order = n.args.get("order")
+            stack.extend(reversed(order.expressions if order is not None else []))
             continue
         stack.extend(reversed(list(n.iter_expressions())))
     return found
@@ -86,7 +92,13 @@ def plan_group(p: Planner, sel: exp.Select, rel: Relation) -> tuple[Relation, Gr
     group = sel.args.get("group")
     items = [e.this if isinstance(e, exp.Alias) else e for e in sel.expressions]
     having = sel.args.get("having")
-    calls = find_aggregates(items + ([having.this] if having is not None else []))
+    order = sel.args.get("order")
+    ordered = (
+        [o.this for o in order.expressions]
+        if order is not None and (sel.args.get("limit") or sel.args.get("offset"))
+        else []
+    )
+    calls = find_aggregates(items + ([having.this] if having is not None else []) + ordered)
     if group is None and not calls:
         return None
     if group is not None and any(
@@ -132,6 +144,10 @@ def plan_group(p: Planner, sel: exp.Select, rel: Relation) -> tuple[Relation, Gr
     )
     for name, call in of_distinct:
         grouped = _join_distinct_aggregate(p, scope, coll, key_names, grouped, name, call)
+    if group is None and p.unit is not None:
+        counts = {n for c, n in aggregates if isinstance(c, exp.Count)}
+        counts |= set(grouped.columns) - {n for _, n in aggregates}
+        grouped = with_empty_row(grouped, counts, p.unit, p.names.fresh("_unit"))
     fields = [Field(f.qualifier, f.name, f.column) for f in rel.fields if f.column in key_columns]
     mapping = Grouped(keys, key_columns, aggregates, p.query)
     return Relation(grouped, fields), mapping

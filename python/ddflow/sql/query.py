@@ -7,7 +7,8 @@ subquery is planned. It plans a ``SELECT`` in SQL's order: ``FROM`` and ``WHERE`
 ``GROUP BY`` / aggregates / ``HAVING`` (:mod:`~ddflow.sql.aggregates`), the ``SELECT`` list,
 ``DISTINCT``; and ``UNION`` / ``EXCEPT`` / ``INTERSECT`` and ``WITH [RECURSIVE]`` around
 them (:mod:`~ddflow.sql.setops`). ``ORDER BY`` without ``LIMIT`` is ignored (a collection
-has no order); ``LIMIT`` and ``OFFSET`` are refused.
+has no order); with ``LIMIT`` / ``OFFSET`` it is a maintained top-k
+(:mod:`~ddflow.sql.ordering`); ranking window functions are :mod:`~ddflow.sql.windows`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import ddflow.expr as E
 from ddflow.collection import Collection
 from ddflow.expr import Expr
 from ddflow.outer_joins import JoinHow
-from ddflow.sql import aggregates, relations, setops, subqueries
+from ddflow.sql import aggregates, ordering, relations, setops, subqueries, windows
 from ddflow.sql.errors import SqlError, refuse
 from ddflow.sql.expressions import ExprTranslator, conjuncts, is_untyped_null
 from ddflow.sql.names import output_name
@@ -42,6 +43,9 @@ _SELECT_ARGS = {
     "with",
     "with_",
     "kind",
+    "limit",
+    "offset",
+    "qualify",
 }
 
 
@@ -68,9 +72,16 @@ class Planner:
     """Translates one SQL query (see the module docs)."""
 
     def __init__(
-        self, query: str, tables: Mapping[str, Collection], tree: exp.Expression | None = None
+        self,
+        query: str,
+        tables: Mapping[str, Collection],
+        tree: exp.Expression | None = None,
+        unit: Collection | None = None,
     ) -> None:
         self.query = query
+        self.unit = unit
+        """A one-row constant collection: global aggregates over no rows get their row from
+        it (:mod:`~ddflow.sql.unit`); None when the engine has none."""
         self.tables = {name.lower(): c for name, c in tables.items()}
         self.used = None if tree is None else _names_read(tree)
         self.final = tree if isinstance(tree, exp.Select) else None
@@ -80,6 +91,8 @@ class Planner:
         self.ctes: list[dict[str, Relation]] = []
         self.names = Names()
         self.outer: Scope | None = None
+        self.window_bounds: dict[int, windows.Bounds] = {}
+        """Per window call (by ``id``), the ranks a filter on it keeps (see ``windows``)."""
 
     # -- errors and names -------------------------------------------------------------------
 
@@ -292,7 +305,8 @@ class Planner:
                 what = {"limit": "LIMIT", "offset": "OFFSET", "qualify": "QUALIFY"}.get(
                     key, key.upper()
                 )
-                raise self.refuse(f"{what} is not supported", value)
+                node = value[0] if isinstance(value, list) else value
+                raise self.refuse(f"{what} is not supported", node)
         distinct = sel.args.get("distinct")
         if distinct is not None and distinct.args.get("on") is not None:
             raise self.refuse("DISTINCT ON is not supported", distinct)
@@ -302,6 +316,7 @@ class Planner:
             conds = conjuncts(where.this if where is not None else None)
             plain = [c for c in conds if not subqueries.has_subquery(c)]
             nested = [c for c in conds if subqueries.has_subquery(c)]
+            self._bound_windows(sel, plain)
             rel, rest = relations.plan_from(self, sel, plain, nested)
             for cond in rest:
                 rel = subqueries.apply_conjunct(self, rel, cond, outer)
@@ -316,12 +331,64 @@ class Planner:
                     cond = _aliases_expanded(cond, sel, rel)
                     e = self.translator(Scope(holder.rel, outer), special).predicate(cond)
                     holder.rel = Relation(holder.rel.coll.filter(e), holder.rel.fields)
-            out = self._select_list(sel, holder, outer, special)
+            qualify = sel.args.get("qualify")
+            if qualify is not None and not windows.has_window(sel):
+                raise self.refuse("QUALIFY needs a window function in the SELECT list", qualify)
+            if windows.has_window(sel):
+                wanted = conjuncts(qualify.this) if qualify is not None else []
+                wanted = [_aliases_expanded(c, sel, holder.rel) for c in wanted]
+                window = windows.the_window(sel, self.refuse)
+                bounds = windows.rank_bounds(wanted, lambda n: n == window)
+                if bounds is not None and not _limited(sel):
+                    self.window_bounds[id(window)] = bounds
+                special = windows.plan_window(self, sel, holder, outer, special)
+                for cond in wanted:
+                    e = self.translator(Scope(holder.rel, outer), special).predicate(cond)
+                    holder.rel = Relation(holder.rel.coll.filter(e), holder.rel.fields)
+            limit = ordering.limit_of(sel, self.refuse)
+            items = ordering.order_items(sel) if limit is not None else []
+            out, keys = self._select_list(sel, holder, outer, special, items, distinct is None)
         finally:
             self.outer = saved
         if distinct is not None:
             out = Relation(out.coll.distinct(), out.fields)
+        if limit is not None:
+            out = ordering.top_k(out, keys, limit, self.names)
+            columns = [f.column for f in out.fields]
+            if list(out.coll.columns) != columns:
+                out = Relation(out.coll.select(*columns), out.fields)
         return out
+
+    def _bound_windows(self, sel: exp.Select, conds: list[exp.Expression]) -> None:
+        """Gives the ranks that ``WHERE`` conjuncts ``conds`` keep to the window of the
+        derived table ``sel`` reads (``SELECT * FROM (... ROW_NUMBER() OVER (...) AS rn)
+        WHERE rn <= 3``), when it reads just that one."""
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        if from_ is None or sel.args.get("joins") or not isinstance(from_.this, exp.Subquery):
+            return
+        inner = from_.this.this
+        if not isinstance(inner, exp.Select) or _limited(inner):
+            return
+        if not windows.has_window(inner) or inner.args.get("distinct") is not None:
+            return
+        window = windows.the_window(inner, self.refuse)
+        names = [
+            item.alias
+            for item in inner.expressions
+            if isinstance(item, exp.Alias) and item.this == window
+        ]
+        outputs = [output_name(item).lower() for item in inner.expressions]
+        lo, hi = self.window_bounds.get(id(window), (1, None))
+        for name in names:
+            if outputs.count(name.lower()) != 1:
+                continue
+            qualifier = from_.this.alias.lower() if from_.this.alias else None
+            got = windows.rank_bounds(conds, windows.rank_column(name, qualifier))
+            if got is not None:
+                lo = max(lo, got[0])
+                hi = got[1] if hi is None else hi if got[1] is None else min(hi, got[1])
+        if (lo, hi) != (1, None):
+            self.window_bounds[id(window)] = (lo, hi)
 
     def _special(
         self,
@@ -361,10 +428,19 @@ class Planner:
         return special
 
     def _select_list(
-        self, sel: exp.Select, holder: Holder, outer: Scope | None, special: Special
-    ) -> Relation:
-        """The ``SELECT`` items as a new relation (fresh columns, fields named as output)."""
+        self,
+        sel: exp.Select,
+        holder: Holder,
+        outer: Scope | None,
+        special: Special,
+        order: list[exp.Ordered],
+        hidden_allowed: bool,
+    ) -> tuple[Relation, list[ordering.SortKey]]:
+        """The ``SELECT`` items as a new relation (fresh columns, fields named as output),
+        and the sort keys of the ``order`` items over its columns (an item naming no output
+        is computed into a hidden column, which has no field)."""
         items: list[tuple[str, Expr]] = []
+        sources: list[exp.Expression | None] = []
         for item in sel.expressions:
             is_star = isinstance(item, exp.Star) or (
                 isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
@@ -379,11 +455,13 @@ class Planner:
                 if not matched:
                     raise self.refuse("* matches no columns", item)
                 items += [(f.name, E.col(f.column)) for f in matched]
+                sources += [None] * len(matched)
                 continue
             name = output_name(item)
             value = item.this if isinstance(item, exp.Alias) else item
             e = self.translator(Scope(holder.rel, outer), special)(value)
             items.append((name, e))
+            sources.append(value)
         taken: dict[str, int] = {}
         fields: list[Field] = []
         exprs: list[Expr] = []
@@ -394,7 +472,17 @@ class Planner:
             column = out_name if sel is self.final else self.names.fresh(out_name)
             fields.append(Field(None, out_name, column))
             exprs.append((E.null_column() if is_untyped_null(e) else e).alias(column))
-        return Relation(holder.rel.coll.select(*exprs), fields)
+        outputs = [(f.name, src) for f, src in zip(fields, sources, strict=True)]
+        keys: list[ordering.SortKey] = []
+        for target, item in ordering.resolve_order(order, outputs, self.refuse, hidden_allowed):
+            if isinstance(target, int):
+                keys.append(ordering.sort_key(fields[target].column, item))
+                continue
+            column = self.names.fresh("_order")
+            e = self.translator(Scope(holder.rel, outer), special)(target)
+            exprs.append(e.alias(column))
+            keys.append(ordering.sort_key(column, item))
+        return Relation(holder.rel.coll.select(*exprs), fields), keys
 
 
 def _aliases_expanded(cond: exp.Expression, sel: exp.Select, rel: Relation) -> exp.Expression:
@@ -417,6 +505,12 @@ def _aliases_expanded(cond: exp.Expression, sel: exp.Select, rel: Relation) -> e
         return node
 
     return cond.copy().transform(swap)
+
+
+def _limited(sel: exp.Select) -> bool:
+    """Whether ``sel`` has a ``LIMIT`` or ``OFFSET`` (which a filter on its window's rank
+    must not run before)."""
+    return sel.args.get("limit") is not None or sel.args.get("offset") is not None
 
 
 def _names_read(tree: exp.Expression) -> set[str] | None:

@@ -25,6 +25,7 @@ from sqlglot import exp
 import ddflow.aggregates as A
 import ddflow.expr as E
 from ddflow.collection import Collection
+from ddflow.sql import ordering
 from ddflow.sql.scope import Field, Relation, Scope
 
 if TYPE_CHECKING:
@@ -53,10 +54,24 @@ def _project(rel: Relation) -> Collection:
 
 
 def plan_setop(p: Planner, node: exp.Expression, outer: Scope | None) -> Relation:
-    """A ``UNION`` / ``EXCEPT`` / ``INTERSECT`` of two queries."""
-    for key in ("limit", "offset"):
-        if node.args.get(key) is not None:
-            raise p.refuse(f"{key.upper()} is not supported", node.args[key])
+    """A ``UNION`` / ``EXCEPT`` / ``INTERSECT`` of two queries, then its ``ORDER BY`` with
+    ``LIMIT`` / ``OFFSET`` (a top-k, :mod:`~ddflow.sql.ordering`)."""
+    limit = ordering.limit_of(node, p.refuse)
+    rel = _setop(p, node, outer)
+    if limit is None:
+        return rel
+    outputs: list[tuple[str, exp.Expression | None]] = [(f.name, None) for f in rel.fields]
+    items = ordering.order_items(node)
+    keys = [
+        ordering.sort_key(rel.fields[i].column, item)
+        for i, item in ordering.resolve_order(items, outputs, p.refuse, False)
+        if isinstance(i, int)
+    ]
+    return ordering.top_k(rel, keys, limit, p.names)
+
+
+def _setop(p: Planner, node: exp.Expression, outer: Scope | None) -> Relation:
+    """The rows of a ``UNION`` / ``EXCEPT`` / ``INTERSECT`` of two queries."""
     distinct = node.args.get("distinct") is not False
     left = p.plan(node.this, outer)
     right = p.plan(node.expression, outer)

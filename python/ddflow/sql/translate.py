@@ -11,15 +11,21 @@ from sqlglot.errors import ParseError
 
 import ddflow.expr as E
 from ddflow.collection import Collection
+from ddflow.dataflow import Dataflow
 from ddflow.plan import user_location
 from ddflow.sql.errors import SqlError
 from ddflow.sql.query import Correlated, Planner
+from ddflow.sql.unit import unit_of
 
 __all__ = ["translate"]
 
 
-def translate(query: str, tables: Mapping[str, Collection], dialect: str) -> Collection:
-    """The collection of ``query`` over ``tables`` (see :func:`ddflow.sql.sql`)."""
+def translate(
+    query: str, tables: Mapping[str, Collection], dialect: str, unit: Collection | None = None
+) -> Collection:
+    """The collection of ``query`` over ``tables`` (see :func:`ddflow.sql.sql`). ``unit``
+    is the one-row constant collection for global aggregates over no rows (by default the
+    dataflow's, :func:`ddflow.sql.unit.unit_of`)."""
     if not isinstance(query, str):
         raise SqlError(f"the query must be a str, got {type(query).__name__}")
     if not isinstance(tables, Mapping):
@@ -43,13 +49,14 @@ def translate(query: str, tables: Mapping[str, Collection], dialect: str) -> Col
     flows = {id(c.flow): c.flow for c in tables.values()}
     if len(flows) > 1:
         raise SqlError("the tables of one query must belong to one dataflow")
-    planner = Planner(query, tables, tree)
     if not flows:
-        return _plan(planner, tree)
+        return _plan(Planner(query, tables, tree, unit), tree)
     # A query that is refused leaves no operator behind in the dataflow.
     (flow,) = flows.values()
     with flow.builder.atomic(f"sql@{user_location()}"):
-        return _plan(planner, tree)
+        if unit is None and isinstance(flow, Dataflow):
+            unit = unit_of(flow)
+        return _plan(Planner(query, tables, tree, unit), tree)
 
 
 def _plan(planner: Planner, tree: exp.Expression) -> Collection:

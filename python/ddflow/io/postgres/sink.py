@@ -2,10 +2,12 @@
 
 The sink captures the collection (``errors="collect"``: error updates stay in
 ``flow.errors()``) and, whenever the dataflow completes times, writes each completed time in
-one transaction, in time order: the keys whose rows only left are deleted, and every row that
-entered is upserted (``INSERT ... ON CONFLICT (key) DO UPDATE``). A reader of the table thus
-sees the collection at a completed time, never half of one. The collection should hold at
-most one row per key; where it holds more, the last one upserted stands.
+one transaction, in time order: the keys whose count dropped to zero are deleted, and each
+key's last row that entered is upserted (``INSERT ... ON CONFLICT (key) DO UPDATE``; the
+per-key state is :class:`~ddflow.io.keyed.KeyedState`, shared with the Delta Lake sink). A
+reader of the table thus sees the collection at a completed time, never half of one. The
+collection should hold at most one row per key; where it holds more, the key stays while any
+of its rows does, and the last row upserted stands.
 
 The table is created where it is missing (``CREATE TABLE IF NOT EXISTS``), its columns typed
 from the collection's (:func:`~ddflow.io.postgres.pgtypes.sql_type`), with the primary key.
@@ -30,6 +32,7 @@ from ddflow.capture import Capture
 from ddflow.collection import Collection
 from ddflow.dataflow import Dataflow
 from ddflow.errors import PlanError
+from ddflow.io.keyed import KeyedState
 from ddflow.io.postgres.pgtypes import sql_type
 
 __all__ = ["PostgresSink"]
@@ -58,6 +61,7 @@ class PostgresSink:
         self.ident = sql.Identifier(*table.split("."))
         self.columns = list(collection.columns)
         self.primary_key = primary_key
+        self.keyed = KeyedState(primary_key, self.columns)
         self._pending: list[pa.Table] = []
         self.capture: Capture = collection.capture(errors="collect", keep="state")
         self.capture.subscribe(self._take)
@@ -118,20 +122,14 @@ class PostgresSink:
         times = pc.unique(updates["time"]).to_pylist()
         for t in sorted(times):
             part = updates.filter(pc.equal(updates["time"], t))
-            entered: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-            left: set[tuple[Any, ...]] = set()
-            for row in part.to_pylist():
-                key = tuple(row[k] for k in self.primary_key)
-                if row["diff"] > 0:
-                    entered[key] = tuple(row[c] for c in self.columns)
-                else:
-                    left.add(key)
-            gone = [key for key in left if key not in entered]
+            upserts, deletes = self.keyed.apply(part)
+            gone = [tuple(r[k] for k in self.primary_key) for r in deletes.to_pylist()]
+            rows = [tuple(r[c] for c in self.columns) for r in upserts.to_pylist()]
             with conn.transaction(), conn.cursor() as cur:
                 if gone:
                     cur.executemany(delete, gone)
-                if entered:
-                    cur.executemany(upsert, list(entered.values()))
+                if rows:
+                    cur.executemany(upsert, rows)
             self.transactions += 1
 
     def _statements(self) -> tuple[sql.Composed, sql.Composed]:

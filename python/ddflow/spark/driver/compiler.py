@@ -162,6 +162,10 @@ class Compiler:
             # A reduce's output is consolidated already: each key is in one partition, whose
             # function sums equal updates and drops zeros.
             df = consolidated(df)
+        return self.named(n, df)
+
+    def named(self, n: int, df: DataFrame) -> DataFrame:
+        """Updates ``df`` of node ``n`` in the user's column naming."""
         dims = self.ctx.dims
         names = self.ctx.columns(n)
         tnames = ["time"] if dims == 1 else [f"time_{j}" for j in range(dims)]

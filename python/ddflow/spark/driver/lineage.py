@@ -50,6 +50,13 @@ class Checkpoints:
             return df.checkpoint(eager=True)
         return df.localCheckpoint(eager=True)
 
+    def cut_lazy(self, df: DataFrame) -> DataFrame:
+        """``df`` with its lineage cut when a job first computes it (no job now): a
+        superstep whose frames are all cut this way runs as the one job that needs them."""
+        if self.mode == "reliable":
+            return df.checkpoint(eager=False)
+        return df.localCheckpoint(eager=False)
+
     def cut_measured(self, df: DataFrame, measure: Column) -> tuple[DataFrame, int]:
         """``df`` materialized with its lineage cut, and the aggregate ``measure`` over its
         rows (0 when null), read from the job's result: the driver's counts come from

@@ -273,9 +273,17 @@ class Operators:
     # -- join ----------------------------------------------------------------------------------
 
     def join(
-        self, n: int, left: DataFrame, right: DataFrame, fixed: str | None = None
+        self,
+        n: int,
+        left: DataFrame,
+        right: DataFrame,
+        fixed: str | None = None,
+        product_only: bool = False,
     ) -> DataFrame:
-        """The join node ``n`` of two update DataFrames. ``fixed`` (``"left"`` or
+        """The join node ``n`` of two update DataFrames. ``product_only``: only the part
+        that is a product of the two sides (an ``antijoin``'s negated semijoin, without the
+        left side it subtracts from), for delta rules that add the left's own delta once.
+        ``fixed`` (``"left"`` or
         ``"right"``): that side is a loop-invariant arrangement, hash-partitioned by key once;
         the other side (a superstep's delta) is shuffled to its partitioning and hashed
         (shuffled hash join, built on the delta), so the invariant side is only scanned: not
@@ -314,6 +322,8 @@ class Operators:
             semi = joined.select(*lcols, *times, diff)
             if kind == "semijoin":
                 return semi
+            if product_only:
+                return negate_diffs(semi, DIFF, node["label"])
             return left.unionByName(negate_diffs(semi, DIFF, node["label"]))
         rcols = [F.col(f"_r{i}").alias(ccol(nl + i - k)) for i in range(k, nr)]
         return joined.select(*lcols, *rcols, *times, diff)

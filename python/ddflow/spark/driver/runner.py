@@ -38,6 +38,7 @@ from ddflow.spark.driver import fused
 from ddflow.spark.driver.compiler import Compiler
 from ddflow.spark.driver.context import key_partitions
 from ddflow.spark.driver.error_frames import ErrorFrames
+from ddflow.spark.driver.incremental import run_continuation
 from ddflow.spark.driver.ops import SPARK_OPS
 from ddflow.spark.driver.preflight import ExecutorVersionError, check_executors
 from ddflow.spark.driver.progress import Meter, Superstep
@@ -108,6 +109,7 @@ def run_on_spark(
     reduce_state: str = "store",
     state_dir: str | None = None,
     errors: str = "raise",
+    state: str | None = None,
 ) -> SparkResult:
     """Runs ``flow`` on Spark over complete input histories and returns its output histories.
 
@@ -140,6 +142,15 @@ def run_on_spark(
     operator, and a reduce there runs twice on the keys with new input (new and previous
     accumulated input) to find its new error updates.
 
+    ``state``: a directory (local path or Hadoop-compatible URI every executor can reach)
+    that makes runs incremental. The first run stores there the update histories later runs
+    need, and the frontier (one past its greatest input time); a later run is given only
+    updates at times at or after that frontier, continues from the stored state and returns
+    only the new output updates, so the concatenation of every run's outputs equals one run
+    over the whole history. A different plan, an update before the frontier, or another run
+    that committed first raise ``ddflow.spark.StateError`` (``StateConflictError``); the
+    state is left as it was. One time coordinate and ``errors="raise"`` only, for now.
+
     Schema problems and unsupported operators raise before any Spark job runs; then one
     small job checks that the executors import the driver's ddflow version
     (``ExecutorVersionError`` names each interpreter that does not).
@@ -151,6 +162,10 @@ def run_on_spark(
         log = progress
     else:
         log = None
+    if state is not None:
+        return _run_incremental(
+            spark, flow, inputs, outputs, state, partitions, checkpoint, log, errors
+        )
     meter = Meter(spark, log)
     compiler = Compiler(
         spark,
@@ -178,6 +193,33 @@ def run_on_spark(
     if ctx.collect:
         return SparkResult(frames, keys, meter.phases, ctx.stages, ctx.errors, flow.upstream)
     return SparkResult(frames, keys, meter.phases, ctx.stages)
+
+
+def _run_incremental(
+    spark: SparkSession,
+    flow: Dataflow,
+    inputs: Mapping[InputSession, DataFrame],
+    outputs: Sequence[Collection | Capture],
+    state: str,
+    partitions: int | None,
+    checkpoint: str,
+    log: Callable[[str], None] | None,
+    errors: str,
+) -> SparkResult:
+    compiler, by_node, meter = run_continuation(
+        spark,
+        flow,
+        inputs,
+        outputs,
+        state,
+        partitions=partitions,
+        checkpoint=checkpoint,
+        log=log,
+        errors=errors,
+    )
+    frames = {n: compiler.named(n, df) for n, df in by_node.items()}
+    keys = {id(out): n for out, n in zip(outputs, compiler.out_nodes, strict=True)}
+    return SparkResult(frames, keys, meter.phases, compiler.ctx.stages)
 
 
 def warm_up(spark: SparkSession) -> float:

@@ -87,7 +87,8 @@ class Step:
                 terms.append(self.ops.join(n, da, right, fixed=fixed))
         if db is not None and pa_ is not None:
             fixed = "left" if cuts.is_partitioned(pa_) else None
-            terms.append(self.ops.join(n, pa_, db, fixed=fixed))
+            # An antijoin's left side (``A_<i``) was added at earlier supersteps.
+            terms.append(self.ops.join(n, pa_, db, fixed=fixed, product_only=True))
         if not terms:
             return None
         return functools.reduce(lambda x, y: x.unionByName(y), terms)

@@ -184,6 +184,7 @@ fn needs(plan: &Plan, n: usize, out: &[bool]) -> Vec<(usize, Vec<bool>)> {
                 | Agg::Max { .. }
                 | Agg::Distinct
                 | Agg::TopK { .. }
+                | Agg::Rank { .. }
                 | Agg::ThresholdPy { .. }
                 | Agg::Python { .. } => return vec![all(i)],
             }

@@ -40,6 +40,20 @@ pub enum Agg {
         #[serde(default)]
         descending: bool,
     },
+    /// The val rows (counted with multiplicity) ranked by `order`, SQL's `ROW_NUMBER`,
+    /// `RANK` or `DENSE_RANK` over one key's rows; keeps the rows ranked `min_rank..=max_rank`, with
+    /// their rank as a last int64 column when `emit` (see `operators::aggregate_rank`).
+    Rank {
+        order: Vec<SortKey>,
+        #[serde(default)]
+        function: RankFunction,
+        #[serde(default = "one")]
+        min_rank: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_rank: Option<u64>,
+        #[serde(default)]
+        emit: bool,
+    },
     /// Output count `fn(count)` per row, computed by a vectorised Python callback.
     ThresholdPy {
         #[serde(rename = "fn")]
@@ -55,6 +69,34 @@ pub enum Agg {
     /// output row per group (the concatenation of the parts' columns) while any val has a
     /// non-zero count (see `operators::aggregate_group`).
     Group { aggs: Vec<GroupAgg> },
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// One key of an [`Agg::Rank`]'s order: a val column, descending or not, nulls first or
+/// last.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SortKey {
+    pub column: usize,
+    #[serde(default)]
+    pub descending: bool,
+    #[serde(default)]
+    pub nulls_first: bool,
+}
+
+/// How an [`Agg::Rank`] numbers its rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RankFunction {
+    /// 1, 2, 3, ... in order (ties broken by the whole row).
+    #[default]
+    RowNumber,
+    /// One more than the number of rows before the row's peers (rows equal in `order`).
+    Rank,
+    /// One more than the number of distinct `order` values before the row's.
+    DenseRank,
 }
 
 /// One part of an [`Agg::Group`] (JSON: `{"kind": ..., "column": i, "name": ...}`; `name`

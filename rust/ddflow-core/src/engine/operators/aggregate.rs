@@ -61,6 +61,12 @@ pub fn output_dtypes(agg: &Agg, vals: &[DType], label: &str) -> Result<Option<Ve
             col(*column)?;
             vals.to_vec()
         }
+        Agg::Rank {
+            order,
+            min_rank,
+            emit,
+            ..
+        } => super::aggregate_rank::output_dtypes(order, *min_rank, *emit, vals, label)?,
         Agg::ThresholdPy { .. } => vals.to_vec(),
         Agg::Python { .. } => return Ok(None),
         Agg::Group { aggs } => super::aggregate_group::output_dtypes(aggs, vals, label)?,
@@ -192,6 +198,18 @@ pub fn apply(
             for &i in idx.iter().take(*k) {
                 push(row(i), 1);
             }
+        }
+        Agg::Rank {
+            order,
+            function,
+            min_rank,
+            max_rank,
+            emit,
+        } => {
+            return super::aggregate_rank::apply(
+                order, *function, *min_rank, *max_rank, *emit, dtypes, vw, vals, counts, out_rows,
+                out_counts,
+            );
         }
         Agg::ThresholdPy { .. } | Agg::Python { .. } => {
             return Err(Error::Plan(format!(

@@ -19,7 +19,8 @@
 //!   activations), [`reduce_index`] (a key's history indexed for accumulation),
 //!   [`reduce_errors`] (errors as data), [`reduce_python`] (Python aggregates) and
 //!   [`aggregate`] (the built-in aggregates on one key's accumulated values) and
-//!   [`aggregate_group`] (several one-row aggregates per key);
+//!   [`aggregate_group`] (several one-row aggregates per key),
+//!   [`aggregate_rank`] (`ROW_NUMBER` / `RANK` / `DENSE_RANK` and top-k by several keys);
 //! * [`capture`]: keeps its input for the engine's caller;
 //! * [`watermark`]: event time (late updates split off, rows released behind a watermark).
 //!
@@ -29,6 +30,7 @@
 pub mod advance;
 pub mod aggregate;
 pub mod aggregate_group;
+pub mod aggregate_rank;
 pub mod arrange;
 pub mod buffer;
 pub mod capture;

@@ -1,0 +1,72 @@
+"""SQL's row of a global aggregate over no rows (``SELECT count(*), sum(x) FROM t`` over an
+empty ``t`` is ``(0, NULL)``), made from a one-row constant collection, the *unit*.
+
+Every collection operator makes its output from its input's rows, so the row of an empty
+input needs a collection whose one row is there from the start: a constant, which the
+engine does not offer yet (:func:`unit_of` finds ``Dataflow.constant`` once it exists; until
+then a global aggregate over no rows has no row, as documented). Given the unit,
+:func:`with_empty_row` adds the row while the aggregate has none: the unit's row, minus
+(an ``antijoin``) the aggregate's row when there is one, with each ``COUNT`` 0 and every
+other aggregate null. The row leaves when the first input row arrives and comes back when
+the last is deleted, as any update does. The nulls are typed by the plan from the tables'
+declared dtypes (``new_input({name: dtype})``); where a dtype is not declared the row is
+left out (as without a unit), since its null could not be typed before data arrives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection as Names
+
+import ddflow.expr as E
+from ddflow.collection import Collection
+from ddflow.dataflow import Dataflow
+from ddflow.plan_dtypes import PlanDtypes
+
+__all__ = ["static_dtypes", "unit_of", "with_empty_row"]
+
+
+def unit_of(flow: Dataflow) -> Collection | None:
+    """The dataflow's one-row constant collection, or None when the engine has none."""
+    make = getattr(flow, "constant", None)
+    if make is None:
+        return None
+    unit = make({"unit": [0]}, {"unit": "int64"})
+    return unit if isinstance(unit, Collection) else None
+
+
+def static_dtypes(coll: Collection) -> list[str | None]:
+    """The dtypes of ``coll``'s columns that the plan gives from the inputs' declared dtypes
+    (None where it does not)."""
+    flow = coll.flow
+    if not isinstance(flow, Dataflow):
+        return [None] * len(coll.columns)
+    sessions = getattr(flow, "_inputs", [])
+    declared = {s.node: list(s.dtypes.values()) for s in sessions}
+    nodes = flow.plan()["nodes"]
+
+    def known(n: int) -> list[str | None]:
+        return declared.get(n, [None] * len(nodes[n]["columns"]))
+
+    return PlanDtypes(nodes, known).of(coll.node)
+
+
+def with_empty_row(
+    grouped: Collection, counts: Names[str], unit: Collection, marker: str
+) -> Collection:
+    """``grouped`` (a global aggregate: one row while its input has rows) with SQL's row over
+    no rows while it has none: 0 in the ``counts`` columns, a null of the column's dtype in
+    the others; ``grouped`` itself when a dtype is unknown. ``marker`` is a column name free
+    in both."""
+    dtypes = static_dtypes(grouped)
+    values: list[E.Expr] = []
+    for c, dtype in zip(grouped.columns, dtypes, strict=True):
+        if c in counts:
+            values.append(E.lit(0).alias(c))
+        elif dtype is None:
+            return grouped
+        else:
+            values.append(E.lit(None, dtype).alias(c))
+    present = grouped.select(**{marker: E.lit(0)}).distinct()
+    lone = unit.select(**{marker: E.lit(0)}).distinct()
+    missing = lone.antijoin(present, on=marker)
+    return grouped.concat(missing.select(*values))
