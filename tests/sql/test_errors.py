@@ -31,6 +31,20 @@ REFUSED = [
     ("select row_number() over w as r from t window w as (order by k)", "WINDOW"),
     ("select k from t qualify k > 1", "QUALIFY needs a window function"),
     ("select k from t order by k limit 10 percent", "not supported"),
+    ("select k from t where rank() over (order by x) < 3", "SELECT list only"),
+    (
+        "with recursive r(a) as (select k from t union select a + 1 from r where a < 5 "
+        "limit 3) select a from r",
+        "LIMIT on a recursive UNION",
+    ),
+    (
+        "select k, (select y from u where u.k = t.k order by y limit 1) as top from t",
+        "correlated scalar subquery with GROUP BY, DISTINCT, LIMIT",
+    ),
+    (
+        "select k from t where x in (select rank() over (order by y) from u where u.k = t.k)",
+        "window function is not supported in EXISTS / IN",
+    ),
     ("select nope from t", "unknown column"),
     ("select k from nowhere", "unknown table"),
     ("select k from t, u where t.k = u.k", "ambiguous"),

@@ -110,6 +110,12 @@ WINDOWS: dict[str, str | tuple[str, str]] = {
         "select * from (select k, x, row_number() over (partition by k order by x, k asc "
         "nulls last, x asc nulls last) as rn from t) as q where rn > 1",
     ),
+    "qualify_and_outer": (
+        "select * from (select k, x, row_number() over (partition by k order by x desc) as rn "
+        "from t qualify rn < 4) as q where rn >= 2",
+        "select * from (select k, x, row_number() over (partition by k order by x desc, k asc "
+        "nulls last, x asc nulls last) as rn from t qualify rn < 4) as q where rn >= 2",
+    ),
     "dense_rank_no_order": "select * from (select s, dense_rank() over (partition by s) as "
     "dr from t) as q where dr = 1",
     "top_k_of_ranks": (
@@ -206,5 +212,11 @@ def test_a_filter_on_the_rank_bounds_the_ranking() -> None:
     )
     dd.sql("select k, x, rank() over (order by x) as r from t qualify r = 2", {"t": t})
     dd.sql("select k, x, rank() over (order by x) as r from t", {"t": t})
+    dd.sql(
+        "select * from (select k, x, row_number() over (order by x) as rn from t qualify "
+        "rn < 5) as q where rn >= 3",
+        {"t": t},
+    )
     aggs = [n["agg"] for n in flow.plan()["nodes"] if n["op"] == "reduce"]
-    assert [(a["min_rank"], a.get("max_rank")) for a in aggs] == [(2, 3), (2, 2), (1, None)]
+    bounds = [(a["min_rank"], a.get("max_rank")) for a in aggs]
+    assert bounds == [(2, 3), (2, 2), (1, None), (3, 4)]

@@ -1,7 +1,7 @@
 """The 22 TPC-H queries written in SQL (:mod:`tests.sql.tpch_sql`) and run by ``dd.sql``
 equal DuckDB's answers on the SF 0.01 tables after the initial load and after each of two
 refresh pairs (RF1 inserts, RF2 deletes), as :mod:`tests.tpch.test_tpch` checks the
-hand-written plans."""
+hand-written plans; so do the five with their ``LIMIT`` (maintained top-k)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from benches.tpch import generate, oracle, refresh
-from tests.sql.tpch_sql import GLOBAL, QUERIES, query
+from tests.sql.tpch_sql import GLOBAL, LIMITS, QUERIES, limited, query
 
 import ddflow as dd
 
@@ -71,11 +71,12 @@ def outcomes() -> dict[str, list[tuple[int, str | None]]]:
     inputs: dict[str, dd.Collection] = {}
     for name, table in tables.items():
         sessions[name], inputs[name] = flow.new_input(table.schema, name=name)
-    captures = {q: dd.sql(query(q, SF), inputs).capture() for q in QUERIES}
+    texts = {q: query(q, SF) for q in QUERIES} | {f"{q}_limit": limited(q, SF) for q in LIMITS}
+    captures = {q: dd.sql(text, inputs).capture() for q, text in texts.items()}
     for name, session in sessions.items():
         session.update_batch(tables[name], times=0)
     con = oracle.connect(tables)
-    out: dict[str, list[tuple[int, str | None]]] = {q: [] for q in QUERIES}
+    out: dict[str, list[tuple[int, str | None]]] = {q: [] for q in texts}
     for time in range(BATCHES + 1):
         if time:
             batch = batches[time - 1]
@@ -89,14 +90,14 @@ def outcomes() -> dict[str, list[tuple[int, str | None]]]:
         for session in sessions.values():
             session.advance_to(time + 1)
         flow.run_until(time + 1)
-        for q in QUERIES:
-            want = con.execute(query(q, SF)).fetch_arrow_table()
+        for q, text in texts.items():
+            want = con.execute(text).fetch_arrow_table()
             got = captures[q].at(time)
             out[q].append((got.num_rows, _difference(q, want, got)))
     return out
 
 
-@pytest.mark.parametrize("name", QUERIES)
+@pytest.mark.parametrize("name", [*QUERIES, *(f"{q}_limit" for q in LIMITS)])
 def test_tpch_sql_matches_duckdb(
     name: str, outcomes: dict[str, list[tuple[int, str | None]]]
 ) -> None:
@@ -108,6 +109,10 @@ def test_results_are_not_vacuous(outcomes: dict[str, list[tuple[int, str | None]
     """Every query but Q17 (no part qualifies at SF 0.01) has rows."""
     empty = sorted(q for q, o in outcomes.items() if o[0][0] == 0)
     assert empty == ["q17"]
+    # The limits cut: each top-k holds fewer rows than its whole result at some time.
+    for q, (_, n) in LIMITS.items():
+        assert all(o[0] <= n for o in outcomes[f"{q}_limit"])
+    assert any(outcomes[q][0][0] > n for q, (_, n) in LIMITS.items())
 
 
 def test_no_plan_holds_a_cross_product() -> None:

@@ -240,7 +240,11 @@ class ExprTranslator:
         if isinstance(node, exp.DPipe):
             return E.concat_str([self.typed(node.this), self.typed(node.expression)])
         if isinstance(node, exp.Window):
-            raise self._refuse("window functions (OVER) are not supported", node)
+            raise self._refuse(
+                "a window function (OVER) goes in the SELECT list only (filter on it in an "
+                "enclosing query or in QUALIFY)",
+                node,
+            )
         if isinstance(node, AGGREGATES):
             raise self._refuse("an aggregate is not allowed here", node)
         if isinstance(node, exp.Interval):

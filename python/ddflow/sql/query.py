@@ -340,7 +340,7 @@ class Planner:
                 window = windows.the_window(sel, self.refuse)
                 bounds = windows.rank_bounds(wanted, lambda n: n == window)
                 if bounds is not None and not _limited(sel):
-                    self.window_bounds[id(window)] = bounds
+                    self._bound_window(window, bounds)
                 special = windows.plan_window(self, sel, holder, outer, special)
                 for cond in wanted:
                     e = self.translator(Scope(holder.rel, outer), special).predicate(cond)
@@ -378,17 +378,20 @@ class Planner:
             if isinstance(item, exp.Alias) and item.this == window
         ]
         outputs = [output_name(item).lower() for item in inner.expressions]
-        lo, hi = self.window_bounds.get(id(window), (1, None))
         for name in names:
             if outputs.count(name.lower()) != 1:
                 continue
             qualifier = from_.this.alias.lower() if from_.this.alias else None
             got = windows.rank_bounds(conds, windows.rank_column(name, qualifier))
             if got is not None:
-                lo = max(lo, got[0])
-                hi = got[1] if hi is None else hi if got[1] is None else min(hi, got[1])
-        if (lo, hi) != (1, None):
-            self.window_bounds[id(window)] = (lo, hi)
+                self._bound_window(window, got)
+
+    def _bound_window(self, window: exp.Window, bounds: windows.Bounds) -> None:
+        """Narrows the ranks the ranking of ``window`` keeps to ``bounds`` too."""
+        lo, hi = self.window_bounds.get(id(window), (1, None))
+        lo = max(lo, bounds[0])
+        hi = bounds[1] if hi is None else hi if bounds[1] is None else min(hi, bounds[1])
+        self.window_bounds[id(window)] = (lo, hi)
 
     def _special(
         self,

@@ -152,6 +152,9 @@ def _recursive(
             "use UNION",
             body,
         )
+    for key in ("limit", "offset"):
+        if body.args.get(key) is not None:
+            raise p.refuse(f"{key.upper()} on a recursive UNION is not supported", body.args[key])
     base_node, step_node = body.this, body.expression
     if _reads(base_node, name):
         raise p.refuse("the first part of a recursive UNION must not read itself", base_node)

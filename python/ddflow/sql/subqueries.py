@@ -34,7 +34,7 @@ import ddflow.expr as E
 from ddflow.collection import Collection
 from ddflow.expr import Expr
 from ddflow.outer_joins import JoinHow
-from ddflow.sql import aggregates, relations
+from ddflow.sql import aggregates, relations, windows
 from ddflow.sql.expressions import conjuncts
 from ddflow.sql.scope import Field, Relation, Scope
 
@@ -203,9 +203,14 @@ def correlation(p: Planner, sel: exp.Expression, outer: Scope) -> list[exp.Expre
     return found or None
 
 
+_NOT_PER_ROW = ("group", "having", "distinct", "limit", "offset", "qualify")
+"""Clauses over a correlated subquery's rows as a whole: its decorrelated plan (per
+correlation key) cannot keep their meaning."""
+
+
 def _is_simple(sel: exp.Select) -> bool:
-    """No grouping, aggregates, DISTINCT, set operations or limits."""
-    if any(sel.args.get(k) for k in ("group", "having", "distinct", "limit", "offset")):
+    """No grouping, aggregates, DISTINCT, set operations, limits or window functions."""
+    if any(sel.args.get(k) for k in _NOT_PER_ROW) or windows.has_window(sel):
         return False
     items = [e.this if isinstance(e, exp.Alias) else e for e in sel.expressions]
     return not aggregates.find_aggregates(items)
@@ -247,8 +252,8 @@ def _exists(
     assert isinstance(query, exp.Select)
     if not _is_simple(query):
         raise p.refuse(
-            "a correlated subquery with GROUP BY, aggregates or DISTINCT is not supported in "
-            "EXISTS / IN",
+            "a correlated subquery with GROUP BY, aggregates, DISTINCT, LIMIT / OFFSET or a "
+            "window function is not supported in EXISTS / IN",
             node,
         )
     inner = _local(p, split)
@@ -409,8 +414,12 @@ def scalar(
     if split is None:
         return _uncorrelated_scalar(p, holder, query, inner, node)
     assert isinstance(query, exp.Select)
-    if any(query.args.get(k) for k in ("group", "having", "distinct", "limit", "offset")):
-        raise p.refuse("a correlated scalar subquery with GROUP BY or DISTINCT", node)
+    if any(query.args.get(k) for k in _NOT_PER_ROW) or windows.has_window(query):
+        raise p.refuse(
+            "a correlated scalar subquery with GROUP BY, DISTINCT, LIMIT / OFFSET or a window "
+            "function",
+            node,
+        )
     if len(query.expressions) != 1:
         raise p.refuse("a scalar subquery must select one column", node)
     item = query.expressions[0]

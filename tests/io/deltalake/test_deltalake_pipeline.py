@@ -95,6 +95,15 @@ def _run(
     assert len(flow.errors()) == 0
     history = DeltaTable(keyed_uri).history()
     assert all("ddflow.time" in h for h in history if h["operation"] == "MERGE")
+    # The update sink's commits tile the completed times: each starts where the last ended.
+    writes = sorted(
+        (h for h in DeltaTable(updates_uri).history() if "ddflow.lower" in h),
+        key=lambda h: h["version"],
+    )
+    ranges = [(int(h["ddflow.lower"]), int(h["ddflow.upper"])) for h in writes]
+    assert ranges[0][0] == 0 and all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    times = table_at(updates_uri)["time"].to_pylist()
+    assert all(t < ranges[-1][1] for t in times)
     return stepper.checked
 
 

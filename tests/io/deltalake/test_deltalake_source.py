@@ -200,3 +200,43 @@ def test_a_column_delta_cannot_hold_is_a_clear_error(tmp_path: Path) -> None:
     session.advance_to(1)
     with pytest.raises(dd.SchemaTypeError, match=r"column 'd' is duration\[us\], which Delta"):
         flow.run_until(1)
+
+
+def test_partition_values_that_need_escaping(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    write_deltalake(uri, pa.table({"k": [1, 2, 3], "p": ["a b", "c/d", "é%"]}), partition_by=["p"])
+    flow = dd.Dataflow()
+    captures: list[dd.Capture] = []
+
+    def check(version: int) -> None:
+        expected = multiset(table_at(uri, version), ["k", "p"])
+        assert multiset(captures[0].state(), ["k", "p"]) == expected, version
+
+    steps = [
+        lambda: write_deltalake(uri, pa.table({"k": [4], "p": ["a b"]}), mode="append"),
+        lambda: DeltaTable(uri).delete("k = 1 or k = 3"),
+    ]
+    Steps(flow, uri, steps, check)
+    captures.append(dd.io.deltalake.read(flow, uri, watch=True).capture())
+    flow.run()
+    assert multiset(captures[0].state(), ["k", "p"]) == Counter({(2, "c/d"): 1, (4, "a b"): 1})
+
+
+def test_a_null_key_is_one_key(tmp_path: Path) -> None:
+    out = str(tmp_path / "out")
+    flow = dd.Dataflow()
+    session, c = flow.new_input({"k": "str", "v": "int64"})
+    dd.io.deltalake.write(c, out, primary_key=["k"])
+    steps = [
+        [((None, 1), 1), (("a", 1), 1)],
+        [((None, 1), -1), ((None, 2), 1)],
+        [((None, 2), -1)],
+    ]
+    expected = [{(None, 1), ("a", 1)}, {(None, 2), ("a", 1)}, {("a", 1)}]
+    for t, (updates, want) in enumerate(zip(steps, expected, strict=True)):
+        for record, diff in updates:
+            session.update_at(record, time=t, diff=diff)
+        session.advance_to(t + 1)
+        flow.run_until(t + 1)
+        rows = [(r["k"], r["v"]) for r in table_at(out).to_pylist()]
+        assert len(rows) == len(want) and set(rows) == want, t

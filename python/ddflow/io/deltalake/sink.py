@@ -140,7 +140,9 @@ class DeltaSink:
             self._create(updates.select(self.columns).schema.empty_table())
         table = self._table
         assert table is not None
-        predicate = " AND ".join(f"t.{_ident(k)} = s.{_ident(k)}" for k in self.primary_key)
+        predicate = " AND ".join(
+            f"t.{_ident(k)} IS NOT DISTINCT FROM s.{_ident(k)}" for k in self.primary_key
+        )
         for t in sorted(pc.unique(updates["time"]).to_pylist()):
             part = updates.filter(pc.equal(updates["time"], t))
             upserts, deletes = self.keyed.apply(part)

@@ -31,13 +31,16 @@ version that removes rows fails the poll (a retraction has no time of its own).
 
 from __future__ import annotations
 
+import os
 import time
+import urllib.parse
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pds
+import pyarrow.fs as pafs
 from deltalake import DeltaTable, QueryBuilder
 
 from ddflow.io.conform import conform
@@ -198,11 +201,13 @@ class DeltaSource(Source):
             if _relative(f.path, table) in wanted or f.path in wanted
         }
         columns = [n for n in self.schema.names if n in dataset.schema.names]
+        local = _local_root(table)
         out = []
         for path in sorted(fragments):
-            files = pds.FileSystemDataset(
-                [fragments[path]], dataset.schema, dataset.format, dataset.filesystem
-            )
+            fragment, filesystem = fragments[path], dataset.filesystem
+            if local is not None:
+                fragment, filesystem = _local_fragment(fragment, local), pafs.LocalFileSystem()
+            files = pds.FileSystemDataset([fragment], dataset.schema, dataset.format, filesystem)
             data = _plain(files.to_table(columns=columns))
             origin = (
                 f"deltalake table {self.uri!r}, version {version}, file {_relative(path, table)}"
@@ -260,9 +265,10 @@ class DeltaSource(Source):
 
 
 def _files(table: DeltaTable) -> frozenset[str]:
-    """The paths of the table's data files (relative to its root, as the log names them)."""
+    """The paths of the table's data files, relative to its root, as its pyarrow fragments
+    name them (the log's paths are URI-encoded once more)."""
     actions = pa.table(table.get_add_actions(flatten=True))
-    return frozenset(actions["path"].to_pylist())
+    return frozenset(urllib.parse.unquote(p) for p in actions["path"].to_pylist())
 
 
 def _deletion_vectors(table: DeltaTable) -> bool:
@@ -276,6 +282,32 @@ def _change_data_feed(table: DeltaTable) -> bool:
     """Whether the table's change data feed is on."""
     config = table.metadata().configuration
     return str(config.get("delta.enableChangeDataFeed", "false")).lower() == "true"
+
+
+def _local_root(table: DeltaTable) -> str | None:
+    """The table's directory when it is on the local file system, else ``None``."""
+    uri = table.table_uri
+    if uri.startswith("file://"):
+        return urllib.parse.unquote(uri.removeprefix("file://")).rstrip("/")
+    if "://" not in uri:
+        return uri.rstrip("/")
+    return None
+
+
+def _local_fragment(fragment: Any, root: str) -> Any:
+    """A data file of a local table as a fragment of pyarrow's own local file system.
+
+    delta-rs' dataset reads through a Python file system that calls into its Rust object
+    store; scanning with it in a process that also ran a ``MERGE`` (the keyed sink) made the
+    interpreter abort at exit (``terminate called without an active exception``, seen with
+    deltalake 1.6.6 and pyarrow 18.1). pyarrow reading the file itself does not."""
+    relative = fragment.path.removeprefix("file://")
+    if not relative.startswith("/"):
+        relative = f"{root}/{relative}"
+    path = relative if os.path.exists(relative) else urllib.parse.unquote(relative)
+    return pds.ParquetFileFormat().make_fragment(
+        path, pafs.LocalFileSystem(), partition_expression=fragment.partition_expression
+    )
 
 
 def _relative(path: str, table: DeltaTable) -> str:

@@ -285,4 +285,135 @@ mod tests {
         let got = run(&order, RankFunction::DenseRank, 2, Some(2), true, &rows);
         assert_eq!(got, vec![(vec![2, 0, 2], 1)]);
     }
+
+    /// A reference for random inputs: rows expanded by count, sorted by plain `Option<i64>`
+    /// comparisons, numbered one by one.
+    #[allow(clippy::type_complexity)]
+    fn reference(
+        order: &[SortKey],
+        function: RankFunction,
+        from: u64,
+        to: Option<u64>,
+        rows: &[(i64, i64, i64)],
+    ) -> Vec<(Vec<i64>, i64)> {
+        let null = NULL_I64 as i64;
+        let opt = |v: i64| (v != null).then_some(v);
+        let key_cmp = |a: &[i64; 2], b: &[i64; 2], k: &SortKey| -> Ordering {
+            match (opt(a[k.column]), opt(b[k.column])) {
+                (None, None) => Ordering::Equal,
+                (None, Some(_)) if k.nulls_first => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some(_), None) if k.nulls_first => Ordering::Greater,
+                (Some(_), None) => Ordering::Less,
+                (Some(x), Some(y)) if k.descending => y.cmp(&x),
+                (Some(x), Some(y)) => x.cmp(&y),
+            }
+        };
+        let by_order = |a: &[i64; 2], b: &[i64; 2]| -> Ordering {
+            order
+                .iter()
+                .map(|k| key_cmp(a, b, k))
+                .find(|o| *o != Ordering::Equal)
+                .unwrap_or(Ordering::Equal)
+        };
+        let mut all: Vec<[i64; 2]> = Vec::new();
+        for &(a, b, c) in rows {
+            for _ in 0..c.max(0) {
+                all.push([a, b]);
+            }
+        }
+        let whole = |a: &[i64; 2], b: &[i64; 2]| -> Ordering {
+            let asc = |c| SortKey {
+                column: c,
+                descending: false,
+                nulls_first: false,
+            };
+            key_cmp(a, b, &asc(0)).then(key_cmp(a, b, &asc(1)))
+        };
+        all.sort_by(|a, b| by_order(a, b).then_with(|| whole(a, b)));
+        let mut out: Vec<(Vec<i64>, i64)> = Vec::new();
+        let (mut rank, mut dense) = (0u64, 0u64);
+        for (i, r) in all.iter().enumerate() {
+            if i == 0 || by_order(&all[i - 1], r) != Ordering::Equal {
+                rank = i as u64 + 1;
+                dense += 1;
+            }
+            let v = match function {
+                RankFunction::RowNumber => i as u64 + 1,
+                RankFunction::Rank => rank,
+                RankFunction::DenseRank => dense,
+            };
+            if v >= from && to.is_none_or(|t| v <= t) {
+                out.push((vec![r[0], r[1], v as i64], 1));
+            }
+        }
+        out
+    }
+
+    /// The same multiset of (row, rank) when each output row is repeated by its count.
+    fn expanded(rows: Vec<(Vec<i64>, i64)>) -> Vec<Vec<i64>> {
+        let mut out: Vec<Vec<i64>> = rows
+            .into_iter()
+            .flat_map(|(r, c)| std::iter::repeat_n(r, c as usize))
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn random_rankings_match_the_reference() {
+        let null = NULL_I64 as i64;
+        let mut seed: u64 = 7;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for _ in 0..400 {
+            let n = next(12) as usize;
+            let mut rows = Vec::new();
+            for _ in 0..n {
+                let mut v = || {
+                    if next(5) == 0 {
+                        null
+                    } else {
+                        next(4) as i64 - 1
+                    }
+                };
+                let (a, b) = (v(), v());
+                rows.push((a, b, next(4) as i64 - 1));
+            }
+            rows.sort();
+            rows.dedup_by(|x, y| (x.0, x.1) == (y.0, y.1));
+            let order: Vec<SortKey> = (0..next(3))
+                .map(|_| key(next(2) as usize, next(2) == 0, next(2) == 0))
+                .collect();
+            let function = [
+                RankFunction::RowNumber,
+                RankFunction::Rank,
+                RankFunction::DenseRank,
+            ][next(3) as usize];
+            let from = 1 + next(4);
+            let to = (next(3) != 0).then(|| next(8));
+            let got = run(&order, function, from, to, true, &rows);
+            let want = reference(&order, function, from, to, &rows);
+            assert_eq!(
+                expanded(got),
+                expanded(want),
+                "{order:?} {function:?} {from}..{to:?} {rows:?}"
+            );
+            // Without the rank column: the same rows, counted.
+            let plain = run(&order, function, from, to, false, &rows);
+            let mut rows_only: Vec<Vec<i64>> = expanded(plain);
+            let mut want_rows: Vec<Vec<i64>> =
+                expanded(reference(&order, function, from, to, &rows))
+                    .into_iter()
+                    .map(|r| r[..2].to_vec())
+                    .collect();
+            rows_only.sort();
+            want_rows.sort();
+            assert_eq!(rows_only, want_rows);
+        }
+    }
 }
