@@ -213,18 +213,20 @@ def with_watermark(
         data = builder.add(
             SelectOp(exprs), [node], (*cols, et), label, [f"{et} = event time of {column}"]
         )
-        note = [f"{column} - {lateness!r}"]
+        note = [f"on time: {column} >= greatest earlier {column} - {lateness!r}"]
         index = len(cols)
         on_time = builder.add(
             WatermarkOp(index, span.value, "on_time", 0), [data], data.columns, label, note
         )
         out = builder.select_columns(on_time, cols, label)
-        late_node = builder.add(
-            WatermarkOp(index, span.value, "late", 0), [data], data.columns, f"{label} (late)"
-        )
+        late_op = WatermarkOp(index, span.value, "late", 0)
+        late_note = [f"late: {column} < greatest earlier {column} - {lateness!r}"]
+        late_node = builder.add(late_op, [data], data.columns, f"{label} (late)", late_note)
         op_col = fresh_name("operator", cols)
         late_exprs = [col(c).to_json() for c in cols] + [lit(name).to_json()]
-        late_out = builder.add(SelectOp(late_exprs), [late_node], (*cols, op_col), label)
+        late_out = builder.add(
+            SelectOp(late_exprs), [late_node], (*cols, op_col), label, [f"{op_col} = {name!r}"]
+        )
     events = _events(builder)
     events.by_node[out.node] = WatermarkInfo(data, column, span, name)
     events.late.append((name, late_out))

@@ -138,7 +138,8 @@ def _final(steps: _Steps, rows: Node, wm: WatermarkInfo, end_et: Expr, span: Spa
     probes = steps.with_columns(rows, {end: end_et})
     op = WatermarkOp(wm.et_index, wm.lateness.value, "closed", len(rows.columns))
     label = f"{steps.label} (final)"
-    node = steps.builder.add(op, [wm.data, probes], probes.columns, label)
+    note = [f"released once the watermark after a time reaches {end}"]
+    node = steps.builder.add(op, [wm.data, probes], probes.columns, label, note)
     return steps.builder.select_columns(node, rows.columns, steps.label)
 
 
@@ -220,6 +221,8 @@ class DynamicGroupBy(Generic[H]):
 def _start(ts: Expr, every: Span, offset: Span) -> Expr:
     """The start of the window of length ``every`` from ``offset`` holding ``ts``."""
     if not every.temporal:
+        if offset.value == 0:
+            return ts // every.value * every.value
         return (ts - offset.value) // every.value * every.value + offset.value
     shifted = _shift(ts, -offset.value, True)
     return _shift(shifted.dt.truncate(every.text()), offset.value, True)
