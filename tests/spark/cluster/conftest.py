@@ -1,0 +1,105 @@
+"""Fixtures of the cluster tests: a Spark standalone cluster (``standalone.Cluster``: a
+master and workers started from the pyspark pip package, each worker 1 core) in a temporary
+directory, shared by the tests and stopped at the end even when a test fails; and the driver
+job (``cluster_job.py``) run in its own process against it, one Spark application per test.
+
+Without Java the tests skip with that reason; anything else that fails to start fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .standalone import Cluster, free_port, java_missing
+
+JOB = Path(__file__).with_name("cluster_job.py")
+
+GOOD_WORKERS = 2
+"""Workers whose executors run this interpreter (which has ddflow)."""
+
+
+@pytest.fixture(scope="session")
+def _cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """The standalone cluster of the test run (started once: about 20 s of JVM starts on
+    this project's 2-core machine); killed at the end, also after failures."""
+    reason = java_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    cluster = Cluster(tmp_path_factory.mktemp("spark-cluster"), [sys.executable] * GOOD_WORKERS)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def cluster(_cluster: Cluster) -> Cluster:
+    """The cluster with ``GOOD_WORKERS`` live workers running this interpreter: workers a
+    previous test killed are replaced."""
+    good = [w for w in _cluster.live() if w.python == sys.executable]
+    for _ in range(GOOD_WORKERS - len(good)):
+        _cluster.add_worker(sys.executable, f"worker{len(_cluster.workers)}")
+    _cluster.wait_workers(len(_cluster.live()), 90)
+    return _cluster
+
+
+def job_config(cluster: Cluster, tmp: Path, mode: str, executors: int) -> dict[str, Any]:
+    """The config of one ``cluster_job.py`` run (see its doc); ``dir`` is shared by the driver
+    and every executor (one machine: a plain temporary directory)."""
+    shared = tmp / "shared"
+    shared.mkdir(exist_ok=True)
+    return {
+        "master": cluster.url,
+        "mode": mode,
+        "executors": executors,
+        "dir": str(shared),
+        "ui_port": free_port(),
+        "progress": str(tmp / "progress.txt"),
+        "out": str(tmp / "out.json"),
+    }
+
+
+def start_job(cluster: Cluster, cfg: dict[str, Any], tmp: Path) -> subprocess.Popen[str]:
+    """Starts the driver process (its stdout and stderr go to ``tmp/driver.log``)."""
+    path = tmp / "job.json"
+    path.write_text(json.dumps(cfg))
+    env = dict(os.environ)
+    env["PYSPARK_PYTHON"] = cluster.node_python
+    env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    log = open(tmp / "driver.log", "w")  # noqa: SIM115 - the child owns it
+    try:
+        return subprocess.Popen(
+            [sys.executable, str(JOB), str(path)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+    finally:
+        log.close()
+
+
+def finish_job(proc: subprocess.Popen[str], cluster: Cluster, tmp: Path, timeout: float) -> Any:
+    """Waits for the driver; returns its JSON result, or fails with its log and the
+    cluster's (the driver is killed if it overruns)."""
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+        code = None
+    if code != 0:
+        log = (tmp / "driver.log").read_text(errors="replace")
+        pytest.fail(f"driver exited with {code}:\n{log[-6000:]}\n{cluster.logs(1500)}")
+    return json.loads((tmp / "out.json").read_text())
