@@ -285,3 +285,50 @@ def test_a_bridging_record_merges_two_sessions_and_its_retraction_splits_them() 
     rows = [(r["window_start"], r["window_end"], r["n"], r["s"]) for r in out.at(1).to_pylist()]
     assert rows == [(0, 13, 3, 7)]
     assert out.at(2).to_pylist() == out.at(0).to_pylist()
+
+
+def test_several_watermarks_share_flow_late_by_name() -> None:
+    flow = dd.Dataflow()
+    a_in, a = flow.new_input({"ts": "int64", "x": "int64"})
+    b_in, b = flow.new_input({"ts": "int64", "x": "int64"})
+    c_in, c = flow.new_input({"other": "int64"})
+    a.with_watermark("ts", 0, name="a").capture()
+    b.with_watermark("ts", 0, name="b").capture()
+    both = flow.late().capture()
+    only_b = flow.late("b").capture()
+    c.with_watermark("other", 0, name="c")
+    with pytest.raises(dd.PlanError, match="different columns; ask for one"):
+        flow.late()
+    with pytest.raises(dd.PlanError, match="no watermark named 'z'"):
+        flow.late("z")
+    for session, late_ts in ((a_in, 1), (b_in, 2)):
+        session.update_at((10, 0), 0)
+        session.update_at((late_ts, 0), 1)
+        session.advance_to(2)
+    c_in.advance_to(2)
+    flow.run_until(2)
+    assert [(r["ts"], r["operator"]) for r in both.at(1).to_pylist()] == [(1, "a"), (2, "b")]
+    assert [(r["ts"], r["operator"]) for r in only_b.at(1).to_pylist()] == [(2, "b")]
+
+
+def test_zoned_timestamps_and_expression_aggregates() -> None:
+    flow = dd.Dataflow(workers=2)
+    session, c = flow.new_input({"ts": "timestamp[ms, tz=Europe/Paris]", "x": "int64"})
+    w = c.with_watermark("ts", lateness=datetime.timedelta(minutes=30))
+    hourly = w.group_by_dynamic("ts", every="1h", period="2h", emit="final").agg(
+        dd.sum(dd.col("x") * 2).alias("double"), n=dd.count()
+    )
+    out = hourly.capture()
+    utc = datetime.timezone.utc
+    start = datetime.datetime(2024, 3, 1, 10, 15, tzinfo=utc)
+    for t, (minutes, x) in enumerate([(0, 1), (50, 2), (120, 4), (400, 8)]):
+        session.update_at((start + datetime.timedelta(minutes=minutes), x), t)
+    session.advance_to(4)
+    flow.run_until(4)
+    got = [
+        (r["window_start"].astimezone(utc).hour, r["window_end"].astimezone(utc).hour, r["double"])
+        for r in out.updates().to_pylist()
+    ]
+    # 12:15 brings the watermark to 11:45: [9, 11) UTC is final, holding 10:15 only; 16:55
+    # brings it to 16:25: [10, 12), [11, 13) and [12, 14) are final (nothing in 13..16).
+    assert got == [(9, 11, 2), (10, 12, 6), (11, 13, 12), (12, 14, 8)]
