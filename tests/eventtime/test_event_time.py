@@ -319,7 +319,7 @@ def test_zoned_timestamps_and_expression_aggregates() -> None:
         dd.sum(dd.col("x") * 2).alias("double"), n=dd.count()
     )
     out = hourly.capture()
-    utc = datetime.timezone.utc
+    utc = datetime.UTC
     start = datetime.datetime(2024, 3, 1, 10, 15, tzinfo=utc)
     for t, (minutes, x) in enumerate([(0, 1), (50, 2), (120, 4), (400, 8)]):
         session.update_at((start + datetime.timedelta(minutes=minutes), x), t)
