@@ -9,16 +9,17 @@ aggregates each (window, keys) group as ``group_by(...).agg(...)`` does. Output 
 
 ``c.group_by_session("ts", gap="5m", group_by=[...]).agg(...)``: per key, records whose event
 times are less than ``gap`` apart (after sorting) share a session ``[first ts, last ts +
-gap)``; a record that bridges two sessions merges them, and a retraction can split one. The
-session of each distinct event time is recomputed per key by a vectorized Python reducer
-(one call per batch of changed keys, over each key's distinct event times), then the records
-are joined to their session and aggregated by the built-in ``group`` reduce.
+gap)``; a record that bridges two sessions merges them, and a retraction can split one. Each
+distinct event time's session is found in two passes of vectorized Python reducers (one call
+per batch of changed groups; see :func:`_session_of`): runs within buckets of event time,
+then the runs at the buckets' edges merged per key. The records are then joined to their
+session and aggregated by the built-in ``group`` reduce.
 
 ``emit="updates"`` (default): windows change while records arrive (results retracted and
 reinserted). ``emit="final"`` needs the collection returned by ``with_watermark`` on the
 same column: a window's row appears once, at the first logical time whose records bring the
-watermark to the window's end or past it, and is never retracted (records later in event
-time than the watermark are dropped as late, so a passed window cannot change). Windows
+watermark to the window's end or past it, and is never retracted (records with event times
+below the watermark are dropped as late, so a passed window cannot change). Windows
 over a collection without a watermark never close.
 
 Durations are those of ``with_watermark`` (:mod:`ddflow.event_time`): fixed-unit strings or
@@ -49,13 +50,14 @@ from ddflow.event_time import (
     parse_span,
     watermark_of,
 )
-from ddflow.expr import Expr, check_columns, col, expr_text, lit
+from ddflow.expr import Expr, check_columns, coalesce, col, expr_text, lit
 from ddflow.grouping import group_aggregate
 from ddflow.joins import join
+from ddflow.outer_joins import outer_join
 from ddflow.plan import ConcatOp, FilterOp, SelectOp, WatermarkOp, user_location
 from ddflow.reducing import reduce_collection
 
-__all__ = ["DynamicGroupBy", "Emit", "SessionGroupBy", "session_starts"]
+__all__ = ["DynamicGroupBy", "Emit", "SessionGroupBy", "local_runs", "merged_runs"]
 
 H = TypeVar("H")
 """The collection handle type that ``agg`` returns."""
@@ -280,9 +282,7 @@ class SessionGroupBy(Generic[H]):
             if not self._keys:
                 extra[skey] = lit(0)
             timed = steps.filter(steps.with_columns(node, extra), col(et).is_not_null())
-            pairs = steps.select(timed, {c: col(c) for c in (*keys, et)})
-            fn = reducer(session_starts(gap.value, et, start), [et, start])
-            sessions = reduce_collection(builder, pairs, list(keys), fn, None, label)
+            sessions = _session_of(steps, timed, keys, et, start, gap.value, taken)
             on = [*keys, et]
             joined = join(builder, "join", timed, sessions, on, None, None, None, label, True)
             hidden = {"window_start": agg_min(ts), last: agg_max(ts), last_et: agg_max(et)}
@@ -301,26 +301,122 @@ class SessionGroupBy(Generic[H]):
             return self._wrap(builder.select_columns(rows, out, label))
 
 
-def session_starts(gap: int, et: str, start: str) -> Any:
-    """A Python reducer giving, per key, each distinct event time ``et`` with the first event
-    time of its session (``start``): sorted event times less than ``gap`` apart share one.
-    Vectorized over the whole batch of keys."""
+SESSION_BUCKET_GAPS = 64
+"""Event times are cut into buckets of this many gaps for the first pass of sessions."""
+
+
+def _session_of(
+    steps: _Steps,
+    timed: Node,
+    keys: tuple[str, ...],
+    et: str,
+    start: str,
+    gap: int,
+    taken: list[str],
+) -> Node:
+    """``(keys, et, start)``: each distinct event time of each key with the first event time
+    of its session, in two passes so that no reducer call reads a key's whole history.
+
+    1. Per key and bucket of ``SESSION_BUCKET_GAPS`` gaps (``et // width``): the *runs* of
+       the bucket's sorted event times (less than ``gap`` apart): a row per event time with
+       its run's first event time (``edge`` false), and a row per first or last run of the
+       bucket with its first and last event time (``edge`` true). A new event time changes
+       its own row and at most two run rows, not the rows of the rest of its run.
+    2. Per key, over those first and last runs only (at most two per bucket): runs less than
+       ``gap`` apart merge into one session. A run inside a bucket never merges (its
+       neighbours in the bucket are ``gap`` or more away, and buckets are wider than
+       ``gap``), so its session starts where it starts.
+    """
+    builder, label = steps.builder, steps.label
+    width = gap * SESSION_BUCKET_GAPS if gap <= _INT64_MAX // SESSION_BUCKET_GAPS else gap
+    bucket, first, last, edge, merged = (
+        fresh_name(n, taken) for n in ("__bucket", "__run", "__run_last", "__edge", "__merged")
+    )
+    own = {k: col(k) for k in keys}
+    pairs = steps.select(timed, {**own, bucket: col(et) // width, et: col(et)})
+    fn = reducer(local_runs(gap, et, first, last, edge), [et, first, last, edge])
+    runs = reduce_collection(builder, pairs, [*keys, bucket], fn, None, label)
+    edges = steps.select(steps.filter(runs, col(edge)), {**own, first: col(first), last: col(last)})
+    fn = reducer(merged_runs(gap, first, last, merged), [first, merged])
+    sessions = reduce_collection(builder, edges, list(keys), fn, None, label)
+    each = steps.select(steps.filter(runs, ~col(edge)), {**own, first: col(first), et: col(et)})
+    on = [*keys, first]
+    mapped = outer_join(builder, "left", each, sessions, on, None, None, None, label, True)
+    return steps.select(mapped, {**own, et: col(et), start: coalesce(col(merged), col(first))})
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _owners(batch: ReduceBatch, column: str) -> tuple[npt.NDArray[Any], ...]:
+    """The batch's ``column`` values with positive counts and the index of each one's key,
+    sorted by key, then value."""
+    offsets = batch.offsets
+    values = np.asarray(batch.values[column], dtype=np.int64)
+    owner = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    keep = np.asarray(batch.counts) > 0
+    values, owner = values[keep], owner[keep]
+    order = np.lexsort((values, owner))
+    return values[order], owner[order], order, keep
+
+
+def _out_offsets(owner: npt.NDArray[np.int64], keys: int) -> npt.NDArray[np.int64]:
+    counts = np.bincount(owner, minlength=keys)
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+def local_runs(gap: int, et: str, first: str, last: str, edge: str) -> Any:
+    """A Python reducer giving, per key, a row ``(et, first, 0, False)`` for each distinct
+    event time with the first event time of its run (sorted event times less than ``gap``
+    apart share a run), and a row ``(first, first, last, True)`` for the key's first and
+    last runs. Vectorized over the batch."""
+
+    def fn(batch: ReduceBatch) -> dict[str, npt.NDArray[Any]]:
+        values, owner, _, _ = _owners(batch, et)
+        n = len(values)
+        new_owner = np.ones(n, dtype=bool)
+        new_owner[1:] = owner[1:] != owner[:-1]
+        begins = new_owner.copy()
+        begins[1:] |= values[1:] - values[:-1] >= gap
+        ends = np.ones(n, dtype=bool)
+        ends[:-1] = begins[1:]
+        run = np.cumsum(begins) - 1
+        run_first = np.flatnonzero(begins)
+        run_last = np.flatnonzero(ends)
+        owner_ends = np.ones(n, dtype=bool)
+        owner_ends[:-1] = new_owner[1:]
+        edges = np.flatnonzero(new_owner[run_first] | owner_ends[run_last])
+        firsts = values[run_first]
+        # Per key: its event times' rows, then its edge runs' rows.
+        rows_owner = np.concatenate([owner, owner[run_first[edges]]])
+        order = np.argsort(rows_owner, kind="stable")
+        return {
+            "offsets": _out_offsets(rows_owner, len(batch.offsets) - 1),
+            et: np.concatenate([values, firsts[edges]])[order],
+            first: np.concatenate([firsts[run], firsts[edges]])[order],
+            last: np.concatenate([np.zeros(n, np.int64), values[run_last[edges]]])[order],
+            edge: np.concatenate([np.zeros(n, bool), np.ones(len(edges), bool)])[order],
+        }
+
+    return fn
+
+
+def merged_runs(gap: int, first: str, last: str, merged: str) -> Any:
+    """A Python reducer giving, per key, each run (``first``, ``last``) with the first event
+    time of the session it belongs to (``merged``): runs less than ``gap`` apart merge."""
 
     def fn(batch: ReduceBatch) -> dict[str, npt.NDArray[np.int64]]:
-        offsets = batch.offsets
-        values = np.asarray(batch.values[et], dtype=np.int64)
-        owner = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
-        keep = np.asarray(batch.counts) > 0
-        values, owner = values[keep], owner[keep]
-        order = np.lexsort((values, owner))
-        values, owner = values[order], owner[order]
-        n = len(values)
-        first = np.ones(n, dtype=bool)
+        starts, owner, order, keep = _owners(batch, first)
+        ends = np.asarray(batch.values[last], dtype=np.int64)[keep][order]
+        n = len(starts)
+        begins = np.ones(n, dtype=bool)
         if n > 1:
-            first[1:] = (owner[1:] != owner[:-1]) | (values[1:] - values[:-1] >= gap)
-        begins = np.maximum.accumulate(np.where(first, np.arange(n), 0)) if n else owner
-        counts = np.bincount(owner, minlength=len(offsets) - 1)
-        out_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return {"offsets": out_offsets, et: values, start: values[begins]}
+            begins[1:] = (owner[1:] != owner[:-1]) | (starts[1:] - ends[:-1] >= gap)
+        head = np.maximum.accumulate(np.where(begins, np.arange(n), 0)) if n else owner
+        return {
+            "offsets": _out_offsets(owner, len(batch.offsets) - 1),
+            first: starts,
+            merged: starts[head],
+        }
 
     return fn

@@ -332,3 +332,24 @@ def test_zoned_timestamps_and_expression_aggregates() -> None:
     # 12:15 brings the watermark to 11:45: [9, 11) UTC is final, holding 10:15 only; 16:55
     # brings it to 16:25: [10, 12), [11, 13) and [12, 14) are final (nothing in 13..16).
     assert got == [(9, 11, 2), (10, 12, 6), (11, 13, 12), (12, 14, 8)]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("bucket_gaps", [1, 2, 5])
+@pytest.mark.parametrize("seed", range(4))
+def test_sessions_across_many_buckets(
+    monkeypatch: pytest.MonkeyPatch, bucket_gaps: int, seed: int
+) -> None:
+    # Sessions are computed per bucket of event time first, then merged across buckets:
+    # narrow buckets make most sessions cross several.
+    monkeypatch.setattr(dd.windows, "SESSION_BUCKET_GAPS", bucket_gaps)
+    rng = random.Random(f"buckets-{seed}")
+    updates = random_history(rng, rng.randrange(30, 120))
+    flow = dd.Dataflow(workers=1 + seed % 2)
+    session, c = flow.new_input({"ts": "int64", "k": "str", "x": "int64"})
+    aggs = {"n": dd.count(), "s": dd.sum("x"), "mx": dd.max("x")}
+    out = c.group_by_session("ts", gap=3, group_by="k").agg(**aggs).capture()
+    feed(session, flow, updates, rng)
+    for t in range(T):
+        want = oracle.sessions(oracle.state(updates, t), 3, keyed=True)
+        assert rows_at(out, t) == counted(want), f"sessions at {t}"
