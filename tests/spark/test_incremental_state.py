@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from tests.spark.conftest import Build, Data, Rows, embedded, frames
 
 import ddflow as dd
 from ddflow.spark import StateConflictError, StateError, run_on_spark
+from ddflow.spark.driver import incremental
 from ddflow.spark.driver.stored_state import Manifest, StateDir
-from tests.spark.conftest import Build, Data, Rows, embedded, frames
 
 
 def _consolidated(rows: Rows) -> Rows:
@@ -36,9 +37,7 @@ def _split(data: Data, cuts: list[int]) -> list[Data]:
         part = {}
         for name, (cols, rows) in data.items():
             t = len(cols)
-            keep = [
-                r for r in rows if (lo is None or r[t] >= lo) and (hi is None or r[t] < hi)
-            ]
+            keep = [r for r in rows if (lo is None or r[t] >= lo) and (hi is None or r[t] < hi)]
             part[name] = (cols, keep)
         parts.append(part)
     return parts
@@ -124,7 +123,12 @@ def _random_graph(rng: random.Random, nodes: int, edges: int, changes: int) -> D
 
 
 @pytest.mark.timeout(600)
-def test_bfs_runs_concatenate_to_the_whole_history(spark: SparkSession, tmp_path: Any) -> None:
+@pytest.mark.parametrize("small_run", [1_000_000, -1], ids=["broadcast", "shuffled"])
+def test_bfs_runs_concatenate_to_the_whole_history(
+    spark: SparkSession, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, small_run: int
+) -> None:
+    """Continuations broadcast their deltas (small runs) or shuffle both sides (large)."""
+    monkeypatch.setattr(incremental, "SMALL_RUN", small_run)
     rng = random.Random(7)
     data = _random_graph(rng, 20, 30, 24)
     want = embedded(_bfs, data)

@@ -77,8 +77,10 @@ def _session(cfg: dict[str, Any]) -> Any:
         .config("spark.ui.port", str(cfg["ui_port"]))
         .config("spark.port.maxRetries", "0")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
+        # One key partition per executor: the version check's first round of tasks (one
+        # per partition) then gives every executor one.
+        .config("spark.sql.shuffle.partitions", str(cfg["executors"]))
+        .config("spark.default.parallelism", str(cfg["executors"]))
         .config("spark.sql.adaptive.enabled", "false")
         .getOrCreate()
     )
@@ -144,7 +146,9 @@ def main(config: str) -> None:
         sessions, outputs = bfs_counts(flow)
         dfs = frames(spark, history(), 1)
         try:
-            run_on_spark(spark, flow, {sessions[n]: df for n, df in dfs.items()}, outputs)
+            inputs = {sessions[n]: df for n, df in dfs.items()}
+            state_dir = os.path.join(cfg["dir"], "state")
+            run_on_spark(spark, flow, inputs, outputs, state_dir=state_dir)
             out["error"] = None
         except ExecutorVersionError as exc:
             out["error"] = str(exc)

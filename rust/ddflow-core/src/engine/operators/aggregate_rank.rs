@@ -139,7 +139,8 @@ pub fn apply(
         }
         Ordering::Equal
     };
-    idx.sort_by(|&a, &b| {
+    let in_order = |a: &usize, b: &usize| -> Ordering {
+        let (a, b) = (*a, *b);
         by_order(a, b)
             .then_with(|| {
                 (0..vw)
@@ -148,7 +149,35 @@ pub fn apply(
                     .unwrap_or(Ordering::Equal)
             })
             .then_with(|| row(a).cmp(row(b)))
-    });
+    };
+    // With an upper bound `t` on `ROW_NUMBER` or `RANK`, only the first `t` rows in order
+    // (each has a count of at least 1) and, for `RANK`, the rows tied with the `t`-th can
+    // rank up to `t`: select them in linear time and sort just those.
+    let bound = match function {
+        RankFunction::RowNumber | RankFunction::Rank => max_rank,
+        RankFunction::DenseRank => None,
+    };
+    if let Some(t) = bound.map(|t| usize::try_from(t).unwrap_or(usize::MAX)) {
+        if t == 0 {
+            return Ok(());
+        }
+        if t < idx.len() {
+            idx.select_nth_unstable_by(t - 1, in_order);
+            let last = idx[t - 1];
+            let ties: Vec<usize> = if function == RankFunction::Rank {
+                idx[t..]
+                    .iter()
+                    .copied()
+                    .filter(|&i| by_order(i, last) == Ordering::Equal)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            idx.truncate(t);
+            idx.extend(ties);
+        }
+    }
+    idx.sort_by(in_order);
     let (from, to) = (min_rank, max_rank.unwrap_or(u64::MAX));
     let mut push = |i: usize, rank: u64, copies: u64| {
         out_rows.extend_from_slice(row(i));
@@ -371,7 +400,7 @@ mod tests {
             (seed >> 33) % n
         };
         for _ in 0..400 {
-            let n = next(12) as usize;
+            let n = next(24) as usize;
             let mut rows = Vec::new();
             for _ in 0..n {
                 let mut v = || {
