@@ -25,10 +25,10 @@ since the epoch, an integer column as it is. ``lateness`` is a duration string o
 ``w``) or a ``datetime.timedelta`` for temporal columns, an ``int`` for integer columns.
 
 The engine operator is ``watermark`` (``rust/ddflow-core/src/engine/operators/watermark.rs``):
-every update goes to one worker, which keeps one running maximum. The operators downstream
-keep their state (``emit="final"`` windows are never retracted, but the reduce behind them
-still holds every closed window: dropping state behind the watermark needs trace compaction
-by event time, which the engine does not do yet).
+every update goes to one worker, which keeps one running maximum. Its ``"expire"`` mode
+retracts the records of a window one logical time after the window's final row is out, so
+``group_by_dynamic(..., emit="final")`` keeps the state of open windows only (session
+windows still keep every event time in their reducers' arrangements).
 """
 
 from __future__ import annotations

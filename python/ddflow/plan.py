@@ -386,8 +386,8 @@ class LeaveOp(OpSpec):
 class WatermarkOp(OpSpec):
     """Event time (``ddflow.event_time``): input 0 split by a watermark (its greatest
     inserted int64 ``column`` minus ``lateness``) into its on-time (``emit="on_time"``) or
-    late (``"late"``) updates, or input 1's rows released once the watermark passes their
-    ``probe_column`` (``"closed"``)."""
+    late (``"late"``) updates, or input 1's updates released once the watermark passes their
+    ``probe_column`` (``"closed"``; ``"expire"``: negated, one time later)."""
 
     OP: ClassVar[str] = "watermark"
     column: int

@@ -89,7 +89,7 @@ class PlanDtypes:
         if op in _SAME and inputs:
             return self.of(inputs[0])[:width]
         if op == "watermark" and inputs:
-            port = 1 if node["emit"] == "closed" else 0
+            port = 1 if node["emit"] in ("closed", "expire") else 0
             return self.of(inputs[port])[:width]
         if op == "select" and inputs:
             schema = list(zip(self.nodes[inputs[0]]["columns"], self.of(inputs[0]), strict=True))

@@ -16,11 +16,14 @@ then the runs at the buckets' edges merged per key. The records are then joined 
 session and aggregated by the built-in ``group`` reduce.
 
 ``emit="updates"`` (default): windows change while records arrive (results retracted and
-reinserted). ``emit="final"`` needs the collection returned by ``with_watermark`` on the
-same column: a window's row appears once, at the first logical time whose records bring the
-watermark to the window's end or past it, and is never retracted (records with event times
-below the watermark are dropped as late, so a passed window cannot change). Windows
-over a collection without a watermark never close.
+reinserted); every window stays in the reduce's state. ``emit="final"`` needs the
+collection returned by ``with_watermark`` on the same column: a window's row appears once,
+at the first logical time whose records bring the watermark to the window's end or past
+it, and is never retracted (records with event times below the watermark are dropped as
+late, so a passed window cannot change). For ``group_by_dynamic``, the window's records are
+then retracted from its reduce one logical time later (``watermark`` in ``"expire"`` mode;
+the final output drops that retraction), so only open windows keep state. Windows over a
+collection without a watermark never close.
 
 Durations are those of ``with_watermark`` (:mod:`ddflow.event_time`): fixed-unit strings or
 ``timedelta`` for timestamp and date columns (whole days for dates), ints for integer
@@ -210,6 +213,8 @@ class DynamicGroupBy(Generic[H]):
                 end = _shift(start, period.value, every.temporal)
                 part = steps.with_columns(node, {"window_start": start, "window_end": end})
                 parts.append(steps.filter(part, col(ts) < col("window_end")))
+            if self._wm is not None:
+                parts.append(_expired(steps, parts, self._wm, every))
             windows = parts[0]
             if len(parts) > 1:
                 windows = builder.add(ConcatOp(), parts, parts[0].columns, label)
@@ -218,6 +223,22 @@ class DynamicGroupBy(Generic[H]):
             if self._wm is not None:
                 rows = _final(steps, rows, self._wm, event_time_expr("window_end", every), every)
             return self._wrap(rows)
+
+
+def _expired(steps: _Steps, parts: list[Node], wm: WatermarkInfo, every: Span) -> Node:
+    """The records of ``parts`` (their windows) retracted one logical time after the
+    watermark passes their window's end, when the window's final row is out: fed to the
+    reduce beside them, they empty its state for closed windows."""
+    builder, label = steps.builder, f"{steps.label} (expire)"
+    windows = parts[0]
+    if len(parts) > 1:
+        windows = builder.add(ConcatOp(), parts, parts[0].columns, label)
+    end = fresh_name("__end_event_time", windows.columns)
+    probes = steps.with_columns(windows, {end: event_time_expr("window_end", every)})
+    op = WatermarkOp(wm.et_index, wm.lateness.value, "expire", len(windows.columns))
+    note = [f"retracted the time after the watermark reaches {end}"]
+    node = builder.add(op, [wm.data, probes], probes.columns, label, note)
+    return builder.select_columns(node, windows.columns, label)
 
 
 def _start(ts: Expr, every: Span, offset: Span) -> Expr:

@@ -353,3 +353,30 @@ def test_sessions_across_many_buckets(
     for t in range(T):
         want = oracle.sessions(oracle.state(updates, t), 3, keyed=True)
         assert rows_at(out, t) == counted(want), f"sessions at {t}"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_final_windows_drop_the_state_of_closed_windows(workers: int) -> None:
+    flow = dd.Dataflow(workers=workers)
+    session, c = flow.new_input({"ts": "int64", "k": "str", "x": "int64"})
+    w = c.with_watermark("ts", lateness=5)
+    final = w.group_by_dynamic("ts", every=10, group_by="k", emit="final").agg(n=dd.count())
+    updates = w.group_by_dynamic("ts", every=10, group_by="k").agg(n=dd.count())
+    final_cap, updates_cap = final.capture(), updates.capture()
+    for t in range(100):
+        for j in range(20):
+            session.update_at((t * 10 + j % 10, f"k{j % 3}", j), t)
+        session.advance_to(t + 1)
+        flow.run_until(t + 1)
+    # 99 windows of 3 keys are final; the last is open (watermark 994 < its end 1000).
+    rows = final_cap.updates().to_pylist()
+    assert all(r.pop("diff") == 1 for r in rows)
+    got = sorted((r["window_start"], r["k"], r["n"]) for r in rows)
+    want = [(r["window_start"], r["k"], r["n"]) for r in updates_cap.at(99).to_pylist()]
+    assert got == sorted(r for r in want if r[0] < 990)
+    arranged = sorted(
+        (m.node, m.arrangement_records or 0) for m in flow.metrics().operators if m.op == "arrange"
+    )
+    (_, final_held), (_, updates_held) = arranged  # built in this order
+    assert final_held <= 3 * 10  # the open window's records: closed ones expired
+    assert updates_held >= 100 * 3  # emit="updates" keeps every window

@@ -179,7 +179,8 @@ impl DtypeLinks {
                 }
             }
             Op::Watermark { emit, .. } => {
-                let port = usize::from(*emit == super::operators::watermark::Emit::Closed);
+                use super::operators::watermark::Emit;
+                let port = usize::from(matches!(emit, Emit::Closed | Emit::Expire));
                 if let Some(&i) = node.inputs.get(port) {
                     same(self, i);
                 }

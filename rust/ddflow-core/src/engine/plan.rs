@@ -558,7 +558,8 @@ impl Plan {
                 Op::Input { .. } | Op::ImportTrace { .. } => Some(0),
                 Op::Join { .. } => Some(2),
                 Op::Watermark { emit, .. } => {
-                    Some(1 + usize::from(*emit == watermark::Emit::Closed))
+                    let probes = matches!(emit, watermark::Emit::Closed | watermark::Emit::Expire);
+                    Some(1 + usize::from(probes))
                 }
                 Op::Concat => None,
                 _ => Some(1),

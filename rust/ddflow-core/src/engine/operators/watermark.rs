@@ -11,14 +11,19 @@
 //!   time is below `W(t)` (or null). `emit = "on_time"` passes the other updates on,
 //!   `emit = "late"` only the late ones: the two partition the input;
 //! * `W'(t)`, the watermark *after* time `t`, also counts the records inserted at `t`
-//!   (so `W'(t) = W(t + 1)`); `emit = "closed"` outputs, at each time `t`, the rows of its
-//!   second input whose `probe_column` is `<= W'(t)`: its accumulated output at `t` is the
-//!   accumulated second input restricted to those rows. Rows not yet passed wait in the
-//!   operator (and only they: a released row is forgotten).
+//!   (so `W'(t) = W(t + 1)`); `emit = "closed"` holds the updates of its second input
+//!   (*probes*) and releases each at the first time `t` at or after its own with
+//!   `probe_column <= W'(t)`; a probe update whose `probe_column` the watermark had passed
+//!   before its time (`<= W(t)`) is dropped: once released, a row never changes.
+//!   `emit = "expire"` releases the same updates negated, one time later (`t + 1`): fed
+//!   back beside the probes, it empties what they fed once they are released (windows
+//!   `emit="final"` drop the state of closed windows this way). Rows not yet passed wait in
+//!   the operator (and only they: a released row is forgotten).
 //!
 //! Every update goes to one worker (the watermark is global), so the output is the same on
 //! any number of workers. The operator emits only at times it holds in its buffers (the
-//! watermark changes only at times with input), so its output frontier is its input's.
+//! watermark changes only at times with input) or one later (`expire`, in the activation
+//! that completes the held time), so its output frontier is its input's.
 
 use super::buffer::Buffer;
 use super::{take_all, Operator, Output, RunCtx};
@@ -39,8 +44,10 @@ pub enum Emit {
     OnTime,
     /// The late updates of input 0.
     Late,
-    /// The rows of input 1 whose `probe_column` the watermark has passed.
+    /// The updates of input 1 released when the watermark passes their `probe_column`.
     Closed,
+    /// The same updates negated, one time later.
+    Expire,
 }
 
 /// The running maximum of inserted event times, and the watermark it gives.
@@ -140,24 +147,28 @@ impl Watermark {
                 d += 1;
             }
             let here = &data_at[start..d];
-            if self.emit != Emit::Closed {
+            let probing = matches!(self.emit, Emit::Closed | Emit::Expire);
+            if !probing {
                 let want_late = self.emit == Emit::Late;
                 for &(_, k, i) in here {
                     let m = &data[k];
                     if self.clock.is_late(m.upd.row(i)[self.column]) == want_late {
-                        push_to(&mut out, m, i, t);
+                        push_to(&mut out, m, i, t, m.upd.diffs[i]);
                     }
                 }
             }
             let rows = here
                 .iter()
                 .map(|&(_, k, i)| (data[k].upd.row(i), data[k].upd.diffs[i]));
+            let before = self.clock.clone();
             self.clock.advance(rows, self.column);
-            if self.emit == Emit::Closed {
+            if probing {
                 let held = p;
                 while p < probes_at.len() && probes_at[p].0 == t {
                     let (_, k, i) = probes_at[p];
-                    self.hold(&probes[k], i);
+                    if !before.passed(probes[k].upd.row(i)[self.probe_column]) {
+                        self.hold(&probes[k], i);
+                    }
                     p += 1;
                 }
                 // Pending rows wait for the watermark: look again only when it moved or
@@ -183,14 +194,23 @@ impl Watermark {
         p.upd.push(m.upd.row(i), Time::minimum(), m.upd.diffs[i]);
     }
 
-    /// Emits at `t` the pending rows the watermark has passed, and forgets them.
+    /// Emits at `t` the pending rows the watermark has passed (`expire`: negated, at the
+    /// next time), and forgets them.
     fn release(&mut self, t: Time, out: &mut Vec<Msg>) -> Result<()> {
+        let (at, sign) = match self.emit {
+            Emit::Expire => {
+                let mut next = t;
+                next.0[0] = next.0[0].saturating_add(1);
+                (next, -1)
+            }
+            _ => (t, 1),
+        };
         for p in &mut self.pending {
             consolidate(&mut p.upd)?;
             let mut keep = Updates::new(p.upd.width);
             for i in 0..p.upd.len() {
                 if self.clock.passed(p.upd.row(i)[self.probe_column]) {
-                    push_to(out, p, i, t);
+                    push_to(out, p, i, at, sign * p.upd.diffs[i]);
                 } else {
                     keep.push(p.upd.row(i), p.upd.times[i], p.upd.diffs[i]);
                 }
@@ -212,8 +232,8 @@ fn by_time(msgs: &[Msg]) -> Vec<(Time, usize, usize)> {
     v
 }
 
-/// Appends row `i` of `m` at time `t` to the message of `m`'s schema in `out`.
-fn push_to(out: &mut Vec<Msg>, m: &Msg, i: usize, t: Time) {
+/// Appends row `i` of `m` at time `t` with `diff` to the message of `m`'s schema in `out`.
+fn push_to(out: &mut Vec<Msg>, m: &Msg, i: usize, t: Time, diff: i64) {
     let o = match out.iter().position(|o| o.schema == m.schema) {
         Some(k) => &mut out[k],
         None => {
@@ -221,7 +241,7 @@ fn push_to(out: &mut Vec<Msg>, m: &Msg, i: usize, t: Time) {
             out.last_mut().expect("pushed")
         }
     };
-    o.upd.push(m.upd.row(i), t, m.upd.diffs[i]);
+    o.upd.push(m.upd.row(i), t, diff);
 }
 
 impl Operator for Watermark {
@@ -376,26 +396,31 @@ mod tests {
                 target.push((et, tag, time, diff));
             }
             let mut closed = Vec::new();
+            let mut expired = Vec::new();
             let mut times: Vec<u64> = upd.iter().chain(&probes).map(|u| u.2).collect();
             times.sort();
             times.dedup();
             for &(et, tag, time, diff) in &probes {
-                // Released at the first time >= its own where W'(t) = W(t + 1) passes it.
+                // Dropped if W(time) passed it already; else released at the first time
+                // >= its own where W'(t) = W(t + 1) passes it.
+                if naive_max(&upd, time).is_some_and(|m| et <= m - lateness) {
+                    continue;
+                }
                 if let Some(&at) = times.iter().find(|&&x| {
                     x >= time && naive_max(&upd, x + 1).is_some_and(|m| et <= m - lateness)
                 }) {
                     closed.push((et, tag, at, diff));
+                    expired.push((et, tag, at + 1, -diff));
                 }
             }
             let want = [
                 flat(&msgs(&on_time, &[])),
                 flat(&msgs(&late, &[])),
                 flat(&msgs(&closed, &[])),
+                flat(&msgs(&expired, &[])),
             ];
-            for (e, emit) in [Emit::OnTime, Emit::Late, Emit::Closed]
-                .into_iter()
-                .enumerate()
-            {
+            let emits = [Emit::OnTime, Emit::Late, Emit::Closed, Emit::Expire];
+            for (e, emit) in emits.into_iter().enumerate() {
                 // Fed in one activation, and time by time in two activations per time.
                 let mut whole = Watermark::new(0, lateness, emit, 0);
                 let got = run(&mut whole, msgs(&upd, &[n / 2]), msgs(&probes, &[]));
