@@ -4,14 +4,14 @@ a standalone master, which runs BFS distance counts over ``history()`` with
 ``run_on_spark``, or only its executor version check.
 
 ``python tests/spark/cluster/cluster_job.py CONFIG.json``; the config holds ``master``
-(``spark://...``), ``mode`` (``bfs`` or ``versions``), ``executors`` (wait until this many
-have registered), ``dir`` (a directory the driver and every executor reach: checkpoints and
-the reduce state store), ``ui_port`` (the driver's UI, whose REST API the test watches),
-``progress`` (a file that gets one line per superstep, flushed: the test waits on it) and
-``out`` (the JSON result: output rows as ``conftest.on_spark`` gives them, the phases, the
-executors Spark saw and why they were removed, failed task attempts; or the
-``ExecutorVersionError`` text). The executors' Python is ``PYSPARK_PYTHON`` from the
-environment (the cluster's ``node-python``).
+(``spark://...``), ``host`` (where the driver listens), ``mode`` (``bfs`` or ``versions``),
+``executors`` (wait until this many have registered), ``dir`` (a directory the driver and
+every executor reach: checkpoints and the reduce state store), ``ui_port`` (the driver's UI,
+whose REST API the test watches), ``progress`` (a file that gets one line per superstep,
+flushed: the test waits on it) and ``out`` (the JSON result: output rows as
+``conftest.on_spark`` gives them, the phases, the executors Spark saw and why they were
+removed, failed task attempts; or the ``ExecutorVersionError`` text). The executors' Python
+is ``PYSPARK_PYTHON`` from the environment (the cluster's ``node-python``).
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def _session(cfg: dict[str, Any]) -> Any:
     return (
         SparkSession.builder.master(cfg["master"])
         .appName(f"ddflow-cluster-{cfg['mode']}")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", cfg["host"])
+        .config("spark.driver.bindAddress", cfg["host"])
         .config("spark.driver.memory", "1g")
         .config("spark.executor.memory", "512m")
         .config("spark.executor.cores", "1")
@@ -117,11 +117,11 @@ def _executors(spark: Any) -> list[dict[str, Any]]:
     return found
 
 
-def _failed_tasks(spark: Any, ui_port: int) -> int:
+def _failed_tasks(spark: Any, host: str, ui_port: int) -> int:
     """Failed task attempts over every stage of the application (a task on a lost executor
     is one), from the driver UI's REST API."""
     app = spark.sparkContext.applicationId
-    url = f"http://127.0.0.1:{ui_port}/api/v1/applications/{app}/stages"
+    url = f"http://{host}:{ui_port}/api/v1/applications/{app}/stages"
     with urllib.request.urlopen(url, timeout=10) as r:
         return sum(int(s["numFailedTasks"]) for s in json.load(r))
 
@@ -173,7 +173,7 @@ def main(config: str) -> None:
         out["rows"] = [[*r[:-2], list(r[-2]), r[-1]] for r in rows]
         out["phases"] = [s.phase for s in result.supersteps]
     out["executors"] = _executors(spark)
-    out["failed_tasks"] = _failed_tasks(spark, cfg["ui_port"])
+    out["failed_tasks"] = _failed_tasks(spark, cfg["host"], cfg["ui_port"])
     with open(cfg["out"], "w") as f:
         json.dump(out, f)
     spark.stop()
