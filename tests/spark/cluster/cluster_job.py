@@ -32,6 +32,10 @@ NODES, EDGES, UPDATES = 300, 1500, 300
 each at its own time (small enough for the cluster tests to stay well under a minute)."""
 
 
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""Java options of the driver and the executors (see ``_session``)."""
+
+
 def history(seed: int = 11) -> dict[str, Any]:
     """Edges at time 0 and ``UPDATES`` single-edge changes (an edge added, or a live one
     removed), each at its own time; root node 0. In ``conftest.Data``'s form."""
@@ -66,6 +70,10 @@ def _session(cfg: dict[str, Any]) -> Any:
         .config("spark.driver.host", cfg["host"])
         .config("spark.driver.bindAddress", cfg["host"])
         .config("spark.driver.memory", "1g")
+        # Short runs on few cores: the client compiler and the serial collector start and
+        # warm up the JVMs with less CPU than the defaults.
+        .config("spark.driver.extraJavaOptions", JVM_OPTIONS)
+        .config("spark.executor.extraJavaOptions", JVM_OPTIONS)
         .config("spark.executor.memory", "512m")
         .config("spark.executor.cores", "1")
         .config("spark.cores.max", str(cfg["executors"]))
@@ -136,11 +144,14 @@ def main(config: str) -> None:
 
     from ddflow.spark import ExecutorVersionError, run_on_spark
 
+    marks = {"start": time.time()}
     spark = _session(cfg)
+    marks["session"] = time.time()
     spark.sparkContext.setLogLevel("WARN")
     spark.sparkContext.setCheckpointDir(os.path.join(cfg["dir"], "checkpoints"))
     _wait_executors(spark, cfg["executors"])
-    out: dict[str, Any] = {"app": spark.sparkContext.applicationId}
+    marks["executors"] = time.time()
+    out: dict[str, Any] = {"app": spark.sparkContext.applicationId, "marks": marks}
     if cfg["mode"] == "versions":
         flow = dd.Dataflow()
         sessions, outputs = bfs_counts(flow)
@@ -170,6 +181,7 @@ def main(config: str) -> None:
             )
         finally:
             progress.close()
+        marks["run"] = time.time()
         out["rows"] = [[*r[:-2], list(r[-2]), r[-1]] for r in rows]
         out["phases"] = [s.phase for s in result.supersteps]
     out["executors"] = _executors(spark)

@@ -244,6 +244,7 @@ class Cluster:
             SPARK_HOME=str(SPARK_HOME),
             SPARK_LOCAL_IP=self.host,
             SPARK_DAEMON_MEMORY="256m",
+            SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
             SPARK_LOG_DIR=str(self.root / "logs"),
             SPARK_NO_DAEMONIZE="1",
         )

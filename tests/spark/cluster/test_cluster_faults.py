@@ -119,6 +119,8 @@ def test_bfs_equals_embedded_with_a_victim_killed_mid_run(
     data = history()
     want = embedded(bfs_counts, data)
     victim = cluster.live()[-1]
+    if cluster.network is not None:  # each worker on its own address, in its own namespace
+        assert len({cluster.host, *(w.host for w in cluster.live())}) == 3
     cfg = job_config(cluster, tmp_path, "bfs", executors=2)
     done = threading.Event()
     proc = start_job(cluster, cfg, tmp_path)
