@@ -116,6 +116,20 @@ WINDOWS: dict[str, str | tuple[str, str]] = {
         "select * from (select k, x, row_number() over (partition by k order by x desc, k asc "
         "nulls last, x asc nulls last) as rn from t qualify rn < 4) as q where rn >= 2",
     ),
+    "in_an_expression": "select k, x, rank() over (partition by k order by x) * 10 + 1 as r "
+    "from t",
+    "limit_by_the_rank": (
+        "select k, x, row_number() over (order by x desc) as rn from t order by rn limit 3",
+        "select k, x, row_number() over (order by x desc, k asc nulls last, x asc nulls last) "
+        "as rn from t order by rn limit 3",
+    ),
+    "in_with": "with w as (select k, s, dense_rank() over (partition by s order by k desc) as "
+    "dr from t) select s, k from w where dr = 1",
+    "in_list": "select k, y from u where y in (select x from (select x, rank() over (order by "
+    "x desc nulls last) as r from t) as q where r <= 2)",
+    "ordered_by_an_aggregate": "select s, rank() over (order by count(*) desc, s) as r from t "
+    "group by s",
+    "distinct_ranks": "select distinct k, dense_rank() over (order by k) as dr from t",
     "dense_rank_no_order": "select * from (select s, dense_rank() over (partition by s) as "
     "dr from t) as q where dr = 1",
     "top_k_of_ranks": (

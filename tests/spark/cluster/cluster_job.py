@@ -4,14 +4,14 @@ a standalone master, which runs BFS distance counts over ``history()`` with
 ``run_on_spark``, or only its executor version check.
 
 ``python tests/spark/cluster/cluster_job.py CONFIG.json``; the config holds ``master``
-(``spark://...``), ``mode`` (``bfs`` or ``versions``), ``executors`` (wait until this many
-have registered), ``dir`` (a directory the driver and every executor reach: checkpoints and
-the reduce state store), ``ui_port`` (the driver's UI, whose REST API the test watches),
-``progress`` (a file that gets one line per superstep, flushed: the test waits on it) and
-``out`` (the JSON result: output rows as ``conftest.on_spark`` gives them, the phases, the
-executors Spark saw and why they were removed, failed task attempts; or the
-``ExecutorVersionError`` text). The executors' Python is ``PYSPARK_PYTHON`` from the
-environment (the cluster's ``node-python``).
+(``spark://...``), ``host`` (where the driver listens), ``mode`` (``bfs`` or ``versions``),
+``executors`` (wait until this many have registered), ``dir`` (a directory the driver and
+every executor reach: checkpoints and the reduce state store), ``ui_port`` (the driver's UI,
+whose REST API the test watches), ``progress`` (a file that gets one line per superstep,
+flushed: the test waits on it) and ``out`` (the JSON result: output rows as
+``conftest.on_spark`` gives them, the phases, the executors Spark saw and why they were
+removed, failed task attempts; or the ``ExecutorVersionError`` text). The executors' Python
+is ``PYSPARK_PYTHON`` from the environment (the cluster's ``node-python``).
 """
 
 from __future__ import annotations
@@ -30,6 +30,10 @@ import ddflow as dd
 NODES, EDGES, UPDATES = 300, 1500, 300
 """The graph: several hundred nodes, a random edge set at time 0, then single-edge changes
 each at its own time (small enough for the cluster tests to stay well under a minute)."""
+
+
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""Java options of the driver and the executors (see ``_session``)."""
 
 
 def history(seed: int = 11) -> dict[str, Any]:
@@ -63,9 +67,13 @@ def _session(cfg: dict[str, Any]) -> Any:
     return (
         SparkSession.builder.master(cfg["master"])
         .appName(f"ddflow-cluster-{cfg['mode']}")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", cfg["host"])
+        .config("spark.driver.bindAddress", cfg["host"])
         .config("spark.driver.memory", "1g")
+        # Short runs on few cores: the client compiler and the serial collector start and
+        # warm up the JVMs with less CPU than the defaults.
+        .config("spark.driver.extraJavaOptions", JVM_OPTIONS)
+        .config("spark.executor.extraJavaOptions", JVM_OPTIONS)
         .config("spark.executor.memory", "512m")
         .config("spark.executor.cores", "1")
         .config("spark.cores.max", str(cfg["executors"]))
@@ -117,11 +125,11 @@ def _executors(spark: Any) -> list[dict[str, Any]]:
     return found
 
 
-def _failed_tasks(spark: Any, ui_port: int) -> int:
+def _failed_tasks(spark: Any, host: str, ui_port: int) -> int:
     """Failed task attempts over every stage of the application (a task on a lost executor
     is one), from the driver UI's REST API."""
     app = spark.sparkContext.applicationId
-    url = f"http://127.0.0.1:{ui_port}/api/v1/applications/{app}/stages"
+    url = f"http://{host}:{ui_port}/api/v1/applications/{app}/stages"
     with urllib.request.urlopen(url, timeout=10) as r:
         return sum(int(s["numFailedTasks"]) for s in json.load(r))
 
@@ -136,11 +144,14 @@ def main(config: str) -> None:
 
     from ddflow.spark import ExecutorVersionError, run_on_spark
 
+    marks = {"start": time.time()}
     spark = _session(cfg)
+    marks["session"] = time.time()
     spark.sparkContext.setLogLevel("WARN")
     spark.sparkContext.setCheckpointDir(os.path.join(cfg["dir"], "checkpoints"))
     _wait_executors(spark, cfg["executors"])
-    out: dict[str, Any] = {"app": spark.sparkContext.applicationId}
+    marks["executors"] = time.time()
+    out: dict[str, Any] = {"app": spark.sparkContext.applicationId, "marks": marks}
     if cfg["mode"] == "versions":
         flow = dd.Dataflow()
         sessions, outputs = bfs_counts(flow)
@@ -170,10 +181,11 @@ def main(config: str) -> None:
             )
         finally:
             progress.close()
+        marks["run"] = time.time()
         out["rows"] = [[*r[:-2], list(r[-2]), r[-1]] for r in rows]
         out["phases"] = [s.phase for s in result.supersteps]
     out["executors"] = _executors(spark)
-    out["failed_tasks"] = _failed_tasks(spark, cfg["ui_port"])
+    out["failed_tasks"] = _failed_tasks(spark, cfg["host"], cfg["ui_port"])
     with open(cfg["out"], "w") as f:
         json.dump(out, f)
     spark.stop()

@@ -3,6 +3,10 @@ master and workers started from the pyspark pip package, each worker 1 core) in 
 directory, shared by the tests and stopped at the end even when a test fails; and the driver
 job (``cluster_job.py``) run in its own process against it, one Spark application per test.
 
+The workers run in their own network namespaces (``standalone.Network``) where the machine
+allows (root, ``ip``), else on 127.0.0.1; ``DDFLOW_SPARK_CLUSTER_NETNS=0`` turns the
+namespaces off, ``=1`` makes their absence fail the tests.
+
 Without Java the tests skip with that reason; anything else that fails to start fails.
 """
 
@@ -18,9 +22,12 @@ from typing import Any
 
 import pytest
 
-from .standalone import Cluster, free_port, java_missing
+from .standalone import Cluster, Network, free_port, java_missing, netns_missing
 
 JOB = Path(__file__).with_name("cluster_job.py")
+
+NETNS = os.environ.get("DDFLOW_SPARK_CLUSTER_NETNS", "auto")
+"""``auto`` (namespaces where possible), ``0`` (never) or ``1`` (required)."""
 
 GOOD_WORKERS = 2
 """Workers whose executors run this interpreter (which has ddflow)."""
@@ -33,7 +40,15 @@ def _cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     reason = java_missing()
     if reason is not None:
         pytest.skip(reason)
-    cluster = Cluster(tmp_path_factory.mktemp("spark-cluster"), [sys.executable] * GOOD_WORKERS)
+    network = None
+    if NETNS != "0":
+        why = netns_missing()
+        if why is None:
+            network = Network()
+        elif NETNS == "1":
+            pytest.fail(f"DDFLOW_SPARK_CLUSTER_NETNS=1: {why}")
+    root = tmp_path_factory.mktemp("spark-cluster")
+    cluster = Cluster(root, [sys.executable] * GOOD_WORKERS, network)
     try:
         cluster.start()
         yield cluster
@@ -59,10 +74,11 @@ def job_config(cluster: Cluster, tmp: Path, mode: str, executors: int) -> dict[s
     shared.mkdir(exist_ok=True)
     return {
         "master": cluster.url,
+        "host": cluster.host,
         "mode": mode,
         "executors": executors,
         "dir": str(shared),
-        "ui_port": free_port(),
+        "ui_port": free_port(cluster.host),
         "progress": str(tmp / "progress.txt"),
         "out": str(tmp / "out.json"),
     }

@@ -12,6 +12,15 @@ as every node of a real cluster has its own.
 
 ``Cluster.stop`` kills every process group it started (master, workers, their executors and
 Python workers), also after a failed start.
+
+Network: with ``Cluster(network=Network())`` every worker runs in its own network namespace
+(``ip netns``), joined to a Linux bridge in the host's namespace by a veth pair: the master
+and the driver listen on the bridge's address, each worker (and its executor, which it
+starts) on its own address in its namespace, and executors fetch shuffle blocks from each
+other over the bridge, as separate machines would. It needs root and ``ip``
+(``netns_missing`` says why not); ``Network.remove`` deletes the namespaces (their veths go
+with them) and the bridge.
+Without it, everything listens on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ SPARK_HOME = Path(pyspark.__file__).resolve().parent
 """The pyspark pip package: its ``bin/spark-class`` and ``jars``."""
 
 HOST = "127.0.0.1"
+"""Where everything listens without network namespaces."""
 
 
 def java_missing() -> str | None:
@@ -49,11 +59,95 @@ def java_missing() -> str | None:
     return "no Java: neither java on PATH nor JAVA_HOME/bin/java (a Spark cluster needs Java 17)"
 
 
-def free_port() -> int:
-    """A TCP port free on the loopback interface right now."""
+def free_port(host: str = HOST) -> int:
+    """A TCP port free on ``host``'s interface right now."""
     with socket.socket() as s:
-        s.bind((HOST, 0))
+        s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def _ip(*args: str) -> None:
+    proc = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)}: {proc.stderr.strip()}")
+
+
+def netns_missing() -> str | None:
+    """Why workers cannot get network namespaces here (not root, no ``ip``, or creating
+    one fails), or None."""
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    if shutil.which("ip") is None:
+        return "no ip command (iproute2)"
+    name = f"ddflow-probe-{os.getpid()}"
+    try:
+        _ip("netns", "add", name)
+    except (RuntimeError, OSError) as exc:
+        return f"cannot create a network namespace: {exc}"
+    _ip("netns", "del", name)
+    return None
+
+
+@dataclass
+class Network:
+    """A bridge in the host's namespace and one namespace per worker (see the module doc).
+    Names carry the test process's pid; the subnet is ``10.<a>.<b>.0/24`` from it."""
+
+    tag: str = field(default_factory=lambda: str(os.getpid()))
+    spaces: list[str] = field(default_factory=list)
+    bridge_up: bool = False
+
+    @property
+    def bridge(self) -> str:
+        return f"ddbr{self.tag}"
+
+    def address(self, index: int) -> str:
+        """The bridge's address (``index`` 0) or worker ``index - 1``'s."""
+        pid = int(self.tag)
+        return f"10.{200 + pid % 50}.{(pid // 50) % 250}.{1 + index}"
+
+    @property
+    def host(self) -> str:
+        """The master's and the driver's address (on the bridge)."""
+        return self.address(0)
+
+    def create(self) -> None:
+        """Creates the bridge with the host's address."""
+        _ip("link", "add", self.bridge, "type", "bridge")
+        self.bridge_up = True
+        _ip("addr", "add", f"{self.host}/24", "dev", self.bridge)
+        _ip("link", "set", self.bridge, "up")
+
+    def add(self) -> tuple[str, str]:
+        """A new namespace joined to the bridge: its name and address."""
+        i = len(self.spaces) + 1
+        name, host_end, ns_end = (
+            f"ddflow-{self.tag}-{i}",
+            f"ddv{self.tag}h{i}",
+            f"ddv{self.tag}n{i}",
+        )
+        _ip("netns", "add", name)
+        self.spaces.append(name)
+        _ip("link", "add", host_end, "type", "veth", "peer", "name", ns_end)
+        _ip("link", "set", host_end, "master", self.bridge, "up")
+        _ip("link", "set", ns_end, "netns", name)
+        address = self.address(i)
+        for cmd in (
+            ["link", "set", "lo", "up"],
+            ["addr", "add", f"{address}/24", "dev", ns_end],
+            ["link", "set", ns_end, "up"],
+        ):
+            _ip("netns", "exec", name, "ip", *cmd)
+        return name, address
+
+    def remove(self) -> None:
+        """Deletes the namespaces (and their veths) and the bridge."""
+        for name in self.spaces:
+            subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=30)
+        self.spaces.clear()
+        if self.bridge_up:
+            subprocess.run(["ip", "link", "del", self.bridge], capture_output=True, timeout=30)
+            self.bridge_up = False
 
 
 def children(pid: int) -> list[int]:
@@ -99,6 +193,8 @@ class Worker:
     web_port: int
     directory: Path
     python: str
+    host: str
+    """Its address (its namespace's, or 127.0.0.1)."""
     killed: bool = False
     """Killed on purpose (``Cluster.kill_worker``)."""
 
@@ -118,15 +214,22 @@ class Cluster:
     root: Path
     pythons: list[str]
     """Each worker's Python (behind ``node-python``)."""
+    network: Network | None = None
+    """The workers' namespaces and bridge (None: all on 127.0.0.1)."""
     master_port: int = 0
     master_web_port: int = 0
     master: subprocess.Popen[bytes] | None = None
     workers: list[Worker] = field(default_factory=list)
 
     @property
+    def host(self) -> str:
+        """Where the master listens, and where a driver should."""
+        return self.network.host if self.network is not None else HOST
+
+    @property
     def url(self) -> str:
         """The master's ``spark://`` URL."""
-        return f"spark://{HOST}:{self.master_port}"
+        return f"spark://{self.host}:{self.master_port}"
 
     @property
     def node_python(self) -> str:
@@ -139,8 +242,9 @@ class Cluster:
             env.pop(k, None)
         env.update(
             SPARK_HOME=str(SPARK_HOME),
-            SPARK_LOCAL_IP=HOST,
+            SPARK_LOCAL_IP=self.host,
             SPARK_DAEMON_MEMORY="256m",
+            SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
             SPARK_LOG_DIR=str(self.root / "logs"),
             SPARK_NO_DAEMONIZE="1",
         )
@@ -148,12 +252,13 @@ class Cluster:
         return env
 
     def _spawn(
-        self, name: str, args: list[str], extra: Mapping[str, str]
+        self, name: str, args: list[str], extra: Mapping[str, str], netns: str | None = None
     ) -> subprocess.Popen[bytes]:
         log = open(self.root / "logs" / f"{name}.log", "wb")  # noqa: SIM115 - the child owns it
+        inside = ["ip", "netns", "exec", netns] if netns else []  # exec: the same pid
         try:
             return subprocess.Popen(
-                [str(SPARK_HOME / "bin" / "spark-class"), *args],
+                [*inside, str(SPARK_HOME / "bin" / "spark-class"), *args],
                 env=self._env(extra),
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -171,12 +276,14 @@ class Cluster:
         wrapper = self.root / "node-python"
         wrapper.write_text('#!/bin/sh\nexec "${DDFLOW_NODE_PYTHON:?not set}" "$@"\n')
         wrapper.chmod(0o755)
-        self.master_port, self.master_web_port = free_port(), free_port()
+        if self.network is not None:
+            self.network.create()
+        self.master_port, self.master_web_port = free_port(self.host), free_port(self.host)
         self.master = self._spawn(
             "master",
             [
                 "org.apache.spark.deploy.master.Master",
-                "--host", HOST,
+                "--host", self.host,
                 "--port", str(self.master_port),
                 "--webui-port", str(self.master_web_port),
             ],
@@ -191,12 +298,13 @@ class Cluster:
         directory = self.root / name
         (directory / "work").mkdir(parents=True, exist_ok=True)
         (directory / "local").mkdir(exist_ok=True)
-        port, web_port = free_port(), free_port()
+        netns, host = self.network.add() if self.network is not None else (None, HOST)
+        port, web_port = free_port(), free_port()  # free in a new namespace too
         proc = self._spawn(
             name,
             [
                 "org.apache.spark.deploy.worker.Worker",
-                "--host", HOST,
+                "--host", host,
                 "--port", str(port),
                 "--webui-port", str(web_port),
                 "--cores", "1",
@@ -204,9 +312,14 @@ class Cluster:
                 "--work-dir", str(directory / "work"),
                 self.url,
             ],
-            {"SPARK_LOCAL_DIRS": str(directory / "local"), "DDFLOW_NODE_PYTHON": python},
+            {
+                "SPARK_LOCAL_DIRS": str(directory / "local"),
+                "SPARK_LOCAL_IP": host,
+                "DDFLOW_NODE_PYTHON": python,
+            },
+            netns,
         )  # fmt: skip
-        worker = Worker(proc, port, web_port, directory, python)
+        worker = Worker(proc, port, web_port, directory, python, host)
         self.workers.append(worker)
         return worker
 
@@ -222,7 +335,7 @@ class Cluster:
 
     def state(self) -> dict[str, Any]:
         """The master's JSON status (workers, applications)."""
-        url = f"http://{HOST}:{self.master_web_port}/json/"
+        url = f"http://{self.host}:{self.master_web_port}/json/"
         with urllib.request.urlopen(url, timeout=5) as r:
             return dict(json.load(r))
 
@@ -255,7 +368,8 @@ class Cluster:
         return "\n".join(out)
 
     def stop(self) -> None:
-        """Kills every process group the cluster started (and waits for the leaders)."""
+        """Kills every process group the cluster started (and waits for the leaders), then
+        removes the network namespaces."""
         procs = [w.proc for w in self.workers] + ([self.master] if self.master else [])
         for p in procs:
             try:
@@ -267,3 +381,5 @@ class Cluster:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not wait
                 print(f"cluster process {p.pid} did not exit", file=sys.stderr)
+        if self.network is not None:
+            self.network.remove()

@@ -39,9 +39,9 @@ def _executor_id(pid: int) -> str:
     return args[args.index("--executor-id") + 1]
 
 
-def _active_tasks(ui_port: int, executor: str) -> int:
+def _active_tasks(host: str, ui_port: int, executor: str) -> int:
     """Tasks the driver's UI shows running on ``executor`` (0 when it cannot tell yet)."""
-    base = f"http://127.0.0.1:{ui_port}/api/v1/applications"
+    base = f"http://{host}:{ui_port}/api/v1/applications"
     try:
         with urllib.request.urlopen(base, timeout=2) as r:
             app = json.load(r)[0]["id"]
@@ -81,12 +81,12 @@ def _killer(
         deadline = time.monotonic() + 30
         active = 0
         while not done.is_set() and time.monotonic() < deadline:
-            if _active_tasks(cfg["ui_port"], executor):
+            if _active_tasks(cfg["host"], cfg["ui_port"], executor):
                 # Freeze the executor JVM, then ask again once messages in flight have
                 # landed: a task the driver still sees running cannot finish any more.
                 os.kill(pids[0], signal.SIGSTOP)
                 time.sleep(0.5)
-                active = _active_tasks(cfg["ui_port"], executor)
+                active = _active_tasks(cfg["host"], cfg["ui_port"], executor)
                 if active:
                     break
                 os.kill(pids[0], signal.SIGCONT)
@@ -119,6 +119,8 @@ def test_bfs_equals_embedded_with_a_victim_killed_mid_run(
     data = history()
     want = embedded(bfs_counts, data)
     victim = cluster.live()[-1]
+    if cluster.network is not None:  # each worker on its own address, in its own namespace
+        assert len({cluster.host, *(w.host for w in cluster.live())}) == 3
     cfg = job_config(cluster, tmp_path, "bfs", executors=2)
     done = threading.Event()
     proc = start_job(cluster, cfg, tmp_path)
