@@ -10,8 +10,9 @@ every executor reach: checkpoints and the reduce state store), ``ui_port`` (the 
 whose REST API the test watches), ``progress`` (a file that gets one line per superstep,
 flushed: the test waits on it) and ``out`` (the JSON result: output rows as
 ``conftest.on_spark`` gives them, the phases, the executors Spark saw and why they were
-removed, failed task attempts; or the ``ExecutorVersionError`` text). The executors' Python
-is ``PYSPARK_PYTHON`` from the environment (the cluster's ``node-python``).
+removed, failed task attempts, wall-clock marks; or the ``ExecutorVersionError`` text).
+The executors' Python is ``PYSPARK_PYTHON`` from the environment (the cluster's
+``node-python``).
 """
 
 from __future__ import annotations
