@@ -380,3 +380,24 @@ def test_final_windows_drop_the_state_of_closed_windows(workers: int) -> None:
     (_, final_held), (_, updates_held) = arranged  # built in this order
     assert final_held <= 3 * 10  # the open window's records: closed ones expired
     assert updates_held >= 100 * 3  # emit="updates" keeps every window
+
+
+def test_a_duration_lateness_on_an_integer_column_is_an_error_update() -> None:
+    flow = dd.Dataflow()
+    session, c = flow.new_input({"ts": "int64"})
+    out = c.with_watermark("ts", "5m").capture()
+    session.update_at((1,), 0)
+    session.advance_to(1)
+    flow.run_until(1)
+    with pytest.raises(dd.DataError, match=r"with_watermark@.*dt.epoch needs a date32 or"):
+        out.at(0)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("30s", 30), ("5m", 300), ("1h30m", 5400), ("2d", 172_800), ("1w1d", 691_200)],
+)
+def test_duration_strings(text: str, seconds: int) -> None:
+    span = dd.event_time.parse_span(text, "lateness", "test")
+    assert span == dd.event_time.Span(seconds * 10**9, True)
+    assert span == dd.event_time.parse_span(datetime.timedelta(seconds=seconds), "x", "test")
