@@ -23,7 +23,7 @@ PYSPARK4="4.0.1"
 # operators, fused and general supersteps with their counts from job results, progress
 # lines, the checks before a run, data errors, SQL nulls (the operator cases, about a
 # minute; all of test_nulls.py passes on Connect in about 2), Arrow's logical types and
-# binary (about 30 s). Other files run on Connect too
+# binary (about 30 s), incremental runs from stored state (relational and BFS, about 80 s). Other files run on Connect too
 # (time_ops, group_by) but are left to the classic run for time; those reading the
 # SparkContext (checkpoint directories, job groups, fault injection in local[2,4]) cannot. The
 # missing-ddflow test starts a classic session in a subprocess: not a Connect test.
@@ -36,6 +36,8 @@ TESTS=(
   tests/spark/test_errors.py
   tests/spark/test_nulls.py::test_null_case_on_spark_equals_embedded
   tests/spark/test_logical_types.py::test_logical_types_on_spark_equal_embedded
+  tests/spark/test_incremental_state.py::test_relational_runs_concatenate_to_the_whole_history
+  "tests/spark/test_incremental_state.py::test_bfs_runs_concatenate_to_the_whole_history[broadcast]"
 )
 
 if [ -n "${DDFLOW_CONNECT_TESTS:-}" ]; then

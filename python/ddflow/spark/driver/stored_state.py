@@ -242,8 +242,9 @@ class StateDir:
         return self.spark.read.schema(schema).parquet(*[self.uri(p) for p in layers])
 
     def write(self, df: DataFrame, relative: str) -> DataFrame:
-        """Writes ``df`` as Parquet at ``relative`` (one Spark job) and returns it read back."""
-        df.write.mode("errorifexists").parquet(self.uri(relative))
+        """Writes ``df`` as Parquet at ``relative`` (one Spark job; a path that exists fails:
+        mode ``"error"``, which Spark Connect also knows) and returns it read back."""
+        df.write.mode("error").parquet(self.uri(relative))
         return self.spark.read.schema(df.schema).parquet(self.uri(relative))
 
     def commit(self, manifest: Manifest) -> None:
