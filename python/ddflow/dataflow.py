@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
@@ -26,6 +26,7 @@ from ddflow import event_time
 from ddflow.builder import ArrangedNode, PlanBuilder
 from ddflow.capture import Capture, Probe
 from ddflow.collection import Arrangement, Collection
+from ddflow.constants import constant_op
 from ddflow.engine import (
     AttachedEngine,
     Engine,
@@ -130,6 +131,26 @@ class Dataflow:
         session = InputSession(self, node, name, names, dtypes)
         self._inputs.append(session)
         return session, Collection(self, node, names, 0)
+
+    def constant(
+        self,
+        rows: Iterable[Sequence[Any]] | Mapping[str, Sequence[Any]],
+        schema: Sequence[str] | Mapping[str, Any] | str,
+    ) -> Collection:
+        """A constant collection: each of ``rows`` with diff +1 at the least time (``0``, or
+        ``(0, 0)`` for tuple times), and no change after; it never holds progress back.
+
+        ``rows`` are tuples (one value per column) or a mapping from each column to its
+        values; ``schema`` is as ``new_input`` takes it: names, or ``{name: dtype}`` (an
+        undeclared column takes the dtype of its first non-null value). Values are what
+        ``dd.lit`` takes (ints, floats, bools, strings, bytes, ``None``, dates, ...). A row
+        that does not fit raises ``PlanError`` naming the row and the column.
+        """
+        label = f"constant@{user_location()}"
+        names, dtypes = InputSession.parse_columns(schema)
+        spec = constant_op(rows, names, dtypes, label)
+        node = self.builder.plan.add(spec, 0, [], names, label)
+        return Collection(self, node, names, 0)
 
     def new_capture(
         self, node: int, columns: tuple[str, ...], label: str, errors: str, keep: str

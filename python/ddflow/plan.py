@@ -30,6 +30,7 @@ __all__ = [
     "PLAN_VERSION",
     "OpSpec",
     "InputOp",
+    "ConstantOp",
     "SelectOp",
     "FilterOp",
     "MapPyOp",
@@ -226,6 +227,16 @@ class InputOp(OpSpec):
 
     OP: ClassVar[str] = "input"
     name: str
+
+
+@dataclass(frozen=True)
+class ConstantOp(OpSpec):
+    """A constant collection (``Dataflow.constant``): ``rows`` of JSON values typed by
+    ``dtypes`` (as literals are), each at the least time with diff +1."""
+
+    OP: ClassVar[str] = "constant"
+    rows: list[list[Any]]
+    dtypes: list[str]
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """Column dtypes read off a plan, before any data: the one static typing of plan nodes.
 
-Expressions are typed by the engine's binder (``_core.expr_dtype``), reduces by their
-aggregate (:func:`aggregate_dtypes`: the engine's rules), joins as their two sides, and the
-operators that pass their input on as that input. What the plan alone does not type (an
-input's undeclared columns, a Python function's output, a Python reducer's) comes from
+Constants are typed by their declared dtypes, expressions by the engine's binder
+(``_core.expr_dtype``), reduces by their aggregate (:func:`aggregate_dtypes`: the engine's
+rules), joins as their two sides, and the operators that pass their input on as that input.
+What the plan alone does not type (an input's undeclared columns, a Python function's
+output, a Python reducer's) comes from
 ``known``: the dtypes data has fixed so far (an input's), and for the Spark backend from
 ``fallback``, which compiles the node to read its types.
 
@@ -82,6 +83,8 @@ class PlanDtypes:
         inputs = list(node["inputs"])
         width = len(node["columns"])
         unknown: Dtypes = [None] * width
+        if op == "constant":
+            return _fill(list(node["dtypes"]), width)
         if op == "arrange" and inputs:
             types = self.of(inputs[0])
             key = list(node["key"])

@@ -1,9 +1,10 @@
 """What the SQL front end refuses: a ``dd.SqlError`` naming the construct, with the query's
 line quoted and a ``^`` under it; never a plan with another meaning. Also ``Collection.sql``
-and the documented differences from SQL (the global aggregate over an empty input)."""
+and SQL's row of a global aggregate over an empty input."""
 
 from __future__ import annotations
 
+import duckdb
 import pytest
 
 import ddflow as dd
@@ -100,19 +101,31 @@ def test_collection_sql_reads_self() -> None:
     assert sorted(r["total"] for r in out.at(1).to_pylist()) == [2, 5]
 
 
-def test_global_aggregate_over_no_rows_has_no_row() -> None:
-    """SQL gives one row (COUNT 0, SUM NULL) over an empty input; a collection cannot make a
-    row from no input, so the result is empty until a row arrives (documented)."""
+def test_global_aggregate_over_no_rows_has_sqls_row() -> None:
+    """SQL gives one row (COUNT 0, SUM NULL) over an empty input: made from a constant
+    collection (``Dataflow.constant``), it is there at time 0, leaves when a row arrives
+    and comes back when the last row is deleted, as DuckDB answers at each time."""
+    query = "select count(*) as n, sum(x) as s from r"
     flow = dd.Dataflow()
     rows_in, rows = flow.new_input({"x": "int64"})
-    out = dd.sql("select count(*) as n, sum(x) as s from r", {"r": rows}).capture()
-    rows_in.advance_to(1)
-    flow.run_until(1)
-    assert out.at(0).num_rows == 0
-    rows_in.update_at((4,), time=1)
-    rows_in.advance_to(2)
-    flow.run_until(2)
-    assert out.at(1).to_pylist() == [{"n": 1, "s": 4, "diff": 1}]
+    out = dd.sql(query, {"r": rows}).capture()
+    feed = [[], [((4,), 1)], [((4,), -1)], [((2,), 1), ((None,), 1)]]
+    for t, batch in enumerate(feed):
+        for row, diff in batch:
+            rows_in.update_at(row, time=t, diff=diff)
+    rows_in.advance_to(len(feed))
+    flow.run_until(len(feed))
+    con = duckdb.connect()
+    con.execute("create table r (x bigint)")
+    for t, batch in enumerate(feed):
+        for row, diff in batch:
+            if diff > 0:
+                con.execute("insert into r values (?)", row)
+            else:
+                con.execute("delete from r where x = ?", row)
+        want = [{"n": n, "s": s, "diff": 1} for n, s in con.execute(query).fetchall()]
+        assert out.at(t).to_pylist() == want, f"time {t}"
+    assert out.at(0).to_pylist() == [{"n": 0, "s": None, "diff": 1}]
 
 
 def test_duplicate_output_names_get_suffixes(tables: dict[str, dd.Collection]) -> None:

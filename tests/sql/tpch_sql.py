@@ -55,7 +55,7 @@ _SPEC: dict[str, str] = {
 QUERIES: tuple[str, ...] = tuple(f"q{i}" for i in range(1, 23))
 
 GLOBAL: frozenset[str] = frozenset({"q6", "q14", "q17", "q19"})
-"""Queries of one global aggregate row (all NULL over no rows in SQL, no row in ddflow)."""
+"""Queries of one global aggregate row (all NULL over no rows, in SQL and in ddflow)."""
 
 
 LIMITS: dict[str, tuple[str, int]] = {

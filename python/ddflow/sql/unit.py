@@ -2,15 +2,14 @@
 empty ``t`` is ``(0, NULL)``), made from a one-row constant collection, the *unit*.
 
 Every collection operator makes its output from its input's rows, so the row of an empty
-input needs a collection whose one row is there from the start: a constant, which the
-engine does not offer yet (:func:`unit_of` finds ``Dataflow.constant`` once it exists; until
-then a global aggregate over no rows has no row, as documented). Given the unit,
-:func:`with_empty_row` adds the row while the aggregate has none: the unit's row, minus
-(an ``antijoin``) the aggregate's row when there is one, with each ``COUNT`` 0 and every
-other aggregate null. The row leaves when the first input row arrives and comes back when
-the last is deleted, as any update does. The nulls are typed by the plan from the tables'
-declared dtypes (``new_input({name: dtype})``); where a dtype is not declared the row is
-left out (as without a unit), since its null could not be typed before data arrives.
+input needs a collection whose one row is there from the start: the unit, a
+``Dataflow.constant`` (:func:`unit_of`). Given the unit, :func:`with_empty_row` adds the row
+while the aggregate has none: the unit's row, minus (an ``antijoin``) the aggregate's row
+when there is one, with each ``COUNT`` 0 and every other aggregate null. The row leaves when
+the first input row arrives and comes back when the last is deleted, as any update does. The
+nulls are typed by the plan from the tables' declared dtypes (``new_input({name: dtype})``);
+where a dtype is not declared the row is left out, since its null could not be typed before
+data arrives.
 """
 
 from __future__ import annotations
@@ -25,13 +24,9 @@ from ddflow.plan_dtypes import PlanDtypes
 __all__ = ["static_dtypes", "unit_of", "with_empty_row"]
 
 
-def unit_of(flow: Dataflow) -> Collection | None:
-    """The dataflow's one-row constant collection, or None when the engine has none."""
-    make = getattr(flow, "constant", None)
-    if make is None:
-        return None
-    unit = make({"unit": [0]}, {"unit": "int64"})
-    return unit if isinstance(unit, Collection) else None
+def unit_of(flow: Dataflow) -> Collection:
+    """A one-row constant collection of ``flow`` (one column ``unit``, the row ``(0,)``)."""
+    return flow.constant([(0,)], {"unit": "int64"})
 
 
 def static_dtypes(coll: Collection) -> list[str | None]:

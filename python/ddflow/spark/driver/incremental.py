@@ -36,7 +36,7 @@ from ddflow.collection import Collection
 from ddflow.dataflow import Dataflow
 from ddflow.errors import PlanError
 from ddflow.input import InputSession
-from ddflow.plan import ConcatOp, InputOp, JoinOp, LeaveOp, ReduceOp
+from ddflow.plan import ConcatOp, ConstantOp, InputOp, JoinOp, LeaveOp, ReduceOp
 from ddflow.spark.driver.columns import negate_diffs
 from ddflow.spark.driver.compiler import Compiler
 from ddflow.spark.driver.delta_frames import semi_on_keys, union_all
@@ -113,6 +113,9 @@ class Continuation:
         d: DataFrame | None
         if op == InputOp.OP:
             d = self.c.frames[n]
+        elif op == ConstantOp.OP:
+            # A constant's rows are at time 0: part of the first run only.
+            d = self.c.top(n) if self.prior is None else None
         elif op == ConcatOp.OP:
             d = union_all([self.delta(i) for i in ctx.inputs(n)])
         elif op == JoinOp.OP:

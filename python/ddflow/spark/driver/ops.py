@@ -24,6 +24,7 @@ from ddflow.plan import (
     CaptureOp,
     ConcatOp,
     ConsolidateOp,
+    ConstantOp,
     DelayOp,
     EnterArrangementOp,
     EnterOp,
@@ -45,6 +46,7 @@ from ddflow.plan import (
     VariableOp,
     WatermarkOp,
 )
+from ddflow.spark.driver.constant_frames import constant_frame
 from ddflow.spark.driver.lineage import consolidated
 from ddflow.spark.driver.operators import Operators
 
@@ -108,6 +110,10 @@ class SparkOp:
 
 def _top_input(c: Compiler, n: int) -> DataFrame:
     return c.frames[n]
+
+
+def _top_constant(c: Compiler, n: int) -> DataFrame:
+    return constant_frame(c.ctx.spark, c.ctx.nodes[n], c.ctx.dims)
 
 
 def _linear_rule(n: int, op: str) -> LinearRule:
@@ -200,6 +206,7 @@ _PYTHON = "Python batch function in mapInArrow"
 
 _ENTRIES = (
     SparkOp(InputOp, "DataFrame, validated and renamed", top=_top_input),
+    SparkOp(ConstantOp, "createDataFrame of its rows at time 0", top=_top_constant),
     _linear(SelectOp, Operators.expressions, _EXPRESSIONS),
     _linear(
         FilterOp,

@@ -78,6 +78,7 @@ impl Engine {
             w.extend(&self.plan);
         }
         self.relink_dtypes();
+        self.feed_constants(offset)?;
         self.compute_frontiers();
         self.compute_frontiers_in();
         Ok(offset)

@@ -53,7 +53,7 @@ impl DtypeLinks {
             observed: vec![None; total],
         };
         for (n, node) in plan.nodes.iter().enumerate() {
-            if matches!(node.op, Op::Input { .. }) {
+            if matches!(node.op, Op::Input { .. } | Op::Constant { .. }) {
                 for c in 0..node.columns.len() {
                     links.has_input[links.base[n] + c] = true;
                 }

@@ -22,9 +22,10 @@ pub(super) struct InputState {
 }
 
 impl InputState {
-    /// The state of node `op` if it is an input: open, at the least time.
+    /// The state of node `op` if it is an input (or a constant, which the engine feeds as
+    /// one): open, at the least time.
     pub(super) fn of(op: &Op) -> Option<InputState> {
-        matches!(op, Op::Input { .. }).then(|| InputState {
+        matches!(op, Op::Input { .. } | Op::Constant { .. }).then(|| InputState {
             frontier: Antichain::from_elem(Time::minimum()),
             closed: false,
             schema: None,

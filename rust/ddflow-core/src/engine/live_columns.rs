@@ -79,7 +79,7 @@ fn needs(plan: &Plan, n: usize, out: &[bool]) -> Vec<(usize, Vec<bool>)> {
     };
     let first = node.inputs.first().copied();
     match &node.op {
-        Op::Input { .. } => vec![],
+        Op::Input { .. } | Op::Constant { .. } => vec![],
         Op::Capture
         | Op::MapPy { .. }
         | Op::FlatMapPy { .. }

@@ -24,6 +24,7 @@ pub mod arrangement;
 mod attach;
 pub mod column;
 mod compaction;
+mod constant;
 pub mod dtype_links;
 pub mod errors;
 pub mod exchange;
@@ -134,6 +135,7 @@ impl Engine {
             handles: Vec::new(),
             idle_merges: Default::default(),
         };
+        e.feed_constants(0)?;
         e.compute_frontiers();
         e.compute_frontiers_in();
         Ok(e)

@@ -165,6 +165,12 @@ pub enum Op {
     Input {
         name: String,
     },
+    /// A constant collection (`constant.rs`): `rows` of JSON values, typed by `dtypes` (one
+    /// per column) as literals are, each at the least time with diff +1.
+    Constant {
+        rows: Vec<Vec<serde_json::Value>>,
+        dtypes: Vec<String>,
+    },
     Select {
         #[serde(with = "exprs_json")]
         exprs: Vec<Expr>,
@@ -355,7 +361,7 @@ impl Node {
             Op::Concat => self.inputs.iter().map(|&i| vec![i]).collect(),
             Op::Join { .. } => vec![vec![self.inputs[0]], vec![self.inputs[1]]],
             Op::Watermark { .. } => self.inputs.iter().map(|&i| vec![i]).collect(),
-            Op::Input { .. } => vec![vec![]],
+            Op::Input { .. } | Op::Constant { .. } => vec![vec![]],
             _ => vec![self.inputs.clone()],
         }
     }
@@ -368,9 +374,11 @@ impl Node {
         };
         let max_iterations = plan.scopes[self.scope].max_iterations;
         match &self.op {
-            Op::Input { .. } | Op::Probe | Op::EnterArrangement | Op::ImportTrace { .. } => {
-                Box::new(inert::Inert)
-            }
+            Op::Input { .. }
+            | Op::Constant { .. }
+            | Op::Probe
+            | Op::EnterArrangement
+            | Op::ImportTrace { .. } => Box::new(inert::Inert),
             Op::Concat | Op::Enter => Box::new(passthrough::PassThrough),
             Op::Negate => Box::new(negate::Negate),
             Op::Scale { factor } => Box::new(scale::Scale::new(*factor)),
@@ -555,7 +563,7 @@ impl Plan {
     fn validate(&self) -> Result<()> {
         for n in &self.nodes {
             let want = match &n.op {
-                Op::Input { .. } | Op::ImportTrace { .. } => Some(0),
+                Op::Input { .. } | Op::Constant { .. } | Op::ImportTrace { .. } => Some(0),
                 Op::Join { .. } => Some(2),
                 Op::Watermark { emit, .. } => {
                     let probes = matches!(emit, watermark::Emit::Closed | watermark::Emit::Expire);
@@ -616,6 +624,15 @@ impl Plan {
                      coordinate (time_dims=1)",
                     n.label
                 )));
+            }
+            if matches!(n.op, Op::Constant { .. }) {
+                if n.scope != 0 {
+                    return Err(Error::Plan(format!(
+                        "{}: a constant must be at the top level (enter it into an iterate)",
+                        n.label
+                    )));
+                }
+                super::constant::columns(n)?;
             }
             if matches!(n.op, Op::AdvanceIteration { .. }) && n.scope == 0 {
                 return Err(Error::Plan(format!(
