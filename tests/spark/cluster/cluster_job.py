@@ -7,7 +7,7 @@ a standalone master, which runs BFS distance counts over ``history()`` with
 (``spark://...``), ``host`` (where the driver listens), ``mode`` (``bfs`` or ``versions``),
 ``executors`` (wait until this many have registered), ``dir`` (a directory the driver and
 every executor reach: checkpoints and the reduce state store, unless ``state_dir`` says
-otherwise), ``ui_port`` (the driver's UI,
+otherwise), ``max_failures`` (attempts per task, default 8), ``ui_port`` (the driver's UI,
 whose REST API the test watches), ``progress`` (a file that gets one line per superstep,
 flushed: the test waits on it) and ``out`` (the JSON result: output rows as
 ``conftest.on_spark`` gives them, the phases, the executors Spark saw and why they were
@@ -81,7 +81,7 @@ def _session(cfg: dict[str, Any]) -> Any:
         .config("spark.cores.max", str(cfg["executors"]))
         # A task on a lost executor is retried elsewhere (a lost executor counts as a task
         # failure): allow several; the stage whose shuffle files died with it is resubmitted.
-        .config("spark.task.maxFailures", "8")
+        .config("spark.task.maxFailures", str(cfg.get("max_failures", 8)))
         .config("spark.stage.maxConsecutiveAttempts", "8")
         .config("spark.ui.enabled", "true")
         .config("spark.ui.port", str(cfg["ui_port"]))

@@ -18,6 +18,7 @@ from .standalone import Cluster
 def test_state_dir_not_shared_fails_naming_the_executor(cluster: Cluster, tmp_path: Path) -> None:
     cfg = job_config(cluster, tmp_path, "bfs", executors=2)
     cfg["state_dir"] = "state-on-each-node"
+    cfg["max_failures"] = 1  # the error is the same on every attempt
     out = finish_job(start_job(cluster, cfg, tmp_path), cluster, tmp_path, timeout=150)
     msg = out.get("error")
     assert msg is not None, "the run gave output from a state store its executors do not share"
