@@ -35,6 +35,7 @@ if __package__ in (None, ""):  # run as a script: make ``benches.tpch`` importab
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import duckdb
+import pyarrow as pa
 from benches.tpch import generate, oracle, refresh
 from benches.tpch.queries import QUERIES
 from benches.tpch.workload import Workload
@@ -59,13 +60,16 @@ def run_child(
     workers: int,
     threads: int,
     orders: int | None = None,
+    sql: bool = False,
 ) -> dict[str, Any]:
-    """Measures one query (see the module docstring); returns its readings."""
+    """Measures one query (see the module docstring); returns its readings. ``sql``: the
+    query's plan built by ``dd.sql`` from its SQL text."""
     tables = generate.load_tables(sf)
     pairs = refresh.make_refreshes(tables, sf, batches, seed=seed, per_function=orders)
     base = _status("VmRSS")
     start = time.perf_counter()
-    workload = Workload([query], sf, {n: t.schema for n, t in tables.items()}, workers)
+    schemas = {n: t.schema for n, t in tables.items()}
+    workload = Workload([query], sf, schemas, workers, sql=sql)
     workload.load(tables)
     load = time.perf_counter() - start
     per_batch, per_batch_cpu = [], []
@@ -80,15 +84,20 @@ def run_child(
     want = oracle.expected(query, con, sf)
     duck_load = time.perf_counter() - start
     duck, duck_cpu = [], []
+
     # Outside the timings: ddflow's result at each time against DuckDB's, the load's first.
-    difference = oracle.difference(want, workload.result(query, 0))
+    def result(time: int) -> pa.Table:
+        got = workload.result(query, time)
+        return oracle.divided(query, got) if sql else got
+
+    difference = oracle.difference(want, result(0))
     for pair in pairs:
         oracle.apply_refresh(con, pair)
         start, cpu = time.perf_counter(), time.process_time()
         want = oracle.expected(query, con, sf)
         duck.append(time.perf_counter() - start)
         duck_cpu.append(time.process_time() - cpu)
-        difference = difference or oracle.difference(want, workload.result(query, pair.index))
+        difference = difference or oracle.difference(want, result(pair.index))
     return {
         "query": query,
         "load_s": load,
@@ -194,6 +203,73 @@ def _summary(rows: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def _measure(query: str, args: argparse.Namespace, sql: bool) -> dict[str, Any]:
+    """One query measured in its own child process (its readings, or an ``error``)."""
+    child = [
+        sys.executable, "-m", "benches.tpch.bench", "--child", query, "--sf", str(args.sf),
+        "--batches", str(args.batches), "--seed", str(args.seed), "--workers",
+        str(args.workers), "--duckdb-threads", str(args.duckdb_threads),
+    ]  # fmt: skip
+    if args.refresh_orders is not None:
+        child += ["--refresh-orders", str(args.refresh_orders)]
+    if sql:
+        child.append("--child-sql")
+    try:
+        done = subprocess.run(child, cwd=ROOT, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"query": query, "error": f"timeout after {args.timeout:.0f} s"}
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    if done.returncode or not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"query": query, "error": f"exit {done.returncode}: {tail[:200]}"}
+    result: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
+    return result
+
+
+def _sql_ratios(hand: list[dict[str, Any]], sql: list[dict[str, Any]]) -> dict[str, float]:
+    """Per query measured both ways: SQL plan's median batch CPU over the hand-written's."""
+    by_query = {r["query"]: r for r in hand if "error" not in r}
+    out = {}
+    for r in sql:
+        h = by_query.get(r["query"])
+        if h is not None and "error" not in r:
+            out[r["query"]] = _medians(r)[2] / max(_medians(h)[2], 1e-9)
+    return out
+
+
+def _sql_table(hand: list[dict[str, Any]], sql: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| query | hand-written per batch, median CPU (ms) | SQL per batch, median CPU (ms) "
+        "| SQL / hand-written | SQL load (s) | agree |",
+        "| --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    ratios = _sql_ratios(hand, sql)
+    by_query = {r["query"]: r for r in hand}
+    for r in sql:
+        h = by_query.get(r["query"], {})
+        if "error" in r or "error" in h:
+            lines.append(f"| {r['query']} | | | | | failed: {r.get('error') or h.get('error')} |")
+            continue
+        lines.append(
+            f"| {r['query'].upper()} | {_ms(_medians(h)[2])} | {_ms(_medians(r)[2])} | "
+            f"{ratios[r['query']]:.2f}x | {r['load_s']:.2f} | "
+            f"{'yes' if r['agree'] and h['agree'] else 'NO'} |"
+        )
+    return lines
+
+
+def _sql_summary(hand: list[dict[str, Any]], sql: list[dict[str, Any]]) -> list[str]:
+    ratios = _sql_ratios(hand, sql)
+    touched = {r["query"] for r in sql if set(r.get("tables", ())) & set(refresh.CHANGED)}
+    moved = [v for q, v in ratios.items() if q in touched]
+    worst = max(((v, q) for q, v in ratios.items() if q in touched), default=None)
+    return [
+        f"SQL plan / hand-written plan per refresh batch (CPU): geometric mean "
+        f"**{_geomean(moved)}** over the {len(moved)} queries a refresh reaches"
+        + (f", largest {worst[0]:.2f}x ({worst[1].upper()})." if worst else ".")
+    ]
+
+
 def main() -> None:
     """Runs the benchmark (or, with ``--child``, one query in this process)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
@@ -212,7 +288,14 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1200, help="seconds per query")
     parser.add_argument("--out", type=Path, default=None, help="markdown file to write")
     parser.add_argument("--json", type=Path, default=None, help="also write the raw readings")
+    parser.add_argument(
+        "--sql",
+        action="store_true",
+        help="run every query twice, hand-written plan and dd.sql's plan of its SQL text, and "
+        "compare their refresh batches (default output tpch_sf{SF}_sql.md)",
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--child-sql", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         result = run_child(
@@ -223,6 +306,7 @@ def main() -> None:
             args.workers,
             args.duckdb_threads,
             args.refresh_orders,
+            args.child_sql,
         )
         print("RESULT " + json.dumps(result))
         return
@@ -231,27 +315,13 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     started = datetime.datetime.now()
     load_avg = os.getloadavg()
+    sql_rows: list[dict[str, Any]] = []
     for query in args.queries.split(","):
-        child = [
-            sys.executable, "-m", "benches.tpch.bench", "--child", query, "--sf", str(args.sf),
-            "--batches", str(args.batches), "--seed", str(args.seed), "--workers",
-            str(args.workers), "--duckdb-threads", str(args.duckdb_threads),
-        ]  # fmt: skip
-        if args.refresh_orders is not None:
-            child += ["--refresh-orders", str(args.refresh_orders)]
-        try:
-            done = subprocess.run(
-                child, cwd=ROOT, capture_output=True, text=True, timeout=args.timeout
-            )
-            lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
-            if done.returncode or not lines:
-                tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-                rows.append({"query": query, "error": f"exit {done.returncode}: {tail[:200]}"})
-            else:
-                rows.append(json.loads(lines[-1][len("RESULT ") :]))
-        except subprocess.TimeoutExpired:
-            rows.append({"query": query, "error": f"timeout after {args.timeout:.0f} s"})
+        for sql in [False, True] if args.sql else [False]:
+            (sql_rows if sql else rows).append(_measure(query, args, sql))
         print("\n".join(_table(rows)[-1:]), flush=True)
+        if args.sql:
+            print("\n".join(_sql_table(rows, sql_rows)[-1:]), flush=True)
     sf = generate.sf_text(args.sf)
     text = [
         f"# TPC-H at SF {sf}: ddflow refresh batches beside DuckDB re-runs",
@@ -280,7 +350,21 @@ def main() -> None:
         *_summary(rows),
         "",
     ]
-    out = args.out or RESULTS / f"tpch_sf{sf}.md"
+    if args.sql:
+        text += [
+            "## The same queries as SQL (`dd.sql`) beside the hand-written plans",
+            "",
+            "Each query's SQL text (`benches/tpch/sql.py`, DuckDB's dialect) built by "
+            "`dd.sql` and run in its own child like the hand-written plan above, on the same "
+            "data and refresh pairs; ratio: the SQL plan's median per-batch CPU over the "
+            "hand-written plan's.",
+            "",
+            *_sql_table(rows, sql_rows),
+            "",
+            *_sql_summary(rows, sql_rows),
+            "",
+        ]
+    out = args.out or RESULTS / (f"tpch_sf{sf}_sql.md" if args.sql else f"tpch_sf{sf}.md")
     out.write_text("\n".join(text))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

@@ -27,6 +27,7 @@ __all__ = [
     "connect",
     "difference",
     "divide",
+    "divided",
     "expected",
     "rows_of",
     "same_type",
@@ -75,8 +76,19 @@ def divide(num: Any, den: Any, scale: int) -> decimal.Decimal | None:
 def expected(name: str, con: duckdb.DuckDBPyConnection, sf: float) -> pa.Table:
     """Query ``name`` run by DuckDB, its quotient columns divided (see the module
     docstring); an all-NULL row of a global aggregate is dropped."""
+    result = divided(name, con.execute(sql_text(name, sf)).fetch_arrow_table())
+    if ORACLE[name].global_agg:
+        rows = rows_of(result)
+        if rows and all(all(v is None for v in row) for row in rows):
+            result = result.slice(0, 0)
+    return result
+
+
+def divided(name: str, table: pa.Table) -> pa.Table:
+    """``table`` (a result of query ``name``'s SQL text, DuckDB's or ``dd.sql``'s) with each
+    quotient column pair ``c__num`` / ``c__den`` replaced by ``c``, divided exactly at the
+    query's scale for it; other columns (``diff`` too) as they are."""
     oracle = ORACLE[name]
-    table = con.execute(sql_text(name, sf)).fetch_arrow_table()
     columns: dict[str, pa.Array] = {}
     for column in table.column_names:
         if column.endswith("__den"):
@@ -90,12 +102,7 @@ def expected(name: str, con: duckdb.DuckDBPyConnection, sf: float) -> pa.Table:
             columns[out] = pa.array(values, pa.decimal128(38, scale))
         else:
             columns[column] = table[column].combine_chunks()
-    result = pa.table(columns)
-    if oracle.global_agg:
-        rows = rows_of(result)
-        if rows and all(all(v is None for v in row) for row in rows):
-            result = result.slice(0, 0)
-    return result
+    return pa.table(columns)
 
 
 def same_type(ours: pa.DataType, duck: pa.DataType) -> bool:

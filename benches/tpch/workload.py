@@ -14,8 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
+import sqlglot
 from benches.tpch.queries import build
 from benches.tpch.refresh import Refresh
+from benches.tpch.sql import sql_text
+from sqlglot import exp
 
 import ddflow as dd
 
@@ -45,6 +48,14 @@ class _Inputs(Mapping[str, dd.Collection]):
         return len(self.schemas)
 
 
+def _from_sql(query: str, inputs: _Inputs, sf: float) -> dd.Collection:
+    """Query ``query`` built by ``dd.sql`` over the tables its text names (only those get
+    an input, as with the hand-written plans)."""
+    text = sql_text(query, sf)
+    names = {t.name for t in sqlglot.parse_one(text, read="duckdb").find_all(exp.Table)}
+    return dd.sql(text, {n: inputs[n] for n in sorted(names) if n in inputs.schemas})
+
+
 class Workload:
     """Queries over TPC-H tables in one dataflow, fed the initial load and refreshes."""
 
@@ -54,11 +65,17 @@ class Workload:
         sf: float,
         schemas: Mapping[str, pa.Schema],
         workers: int = 1,
+        sql: bool = False,
     ) -> None:
-        """``schemas``: each table's Arrow schema (its TPC-H types)."""
+        """``schemas``: each table's Arrow schema (its TPC-H types). ``sql``: each query
+        built by ``dd.sql`` from its SQL text (``benches/tpch/sql.py``) instead of the
+        hand-written plan (``queries.py``)."""
         self.flow = dd.Dataflow(workers=workers)
         self.inputs = _Inputs(self.flow, schemas)
-        self.captures = {q: build(q, self.inputs, sf).capture() for q in queries}
+        self.captures = {
+            q: (_from_sql(q, self.inputs, sf) if sql else build(q, self.inputs, sf)).capture()
+            for q in queries
+        }
         self.time = 0
 
     @property

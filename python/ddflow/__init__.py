@@ -15,10 +15,10 @@ the exact output changes::
 The package is built in layers; a module imports only from its own layer or below, never in
 a circle (``tests/api/test_layers.py`` checks both against this table)::
 
-    6 tools:    doctor
+    6 tools:    doctor, metrics_http
     5 owner:    dataflow
     4 handles:  collection, records
-    3 runtime:  engine, input, capture, traces, sources, runloop
+    3 runtime:  engine, input, capture, traces, sources, runloop, metrics, progress
     2 plan:     expr, plan, callbacks, functions, aggregates, builder, joins, reducing, grouping
     2 plan:     expr_functions, expr_str, expr_dt, outer_joins, read_columns, plan_dtypes
     2 plan:     plan_graph, event_time, windows
@@ -29,13 +29,14 @@ a circle (``tests/api/test_layers.py`` checks both against this table)::
    builders that add nodes (:class:`~ddflow.builder.PlanBuilder`; joins and reduces).
 3. runtime: the engine and its view when shared (:mod:`~ddflow.engine`), and what reads or
    feeds a running dataflow through the :class:`~ddflow.engine.Runtime` interface: inputs,
-   captures and probes, trace handles; sources and the run loop that drives them.
+   captures and probes, trace handles; sources and the run loop that drives them; metrics
+   and the run's progress display.
 4. handles: ``Collection`` and ``Arrangement``, which build through the
    :class:`~ddflow.records.PlanOwner` interface.
 5. owner: ``Dataflow``, which implements both interfaces. ``algorithms``, ``examples``,
    ``io`` (connectors), ``sql`` (the SQL front end) and ``spark`` sit on top of the package.
-6. tools: ``python -m ddflow.doctor`` (versions and whether they fit together); nothing
-   imports it.
+6. tools: ``python -m ddflow.doctor`` (versions and whether they fit together) and the
+   Prometheus endpoint (``dd.serve_metrics``); nothing in the package imports them.
 """
 
 from __future__ import annotations

@@ -525,7 +525,9 @@ class Dataflow:
         the operator log, ``None`` with ``log=False``), the updates an arrangement holds,
         the frontier and how far it trails the inputs'; and the engine's heap bytes and
         passes (see :mod:`ddflow.metrics`; ``dd.serve_metrics`` serves them over HTTP)."""
-        return collect(self, self.started_engine(), self._log)
+        return collect(
+            self.builder, self._inputs, self.time_shape.dims, self.started_engine(), self._log
+        )
 
 
 def _owner(trace: TraceHandle) -> Dataflow:

@@ -29,7 +29,8 @@ import pyarrow as pa
 from ddflow.engine import Engine
 
 if TYPE_CHECKING:
-    from ddflow.dataflow import Dataflow
+    from ddflow.builder import PlanBuilder
+    from ddflow.input import InputSession
 
 __all__ = ["Metrics", "OperatorMetrics", "collect"]
 
@@ -111,9 +112,16 @@ _SCHEMA = pa.schema(
 )
 
 
-def collect(flow: Dataflow, engine: Engine | None, logging: bool) -> Metrics:
-    """``flow``'s metrics read from ``engine`` (``None``: not started, all zero)."""
-    plan = flow.builder.plan.nodes
+def collect(
+    builder: PlanBuilder,
+    sessions: Sequence[InputSession],
+    dims: int | None,
+    engine: Engine | None,
+    logging: bool,
+) -> Metrics:
+    """The metrics of the dataflow of plan ``builder``, input ``sessions`` and ``dims`` time
+    coordinates, read from ``engine`` (``None``: not started, all zero)."""
+    plan = builder.plan.nodes
     n = len(plan)
     totals: list[list[int]] = [[0, 0, 0, 0] for _ in range(n)]
     python = [False] * n
@@ -127,8 +135,8 @@ def collect(flow: Dataflow, engine: Engine | None, logging: bool) -> Metrics:
                 t[2] += int(entry["updates_out"])
                 t[3] += int(entry["nanos"])
                 python[node] = python[node] or bool(entry["python"])
-    int_times = flow.time_shape.dims == 1
-    inputs = [s for s in flow._inputs if not s.closed] if engine is not None else []
+    int_times = dims == 1
+    inputs = [s for s in sessions if not s.closed] if engine is not None else []
     input_frontier = min(int(s._current()[0]) for s in inputs) if int_times and inputs else None
     operators = []
     for node in range(n):
@@ -137,7 +145,7 @@ def collect(flow: Dataflow, engine: Engine | None, logging: bool) -> Metrics:
         frontier: list[tuple[int, ...]] = []
         records = None
         if engine is not None:
-            frontier = _frontier(flow, engine, node, op)
+            frontier = _frontier(sessions, engine, node, op)
             if op == "arrange":
                 records = engine.trace_len(node)
         known = engine is not None and logging
@@ -146,7 +154,7 @@ def collect(flow: Dataflow, engine: Engine | None, logging: bool) -> Metrics:
             OperatorMetrics(
                 node=node,
                 op=op,
-                label=flow.builder.label(node),
+                label=builder.label(node),
                 invocations=t[0] if known else None,
                 records_in=t[1] if known else None,
                 records_out=t[2] if known else None,
@@ -166,10 +174,12 @@ def collect(flow: Dataflow, engine: Engine | None, logging: bool) -> Metrics:
     )
 
 
-def _frontier(flow: Dataflow, engine: Engine, node: int, op: str) -> list[tuple[int, ...]]:
+def _frontier(
+    sessions: Sequence[InputSession], engine: Engine, node: int, op: str
+) -> list[tuple[int, ...]]:
     """The frontier at a node's inputs (an input node's own frontier: it has no inputs)."""
     if op == "input":
-        for session in flow._inputs:
+        for session in sessions:
             if session.node == node:
                 return [] if session.closed else [tuple(int(c) for c in session._current())]
     return [tuple(int(c) for c in t) for t in engine.frontier(node)]

@@ -6,7 +6,8 @@ a standalone master, which runs BFS distance counts over ``history()`` with
 ``python tests/spark/cluster/cluster_job.py CONFIG.json``; the config holds ``master``
 (``spark://...``), ``host`` (where the driver listens), ``mode`` (``bfs`` or ``versions``),
 ``executors`` (wait until this many have registered), ``dir`` (a directory the driver and
-every executor reach: checkpoints and the reduce state store), ``ui_port`` (the driver's UI,
+every executor reach: checkpoints and the reduce state store, unless ``state_dir`` says
+otherwise), ``max_failures`` (attempts per task, default 8), ``ui_port`` (the driver's UI,
 whose REST API the test watches), ``progress`` (a file that gets one line per superstep,
 flushed: the test waits on it) and ``out`` (the JSON result: output rows as
 ``conftest.on_spark`` gives them, the phases, the executors Spark saw and why they were
@@ -80,7 +81,7 @@ def _session(cfg: dict[str, Any]) -> Any:
         .config("spark.cores.max", str(cfg["executors"]))
         # A task on a lost executor is retried elsewhere (a lost executor counts as a task
         # failure): allow several; the stage whose shuffle files died with it is resubmitted.
-        .config("spark.task.maxFailures", "8")
+        .config("spark.task.maxFailures", str(cfg.get("max_failures", 8)))
         .config("spark.stage.maxConsecutiveAttempts", "8")
         .config("spark.ui.enabled", "true")
         .config("spark.ui.port", str(cfg["ui_port"]))
@@ -177,14 +178,16 @@ def main(config: str) -> None:
                 bfs_counts,
                 history(),
                 checkpoint="reliable",
-                state_dir=os.path.join(cfg["dir"], "state"),
+                state_dir=cfg.get("state_dir") or os.path.join(cfg["dir"], "state"),
                 progress=log,
             )
+            marks["run"] = time.time()
+            out["rows"] = [[*r[:-2], list(r[-2]), r[-1]] for r in rows]
+            out["phases"] = [s.phase for s in result.supersteps]
+        except Exception as exc:  # the test reads the failure
+            out["error"] = str(exc)
         finally:
             progress.close()
-        marks["run"] = time.time()
-        out["rows"] = [[*r[:-2], list(r[-2]), r[-1]] for r in rows]
-        out["phases"] = [s.phase for s in result.supersteps]
     out["executors"] = _executors(spark)
     out["failed_tasks"] = _failed_tasks(spark, cfg["host"], cfg["ui_port"])
     with open(cfg["out"], "w") as f:

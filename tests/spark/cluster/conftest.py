@@ -99,6 +99,7 @@ def start_job(cluster: Cluster, cfg: dict[str, Any], tmp: Path) -> subprocess.Po
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            cwd=tmp,  # a relative path the driver creates goes there
             text=True,
             start_new_session=True,
         )

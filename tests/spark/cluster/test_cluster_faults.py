@@ -130,6 +130,7 @@ def test_bfs_equals_embedded_with_a_victim_killed_mid_run(
     finally:
         done.set()
         record["thread"].join(timeout=10)
+    assert "error" not in out, out["error"]
     assert "missed" not in record, record
     # Killed mid-run: a task was running on the victim, and supersteps followed.
     assert record["active_tasks"] >= 1, record

@@ -163,9 +163,13 @@ def run_on_spark(
     else:
         log = None
     if state is not None:
-        return _run_incremental(
-            spark, flow, inputs, outputs, state, partitions, checkpoint, log, errors
-        )
+        inc, by_node, inc_meter = run_continuation(
+            spark, flow, inputs, outputs, state,
+            partitions=partitions, checkpoint=checkpoint, log=log, errors=errors,
+        )  # fmt: skip
+        named = {n: inc.named(n, df) for n, df in by_node.items()}
+        by_output = {id(out): n for out, n in zip(outputs, inc.out_nodes, strict=True)}
+        return SparkResult(named, by_output, inc_meter.phases, inc.ctx.stages)
     meter = Meter(spark, log)
     compiler = Compiler(
         spark,
@@ -193,33 +197,6 @@ def run_on_spark(
     if ctx.collect:
         return SparkResult(frames, keys, meter.phases, ctx.stages, ctx.errors, flow.upstream)
     return SparkResult(frames, keys, meter.phases, ctx.stages)
-
-
-def _run_incremental(
-    spark: SparkSession,
-    flow: Dataflow,
-    inputs: Mapping[InputSession, DataFrame],
-    outputs: Sequence[Collection | Capture],
-    state: str,
-    partitions: int | None,
-    checkpoint: str,
-    log: Callable[[str], None] | None,
-    errors: str,
-) -> SparkResult:
-    compiler, by_node, meter = run_continuation(
-        spark,
-        flow,
-        inputs,
-        outputs,
-        state,
-        partitions=partitions,
-        checkpoint=checkpoint,
-        log=log,
-        errors=errors,
-    )
-    frames = {n: compiler.named(n, df) for n, df in by_node.items()}
-    keys = {id(out): n for out, n in zip(outputs, compiler.out_nodes, strict=True)}
-    return SparkResult(frames, keys, meter.phases, compiler.ctx.stages)
 
 
 def warm_up(spark: SparkSession) -> float:

@@ -11,7 +11,8 @@ executor and the driver can reach):
   first node that differs), the frontier, the supersteps each iterate ran, and for every
   stored node its Spark schema and its layers.
 * ``r00000003-<run id>/n<node>/``: one layer, a Parquet directory holding that node's
-  updates from one run (``_i`` is the iteration inside an iterate). Layers are never
+  updates from one run; inside an iterate partitioned by iteration (``_i=0/``, ``_i=1/``,
+  ...), so a superstep reads only the iterations it needs. Layers are never
   rewritten; a node's history is the union of its layers, as a trace is a list of batches.
 * ``r00000003-<run id>/out<node>/``: the run's output updates, which its result reads.
 
@@ -25,6 +26,7 @@ committing at the same instant are not excluded). The run that loses gets
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -239,12 +241,19 @@ class StateDir:
         if not layers:
             return None
         schema = T.StructType.fromJson(json.loads(manifest.schemas[node]))
-        return self.spark.read.schema(schema).parquet(*[self.uri(p) for p in layers])
+        # One read per layer (Spark infers partitions from one root directory at a time).
+        frames = [self.spark.read.schema(schema).parquet(self.uri(p)) for p in layers]
+        return functools.reduce(lambda a, b: a.unionByName(b), frames)
 
     def write(self, df: DataFrame, relative: str) -> DataFrame:
         """Writes ``df`` as Parquet at ``relative`` (one Spark job; a path that exists fails:
-        mode ``"error"``, which Spark Connect also knows) and returns it read back."""
-        df.write.mode("error").parquet(self.uri(relative))
+        mode ``"error"``, which Spark Connect also knows) and returns it read back. A layer
+        with iterations is partitioned by them (``_i=3/``), so reading one iteration, or
+        those up to one, reads only their directories."""
+        writer = df.write.mode("error")
+        if ITER in df.columns:
+            writer = writer.partitionBy(ITER)
+        writer.parquet(self.uri(relative))
         return self.spark.read.schema(df.schema).parquet(self.uri(relative))
 
     def commit(self, manifest: Manifest) -> None:

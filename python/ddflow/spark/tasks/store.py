@@ -15,6 +15,13 @@ writes the same file: the store adds no nondeterminism to Spark's task retries. 
 without new input are not rewritten. The driver prunes versions nobody can read any more
 after each superstep, and deletes the whole root when the run ends.
 
+Shared or not: ``create`` (on the driver) writes a ``STORE`` marker file at the root, and a
+task's first read of a store checks that it sees it (once per Python worker). A
+``state_dir`` that is not one directory for every process (a path on each node's own disk, a
+relative path: each executor's working directory) would otherwise read no state where
+another node wrote it, and give wrong output without an error; it fails the task instead,
+naming the store, the host and the working directory.
+
 Why: with the state in a DataFrame, every superstep shuffled the whole state beside the delta
 and moved it JVM -> Arrow -> Python -> JVM, the largest share of a busy superstep; with the
 store only the delta crosses Spark (``benches/results/spark_bfs.md``).
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import uuid
 from dataclasses import dataclass
 
@@ -31,7 +39,15 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 
-__all__ = ["StateStore"]
+from ddflow.errors import PlanError
+
+__all__ = ["StateStore", "MARKER"]
+
+MARKER = "STORE"
+"""The file ``create`` writes at a store's root; tasks check that they see it."""
+
+_seen: set[str] = set()
+"""Roots this process has found its marker in (a Python worker checks a store once)."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +63,25 @@ class StateStore:
         store = StateStore(_join(parent, f"ddflow-state-{uuid.uuid4().hex[:12]}"))
         fs, path = store._fs()
         fs.create_dir(path, recursive=True)
+        with fs.open_output_stream(f"{path}/{MARKER}") as out:
+            out.write(store.root.encode())
         return store
+
+    def check_shared(self) -> None:
+        """Raises ``PlanError`` when this process does not see the marker ``create`` wrote:
+        the store's directory is not shared with the driver (see the module doc)."""
+        if self.root in _seen:
+            return
+        fs, path = self._fs()
+        if fs.get_file_info(f"{path}/{MARKER}").type != pafs.FileType.File:
+            raise PlanError(
+                f"run_on_spark: the reduce state store {self.root!r} is not visible from this "
+                f"executor (host {socket.gethostname()!r}, working directory {os.getcwd()!r}, "
+                f"path {path!r}): state_dir must be one directory the driver and every "
+                "executor share (a shared mount, hdfs://..., s3://...), given as an absolute "
+                "path or a URI"
+            )
+        _seen.add(self.root)
 
     def _fs(self) -> tuple[pafs.FileSystem, str]:
         if "://" in self.root:
@@ -73,6 +107,7 @@ class StateStore:
     def load(self, node: int, bucket: int, before: int) -> pa.Table | None:
         """The newest state of ``(node, bucket)`` written by a superstep below ``before``;
         None when there is none."""
+        self.check_shared()
         fs, directory = self._bucket_dir(node, bucket)
         versions = [v for v in self._versions(fs, directory) if v < before]
         if not versions:
@@ -103,6 +138,7 @@ class StateStore:
 
     def load_parts(self, node: int, bucket: int) -> pa.Table | None:
         """All rows of invariant arrangement ``node`` in ``bucket``; None when it has none."""
+        self.check_shared()
         fs, path = self._fs()
         directory = f"{path}/inv{node}/b{bucket}"
         infos = fs.get_file_info(pafs.FileSelector(directory, allow_not_found=True))
