@@ -185,3 +185,37 @@ def test_the_engine_checks_a_constant_node_itself() -> None:
     node["rows"] = [[1], ["x"]]
     with pytest.raises(dd.PlanError, match=r"row 1, column \"a\""):
         flow.run()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_in_a_dataflow_attached_to_a_running_one(workers: int) -> None:
+    """A constant of a dataflow attached later (``import_trace``) is fed when it attaches:
+    joined with the imported trace it gives, at every time from then on, a recompute of the
+    join over the accumulated edges."""
+    rng = random.Random(workers)
+    live = dd.Dataflow(workers=workers)
+    edges_in, edges = live.new_input({"src": "int64", "dst": "int64"})
+    trace = edges.arrange_by_key(on="src").trace()
+    state: Counter[tuple[int, int]] = Counter()
+
+    def churn(t: int) -> None:
+        for _ in range(4):
+            e = (rng.randrange(6), rng.randrange(6))
+            diff = -1 if state[e] > 0 and rng.random() < 0.3 else 1
+            state[e] += diff
+            edges_in.update_at(e, time=t, diff=diff)
+
+    for t in range(3):
+        churn(t)
+    edges_in.advance_to(3)
+    live.run_until(3)
+    attached = dd.Dataflow(workers=workers)
+    labels = attached.constant([(0, "zero"), (2, "two"), (4, "four")], ("src", "label"))
+    out = attached.import_trace(trace).join(labels, on="src").capture()
+    lookup = {0: "zero", 2: "two", 4: "four"}
+    for t in range(3, 7):
+        churn(t)
+        edges_in.advance_to(t + 1)
+        (attached if t % 2 else live).run_until(t + 1)
+        want = Counter({(s, d, lookup[s]): c for (s, d), c in state.items() if c and s in lookup})
+        assert _rows(out.at(t), ["src", "dst", "label"]) == want, f"time {t}"
