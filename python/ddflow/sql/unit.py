@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection as Names
 
 import ddflow.expr as E
+from ddflow import _core
 from ddflow.collection import Collection
 from ddflow.dataflow import Dataflow
 from ddflow.plan_dtypes import PlanDtypes
@@ -24,8 +25,11 @@ from ddflow.plan_dtypes import PlanDtypes
 __all__ = ["static_dtypes", "unit_of", "with_empty_row"]
 
 
-def unit_of(flow: Dataflow) -> Collection:
-    """A one-row constant collection of ``flow`` (one column ``unit``, the row ``(0,)``)."""
+def unit_of(flow: Dataflow) -> Collection | None:
+    """A one-row constant collection of ``flow`` (one column ``unit``, the row ``(0,)``);
+    None with a native module built before the engine had constants (no row, as then)."""
+    if "constant" not in _core.PLAN_OPERATORS:
+        return None
     return flow.constant([(0,)], {"unit": "int64"})
 
 
