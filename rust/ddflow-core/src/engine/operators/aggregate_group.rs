@@ -356,11 +356,11 @@ fn finish(
 }
 
 /// Whether the group's row follows from running totals alone (see [`RunningTotals`]): every
-/// part is a `count()`, a `sum` / `mean` of an int64- or float64-stored column, a `min` /
-/// `max` or a `count_distinct` of any column.
+/// part is a `count()` or a `count` of any column's non-null values, a `sum` / `mean` of an
+/// int64- or float64-stored column, a `min` / `max` or a `count_distinct` of any column.
 pub fn has_running_totals(aggs: &[GroupAgg], dtypes: &[DType]) -> bool {
     aggs.iter().all(|p| match p {
-        GroupAgg::Count { column, .. } => column.is_none(),
+        GroupAgg::Count { column, .. } => column.is_none_or(|c| c < dtypes.len()),
         GroupAgg::Sum { column, .. } | GroupAgg::Mean { column, .. } => matches!(
             dtypes.get(*column).map(|d| d.physical()),
             Some(DType::Int64 | DType::Float64)
@@ -495,6 +495,16 @@ impl RunningTotals {
                     set.nulls += diff as i128;
                 } else {
                     set.add(ordered_word(d, w), diff as i128)?;
+                }
+                continue;
+            }
+            if let GroupAgg::Count {
+                column: Some(c), ..
+            } = part
+            {
+                // SQL's count(x): the signed count of the column's non-null values.
+                if !is_null_word(dtypes[*c], vals[*c]) {
+                    *nn = nn.checked_add(diff as i128).ok_or_else(overflow)?;
                 }
                 continue;
             }

@@ -457,10 +457,10 @@ proptest! {
 #[test]
 fn which_groups_have_running_totals() {
     let parts = all_parts();
-    // count(), sum and mean of a and of the float b (exact sums), min / max of every
-    // column, count_distinct: all but count(a).
-    assert_eq!(linear_parts().len(), 11);
-    assert!(!has_running_totals(&parts, &DTYPES));
+    // count() and count(a), sum and mean of a and of the float b (exact sums), min / max of
+    // every column, count_distinct: every part.
+    assert_eq!(linear_parts().len(), parts.len());
+    assert!(has_running_totals(&parts, &DTYPES));
     assert!(
         has_running_totals(&parts[2..3], &DTYPES),
         "float sums carry exact running totals"
