@@ -12,8 +12,11 @@ Without Java the tests skip with that reason; anything else that fails to start 
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -49,11 +52,28 @@ def _cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             pytest.fail(f"DDFLOW_SPARK_CLUSTER_NETNS=1: {why}")
     root = tmp_path_factory.mktemp("spark-cluster")
     cluster = Cluster(root, [sys.executable] * GOOD_WORKERS, network)
+    # A test run ended by SIGTERM runs no fixture teardown: stop the cluster from the signal
+    # handler, then die of the signal as before, so no master, worker, namespace or bridge
+    # outlives the run.
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, functools.partial(_stop_and_die, cluster))
     try:
         cluster.start()
         yield cluster
     finally:
         cluster.stop()
+        if previous == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _stop_and_die(cluster: Cluster, signum: int, frame: Any) -> None:
+    for job in list(_JOBS):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, signal.SIGKILL)
+    cluster.stop()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 @pytest.fixture
@@ -84,6 +104,10 @@ def job_config(cluster: Cluster, tmp: Path, mode: str, executors: int) -> dict[s
     }
 
 
+_JOBS: set[subprocess.Popen[str]] = set()
+"""The driver processes running now (each in its own session), killed on SIGTERM."""
+
+
 def start_job(cluster: Cluster, cfg: dict[str, Any], tmp: Path) -> subprocess.Popen[str]:
     """Starts the driver process (its stdout and stderr go to ``tmp/driver.log``)."""
     path = tmp / "job.json"
@@ -93,7 +117,7 @@ def start_job(cluster: Cluster, cfg: dict[str, Any], tmp: Path) -> subprocess.Po
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     log = open(tmp / "driver.log", "w")  # noqa: SIM115 - the child owns it
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, str(JOB), str(path)],
             env=env,
             stdout=log,
@@ -103,6 +127,8 @@ def start_job(cluster: Cluster, cfg: dict[str, Any], tmp: Path) -> subprocess.Po
             text=True,
             start_new_session=True,
         )
+        _JOBS.add(proc)
+        return proc
     finally:
         log.close()
 
@@ -116,6 +142,8 @@ def finish_job(proc: subprocess.Popen[str], cluster: Cluster, tmp: Path, timeout
         os.killpg(proc.pid, 9)
         proc.wait()
         code = None
+    finally:
+        _JOBS.discard(proc)
     if code != 0:
         log = (tmp / "driver.log").read_text(errors="replace")
         pytest.fail(f"driver exited with {code}:\n{log[-6000:]}\n{cluster.logs(1500)}")
