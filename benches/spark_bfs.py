@@ -29,43 +29,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make ``benches`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from benches.machine import commit, cpu, load
 
 import ddflow as dd
 from ddflow.examples.spark_bfs import bfs_flow, history, run_embedded
-
-
-def _load() -> str:
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown cpu"
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        )
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _stage_rows(spark: Any, stage_ids: tuple[int, ...]) -> list[dict[str, Any]]:
@@ -175,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     command = "python benches/spark_bfs.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    load_before = _load()
+    load_before = load()
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -271,15 +249,15 @@ def main(argv: list[str] | None = None) -> int:
     naive_mean = sum(s for s, _ in naive) / len(naive)
     versions = args.updates + 1
     naive_total = naive_mean * versions
-    load_after = _load()
+    load_after = load()
 
     secs = [s.seconds for s in steps]
     lines += [
         f"## {args.nodes:,} nodes / {args.edges:,} edges / {args.updates:,} updates, "
         f"{args.master}, {args.partitions} partitions",
         "",
-        f"`{command}` at commit {_commit()}, {time.strftime('%Y-%m-%d %H:%M')}; "
-        f"{os.cpu_count()} cores ({_cpu()}), shared with other builds; load average "
+        f"`{command}` at commit {commit()}, {time.strftime('%Y-%m-%d %H:%M')}; "
+        f"{os.cpu_count()} cores ({cpu()}), shared with other builds; load average "
         f"(1/5/15 min) {load_before} before, {load_after} after.",
         "",
         "| approach | time | ratio to embedded |",

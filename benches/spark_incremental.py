@@ -21,43 +21,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make ``benches`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from benches.machine import commit, cpu, load
 
 from ddflow.examples.spark_bfs import bfs_flow, history, run_embedded
-
-
-def _load() -> str:
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown cpu"
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        )
-        return out.stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
 
 
 def _rows(table: pa.Table) -> list[tuple[int, int, int, int]]:
@@ -87,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benches/spark_incremental.py " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )
-    load_before = _load()
+    load_before = load()
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -182,9 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         f"## {args.nodes:,} nodes / {args.edges:,} edges: first run {args.first:,} updates, "
         f"then {args.runs} runs of {args.per_run:,}, {args.master}, {args.partitions} partitions",
         "",
-        f"`{command}` at commit {_commit()}, {time.strftime('%Y-%m-%d %H:%M')}; "
-        f"{os.cpu_count()} cores ({_cpu()}); load average (1/5/15 min) {load_before} before, "
-        f"{_load()} after. Session warm-up {t_warm:.2f} s (not counted). Embedded engine over "
+        f"`{command}` at commit {commit()}, {time.strftime('%Y-%m-%d %H:%M')}; "
+        f"{os.cpu_count()} cores ({cpu()}); load average (1/5/15 min) {load_before} before, "
+        f"{load()} after. Session warm-up {t_warm:.2f} s (not counted). Embedded engine over "
         f"the whole history at once: {secs_embedded:.2f} s.",
         "",
         "| run | input updates | seconds | share of the first run | output updates "
