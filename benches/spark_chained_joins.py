@@ -32,15 +32,19 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make ``benches`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from benches.machine import commit, load
 
 import ddflow as dd
 from ddflow import col
@@ -189,20 +193,6 @@ def run_spark(spark: Any, form: str, path: str, partitions: int) -> tuple[list[A
     return rows, time.perf_counter() - start, result.explain()
 
 
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        )
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def _load() -> str:
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python benches/spark_chained_joins.py")
     p.add_argument("--rows", type=int, default=1_000_000)
@@ -225,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ddflow.spark import warm_up
 
-    load_before = _load()
+    load_before = load()
     hist = history(args.rows, args.times, args.groups, args.deletes)
     spark = (
         SparkSession.builder.master(args.master)
@@ -243,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
             " `", "`"
         ),
         "",
-        f"commit {_commit()}, {os.cpu_count()} cores ({platform.machine()}), "
+        f"commit {commit()}, {os.cpu_count()} cores ({platform.machine()}), "
         f"{args.master}, {args.partitions} partitions, pyspark {spark.version}; "
         f"{hist.num_rows:,} input updates ({args.rows:,} rows, {args.groups} groups, "
         f"{args.times} times, {args.deletes:.0%} deleted later); warm-up {warm:.1f} s "
@@ -278,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         for j, (ins, raw, cons, outs) in enumerate(join_products(hist)):
             lines.append(f"| {j + 1} | {ins:,} | {raw:,} | {cons:,} | {outs:,} |")
-    lines += ["", f"load average before {load_before}, after {_load()}"]
+    lines += ["", f"load average before {load_before}, after {load()}"]
     report = "\n".join(lines) + "\n"
     print(report)
     if args.out != "-":
