@@ -24,6 +24,8 @@ __all__ = [
     "InternalError",
     "ReentrancyError",
     "DataError",
+    "PersistenceError",
+    "CorruptCheckpointError",
 ]
 
 import builtins
@@ -102,3 +104,14 @@ class DataError(DdflowError, ValueError):
     def __init__(self, message: str, errors: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
         self.errors: list[dict[str, Any]] = list(errors or [])
+
+
+class PersistenceError(DdflowError, RuntimeError):
+    """A persistent dataflow cannot start from, or write, its checkpoint directory: another
+    plan wrote it, its format version is not this release's, or a part of the dataflow cannot
+    be persisted (the message names which)."""
+
+
+class CorruptCheckpointError(PersistenceError):
+    """A checkpoint file is truncated or its checksum does not match (the message names the
+    file); it is never loaded."""
