@@ -1,15 +1,22 @@
 """The main job: BFS distances on a random graph under a sliding window of edge updates.
 
 ``python -m ddflow.examples.bfs NODES EDGES BATCH ROUNDS [--workers W]
-[--resolution high|low] [--inspect] [--inspect-times] [--seed S]``
+[--resolution high|low] [--inspect | --inspect-all | --inspect-times] [--plot PATH]
+[--progress auto|bar|lines|off] [--seed S]``
 
 A random G(n, m) graph (numpy's seeded generator) with node 0 as the root is loaded at time 0;
 then ROUNDS updates follow in batches of BATCH, update ``i`` adding ``edges[m + i]`` and
 removing ``edges[i]`` (one update = one addition and one removal). ``high`` resolution gives
-every update its own time, ``low`` one time per batch; each batch runs to completion. Prints
-a progress bar on stderr for long runs, the per-round changes of the distance counts with
-``--inspect`` (every single change at its own time with ``--inspect-times``), and a summary
-line: load time, update time, updates/s and peak memory.
+every update its own time, ``low`` one time per batch; each batch runs to completion.
+
+While it runs: a progress bar on stderr (tqdm, ``ddflow[progress]``, on a terminal; else a
+line at every tenth of the work), and with ``--inspect`` each round's net change of the
+distance counts for the first and last rounds (``--inspect-all``: every round;
+``--inspect-times``: every single change at its own time). At the end: a short table (load
+and update rounds: time, updates/s, round latency) and a summary line (load time, update
+time, updates/s, peak memory). ``--plot PATH`` writes a PNG of updates/s and latency per
+round (matplotlib, ``ddflow[plot]``). The round machinery is in
+:mod:`ddflow.examples.bfs_output` and :mod:`ddflow.examples.bfs_plot`.
 """
 
 from __future__ import annotations
@@ -19,13 +26,19 @@ import resource
 import sys
 import time
 from collections.abc import Sequence
-from typing import TextIO
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
 import ddflow as dd
+from ddflow.examples.bfs_output import (
+    Progress,
+    RoundPrinter,
+    RoundTimes,
+    summary_table,
+    tqdm_class,
+)
 
 __all__ = ["main", "random_graph", "Progress"]
 
@@ -38,42 +51,6 @@ def random_graph(
     src = rng.integers(0, nodes, size=edges, dtype=np.int64)
     dst = rng.integers(0, nodes, size=edges, dtype=np.int64)
     return src, dst
-
-
-class Progress:
-    """A one-line progress bar on a terminal, redrawn at most a few times a second."""
-
-    def __init__(self, total: int, stream: TextIO, enabled: bool, width: int = 30) -> None:
-        """A bar for ``total`` units of work, shown only when ``enabled``."""
-        self.total = total
-        self.stream = stream
-        self.enabled = enabled
-        self.width = width
-        self.start = time.perf_counter()
-        self._last = 0.0
-        self._shown = False
-
-    def update(self, done: int) -> None:
-        """Redraws the bar after ``done`` units (after the first second, then every 0.25 s)."""
-        now = time.perf_counter()
-        if not self.enabled or now - self._last < 0.25 or now - self.start < 1.0:
-            return
-        self._last = now
-        self._shown = True
-        frac = done / self.total if self.total else 1.0
-        filled = int(frac * self.width)
-        rate = done / (now - self.start)
-        bar = "#" * filled + "-" * (self.width - filled)
-        self.stream.write(
-            f"\r[{bar}] {frac:6.1%} {done:,}/{self.total:,} updates, {rate:,.0f} updates/s"
-        )
-        self.stream.flush()
-
-    def close(self) -> None:
-        """Ends the bar's line if it was shown."""
-        if self._shown:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -95,48 +72,50 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--inspect",
         action="store_true",
-        help="print each round's changes of the distance counts (net over the round)",
+        help="print the net change of the distance counts of the first and last rounds",
+    )
+    parser.add_argument(
+        "--inspect-all",
+        action="store_true",
+        help="as --inspect, for every round",
     )
     parser.add_argument(
         "--inspect-times",
         action="store_true",
         help="print every change of the distance counts at its own time",
     )
+    parser.add_argument(
+        "--plot",
+        metavar="PATH",
+        help="write a PNG of updates/s and latency per round (needs ddflow[plot])",
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "bar", "lines", "off"),
+        default="auto",
+        help="auto (default): a tqdm bar on a terminal when tqdm is installed, else a line "
+        "at every tenth of the work; bar needs ddflow[progress]",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="the same as --progress off")
     args = parser.parse_args(argv)
     for name in ("nodes", "edges", "batch"):
         if getattr(args, name) < 1:
             parser.error(f"{name.upper()} must be positive")
     if args.rounds < 0 or args.workers < 1:
         parser.error("ROUNDS must be >= 0 and --workers >= 1")
+    if args.no_progress:
+        args.progress = "off"
+    if args.progress == "bar" and tqdm_class() is None:
+        parser.error("--progress bar needs tqdm: pip install 'ddflow[progress]'")
+    if args.plot is not None:
+        from ddflow.examples.bfs_plot import require_matplotlib
+
+        try:
+            require_matplotlib()
+        except ImportError as e:
+            parser.error(str(e))
     return args
-
-
-class RoundPrinter:
-    """Prints one line per completed round: the net change of each distance's count over the
-    round, and at how many distinct times the counts changed."""
-
-    def __init__(self) -> None:
-        """A printer starting at round 0 (the load)."""
-        self.round = 0
-
-    def __call__(self, table: pa.Table) -> None:
-        """Called with the consolidated changes of a newly completed interval."""
-        times = table["time"].to_numpy()
-        dists = table["dist"].to_numpy()
-        diffs = table["diff"].to_numpy()
-        net: dict[int, int] = {}
-        for d, c in zip(dists.tolist(), diffs.tolist(), strict=True):
-            net[d] = net.get(d, 0) + c
-        parts = [f"dist {d} {c:+d}" for d, c in sorted(net.items()) if c != 0]
-        span = f"times {int(times.min())}..{int(times.max())}" if len(times) else "no changes"
-        distinct = len(np.unique(times))
-        print(
-            f"round {self.round:>5}  {span:<22} changes at {distinct:>5} times  net: "
-            + (", ".join(parts) if parts else "none")
-        )
-        self.round += 1
 
 
 def _print_changes(table: pa.Table) -> None:
@@ -161,48 +140,68 @@ def main(argv: Sequence[str] | None = None) -> int:
     roots_in, roots = flow.new_input({"node": "int64"}, name="roots")
     dists = dd.algorithms.bfs(edges, roots)
     probe = dists.probe()
-    if args.inspect or args.inspect_times:
+    printer: RoundPrinter | None = None
+    if args.inspect or args.inspect_all or args.inspect_times:
         changes = dists.select("dist").consolidate().capture()
-        changes.subscribe(_print_changes if args.inspect_times else RoundPrinter())
+        if args.inspect_times:
+            changes.subscribe(_print_changes)
+        else:
+            printer = RoundPrinter(1 + -(-rounds // batch), every=args.inspect_all)
+            changes.subscribe(printer)
 
+    times = RoundTimes()
     start = time.perf_counter()
     edges_in.update_batch({"src": src[:m], "dst": dst[:m]}, times=0)
     roots_in.update_at((0,), time=0)
     edges_in.advance_to(1)
     roots_in.advance_to(1)
     flow.run_until(1)
-    load = time.perf_counter() - start
+    times.load_s = time.perf_counter() - start
+    if printer is not None:
+        printer.end_round()
 
-    progress = Progress(rounds, sys.stderr, sys.stderr.isatty() and not args.no_progress)
-    start = time.perf_counter()
+    progress = Progress(rounds, sys.stderr, args.progress)
     upto = 1
     for b, lo in enumerate(range(0, rounds, batch)):
+        round_start = time.perf_counter()
         hi = min(lo + batch, rounds)
         idx = np.arange(lo, hi, dtype=np.int64)
-        times = 1 + idx if args.resolution == "high" else np.full(hi - lo, 1 + b, np.int64)
+        stamps = 1 + idx if args.resolution == "high" else np.full(hi - lo, 1 + b, np.int64)
         edges_in.update_batch(
             {
                 "src": np.concatenate([src[m + idx], src[idx]]),
                 "dst": np.concatenate([dst[m + idx], dst[idx]]),
             },
-            times=np.concatenate([times, times]),
+            times=np.concatenate([stamps, stamps]),
             diffs=np.repeat(np.array([1, -1], dtype=np.int64), hi - lo),
         )
-        upto = int(times[-1]) + 1
+        upto = int(stamps[-1]) + 1
         edges_in.advance_to(upto)
         roots_in.advance_to(upto)
         flow.run_until(upto)
+        times.add(hi - lo, time.perf_counter() - round_start)
+        if printer is not None:
+            printer.end_round()
         progress.update(hi)
     progress.close()
-    elapsed = time.perf_counter() - start
+    elapsed = times.total_s
     if not probe.done(upto - 1):
         raise dd.DdflowError(f"the distances are not complete at time {upto - 1}")
 
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rate = rounds / elapsed if elapsed > 0 else float("inf")
+    what = (
+        f"{n:,} nodes, {m:,} edges, {rounds:,} updates in batches of {batch:,} "
+        f"({args.resolution} resolution), {args.workers} worker(s)"
+    )
+    if args.plot is not None:
+        from ddflow.examples.bfs_plot import plot_rounds
+
+        title = f"python -m ddflow.examples.bfs: {what}\nload {times.load_s:.2f} s"
+        print(f"plot: {plot_rounds(times, args.plot, title)}")
+    print(summary_table(times, m))
     print(
-        f"bfs: {n:,} nodes, {m:,} edges, {rounds:,} updates in batches of {batch:,} "
-        f"({args.resolution} resolution), {args.workers} worker(s): load {load:.3f} s, "
+        f"bfs: {what}: load {times.load_s:.3f} s, "
         f"updates {elapsed:.3f} s, {rate:,.0f} updates/s, peak memory {peak_mb:,.0f} MB"
     )
     return 0
