@@ -260,7 +260,7 @@ def test_plot_without_matplotlib_names_the_extra(tmp_path: Path) -> None:
     assert done.stderr.strip().splitlines()[-1] == (
         "python -m ddflow.examples.bfs: error: "
         "--plot needs matplotlib: pip install 'ddflow[plot]'"
-    )
+    ), done.stderr
     assert done.stdout == "" and not png.exists()  # refused before the job ran
 
 
