@@ -22,9 +22,10 @@ a circle (``tests/api/test_layers.py`` checks both against this table)::
     2 plan:     expr, plan, callbacks, functions, aggregates, builder, joins, reducing, grouping
     2 plan:     expr_functions, expr_str, expr_dt, outer_joins, read_columns, plan_dtypes
     2 plan:     plan_graph, event_time, windows, constants
-    1 values:   _core, errors, logical_types, dtypes, times, errorlog, kernels
+    1 values:   _core, errors, logical_types, dtypes, times, errorlog, kernels, gate
 
-1. values: the native module, errors, dtypes and time coordinates, the error log, kernels.
+1. values: the native module, errors, dtypes and time coordinates, the error log, kernels,
+   the gate that lets one thread at a time into an engine.
 2. plan: expressions, the plan's operator nodes, user functions and aggregates, and the
    builders that add nodes (:class:`~ddflow.builder.PlanBuilder`; joins and reduces).
 3. runtime: the engine and its view when shared (:mod:`~ddflow.engine`), and what reads or
@@ -55,7 +56,9 @@ from ddflow.errors import (
     DivisionByZeroError,
     InternalError,
     InvalidValueError,
+    CorruptCheckpointError,
     OverflowError,
+    PersistenceError,
     PlanError,
     ReentrancyError,
     SchemaTypeError,
@@ -69,6 +72,7 @@ from ddflow.input import InputSession
 from ddflow.io.subscribe import subscribe
 from ddflow.metrics import Metrics, OperatorMetrics
 from ddflow.metrics_http import serve_metrics
+from ddflow.persist import Persistence
 from ddflow.progress import RunProgress
 from ddflow.sources import SourceError
 from ddflow.sql import SqlError, sql
@@ -122,6 +126,9 @@ __all__ = [
     "InternalError",
     "ReentrancyError",
     "DataError",
+    "Persistence",
+    "PersistenceError",
+    "CorruptCheckpointError",
     "sql",
     "SqlError",
     "__version__",
