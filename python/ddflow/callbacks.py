@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from ddflow.dtypes import array_dtype, empty_column, to_column
 from ddflow.errors import DdflowError, OverflowError, UserFunctionError
+from ddflow.gate import callback_scope
 
 __all__ = ["Dispatcher", "Registered", "ReduceBatch", "ROW", "OFFSETS", "COUNT", "KINDS"]
 
@@ -123,7 +124,8 @@ class Dispatcher:
                 f"{entry.label}: engine called a {entry.kind} function as {kind} (a ddflow bug)"
             )
         handler = _HANDLERS[kind]
-        return handler(entry, payload)
+        with callback_scope():
+            return handler(entry, payload)
 
 
 def _call(entry: Registered, *args: Any) -> Any:

@@ -18,7 +18,7 @@ import json
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import pyarrow as pa
 
@@ -37,7 +37,8 @@ from ddflow.engine import (
     remap_functions,
 )
 from ddflow.errorlog import ErrorLog
-from ddflow.errors import DdflowError, PlanError, ReentrancyError
+from ddflow.errors import DdflowError, PlanError
+from ddflow.gate import EngineGate, GatedEngine
 from ddflow.input import InputSession
 from ddflow.metrics import Metrics, collect
 from ddflow.plan import ImportTraceOp, InputOp, PlanText, user_location
@@ -81,8 +82,8 @@ class Dataflow:
         self._engine_obj: Engine | None = None
         self._log = bool(log)
         self._error_log = ErrorLog()
-        self._running: str | None = None
-        """The engine call in progress (``run_until`` ...), while callbacks may run."""
+        self._gate = EngineGate()
+        """The lock calls into this dataflow's engine hold (its root's when attached)."""
         self._trace_handles: list[weakref.ref[EngineSideHandle]] = []
         """Handles on this dataflow's arrangements (registered when the engine starts)."""
         self._released_handles: list[int] = []
@@ -246,24 +247,27 @@ class Dataflow:
         """Freezes the plan: the dataflow has received data or been run."""
         self.builder.plan.frozen = True
 
+    @property
+    def gate(self) -> EngineGate:
+        """The lock that calls into the engine hold (one per engine: the root dataflow's),
+        so that threads take turns (:mod:`ddflow.gate`)."""
+        return self._root()._gate
+
     def _check_idle(self) -> None:
         """Raises ``ReentrancyError`` when called from a callback of a running engine call."""
-        if self._running is not None:
-            raise ReentrancyError(
-                f"this dataflow is running ({self._running}); a user function called by the "
-                f"engine cannot feed, drive or read the dataflow that is running it. "
-                f"Record what you need and act after {self._running} returns"
-            )
+        self.gate.check_idle()
 
     @contextmanager
     def _run_guard(self, what: str) -> Iterator[None]:
-        """Marks the dataflow as running ``what`` (callbacks may be entered meanwhile)."""
-        self._check_idle()
-        self._running = what
+        """Marks the dataflow as running ``what`` (callbacks may be entered meanwhile); the
+        caller holds the gate."""
+        gate = self.gate
+        gate.check_idle()
+        gate.running = what
         try:
             yield
         finally:
-            self._running = None
+            gate.running = None
 
     def started_engine(self) -> Engine | None:
         """The engine if it exists."""
@@ -272,6 +276,11 @@ class Dataflow:
 
     def engine(self) -> Engine:
         """The engine, created (and the plan frozen) on first use."""
+        with self.gate:
+            return self._started()
+
+    def _started(self) -> Engine:
+        """``engine()`` with the gate held."""
         self._check_idle()
         if self._engine_obj is None:
             self.freeze()
@@ -281,9 +290,8 @@ class Dataflow:
                 self._engine_obj = self._attach()
             else:
                 plan_json = self.builder.plan.dumps(dims)
-                self._engine_obj = type(self).engine_factory(
-                    plan_json, self.workers, self.builder.functions
-                )
+                native = type(self).engine_factory(plan_json, self.workers, self.builder.functions)
+                self._engine_obj = cast(Engine, GatedEngine(native, self._gate))
                 if not self._log:
                     self._engine_obj.set_logging(False)
                 pinned = [
@@ -379,21 +387,24 @@ class Dataflow:
 
     def step(self) -> bool:
         """One scheduling pass of the engine; True while work remains."""
-        engine = self._flush()
-        with self._run_guard("step()"):
-            more = engine.step()
-        self._deliver()
+        with self.gate:
+            engine = self._flush()
+            with self._run_guard("step()"):
+                more = engine.step()
+            self._deliver()
         return bool(more)
 
     def step_while(self, condition: Callable[[], bool]) -> int:
         """Steps while ``condition()`` holds and work remains; returns the number of steps."""
         steps = 0
-        engine = self._flush()
+        with self.gate:
+            engine = self._flush()
         while condition():
             steps += 1
-            with self._run_guard("step_while()"):
-                more = engine.step()
-            self._deliver()
+            with self.gate:
+                with self._run_guard("step_while()"):
+                    more = engine.step()
+                self._deliver()
             if not more:
                 break
         return steps
@@ -404,10 +415,11 @@ class Dataflow:
         Advance the inputs first (``advance_to``): outputs complete only up to their frontiers.
         """
         coords = self.time_shape.normalize(time, "run_until")
-        engine = self._flush()
-        with self._run_guard(f"run_until({time!r})"):
-            engine.run_until(list(coords))
-        self._deliver(poll_all=True)
+        with self.gate:
+            engine = self._flush()
+            with self._run_guard(f"run_until({time!r})"):
+                engine.run_until(list(coords))
+            self._deliver(poll_all=True)
 
     def run(self, progress: bool | Callable[[RunProgress], Any] | None = None) -> None:
         """Runs until all work is done (all outputs complete once every input is closed).
@@ -449,14 +461,15 @@ class Dataflow:
 
     def _run_all(self) -> None:
         """Runs until all work is done (``run()`` without sources)."""
-        engine = self._flush()
-        with self._run_guard("run()"):
-            if all(session.closed for session in self._inputs):
-                engine.run()
-            else:
-                while engine.step():
-                    pass
-        self._deliver(poll_all=True)
+        with self.gate:
+            engine = self._flush()
+            with self._run_guard("run()"):
+                if all(session.closed for session in self._inputs):
+                    engine.run()
+                else:
+                    while engine.step():
+                        pass
+            self._deliver(poll_all=True)
 
     # -- errors as data -----------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from ddflow import _core
 from ddflow.errorlog import ErrorLog
+from ddflow.gate import EngineGate
 from ddflow.times import TimeShape
 
 __all__ = [
@@ -204,6 +205,11 @@ class Runtime(Protocol):
     @property
     def time_shape(self) -> TimeShape:
         """The shape of the dataflow's outer times."""
+        ...
+
+    @property
+    def gate(self) -> EngineGate:
+        """The lock every call into the engine holds (:mod:`ddflow.gate`)."""
         ...
 
     def freeze(self) -> None:

@@ -10,6 +10,7 @@ takes whole numpy / pyarrow columns.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from threading import RLock
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ from ddflow.dtypes import (
     scalar_dtype,
     to_column,
 )
-from ddflow.engine import Runtime
+from ddflow.engine import AttachedEngine, Runtime
 from ddflow.errors import (
     ColumnNotFoundError,
     DdflowError,
@@ -42,6 +43,7 @@ from ddflow.errors import (
     ShapeError,
     TimeError,
 )
+from ddflow.gate import EngineGate, interrupts_deferred
 from ddflow.logical_types import (
     NULL_WORDS,
     is_logical,
@@ -126,6 +128,9 @@ class InputSession:
         the dataflow has started): records of exactly these types take a fast path."""
         self._ints_fit: Callable[[tuple[Any, ...]], bool] = _int64_checker([])
         self._frontier_int: int | None = None
+        self._gate: EngineGate = self.flow.gate
+        self._lock: RLock = self._gate.lock
+        """The engine gate and its lock (taken by ``update_at``'s fast path)."""
         self._unread: frozenset[int] = frozenset()
         """Columns no operator reads (``read_columns``): Arrow columns taken as nulls."""
 
@@ -152,7 +157,7 @@ class InputSession:
     def _what(self) -> str:
         return f"input {self.name!r}"
 
-    def declare(self, engine: Engine) -> None:
+    def declare(self, engine: Engine | AttachedEngine) -> None:
         """Fixes the declared dtypes in the engine (an empty batch) when every column has
         one, so the plan knows them before any data arrives (an outer join pads the other
         side's columns with nulls of these dtypes). A declared dtype that conflicts with a
@@ -197,28 +202,41 @@ class InputSession:
         """Adds ``diff`` copies of ``record`` at ``time`` (which must not be before the input's
         frontier). ``record`` is a tuple (or list, or dict by column name); a bare value is
         accepted for a one-column input."""
-        fast = self._fast
-        if (
-            fast is not None
-            and type(record) is tuple
-            and type(time) is int
-            and type(diff) is int
-            and tuple(map(type, record)) == fast
-            and self._ints_fit(record)
-            and _INT64_MIN <= diff <= _INT64_MAX
-            and self._frontier_int <= time <= _INT64_MAX  # type: ignore[operator]
-        ):
-            for buf, v in zip(self._buf_cols, record, strict=True):
-                buf.append(v)
-            self._buf_times.append((time,))
-            self._buf_diffs.append(diff)
-            if len(self._buf_diffs) >= _FLUSH_AT:
-                self.flush()
-            return
-        self._update_checked(record, time, diff)
+        if self._fast is not None:
+            # The buffer is shared with other threads and the engine's hand-off: the checks
+            # (the frontier) and the appends happen under the engine's gate.
+            lock = self._lock
+            if not lock.acquire(blocking=False):
+                self.flow.gate.wait()
+            try:
+                if self._gate.running is not None:
+                    self._gate.check_idle()
+                fast = self._fast
+                if (
+                    fast is not None
+                    and type(record) is tuple
+                    and type(time) is int
+                    and type(diff) is int
+                    and tuple(map(type, record)) == fast
+                    and self._ints_fit(record)
+                    and _INT64_MIN <= diff <= _INT64_MAX
+                    and self._frontier_int <= time <= _INT64_MAX  # type: ignore[operator]
+                ):
+                    for buf, v in zip(self._buf_cols, record, strict=True):
+                        buf.append(v)
+                    self._buf_times.append((time,))
+                    self._buf_diffs.append(diff)
+                    if len(self._buf_diffs) >= _FLUSH_AT:
+                        self.flush()
+                    return
+            finally:
+                lock.release()
+        with self.flow.gate:
+            self._update_checked(record, time, diff)
 
     def _update_checked(self, record: Any, time: Time, diff: int) -> None:
-        """``update_at`` with every check and conversion (the general path)."""
+        """``update_at`` with every check and conversion (the general path; the caller
+        holds the gate)."""
         self._check_open()
         values = self._record(record)
         new_dtypes = self._check_values(values)
@@ -358,6 +376,8 @@ class InputSession:
         if len(frontier) == 1 and all(d is not None for d in self._dtypes):
             self._frontier_int = frontier[0]
             if not any(is_logical(d) for d in self._dtypes):
+                self._gate = self.flow.gate  # the plan is frozen: its engine is fixed
+                self._lock = self._gate.lock
                 self._fast = tuple(_PY_TYPES[d] for d in self._dtypes if d is not None)
 
     def _time(self, time: Time) -> Coords:
@@ -386,6 +406,11 @@ class InputSession:
         times) or (n, k); default the input's current time. ``diffs``: an int or int64 (n,);
         default +1. Validated as a whole: on error nothing is added.
         """
+        with self.flow.gate:
+            self._update_batch(columns, times, diffs)
+
+    def _update_batch(self, columns: Any, times: Any, diffs: Any) -> None:
+        """``update_batch`` with the gate held."""
         self._check_open()
         arrays = self._batch_columns(columns)
         n = len(arrays[0]) if arrays else 0
@@ -405,9 +430,11 @@ class InputSession:
         self.flush()
         # The dtypes are fixed once the engine has accepted the batch: it refuses a first
         # batch whose dtypes disagree with a column the plan links it with (a join key, say).
-        self.flow.engine().push(self.node, arrays, time_arr, diff_arr)
-        self._accepted = True
-        self._commit_dtypes(fixes)
+        engine = self.flow.engine()
+        with interrupts_deferred():  # pushed and recorded as such, or not pushed
+            engine.push(self.node, arrays, time_arr, diff_arr)
+            self._accepted = True
+            self._commit_dtypes(fixes)
 
     def _batch_columns(self, columns: Any) -> list[Any]:
         table = arrow_columns(columns)
@@ -521,6 +548,11 @@ class InputSession:
 
     def advance_to(self, time: Time) -> None:
         """Promises no more updates at times not ``>= time``; lets outputs before it complete."""
+        with self.flow.gate:
+            self._advance_to(time)
+
+    def _advance_to(self, time: Time) -> None:
+        """``advance_to`` with the gate held."""
         self._check_open()
         coords = self.flow.time_shape.normalize(time, f"{self._what()}: advance_to")
         current = self._current()
@@ -538,13 +570,14 @@ class InputSession:
 
     def close(self) -> None:
         """Closes the input: no more updates; outputs can complete for every time."""
-        if self._closed:
-            return
-        self.flow.freeze()
-        self.flush()
-        self.flow.engine().close_input(self.node)
-        self._closed = True
-        self._fast = None
+        with self.flow.gate:
+            if self._closed:
+                return
+            self.flow.freeze()
+            self.flush()
+            self.flow.engine().close_input(self.node)
+            self._closed = True
+            self._fast = None
 
     @property
     def closed(self) -> bool:
@@ -553,8 +586,12 @@ class InputSession:
 
     def flush(self) -> None:
         """Hands buffered single-record updates to the engine as one batch."""
-        if not self._buf_diffs:
-            return
+        with self.flow.gate:
+            if self._buf_diffs:
+                self._flush()
+
+    def _flush(self) -> None:
+        """``flush`` with the gate held and updates buffered."""
         arrays: list[Any] = []
         for kind, values in zip(self._dtypes, self._buf_cols, strict=True):
             if kind == "binary":
@@ -589,9 +626,22 @@ class InputSession:
             arrays.append(arr)
         times = np.asarray(self._buf_times, dtype=np.int64).reshape(len(self._buf_diffs), -1)
         diffs = np.asarray(self._buf_diffs, dtype=np.int64)
-        # Cleared only once the engine has accepted the batch: on error nothing is lost...
+        engine = self.flow.engine()
+        # Cleared only once the engine has accepted the batch: on error nothing is lost; and
+        # a Ctrl-C waits until the buffer is pushed and cleared, so it is never pushed twice...
+        with interrupts_deferred():
+            self._push_buffer(engine, arrays, times, diffs)
+
+    def _push_buffer(
+        self,
+        engine: Any,
+        arrays: list[Any],
+        times: npt.NDArray[np.int64],
+        diffs: npt.NDArray[np.int64],
+    ) -> None:
+        """Pushes the buffer's batch and clears the buffer."""
         try:
-            self.flow.engine().push(self.node, arrays, times, diffs)
+            engine.push(self.node, arrays, times, diffs)
         except SchemaTypeError as exc:
             if self._accepted:
                 raise

@@ -1,0 +1,161 @@
+"""One thread at a time into an engine, and hand-offs that a Ctrl-C cannot split.
+
+An engine runs one call at a time: while ``run_until`` runs (with the GIL released), any
+other call into the native engine would fail with PyO3's "Already borrowed", and an input's
+buffer appended to by one thread while another hands it to the engine would lose or tear
+updates. Each engine has one :class:`EngineGate`, shared by the dataflows that run in it
+(``import_trace``). The dataflow's run calls, its inputs' buffers and hand-offs and every
+engine method (:class:`GatedEngine`) hold it, so a thread that feeds an input or reads a
+capture while another thread runs the dataflow waits for that call to end; its updates are
+then handed over whole.
+
+User functions the engine calls run on engine threads while the run holds the gate: one that
+called back into the engine running it would wait for ever, so it gets a ``ReentrancyError``
+instead (:func:`callback_scope` marks those threads).
+
+:func:`interrupts_deferred` holds back a Ctrl-C (``SIGINT``) while a buffer is handed to the
+engine and cleared, raising it right after: the hand-off happens whole or not at all, so a
+buffered batch is never pushed twice nor lost.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType, TracebackType
+from typing import Any
+
+from ddflow.errors import ReentrancyError
+
+__all__ = ["EngineGate", "GatedEngine", "callback_scope", "in_callback", "interrupts_deferred"]
+
+_local = threading.local()
+
+
+@contextmanager
+def callback_scope() -> Iterator[None]:
+    """Marks the current thread as running a user function for an engine."""
+    _local.depth = getattr(_local, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _local.depth -= 1
+
+
+def in_callback() -> bool:
+    """Whether the current thread is running a user function for an engine."""
+    return bool(getattr(_local, "depth", 0))
+
+
+class EngineGate:
+    """The lock every call into one engine holds, and the engine call running (if any)."""
+
+    def __init__(self) -> None:
+        """A free gate."""
+        self.lock = threading.RLock()
+        self.running: str | None = None
+        """The run call in progress (``run_until(5)``, ...), while user functions may run."""
+
+    def reentrancy(self) -> ReentrancyError:
+        """The error for a user function calling back into the engine running it."""
+        what = self.running or "a call"
+        return ReentrancyError(
+            f"this dataflow is running ({what}); a user function called by the engine cannot "
+            f"feed, drive or read the dataflow that is running it. Record what you need and "
+            f"act after {what} returns"
+        )
+
+    def check_idle(self) -> None:
+        """Raises ``ReentrancyError`` in a user function called by this engine's run."""
+        if self.running is not None and in_callback():
+            raise self.reentrancy()
+
+    def wait(self) -> None:
+        """Takes the lock, waiting for another thread's call to end (a user function of the
+        engine's own run gets ``ReentrancyError`` instead: it would wait for ever)."""
+        if not self.lock.acquire(blocking=False):
+            if in_callback():
+                raise self.reentrancy()
+            self.lock.acquire()
+        if self.running is not None and in_callback():  # on the running thread (1 worker)
+            self.lock.release()
+            raise self.reentrancy()
+
+    def __enter__(self) -> EngineGate:
+        self.wait()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.lock.release()
+
+
+_BORROWED = ("Already borrowed", "Already mutably borrowed")
+
+
+class GatedEngine:
+    """An engine (the native one, or a test's fake) whose every method holds the gate."""
+
+    def __init__(self, engine: Any, gate: EngineGate) -> None:
+        """Wraps ``engine``."""
+        self._engine = engine
+        self._gate = gate
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._engine, name)
+        if not callable(attr):
+            return attr
+        gate = self._gate
+
+        def gated(*args: Any, **kwargs: Any) -> Any:
+            with gate:
+                try:
+                    return attr(*args, **kwargs)
+                except RuntimeError as exc:
+                    if str(exc) not in _BORROWED:
+                        raise
+                    raise ReentrancyError(
+                        f"engine.{name}: the engine is busy with another call "
+                        f"({gate.running or 'from another thread'}); call it from the thread "
+                        "that drives the dataflow, or after the call returns"
+                    ) from exc
+
+        return gated
+
+    def __repr__(self) -> str:
+        return f"GatedEngine({self._engine!r})"
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Holds back ``SIGINT`` (Ctrl-C) in the block, then raises it: the block runs whole.
+
+    Only the main thread receives signals; elsewhere (and where ``SIGINT`` has no Python
+    handler) the block runs as is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):
+        yield
+        return
+    caught: list[tuple[int, FrameType | None]] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        caught.append((signum, frame))
+
+    signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            handler: Callable[[int, FrameType | None], Any] = previous
+            handler(*caught[0])
