@@ -18,6 +18,7 @@ Usage::
     python benches/bfs_table.py --rows 1k-b1000-w1,1k-b1000-w2 --timeout 300
     python benches/bfs_table.py --json out.json           # also dump the raw rows
     python benches/bfs_table.py --repeat 3                # best of 3 runs per row
+    python benches/bfs_table.py --out benches/results/bfs_table.md   # + its chart (.png)
 
 A row that runs longer than ``--timeout`` seconds (default 600) is killed and reported as not
 finished. With ``--repeat K`` each row runs K times; the table shows the fastest run (by
@@ -35,11 +36,13 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 
 __all__ = ["Row", "Result", "ROWS", "run_row", "baseline_mb", "main"]
 
@@ -199,6 +202,23 @@ def table(results: list[Result]) -> str:
     return head + "\n".join(lines)
 
 
+def _write_table(out: Path, results: list[Result], base: float) -> None:
+    """Writes the table (with the commands and the baseline) to ``out`` and its chart beside
+    it (``benches/charts.py``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from charts import write_chart
+
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    commands = "\n".join("    " + " ".join(["python", *r.command[1:]]) for r in results)
+    out.write_text(
+        f"# The main job beside differential-dataflow (`benches/bfs_table.py`)\n\n"
+        f"* command: `python benches/bfs_table.py {shlex.join(sys.argv[1:])}`\n"
+        f"* date: {when}; baseline (import ddflow, numpy, pyarrow): {base:,.0f} MB peak\n\n"
+        f"{table(results)}\n\nEach row's command:\n\n{commands}\n"
+    )
+    write_chart(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs the selected rows and prints the table."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
@@ -215,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--python", default=sys.executable, help="interpreter for the job")
     parser.add_argument("--json", default=None, help="also write the raw results here")
+    parser.add_argument(
+        "--out", default=None, help="also write the table here (.md) and its chart beside it"
+    )
     args = parser.parse_args(argv)
 
     by_name = {r.name: r for r in ROWS}
@@ -248,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     print("commands:")
     for r in results:
         print("    " + " ".join(["python"] + r.command[1:]))
+    if args.out:
+        _write_table(Path(args.out), results, base)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"baseline_mb": base, "results": [asdict(r) for r in results]}, f, indent=1)

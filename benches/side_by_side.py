@@ -52,6 +52,7 @@ BENCHES = Path(__file__).resolve().parent
 REPO = BENCHES.parent
 sys.path.insert(0, str(BENCHES))
 
+from charts import write_chart  # noqa: E402
 from gen_graph import ensure_graph  # noqa: E402
 
 DD_DIR = BENCHES / "peers" / "dd_bfs"
@@ -534,6 +535,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(row_table(rows, outcomes) if rows else []))
     print("\n".join(micro_table(micro) if micro else []))
     print(f"wrote {args.out}")
+    write_chart(args.out)
     failed = [o.label for o in outcomes + micro if not o.ok]
     if failed:
         print("CHECKS FAILED: " + ", ".join(failed), file=sys.stderr)

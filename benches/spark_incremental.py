@@ -33,6 +33,7 @@ if __package__ in (None, ""):  # run as a script: make ``benches`` importable
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from benches.charts import write_chart
 from benches.machine import commit, cpu, load
 
 from ddflow.examples.spark_bfs import bfs_flow, history, run_embedded
@@ -192,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out != "-":
         with open(args.out, "a") as f:
             f.write("\n" + report)
+        write_chart(args.out)
     return 1 if failed else 0
 
 

@@ -36,6 +36,7 @@ if __package__ in (None, ""):  # run as a script: make ``benches.tpch`` importab
 
 import duckdb
 import pyarrow as pa
+from benches.charts import write_chart
 from benches.tpch import generate, oracle, refresh
 from benches.tpch.queries import QUERIES
 from benches.tpch.workload import Workload
@@ -366,6 +367,7 @@ def main() -> None:
         ]
     out = args.out or RESULTS / (f"tpch_sf{sf}_sql.md" if args.sql else f"tpch_sf{sf}.md")
     out.write_text("\n".join(text))
+    write_chart(out)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     print(f"wrote {out}")

@@ -1,0 +1,10 @@
+"""Puts the repository root on ``sys.path`` so the tests import ``benches.charts``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parents[2])
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
