@@ -354,7 +354,8 @@ def write_chart(
 ) -> Path | None:
     """The chart of the table at ``md`` (or of ``text``), written beside it as ``.png``.
 
-    For the benchmark scripts: when matplotlib is missing, prints how to draw the chart later
+    For the benchmark scripts: a chart of :data:`CHARTED` is also copied to the docs
+    (``docs/img/benchmarks``); when matplotlib is missing, prints how to draw the chart later
     and returns None instead of failing the run.
     """
     md = Path(md)
@@ -366,6 +367,9 @@ def write_chart(
         return None
     draw_text(kind_of(md).name, md.read_text() if text is None else text, out, md)
     print(f"wrote {out}")
+    if png is None and md.resolve().parent == RESULTS and md.stem in CHARTED:
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(out, DOCS_IMG / out.name)  # the docs' benchmark page shows it
     return out
 
 
