@@ -146,8 +146,18 @@ class Capture(_Frontiered):
         fresh = pa.concat_tables(self._undelivered)
         self._undelivered = []
         table = self._sorted(fresh, with_time=True)
-        for fn in self._subscribers:
-            fn(table)
+        first: Exception | None = None
+        for fn in self._subscribers:  # a subscriber that raises makes no other miss the round
+            try:
+                fn(table)
+            except Exception as exc:
+                exc.add_note(
+                    f"ddflow: raised by subscriber {_describe(fn)} of {self.label} "
+                    f"(the other subscribers were called)"
+                )
+                first = first or exc
+        if first is not None:
+            raise first
 
     # -- presenting ---------------------------------------------------------------------------
 
@@ -343,3 +353,12 @@ class Capture(_Frontiered):
         """Calls ``fn`` with the consolidated updates (as ``updates()``) of each newly completed
         interval, after every ``step`` / ``run_until`` / ``run`` that completes one."""
         self._subscribers.append(fn)
+
+
+def _describe(fn: Callable[..., Any]) -> str:
+    """A subscriber's name for error notes: its qualified name and where it is defined."""
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        return f"{name} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
+    return str(name)

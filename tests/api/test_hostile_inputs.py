@@ -454,3 +454,34 @@ def test_an_oversized_regex_is_a_plan_error() -> None:
     _, _, c = _one_input(("s",))
     with pytest.raises(PlanError, match="invalid regex"):
         c.filter(dd.col("s").str.contains("(a{1000}){1000}"))
+
+
+# -- subscribers ------------------------------------------------------------------------------
+
+
+def test_a_subscriber_that_raises_makes_no_other_miss_the_round() -> None:
+    """All subscribers of all captures are called; then the first error is raised, with a
+    note naming the subscriber; the next round is delivered as usual."""
+    flow, inp, c = _one_input()
+    cap, other = c.capture(), c.select(y=dd.col("x") * 10).capture()
+    got: list[tuple[str, list[int]]] = []
+
+    def boom(table: pa.Table) -> None:
+        raise ValueError("boom")
+
+    cap.subscribe(lambda t: got.append(("a", t.column("x").to_pylist())))
+    cap.subscribe(boom)
+    cap.subscribe(lambda t: got.append(("c", t.column("x").to_pylist())))
+    other.subscribe(lambda t: got.append(("d", t.column("y").to_pylist())))
+    inp.update_at((1,), 0)
+    inp.advance_to(1)
+    with pytest.raises(ValueError, match="boom") as info:
+        flow.run_until(1)
+    pattern = r"subscriber \S*boom \(test_hostile_inputs.py:\d+\) of capture@"
+    assert any(re.search(pattern, n) for n in info.value.__notes__)
+    assert got == [("a", [1]), ("c", [1]), ("d", [10])]
+    inp.update_at((2,), 1)
+    inp.advance_to(2)
+    with pytest.raises(ValueError, match="boom"):
+        flow.run_until(2)
+    assert got[3:] == [("a", [2]), ("c", [2]), ("d", [20])]
