@@ -40,6 +40,8 @@ from ddflow.errorlog import ErrorLog
 from ddflow.errors import DdflowError, PlanError
 from ddflow.gate import EngineGate, GatedEngine
 from ddflow.input import InputSession
+from ddflow.persist.journal import Persistence
+from ddflow.persist.open import open_journal
 from ddflow.metrics import Metrics, collect
 from ddflow.plan import ImportTraceOp, InputOp, PlanText, user_location
 from ddflow.plan_dtypes import PlanDtypes
@@ -70,8 +72,18 @@ class Dataflow:
     engine_factory: ClassVar[EngineFactory] = staticmethod(native_engine)
     """Builds the engine (tests substitute a fake)."""
 
-    def __init__(self, workers: int = 1, time_dims: int | None = None, log: bool = True) -> None:
+    def __init__(
+        self,
+        workers: int = 1,
+        time_dims: int | None = None,
+        log: bool = True,
+        persistence: Persistence | None = None,
+    ) -> None:
         """An empty dataflow."""
+        if persistence is not None and not isinstance(persistence, Persistence):
+            raise PlanError(f"persistence must be a dd.Persistence, got {persistence!r}")
+        self.persistence = persistence
+        """Where the dataflow checkpoints and restarts from (``dd.Persistence``), or None."""
         if not is_int(workers) or not 1 <= workers <= MAX_WORKERS:
             raise PlanError(f"workers must be an int from 1 to {MAX_WORKERS}, got {workers!r}")
         self.workers = int(workers)
@@ -438,6 +450,8 @@ class Dataflow:
         every tick; ``False`` nothing; by default ``True`` when stderr is a terminal (see
         :mod:`ddflow.progress`).
         """
+        if self.persistence is not None and self._loop.journal is None:
+            self._loop.journal = open_journal(self, self.persistence)
         if self._loop.attached:
             previous = self._loop.reporter
             self._loop.reporter = reporter(self._loop, progress)
@@ -447,6 +461,12 @@ class Dataflow:
                 self._loop.reporter = previous
         else:
             self._run_all()
+
+    @property
+    def resumed_since(self) -> int:
+        """After a restart from a checkpoint, its frontier (0 otherwise): every output
+        before it was delivered before the restart, and the sinks skip it."""
+        return self._loop.resumed_since
 
     def stop(self) -> None:
         """Asks a running ``run()`` to stop cleanly after its current tick (callable from

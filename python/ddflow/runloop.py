@@ -48,7 +48,16 @@ from ddflow.builder import PlanBuilder
 from ddflow.errorlog import ErrorLog, RawError
 from ddflow.errors import InvalidValueError, PlanError
 from ddflow.input import InputSession
-from ddflow.sources import RowError, Source, SourceBatch, SourceError, value_text
+from ddflow.persist.journal import Journal
+from ddflow.persist.records import Snapshot, Tick
+from ddflow.sources import (
+    RowError,
+    Source,
+    SourceBatch,
+    SourceError,
+    row_values,
+    split_late,
+)
 from ddflow.times import Time
 
 __all__ = ["Driver", "Listener", "RunLoop", "processing_time"]
@@ -110,6 +119,12 @@ class RunLoop:
         """Rows (and bad rows) the sources handed over, over all runs."""
         self.frontier: int | None = None
         """The shared frontier of the source inputs after the last tick."""
+        self.journal: Journal | None = None
+        """The checkpoint directory of a persistent dataflow (opened by its first run)."""
+        self.resumed_since = 0
+        """After a restart, the frontier of the checkpoint it resumed from: outputs before
+        it were delivered before the restart (sinks skip them)."""
+        self._replayed = False
 
     @property
     def sources(self) -> list[Source]:
@@ -144,6 +159,8 @@ class RunLoop:
         ended = False
         with self.lock, self._ctrl_c_stops():
             try:
+                if self.journal is not None and not self._replayed:
+                    self._replay(flow, inputs)
                 ended = self._drive(flow, inputs)
             except BaseException as exc:  # a failing source, an engine error, Ctrl-C twice
                 failures.append(exc)
@@ -152,6 +169,8 @@ class RunLoop:
                 lambda: self.notify(True),
                 lambda: self._report(True),
             ]
+            if self.journal is not None and self._replayed:
+                steps.append(lambda: self.checkpoint(self._frontier(inputs)))
             for step in steps:
                 try:
                     step()
@@ -195,14 +214,26 @@ class RunLoop:
             if not live:
                 return True
             now = max(self.clock(), frontier)
-            rows = sum(self._poll(flow, a, now, frontier) for a in live)
-            target = self._target(now, frontier)
+            read: list[tuple[int, SourceBatch]] = []
+            try:
+                rows = sum(self._poll(flow, a, now, frontier, read) for a in live)
+                target = self._target(now, frontier)
+            finally:
+                # Logged once in the inputs and before the engine runs on them (a failing
+                # source included: what the others read goes on).
+                if self.journal is not None and read:
+                    t = self._target(now, frontier)
+                    tick = Tick(0, now, frontier, frontier if t is None else t, read)
+                    tick.offsets = [a.source.offset() for a in self.attached]
+                    self.journal.append(tick)
             if rows and target is not None and target > frontier:
                 for session in inputs:
                     if not session.closed:
                         session.advance_to(target)
                 frontier = target
                 flow.run_until(target)
+                if self.journal is not None and self.journal.due():
+                    self.checkpoint(frontier)
             self.rows_read += rows
             self.frontier = frontier
             self._report(False)
@@ -213,6 +244,52 @@ class RunLoop:
                 finally:
                     self.lock.acquire()
         return False
+
+    # -- persistence --------------------------------------------------------------------------
+
+    def checkpoint(self, frontier: int) -> None:
+        """Compacts the log into a checkpoint at ``frontier`` (every time before it is
+        complete and delivered to the listeners)."""
+        assert self.journal is not None
+        self.journal.checkpoint(frontier, [a.source.offset() for a in self.attached])
+
+    def _frontier(self, inputs: Sequence[InputSession]) -> int:
+        """The inputs' shared frontier (the greatest time once all are closed)."""
+        open_inputs = [_time(s) for s in inputs if not s.closed]
+        if open_inputs:
+            return min(open_inputs)
+        return 2**63 - 1 if self._pushed is None else self._pushed + 1
+
+    def _replay(self, flow: Driver, inputs: Sequence[InputSession]) -> None:
+        """Rebuilds the inputs from the checkpoint directory (snapshots, then the ticks
+        logged after them), resumes every source after what it had read, and runs the
+        engine up to the frontier reached before (sinks skip what they delivered)."""
+        assert self.journal is not None
+        restored = self.journal.restore()
+        self._replayed = True
+        self.resumed_since = restored.since
+        for snapshot in restored.snapshots:
+            a = self.attached[snapshot.source]
+            errors = list(snapshot.errors)
+            if snapshot.table.num_rows:
+                errors += _push_snapshot(a.session, snapshot)
+                self._pushed = max(int(snapshot.times.max()), self._pushed or 0)
+            if errors:
+                label = flow.builder.label(a.session.node)
+                flow.poll_errors().add(
+                    _raw(a.session.node, label, a.source.name, e, 0) for e in errors
+                )
+        for tick in restored.ticks:
+            for k, batch in tick.batches:
+                self._push(flow, self.attached[k], batch, tick.now, tick.frontier)
+        if restored.offsets is not None:
+            for a, offset in zip(self.attached, restored.offsets, strict=True):
+                a.source.resume(offset)
+        if restored.target > 0:
+            for session in inputs:
+                if not session.closed and _time(session) < restored.target:
+                    session.advance_to(restored.target)
+            flow.run_until(restored.target)
 
     def _report(self, final: bool) -> None:
         if self.reporter is not None:
@@ -242,8 +319,16 @@ class RunLoop:
                 session.advance_to(target)
         flow.run_until(target)
 
-    def _poll(self, flow: Driver, a: _Attached, now: int, frontier: int) -> int:
-        """Polls one source and pushes what it read; returns the number of rows read."""
+    def _poll(
+        self,
+        flow: Driver,
+        a: _Attached,
+        now: int,
+        frontier: int,
+        read: list[tuple[int, SourceBatch]],
+    ) -> int:
+        """Polls one source and pushes what it read (also appended to ``read``, with the
+        source's index); returns the number of rows read."""
         try:
             batches = a.source.poll()
             ended = a.source.ended
@@ -252,8 +337,10 @@ class RunLoop:
                 f"{a.source.name} (feeding input {a.session.name!r}) failed: {exc}"
             ) from exc
         rows = 0
+        index = self.attached.index(a)
         for batch in batches:
             rows += batch.table.num_rows + len(batch.errors)
+            read.append((index, batch))
             self._push(flow, a, batch, now, frontier)
         a.ended = ended
         return rows
@@ -268,24 +355,8 @@ class RunLoop:
             rows = np.arange(1, table.num_rows + 1, dtype=np.int64)
         times: int | npt.NDArray[np.int64] = now
         if batch.times is not None:
-            late = batch.times < frontier
-            if late.any():
-                for i in np.flatnonzero(late):
-                    errors.append(
-                        RowError(
-                            batch.origin,
-                            int(rows[i]),
-                            None,
-                            f"time {int(batch.times[i])} is behind the frontier {frontier} "
-                            "(a late row)",
-                            _values(table.slice(int(i), 1)),
-                        )
-                    )
-                keep = ~late
-                table, rows = table.filter(pa.array(keep)), rows[keep]
-                times = batch.times[keep]
-            else:
-                times = batch.times
+            table, rows, times, late = split_late(batch, frontier)
+            errors += late
             if len(times):
                 greatest = int(times.max())
                 a.last_time = max(greatest, a.last_time or 0)
@@ -339,25 +410,56 @@ def _push_rows(
     table: pa.Table,
     rows: npt.NDArray[np.int64],
     times: int | npt.NDArray[np.int64],
+    diffs: npt.NDArray[np.int64] | None = None,
 ) -> list[RowError]:
-    """Pushes ``table``; where the input refuses a value, halves the batch until the refused
-    rows stand alone and returns them as errors (everything else goes in)."""
+    """Pushes ``table`` (each row once, or with ``diffs``); where the input refuses a value,
+    halves the batch until the refused rows stand alone and returns them as errors
+    (everything else goes in)."""
     if table.num_rows == 0:
         return []
     try:
-        session.update_batch(table, times=times)
+        session.update_batch(table, times=times, diffs=diffs)
         return []
     except (InvalidValueError, builtins.OverflowError) as exc:
         if table.num_rows == 1:
             column = _not_utf8(table)
             message = str(exc) if column is None else "text that is not valid UTF-8"
-            return [RowError(origin, int(rows[0]), column, message, _values(table))]
+            return [RowError(origin, int(rows[0]), column, message, row_values(table))]
     half = table.num_rows // 2
     parts = []
     for lo, hi in ((0, half), (half, table.num_rows)):
         part_times = times if isinstance(times, int) else times[lo:hi]
-        parts += _push_rows(session, origin, table.slice(lo, hi - lo), rows[lo:hi], part_times)
+        part_diffs = None if diffs is None else diffs[lo:hi]
+        parts += _push_rows(
+            session, origin, table.slice(lo, hi - lo), rows[lo:hi], part_times, part_diffs
+        )
     return parts
+
+
+def _push_snapshot(session: InputSession, snapshot: Snapshot) -> list[RowError]:
+    """Pushes a snapshot's rows with their times and counts, one origin at a time (a row
+    the input refuses is named by its origin); returns the refused rows."""
+    order = np.argsort(np.asarray(snapshot.origins, dtype=object), kind="stable")
+    origins = [snapshot.origins[i] for i in order]
+    table = snapshot.table.take(pa.array(order))
+    rows, times, diffs = snapshot.rows[order], snapshot.times[order], snapshot.diffs[order]
+    errors: list[RowError] = []
+    start = 0
+    while start < len(origins):
+        end = start
+        while end < len(origins) and origins[end] == origins[start]:
+            end += 1
+        part = slice(start, end)
+        errors += _push_rows(
+            session,
+            origins[start],
+            table.slice(start, end - start),
+            rows[part],
+            times[part],
+            diffs[part],
+        )
+        start = end
+    return errors
 
 
 def _not_utf8(table: pa.Table) -> str | None:
@@ -374,9 +476,6 @@ def _not_utf8(table: pa.Table) -> str | None:
     return None
 
 
-def _values(table: pa.Table) -> str:
-    """A one-row table's values as ``name=value`` text."""
-    return ", ".join(f"{k}={value_text(table[k], 0)}" for k in table.column_names)
 
 
 def _raw(node: int, label: str, source: str, e: RowError, default: int) -> RawError:

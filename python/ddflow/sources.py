@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +25,15 @@ import pyarrow as pa
 
 from ddflow.errors import DdflowError
 
-__all__ = ["RowError", "Source", "SourceBatch", "SourceError", "value_text"]
+__all__ = [
+    "RowError",
+    "Source",
+    "SourceBatch",
+    "SourceError",
+    "row_values",
+    "split_late",
+    "value_text",
+]
 
 
 def value_text(column: pa.Array | pa.ChunkedArray, i: int) -> str:
@@ -34,6 +43,11 @@ def value_text(column: pa.Array | pa.ChunkedArray, i: int) -> str:
         return repr(column[i].as_py())
     except UnicodeDecodeError:
         return repr(column.cast(pa.binary())[i].as_py())
+
+
+def row_values(table: pa.Table) -> str:
+    """A one-row table's values as ``name=value`` text."""
+    return ", ".join(f"{k}={value_text(table[k], 0)}" for k in table.column_names)
 
 
 class SourceError(DdflowError, RuntimeError):
@@ -110,5 +124,43 @@ class Source(ABC):
         """How much has been read so far, in the unit of :meth:`size`."""
         return 0
 
+    def offset(self) -> Any:
+        """Where the source stands: a JSON value from which :meth:`resume` continues after
+        everything read so far, or ``None`` when the source cannot resume (a persistent
+        dataflow then refuses it)."""
+        return None
+
+    def resume(self, offset: Any) -> None:
+        """Continues after the rows read up to ``offset`` (a value :meth:`offset` returned
+        in an earlier process), before the first poll."""
+        raise NotImplementedError(f"{self.name} cannot resume from an offset")
+
     def close(self) -> None:  # noqa: B027 (most sources hold nothing open)
         """Releases what the source holds open (called once the run stops with it)."""
+
+
+def split_late(
+    batch: SourceBatch, frontier: int
+) -> tuple[pa.Table, npt.NDArray[np.int64], npt.NDArray[np.int64], list[RowError]]:
+    """A timed batch's rows at or after ``frontier`` (table, row numbers, times), and the
+    rows behind it as errors (late rows)."""
+    assert batch.times is not None
+    table = batch.table
+    rows = batch.rows
+    if rows is None:
+        rows = np.arange(1, table.num_rows + 1, dtype=np.int64)
+    late = batch.times < frontier
+    if not late.any():
+        return table, rows, batch.times, []
+    errors = [
+        RowError(
+            batch.origin,
+            int(rows[i]),
+            None,
+            f"time {int(batch.times[i])} is behind the frontier {frontier} (a late row)",
+            row_values(table.slice(int(i), 1)),
+        )
+        for i in np.flatnonzero(late)
+    ]
+    keep = ~late
+    return table.filter(pa.array(keep)), rows[keep], batch.times[keep], errors

@@ -76,6 +76,20 @@ class FileSet:
         except OSError:
             pass
 
+    @property
+    def taken(self) -> list[Path]:
+        """The files taken so far (read, or being read), in name order."""
+        return sorted(self._taken)
+
+    def skip(self, paths: list[Path]) -> None:
+        """Takes ``paths`` as already read (a source resuming after them)."""
+        for path in paths:
+            if path in self._pending:
+                self._pending.remove(path)
+            self._candidates.pop(path, None)
+            self._taken.add(path)
+            self.done(path)
+
     def _scan(self) -> None:
         """Lists the watched directory; files unchanged since the last listing are ready."""
         seen: dict[Path, tuple[int, int]] = {}

@@ -9,6 +9,11 @@ it covers::
     part-0000000000000000000-0001764097312001.parquet
     part-0001764097312001-0001764097315230.parquet
 
+In a persistent dataflow (``dd.Dataflow(persistence=...)``) the files are the sink's
+committed position: a restarted dataflow replays its inputs, and the sink writes on after
+the greatest ``upper`` already in its directory, skipping every update before it, so a run
+killed and restarted leaves the same updates as one that never stopped.
+
 Each file's ``lower`` is the previous file's ``upper``, so the files cover every completed
 time from 0 without a gap: a reader knows that all updates before the greatest ``upper`` are
 there, whatever is still running. A time range without updates gets no file of its own,
@@ -23,9 +28,11 @@ renamed: a reader never sees a file half-written, and a stop leaves no partial f
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ddflow.capture import Capture
 from ddflow.collection import Collection
@@ -33,10 +40,13 @@ from ddflow.dataflow import Dataflow
 from ddflow.errors import PlanError
 from ddflow.io.filesource import Format
 
-__all__ = ["FileSink", "END", "file_name"]
+__all__ = ["FileSink", "END", "file_name", "written_upper"]
 
 END = 2**63 - 1
 """The ``upper`` of a sink's last file once its collection is complete for ever."""
+
+
+_FILE = re.compile(r"part-(\d{19})-(\d{19})(\..+)")
 
 
 def file_name(lower: int, upper: int, suffix: str) -> str:
@@ -59,6 +69,13 @@ class FileSink:
         self.capture.subscribe(self._take)
         self.lower: int | None = 0
         """The first time not written yet (None once the collection is complete)."""
+        self.flow = flow
+        if flow.persistence is not None:
+            # A persistent dataflow restarting replays its inputs: the files already here
+            # are the output it delivered, so writing goes on after the last one.
+            self.lower = written_upper(self.path, fmt.suffix)
+            for stale in self.path.glob(".part-*.tmp"):  # a write the crash cut short
+                stale.unlink()
         self.files: list[Path] = []
         """The files written, in order."""
         self._pending: list[pa.Table] = []
@@ -66,7 +83,13 @@ class FileSink:
         flow.on_progress(self._progress)
 
     def _take(self, updates: pa.Table) -> None:
-        self._pending.append(updates)
+        if self.lower is None:
+            return
+        floor = max(self.lower, self.flow.resumed_since)
+        if floor > 0:  # a restart replays updates delivered before it: skip them
+            updates = updates.filter(pc.greater_equal(updates["time"], floor))
+        if updates.num_rows:
+            self._pending.append(updates)
 
     def _progress(self, final: bool) -> None:
         """Writes the updates completed since the last file (if any, or on ``final``)."""
@@ -105,6 +128,18 @@ class FileSink:
             fields = [state.field(i) for i in range(len(state) - 1)]
             self._schema = pa.schema([*fields, pa.field("time", pa.int64()), state.field("diff")])
         return self._schema.empty_table()
+
+
+def written_upper(path: Path, suffix: str) -> int | None:
+    """The ``upper`` of the last file a sink wrote in ``path`` (0 when none; None once the
+    collection was complete)."""
+    uppers = [
+        int(m.group(2))
+        for entry in path.iterdir()
+        if (m := _FILE.fullmatch(entry.name)) and m.group(3) == suffix
+    ]
+    upper = max(uppers, default=0)
+    return None if upper == END else upper
 
 
 def write_files(collection: Collection, path: str | os.PathLike[str], fmt: Format) -> FileSink:

@@ -87,6 +87,8 @@ class FileSource(Source):
         self._file: Path | None = None
         self._batches: Iterator[RawBatch] | None = None
         self._failure: SourceError | None = None
+        self._consumed = 0
+        """Batches of the current file handed over (its offset)."""
 
     def poll(self) -> list[SourceBatch]:
         """Reads up to ``rows_per_poll`` rows of the files ready now."""
@@ -100,6 +102,7 @@ class FileSource(Source):
                 if path is None:
                     break
                 self._file, self._batches = path, self.fmt.batches(path, self.schema)
+                self._consumed = 0
             assert self._file is not None
             try:
                 raw = next(self._batches, None)
@@ -107,6 +110,7 @@ class FileSource(Source):
                     self.files.done(self._file)
                     self._file, self._batches = None, None
                     continue
+                self._consumed += 1
                 batch = self._batch(raw, str(self._file))
             except Exception as exc:
                 failure = SourceError(f"reading {self._file}: {exc}")
@@ -125,6 +129,28 @@ class FileSource(Source):
         if self.time_column is not None:
             assign_times(batch, self.time_column)
         return batch
+
+    def offset(self) -> Any:
+        """The files taken, and how many batches of the one being read were handed over
+        (a file's batches are the same whenever it is read: the format reads it alike)."""
+        current = None if self._file is None else str(self._file)
+        return {
+            "taken": [str(p) for p in self.files.taken if str(p) != current],
+            "file": current,
+            "batches": self._consumed if current is not None else 0,
+        }
+
+    def resume(self, offset: Any) -> None:
+        """Skips the files read and the batches of the current one handed over before."""
+        self.files.skip([Path(p) for p in offset["taken"]])
+        if offset["file"] is not None:
+            path = Path(offset["file"])
+            self.files.skip([path])
+            self._file, self._batches = path, self.fmt.batches(path, self.schema)
+            for _ in range(int(offset["batches"])):
+                if next(self._batches, None) is None:
+                    raise SourceError(f"{self.name}: {path} is shorter than when it was read")
+            self._consumed = int(offset["batches"])
 
     @property
     def ended(self) -> bool:

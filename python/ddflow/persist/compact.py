@@ -1,0 +1,107 @@
+"""Compaction of a persistent dataflow's log into one snapshot per input.
+
+At a checkpoint with frontier ``F`` every time before ``F`` is complete, so the dataflow's
+outputs at those times have been delivered and only their accumulation matters from here
+on. Compaction therefore moves every time ``t < F`` up to ``F - 1`` (as a trace's compaction
+advances times to its frontier) and sums the counts of equal rows at equal times: replaying
+the snapshot gives every operator the same accumulations at ``F - 1`` and later, while the
+log's size follows the number of distinct rows, not the number of ticks. Rows at or after
+``F`` (a timed source's future rows) keep their times.
+
+Bad rows (rows that did not fit the schema, late rows) are kept as errors at their
+compacted times, so a restarted dataflow's error log still names them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ddflow.persist.records import Snapshot, Tick
+from ddflow.sources import RowError, split_late
+
+__all__ = ["compact"]
+
+_TIME, _ORIGIN, _ROW, _DIFF = "\x00time", "\x00origin", "\x00row", "\x00diff"
+
+
+def _error_time(e: RowError, default: int) -> int:
+    """The time of a bad row's error update (as the run loop stamps it)."""
+    return e.time if e.time is not None and e.time >= default else default
+
+
+def compact(
+    source: int,
+    previous: Snapshot | None,
+    ticks: list[Tick],
+    frontier: int,
+) -> Snapshot | None:
+    """The snapshot of source ``source``'s input after ``ticks``, compacted to
+    ``frontier`` (``None`` when it has neither rows nor errors)."""
+    floor = frontier - 1
+    tables: list[pa.Table] = []
+    errors: list[RowError] = []
+    if previous is not None:
+        tables.append(_indexed(previous.table, previous.origins, previous.rows, previous.times))
+        diffs = [previous.diffs]
+        errors += previous.errors
+    else:
+        diffs = []
+    for tick in ticks:
+        for k, batch in tick.batches:
+            if k != source:
+                continue
+            default = tick.frontier if batch.times is not None else tick.now
+            errors += [_moved(e, _error_time(e, default), floor) for e in batch.errors]
+            if batch.times is not None:
+                table, rows, times, late = split_late(batch, tick.frontier)
+                errors += [_moved(e, tick.frontier, floor) for e in late]
+            else:
+                table = batch.table
+                n = table.num_rows
+                rows = batch.rows if batch.rows is not None else np.arange(1, n + 1, dtype=np.int64)
+                times = np.full(n, tick.now, dtype=np.int64)
+            if table.num_rows:
+                tables.append(_indexed(table, [batch.origin] * table.num_rows, rows, times))
+                diffs.append(np.ones(table.num_rows, dtype=np.int64))
+    if not tables and not errors:
+        return None
+    if not tables:
+        empty = np.zeros(0, dtype=np.int64)
+        return Snapshot(source, pa.table({}), [], empty, empty, empty, errors)
+    names = [n for n in tables[0].column_names if not n.startswith("\x00")]
+    merged = pa.concat_tables(tables, promote_options="permissive").append_column(
+        _DIFF, pa.array(np.concatenate(diffs), pa.int64())
+    )
+    merged = merged.set_column(
+        merged.schema.get_field_index(_TIME),
+        _TIME,
+        pc.max_element_wise(merged[_TIME], pa.scalar(floor, pa.int64())),
+    )
+    keys = [*names, _TIME, _ORIGIN]
+    grouped = merged.group_by(keys, use_threads=False).aggregate([(_ROW, "min"), (_DIFF, "sum")])
+    grouped = grouped.filter(pc.not_equal(grouped[f"{_DIFF}_sum"], 0))
+    return Snapshot(
+        source,
+        grouped.select(names),
+        [str(o) for o in grouped[_ORIGIN].to_pylist()],
+        np.asarray(grouped[f"{_ROW}_min"].to_numpy(), dtype=np.int64),
+        np.asarray(grouped[_TIME].to_numpy(), dtype=np.int64),
+        np.asarray(grouped[f"{_DIFF}_sum"].to_numpy(), dtype=np.int64),
+        errors,
+    )
+
+
+def _moved(e: RowError, time: int, floor: int) -> RowError:
+    """A bad row with its error's time compacted."""
+    return RowError(e.origin, e.row, e.column, e.message, e.values, e.count, max(time, floor))
+
+
+def _indexed(table: pa.Table, origins: list[str], rows: object, times: object) -> pa.Table:
+    """``table`` with its rows' origins, row numbers and times as extra columns."""
+    return (
+        table.append_column(_TIME, pa.array(times, pa.int64()))
+        .append_column(_ORIGIN, pa.array(origins, pa.string()))
+        .append_column(_ROW, pa.array(rows, pa.int64()))
+    )

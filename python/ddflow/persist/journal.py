@@ -1,0 +1,288 @@
+"""A persistent dataflow's directory: its manifest, the log of ticks, and input snapshots.
+
+Layout (every file a checksummed :mod:`segment <ddflow.persist.segment>`)::
+
+    <path>/manifest-00000003.seg      the latest checkpoint: plan, snapshots, last tick
+    <path>/snap-00000003-0000.seg     source 0's input as of checkpoint 3 (compacted)
+    <path>/log/00000000000000000042.log   ticks 42, 43, ...: what the sources read, offsets
+
+The run loop appends a tick to the log, and flushes it to disk, after its sources' rows went
+into the inputs and before the engine runs on them (a write-ahead log): no output can depend
+on rows the log does not hold, and the offsets in the same record say where each source
+resumes, so a row is neither lost nor read twice. A record a crash cut short at the end of
+the log was never acted on: a restart drops it (and says so); a record damaged anywhere else
+is a :class:`~ddflow.errors.CorruptCheckpointError`.
+
+Every ``interval`` a checkpoint compacts the snapshots and the ticks since into new
+snapshots, then writes the next manifest, and only then deletes what it replaces: a crash at
+any point leaves a manifest whose files are all there.
+
+A directory belongs to one plan: the manifest stores the plan (without operator labels,
+which name source lines) and a different plan is refused naming the first node that differs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ddflow.errors import PersistenceError, PlanError
+from ddflow.persist.compact import compact
+from ddflow.persist.records import Snapshot, Tick
+from ddflow.persist.segment import (
+    Segment,
+    TruncatedSegment,
+    decode_at,
+    encode,
+    read_segment,
+    sync_dir,
+    write_segment,
+)
+
+__all__ = ["Journal", "Persistence", "Restored"]
+
+_MANIFEST = re.compile(r"manifest-(\d{8})\.seg")
+_LOG = re.compile(r"(\d{20})\.log")
+_INTERVAL = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*")
+_UNITS = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def _seconds(interval: float | str) -> float:
+    """An interval as seconds: a number, or text such as ``"10s"``, ``"500ms"``, ``"2m"``."""
+    if isinstance(interval, int | float) and not isinstance(interval, bool):
+        seconds = float(interval)
+    elif isinstance(interval, str) and (m := _INTERVAL.fullmatch(interval)):
+        seconds = float(m.group(1)) * _UNITS[m.group(2)]
+    else:
+        raise PlanError(
+            f"Persistence: interval must be seconds or text like '10s', '500ms', '2m'; "
+            f"got {interval!r}"
+        )
+    if not seconds > 0:
+        raise PlanError(f"Persistence: interval must be positive, got {interval!r}")
+    return seconds
+
+
+@dataclass(frozen=True)
+class Persistence:
+    """Where and how often a dataflow checkpoints (``dd.Dataflow(persistence=...)``).
+
+    ``path``: a local directory (created if missing). ``interval``: how often the log is
+    compacted into a checkpoint, as seconds or text (``"10s"``, ``"500ms"``, ``"2m"``);
+    every tick is logged durably whatever the interval.
+    """
+
+    path: str | os.PathLike[str]
+    interval: float | str = "10s"
+
+    def __post_init__(self) -> None:
+        _seconds(self.interval)
+
+    @property
+    def seconds(self) -> float:
+        """The interval in seconds."""
+        return _seconds(self.interval)
+
+
+@dataclass
+class Restored:
+    """What a directory holds for a restart: snapshots, the ticks after them, offsets."""
+
+    snapshots: list[Snapshot]
+    ticks: list[Tick]
+    since: int
+    """The last checkpoint's frontier: outputs before it were delivered before the crash."""
+    offsets: list[Any] | None
+    """Each source's offset after the last tick (None for a fresh directory)."""
+    target: int
+    """The frontier the inputs had reached (0 for a fresh directory)."""
+
+
+def _comparable(plan: dict[str, Any]) -> dict[str, Any]:
+    """A plan without its labels (they name source lines, which edits move)."""
+    nodes = [{k: v for k, v in node.items() if k != "label"} for node in plan["nodes"]]
+    return {**plan, "nodes": nodes}
+
+
+def _first_difference(stored: dict[str, Any], now: dict[str, Any]) -> str:
+    """Text naming where two plans differ."""
+    a, b = stored["nodes"], now["nodes"]
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return f"node {i} was {json.dumps(x)[:300]}, now {json.dumps(y)[:300]}"
+    if len(a) != len(b):
+        return f"the stored plan has {len(a)} nodes, this one {len(b)}"
+    for key in sorted(set(stored) | set(now)):
+        if key != "nodes" and stored.get(key) != now.get(key):
+            return f"{key} was {stored.get(key)!r}, now {now.get(key)!r}"
+    return "they differ"
+
+
+class Journal:
+    """The checkpoint directory of one dataflow, opened for a run."""
+
+    def __init__(self, config: Persistence, plan: dict[str, Any], sources: int):
+        self.config = config
+        self.root = Path(config.path)
+        self.log_dir = self.root / "log"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.sources = sources
+        """How many sources the dataflow has (in attach order)."""
+        self.plan = _comparable(plan)
+        self.last_checkpoint = time.monotonic()
+        self.bytes_written = 0
+        """Bytes of log, snapshot and manifest files written by this process."""
+        numbers = sorted(
+            int(m.group(1)) for f in self.root.iterdir() if (m := _MANIFEST.fullmatch(f.name))
+        )
+        if not numbers:
+            self.manifest: dict[str, Any] = {
+                "kind": "manifest",
+                "number": 0,
+                "plan": self.plan,
+                "since": 0,
+                "target": 0,
+                "log_after": 0,
+                "snapshots": [],
+                "offsets": None,
+            }
+            self._write_manifest()
+        else:
+            path = self._manifest_path(numbers[-1])
+            self.manifest = read_segment(path).header
+            if self.manifest.get("plan") != self.plan:
+                raise PersistenceError(
+                    f"{self.root} holds the checkpoint of another plan: "
+                    f"{_first_difference(self.manifest['plan'], self.plan)}. Use a new "
+                    "directory, or delete this one to start over (see the persistence docs)"
+                )
+        self.next_seq = self.manifest["log_after"] + 1
+        self._log: BinaryIO | None = None
+        """The log file ticks are appended to (a new one after each checkpoint)."""
+
+    def _manifest_path(self, number: int) -> Path:
+        return self.root / f"manifest-{number:08d}.seg"
+
+    def _log_path(self, first: int) -> Path:
+        return self.log_dir / f"{first:020d}.log"
+
+    def _write_manifest(self) -> None:
+        path = self._manifest_path(self.manifest["number"])
+        self.bytes_written += write_segment(path, Segment(self.manifest))
+
+    # -- restart ------------------------------------------------------------------------------
+
+    def restore(self) -> Restored:
+        """The snapshots and ticks to replay (checked, in order)."""
+        snapshots = [Snapshot.of(read_segment(self.root / n)) for n in self.manifest["snapshots"]]
+        logs = sorted(f for f in self.log_dir.iterdir() if _LOG.fullmatch(f.name))
+        ticks = []
+        expected = self.manifest["log_after"] + 1
+        for i, path in enumerate(logs):
+            for tick in self._read_log(path, last=i == len(logs) - 1):
+                if tick.seq < expected:
+                    continue  # compacted into the snapshots; a crash came before deletion
+                if tick.seq != expected:
+                    raise PersistenceError(
+                        f"{path}: tick {expected} is missing before tick {tick.seq}; the "
+                        "log cannot be replayed"
+                    )
+                ticks.append(tick)
+                expected += 1
+        self.next_seq = expected
+        offsets = ticks[-1].offsets if ticks else self.manifest["offsets"]
+        target = ticks[-1].target if ticks else self.manifest["target"]
+        return Restored(snapshots, ticks, self.manifest["since"], offsets, target)
+
+    def _read_log(self, path: Path, last: bool) -> list[Tick]:
+        """The ticks of one log file. The last file may end in a record a crash cut
+        short: it is cut off the file (never replayed) with a warning."""
+        data = path.read_bytes()
+        ticks, at = [], 0
+        while at < len(data):
+            try:
+                segment, at = decode_at(data, at, str(path))
+            except TruncatedSegment as exc:
+                if not last:
+                    raise
+                warnings.warn(
+                    f"ddflow: {exc.args[0]} (the tick a crash interrupted; dropped)",
+                    stacklevel=2,
+                )
+                with open(path, "rb+") as f:
+                    f.truncate(at)
+                    os.fsync(f.fileno())
+                break
+            ticks.append(Tick.of(segment))
+        return ticks
+
+    # -- running ------------------------------------------------------------------------------
+
+    def append(self, tick: Tick) -> None:
+        """Logs one tick durably (the run loop calls this before the engine runs on it)."""
+        tick.seq = self.next_seq
+        if self._log is None:
+            path = self._log_path(tick.seq)
+            self._log = open(path, "ab")  # noqa: SIM115 (open until the next checkpoint)
+            sync_dir(self.log_dir)
+        data = encode(tick.segment())
+        self._log.write(data)
+        self._log.flush()
+        os.fsync(self._log.fileno())
+        self.bytes_written += len(data)
+        self.next_seq += 1
+
+    def close(self) -> None:
+        """Closes the log file being appended to."""
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def due(self) -> bool:
+        """Whether a checkpoint is due (``interval`` since the last one)."""
+        return time.monotonic() - self.last_checkpoint >= self.config.seconds
+
+    def checkpoint(self, frontier: int, offsets: list[Any]) -> None:
+        """Compacts the snapshots and every tick logged so far to ``frontier`` (all times
+        before it are complete and delivered) into the next checkpoint."""
+        self.last_checkpoint = time.monotonic()
+        self.close()
+        last = self.next_seq - 1
+        if last == self.manifest["log_after"] and frontier == self.manifest["since"]:
+            return
+        restored = self.restore()
+        previous = {s.source: s for s in restored.snapshots}
+        number = self.manifest["number"] + 1
+        names = []
+        for source in range(self.sources):
+            snapshot = compact(source, previous.get(source), restored.ticks, frontier)
+            if snapshot is None:
+                continue
+            name = f"snap-{number:08d}-{source:04d}.seg"
+            self.bytes_written += write_segment(self.root / name, snapshot.segment())
+            names.append(name)
+        old_manifest = self.manifest
+        self.manifest = {
+            **old_manifest,
+            "number": number,
+            "since": frontier,
+            "target": restored.ticks[-1].target if restored.ticks else old_manifest["target"],
+            "log_after": last,
+            "snapshots": names,
+            "offsets": offsets,
+        }
+        self._write_manifest()
+        for log in self.log_dir.iterdir():
+            if _LOG.fullmatch(log.name):
+                log.unlink()
+        for name in old_manifest["snapshots"]:
+            (self.root / name).unlink(missing_ok=True)
+        self._manifest_path(old_manifest["number"]).unlink(missing_ok=True)
+        sync_dir(self.root)
+        sync_dir(self.log_dir)

@@ -1,0 +1,79 @@
+"""The crash test's parts: input files, a pipeline process killed at random points, and
+the comparison of its sinks with an uninterrupted run's.
+
+Shared by ``tests/persist/test_crash_restart.py`` (a few kills, in CI) and
+``benches/persistence.py`` (20 kills).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from tests.io.sinkfiles import read_sink
+
+ROOT = Path(__file__).resolve().parents[2]
+SINKS = ("totals", "large")
+
+
+def write_inputs(directory: Path, files: int, rows: int, seed: int) -> None:
+    """``files`` CSV files of ``rows`` rows (``t``, ``k``, ``v``), times increasing."""
+    rng = random.Random(seed)
+    directory.mkdir(parents=True)
+    t = 0
+    for i in range(files):
+        lines = ["t,k,v"]
+        for _ in range(rows):
+            t += rng.randint(0, 3)
+            lines.append(f"{t},{rng.randint(0, 50)},{rng.randint(0, 1000)}")
+        (directory / f"part-{i:04d}.csv").write_text("\n".join(lines) + "\n")
+
+
+def _command(source: Path, out: Path, state: Path | None) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "tests.persist.pipeline",
+        str(source),
+        str(out),
+        "-" if state is None else str(state),
+        "100",
+    ]
+
+
+def run_whole(source: Path, out: Path, state: Path | None, timeout: float = 120) -> float:
+    """Runs the pipeline to its end; returns its wall time."""
+    start = time.monotonic()
+    subprocess.run(_command(source, out, state), cwd=ROOT, check=True, timeout=timeout)
+    return time.monotonic() - start
+
+
+def run_killed(source: Path, out: Path, state: Path, after: float) -> bool:
+    """Starts the pipeline and kills it with SIGKILL after ``after`` seconds; True when it
+    was killed (False when it ended first)."""
+    process = subprocess.Popen(_command(source, out, state), cwd=ROOT, env=os.environ.copy())
+    try:
+        process.wait(timeout=after)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return True
+    assert process.returncode == 0, process.returncode
+    return False
+
+
+def updates(out: Path, sink: str) -> Counter[tuple[Any, ...]]:
+    """A sink's updates as (record..., time) -> summed diff; the sink's files must tile
+    their times without gap or overlap (``read_sink`` checks)."""
+    _, rows = read_sink(out / sink)
+    total: Counter[tuple[Any, ...]] = Counter()
+    for row in rows:
+        key = tuple(v for k, v in row.items() if k != "diff")
+        total[key] += row["diff"]
+    return total
