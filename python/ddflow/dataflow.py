@@ -451,7 +451,13 @@ class Dataflow:
         :mod:`ddflow.progress`).
         """
         if self.persistence is not None and self._loop.journal is None:
-            self._loop.journal = open_journal(self, self.persistence)
+            self._loop.journal = open_journal(
+                self.persistence,
+                self.plan(),
+                self._inputs,
+                [(a.session, a.source) for a in self._loop.attached],
+                self.time_shape.dims,
+            )
         if self._loop.attached:
             previous = self._loop.reporter
             self._loop.reporter = reporter(self._loop, progress)

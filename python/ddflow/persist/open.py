@@ -8,34 +8,41 @@ source that does not fit, then opens (or creates) the directory for the dataflow
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Any
 
 from ddflow.errors import PersistenceError
+from ddflow.input import InputSession
 from ddflow.persist.journal import Journal, Persistence
-
-if TYPE_CHECKING:
-    from ddflow.dataflow import Dataflow
+from ddflow.sources import Source
 
 __all__ = ["open_journal"]
 
 
-def open_journal(flow: Dataflow, config: Persistence) -> Journal:
-    """The journal of ``flow`` at ``config.path``, after checking that every input is fed
-    by a source that can resume."""
-    fed = {id(a.session) for a in flow._loop.attached}
-    for session in flow._inputs:
+def open_journal(
+    config: Persistence,
+    plan: dict[str, Any],
+    inputs: Sequence[InputSession],
+    sources: Sequence[tuple[InputSession, Source]],
+    time_dims: int | None,
+) -> Journal:
+    """The journal of a dataflow (its ``plan``, ``inputs`` and the ``sources`` feeding
+    them, in attach order) at ``config.path``, after checking that every input is fed by a
+    source that can resume."""
+    fed = {id(session) for session, _ in sources}
+    for session in inputs:
         if id(session) not in fed:
             raise PersistenceError(
                 f"input {session.name!r} is fed by hand; a persistent dataflow rebuilds its "
                 "inputs from what their sources read, so every input needs a source "
                 "(dd.io.csv.read, dd.io.parquet.read, ...)"
             )
-    for a in flow._loop.attached:
-        if a.source.offset() is None:
+    for session, source in sources:
+        if source.offset() is None:
             raise PersistenceError(
-                f"{a.source.name} (feeding input {a.session.name!r}) cannot resume from an "
+                f"{source.name} (feeding input {session.name!r}) cannot resume from an "
                 "offset, so a persistent dataflow cannot use it yet"
             )
-    if flow.time_shape.dims not in (None, 1):
+    if time_dims not in (None, 1):
         raise PersistenceError("a persistent dataflow needs int times (time_dims=1)")
-    return Journal(config, flow.plan(), len(flow._loop.attached))
+    return Journal(config, plan, len(sources))
