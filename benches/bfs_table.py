@@ -205,8 +205,8 @@ def table(results: list[Result]) -> str:
 def _write_table(out: Path, results: list[Result], base: float) -> None:
     """Writes the table (with the commands and the baseline) to ``out`` and its chart beside
     it (``benches/charts.py``)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from charts import write_chart
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benches.charts import write_chart
 
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     commands = "\n".join("    " + " ".join(["python", *r.command[1:]]) for r in results)

@@ -288,3 +288,26 @@ def test_write_chart_beside_the_table(tmp_path: Path, capsys: pytest.CaptureFixt
     assert charts.write_chart(md) == tmp_path / "bfs_table.png"
     assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'bfs_table.png'}"
     assert png_size((tmp_path / "bfs_table.png").read_bytes())[0] >= 600
+
+
+def test_bfs_table_out_writes_the_table_and_its_chart(tmp_path: Path) -> None:
+    from benches import bfs_table
+
+    rows = {r.name: r for r in bfs_table.ROWS}
+    results = [
+        bfs_table.Result(rows["1k-b1000-w1"], 1000, ["py", "-m", "x"], True, 2.0, 1.5, 90.0,
+                         0.01, 0.5, 2000.0, None, [2000.0, 1800.0]),
+        bfs_table.Result(rows["1k-b100-w1"], 1000, ["py", "-m", "y"], True, 3.0, 2.5, 95.0,
+                         0.02, 0.8, 1250.0, None, [1250.0]),
+    ]  # fmt: skip
+    out = tmp_path / "bfs_table.md"
+    bfs_table._write_table(out, results, 70.0)
+    text = out.read_text()
+    assert bfs_table.table(results) in text and "70 MB peak" in text
+    assert png_size((tmp_path / "bfs_table.png").read_bytes())[0] >= 600
+    fig = charts.figure("bfs_table", text, out)
+    try:
+        dd = [rows["1k-b1000-w1"].dd_rate, rows["1k-b100-w1"].dd_rate]
+        assert widths(fig.axes[0]) == [*dd, 2000.0, 1250.0]
+    finally:
+        plt.close(fig)
