@@ -23,6 +23,7 @@ a circle (``tests/api/test_layers.py`` checks both against this table)::
     2 plan:     expr_functions, expr_str, expr_dt, outer_joins, read_columns, plan_dtypes
     2 plan:     plan_graph, event_time, windows, constants
     1 values:   _core, errors, logical_types, dtypes, times, errorlog, kernels, gate
+    1 values:   batch_columns
 
 1. values: the native module, errors, dtypes and time coordinates, the error log, kernels,
    the gate that lets one thread at a time into an engine.

@@ -363,8 +363,13 @@ def arrow_utf8_column(values: object, what: str, *, nullable: bool = False) -> U
         if not _looks_like_strings(values):
             return None
         try:
-            # One C-level pass builds the Arrow buffers (no Python bytecode per value).
-            arr = pa.array(values, type=pa.large_string(), from_pandas=False)
+            # One C-level pass builds the Arrow buffers (no Python bytecode per value); the
+            # type is inferred for objects, so that bytes are not taken as text (binary: the
+            # exact path); a numpy str array converts with its type, whole (inferring would
+            # cut each string at its first NUL character).
+            unicode = isinstance(values, np.ndarray) and values.dtype.kind == "U"
+            text = pa.large_string() if unicode else None
+            arr = pa.array(values, type=text, from_pandas=False)
         except (pa.ArrowException, UnicodeError, TypeError, ValueError):
             return None  # not all str, nulls, lone surrogates: the exact checks say which
 

@@ -18,6 +18,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from ddflow._core import Engine
+from ddflow.batch_columns import check_names, exact_column
 from ddflow.dtypes import (
     BinaryColumn,
     WordColumn,
@@ -437,6 +438,7 @@ class InputSession:
             self._commit_dtypes(fixes)
 
     def _batch_columns(self, columns: Any) -> list[Any]:
+        check_names(columns, self._what())
         table = arrow_columns(columns)
         if table is not None:
             columns = table
@@ -475,10 +477,14 @@ class InputSession:
             # Arrow strings cross as their buffers; everything else as numpy arrays, or as
             # core words when the column has nulls.
             utf8 = arrow_utf8_column(v, what, nullable=True)
-            if utf8 is None:
-                out.append(to_column(_numpy_or_arrow(v), what, nullable=True))
-            else:
+            if utf8 is not None:
                 out.append(utf8)
+                continue
+            exact = exact_column(_numpy_or_arrow(v), what, self._dtypes[i])
+            if isinstance(exact, BinaryColumn):
+                out.append(exact)
+            else:
+                out.append(to_column(exact, what, nullable=True))
         return out
 
     def _check_batch_dtypes(self, arrays: list[Any]) -> dict[int, str]:
@@ -673,7 +679,10 @@ class InputSession:
         if isinstance(columns, str):
             columns = (columns,)
         if hasattr(columns, "names") and hasattr(columns, "field"):
-            columns = {name: columns.field(name).type for name in columns.names}
+            listed = list(columns.names)
+            if len(set(listed)) != len(listed):
+                raise InvalidValueError(f"column names repeat: {listed}")
+            columns = {name: columns.field(name).type for name in listed}
         if isinstance(columns, Mapping):
             names = tuple(columns.keys())
             dtypes: list[str | None] = [dtype_name(v) for v in columns.values()]

@@ -485,3 +485,111 @@ def test_a_subscriber_that_raises_makes_no_other_miss_the_round() -> None:
     with pytest.raises(ValueError, match="boom"):
         flow.run_until(2)
     assert got[3:] == [("a", [2]), ("c", [2]), ("d", [20])]
+
+
+# -- columns numpy, pandas or Arrow would read wrongly ----------------------------------------
+
+
+def _batch_rows(columns: Any, values: Any) -> list[Any]:
+    """The rows of one batch ``{"s": values}`` into an input of ``columns`` after a run, as the
+    capture reads them (sorted)."""
+    flow, inp, c = _one_input(columns)
+    cap = c.capture()
+    inp.update_batch({"s": values}, times=0)
+    _run(flow, inp)
+    return sorted(
+        (r["s"] for r in cap.at(0).to_pylist() for _ in range(r["diff"])),
+        key=lambda v: (v is None, repr(v)),
+    )
+
+
+def _sorted_values(values: list[Any]) -> list[Any]:
+    return sorted(values, key=lambda v: (v is None, repr(v)))
+
+
+def test_numpy_str_arrays_keep_nul_characters_as_numpy_reads_them() -> None:
+    arr = np.array(["a\x00b", "\x00y", "x\x00", "\x00\x00z\x00"])
+    # numpy itself drops trailing NULs of its fixed-width strings: tolist() is the oracle.
+    assert arr.tolist() == ["a\x00b", "\x00y", "x", "\x00\x00z"]
+    assert _batch_rows(("s",), arr) == _sorted_values(arr.tolist())
+    listed = ["a\x00b", "x\x00", "\x00"]  # a list is taken whole
+    assert _batch_rows(("s",), listed) == _sorted_values(listed)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.array([b"ab", b"\xff\x00z"]),
+        [b"ab", b"\xff\x00z"],
+        np.array([b"ab", b"\xff\x00z"], dtype=object),
+        pa.array([b"ab", b"\xff\x00z"], pa.binary()),
+    ],
+    ids=["numpy S", "list", "object array", "arrow"],
+)
+def test_bytes_in_a_batch_are_binary_values_never_text(values: Any) -> None:
+    assert _batch_rows(("s",), values) == _sorted_values([b"ab", b"\xff\x00z"])
+    _, inp, _ = _one_input({"s": "str"})
+    with pytest.raises(SchemaTypeError, match=r"column 's'.*binary.*the column is str"):
+        inp.update_batch({"s": values}, times=0)
+
+
+def test_bytes_with_nulls_and_mixed_with_text() -> None:
+    assert _batch_rows(("s",), np.array([b"a", None, b"b"], dtype=object)) == [b"a", b"b", None]
+    for mixed in (["a", b"b"], [b"a", "b"], np.array([b"a", "b"], dtype=object), ["a", 1]):
+        _, inp, _ = _one_input(("s",))
+        with pytest.raises(SchemaTypeError, match=r"input 'input0', column 's': mixed value"):
+            inp.update_batch({"s": mixed}, times=0)
+
+
+@pytest.mark.parametrize(
+    ("data", "mask"),
+    [
+        (np.array([1, 2, 3]), [0, 1, 0]),
+        (np.array([1.5, 2.5, math.nan]), [1, 0, 0]),
+        (np.array(["a", "b", "c"]), [0, 0, 1]),
+        (np.array([True, False, True]), [1, 1, 0]),
+    ],
+    ids=["int", "float", "str", "bool"],
+)
+def test_numpy_masked_arrays_give_nulls_where_masked(data: Any, mask: list[int]) -> None:
+    got = _batch_rows(("s",), np.ma.array(data, mask=mask))
+    expected = [None if m else v for v, m in zip(data.tolist(), mask, strict=True)]
+    assert [repr(v) for v in got] == [repr(v) for v in _sorted_values(expected)]
+
+
+def test_pandas_period_columns_are_refused_naming_the_column() -> None:
+    pd = pytest.importorskip("pandas")
+    periods = pd.period_range("2020-01", periods=3, freq="M")
+    for batch in (pd.DataFrame({"s": periods}), {"s": pd.Series(periods)}):
+        _, inp, _ = _one_input(("s",))
+        with pytest.raises(SchemaTypeError, match=r"input 'input0', column 's'.*[Pp]eriod"):
+            inp.update_batch(batch, times=0)
+        assert inp.dtypes == {"s": None}  # nothing accepted
+    with pytest.raises(SchemaTypeError, match=r"column 's': unsupported value Period"):
+        inp.update_at((periods[0],), 0)
+
+
+def test_pandas_missing_values_in_object_columns_are_nulls() -> None:
+    pd = pytest.importorskip("pandas")
+    texts = np.array(["a", math.nan, None, pd.NA, "b"], dtype=object)
+    assert _batch_rows(("s",), texts) == ["a", "b", None, None, None]
+    assert _batch_rows(("s",), pd.Series(["a", math.nan])) == ["a", None]
+    assert _batch_rows({"s": "str"}, np.array([math.nan, "z"], dtype=object)) == ["z", None]
+    ints = pd.Series([1, math.nan, None], dtype=object)
+    assert _batch_rows({"s": "int64"}, ints) == [1, None, None]
+    assert _batch_rows(("s",), pd.DataFrame({"s": ["a", math.nan]})["s"]) == ["a", None]
+    # Beside floats NaN is a float value, not a missing one.
+    floats = _batch_rows(("s",), np.array([1.5, math.nan, None], dtype=object))
+    assert floats[0] == 1.5 and math.isnan(floats[1]) and floats[2] is None
+
+
+def test_repeated_column_names_in_a_batch_or_schema_are_refused() -> None:
+    pd = pytest.importorskip("pandas")
+    table = pa.table([pa.array([1]), pa.array([2])], names=["x", "x"])
+    for batch in (table, table.to_batches()[0], pd.DataFrame([[1, 2]], columns=["x", "x"])):
+        _, inp, _ = _one_input()
+        with pytest.raises(InvalidValueError, match=r"'input0': column names repeat: \['x'\]"):
+            inp.update_batch(batch, times=0)
+    schema = pa.schema([("a", pa.int64()), ("a", pa.int64())])
+    with pytest.raises(InvalidValueError, match="column names repeat"):
+        dd.Dataflow().new_input(schema)

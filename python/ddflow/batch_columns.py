@@ -1,0 +1,126 @@
+"""Columns handed to ``update_batch`` that numpy or Arrow would read wrongly: made exact, or
+refused naming the input and the column.
+
+- ``bytes`` (a numpy ``S`` array, a list or object array of ``bytes``) are ``binary`` values,
+  never decoded as text; mixed with ``str`` they are refused.
+- A list holding ``str`` stays a column of Python objects: numpy would turn every other value
+  into text (``["a", 1]`` into ``["a", "1"]``) and drop trailing NUL characters.
+- In an object column ``NaN``, ``pandas.NA`` and ``pandas.NaT`` are missing values, nulls
+  (pandas' meaning), unless every other value is a float: ``NaN`` is then a float value.
+- Arrow extension types (a pandas ``Period`` or ``Interval`` column read through Arrow) are
+  refused: their storage integers are not their values.
+- A table whose column names repeat is refused.
+
+Only object columns (already one Python object per value) are looked at value by value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ddflow.dtypes import BinaryColumn
+from ddflow.errors import InvalidValueError, SchemaTypeError
+
+__all__ = ["check_names", "exact_column"]
+
+_BYTES = (bytes, bytearray, memoryview)
+_MISSING_TYPES = ("NAType", "NaTType")
+
+
+def check_names(table: object, what: str) -> None:
+    """Refuses a table (pyarrow, pandas, polars...) whose column names repeat."""
+    if isinstance(table, pa.Table | pa.RecordBatch):
+        names = list(table.column_names)
+    elif hasattr(table, "columns") and not isinstance(table, dict):
+        try:
+            names = [str(c) for c in table.columns]
+        except TypeError:
+            return
+    else:
+        return
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise InvalidValueError(f"{what}: column names repeat: {repeated} (in {names})")
+
+
+def _missing(v: object) -> bool:
+    """pandas' missing values other than NaN: ``None``, ``pandas.NA``, ``pandas.NaT``."""
+    return v is None or type(v).__name__ in _MISSING_TYPES
+
+
+def _is_nan(v: object) -> bool:
+    return isinstance(v, float | np.floating) and v != v
+
+
+def exact_column(values: Any, what: str, want: str | None = None) -> Any:
+    """``values`` as ``to_column`` should read it: a :class:`BinaryColumn` for bytes, an
+    object array with missing values as ``None``, or ``values`` unchanged; refuses Arrow
+    extension types naming ``what``. ``want``: the column's dtype if known (``NaN`` is a
+    missing value unless it is ``float64``)."""
+    arrow_type = getattr(values, "type", None)
+    if isinstance(arrow_type, pa.BaseExtensionType):
+        raise SchemaTypeError(
+            f"{what}: Arrow extension type {arrow_type} (storage {arrow_type.storage_type}) is "
+            "not supported; convert the column first (a pandas Period column: "
+            ".dt.to_timestamp() or .astype(str))"
+        )
+    if isinstance(values, np.ndarray) and not isinstance(values, np.ma.MaskedArray):
+        if values.ndim != 1:
+            return values
+        if values.dtype.kind == "S":
+            return BinaryColumn.of_arrow(pa.array(values.tolist(), pa.large_binary()))
+        if values.dtype.kind != "O":
+            return values
+        items: list[Any] | None = None
+    elif isinstance(values, list | tuple):
+        if not any(isinstance(v, str | bytes | bytearray | memoryview) for v in values):
+            return values
+        items = list(values)
+    else:
+        return values
+    arr = values if items is None else _objects(items)
+    return _object_values(arr, what, want)
+
+
+def _objects(items: list[Any]) -> np.ndarray[Any, Any]:
+    """A 1-D object array holding ``items`` as they are."""
+    arr = np.empty(len(items), dtype=object)
+    arr[:] = items
+    return arr
+
+
+def _object_values(arr: np.ndarray[Any, Any], what: str, want: str | None) -> Any:
+    """An object column: bytes become a binary column; missing values become ``None``."""
+    missing = np.fromiter((_missing(v) for v in arr), np.bool_, len(arr))
+    nan = np.fromiter((_is_nan(v) for v in arr), np.bool_, len(arr))
+    if nan.any():
+        if want is None:  # NaN beside values that are not floats: a missing value
+            present = arr[~(missing | nan)]
+            floats = all(isinstance(v, float | np.floating | int) for v in present)
+        else:
+            floats = want == "float64"
+        if not floats:
+            missing |= nan
+    if missing.any():
+        arr = arr.copy()
+        arr[missing] = None
+    first = next((v for v in arr if v is not None), None)
+    if not isinstance(first, _BYTES):
+        if any(isinstance(v, _BYTES) for v in arr):
+            bad = next(v for v in arr if isinstance(v, _BYTES))
+            raise SchemaTypeError(
+                f"{what}: mixed value types: bytes {bytes(bad)!r} (binary) among "
+                f"{type(first).__name__} values"
+            )
+        return arr
+    others = [v for v in arr if v is not None and not isinstance(v, _BYTES)]
+    if others:
+        raise SchemaTypeError(
+            f"{what}: mixed value types: {type(others[0]).__name__} {others[0]!r} among bytes "
+            "(binary) values"
+        )
+    binary = pa.array([None if v is None else bytes(v) for v in arr], pa.large_binary())
+    return BinaryColumn.of_arrow(binary)
