@@ -17,7 +17,9 @@ advanced past every time pushed, and the engine runs to completion), on ``flow.s
 (from another thread or a callback), or on Ctrl-C. Every end is clean: the inputs are
 advanced past everything pushed, the engine completes those times, the listeners write them
 (``final=True``), and only then does ``run()`` return or raise (a Ctrl-C raises
-``KeyboardInterrupt`` after that, a failing source :class:`SourceError`).
+``KeyboardInterrupt`` after that, a failing source :class:`SourceError`). In a persistent
+dataflow (:mod:`ddflow.persist`) sources that end only end the run: the inputs stay open,
+since a later run resumes the sources (a directory may get new files).
 While the loop runs, Ctrl-C only asks it to stop; a second Ctrl-C interrupts at once.
 
 The loop holds :attr:`RunLoop.lock` while it works and releases it while it waits for data,
@@ -164,8 +166,11 @@ class RunLoop:
                 ended = self._drive(flow, inputs)
             except BaseException as exc:  # a failing source, an engine error, Ctrl-C twice
                 failures.append(exc)
+            # A persistent dataflow's sources ending ends this run, not the collections: a
+            # later run resumes them (new files in a directory), so the inputs stay open.
+            complete = ended and self.journal is None
             steps: list[Callable[[], None]] = [
-                lambda: self._finish(flow, inputs, ended, finish),
+                lambda: self._finish(flow, inputs, complete, finish),
                 lambda: self.notify(True),
                 lambda: self._report(True),
             ]
