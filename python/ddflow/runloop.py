@@ -481,8 +481,6 @@ def _not_utf8(table: pa.Table) -> str | None:
     return None
 
 
-
-
 def _raw(node: int, label: str, source: str, e: RowError, default: int) -> RawError:
     """An error update for a row: at its own time when valid, else the tick's."""
     where = f"{source}: {e.origin}, row {e.row}"
