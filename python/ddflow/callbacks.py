@@ -22,10 +22,19 @@ import numpy as np
 import numpy.typing as npt
 
 from ddflow.dtypes import array_dtype, empty_column, to_column
-from ddflow.errors import DdflowError, OverflowError, UserFunctionError
+from ddflow.errors import DdflowError, OverflowError, PlanError, UserFunctionError
 from ddflow.gate import callback_scope
 
-__all__ = ["Dispatcher", "Registered", "ReduceBatch", "ROW", "OFFSETS", "COUNT", "KINDS"]
+__all__ = [
+    "Dispatcher",
+    "Registered",
+    "ReduceBatch",
+    "ROW",
+    "OFFSETS",
+    "COUNT",
+    "RESERVED",
+    "KINDS",
+]
 
 ROW = "__row__"
 """The column a ``flat_map`` function returns: for each output row, its source row index."""
@@ -35,6 +44,13 @@ OFFSETS = "__offsets__"
 
 COUNT = "__count__"
 """The key under which a reducer's output counts are handed to the engine."""
+
+RESERVED = {
+    ROW: "a flat_map's source row indices",
+    OFFSETS: "a reducer's group offsets",
+    COUNT: "a reducer's output counts",
+}
+"""The names no user function may give an output column, and what the engine reads there."""
 
 KINDS = ("map_py", "flat_map_py", "filter_py", "reduce_py", "threshold_py", "inspect_py")
 """The callback kinds the engine uses."""
@@ -59,6 +75,15 @@ class Registered:
     """inspect (per update): converts time coordinates to the user's form."""
     dtypes: dict[str, str] = field(default_factory=dict)
     """Output dtypes seen so far, used for zero-length outputs."""
+
+    def __post_init__(self) -> None:
+        """Refuses output columns named as the engine's reserved keys."""
+        for name in self.columns:
+            if name in RESERVED:
+                raise PlanError(
+                    f"{self.label}: output column name {name!r} is reserved (the engine reads "
+                    f"{RESERVED[name]} under it); rename the column"
+                )
 
 
 @dataclass

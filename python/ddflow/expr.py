@@ -30,6 +30,7 @@ import decimal
 import json
 import math
 import numbers
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeAlias, cast
 
@@ -81,6 +82,9 @@ _DTYPE_ALIASES: dict[str, str] = {
     "string": "str",
     "utf8": "str",
 }
+
+_printing = threading.local()
+"""``on`` while an expression's repr is written (its size was checked once, at the top)."""
 
 _INFIX: dict[str, str] = {
     "add": "+",
@@ -260,7 +264,22 @@ class Expr(ExprFunctions):
         return function_json(self)  # the expression library (ddflow.expr_functions)
 
     def __repr__(self) -> str:
-        """Python-like source, identical to the Rust ``Display`` used in error messages."""
+        """Python-like source, identical to the Rust ``Display`` used in error messages; an
+        expression too deep or too large to write out (:func:`check_depth`) says so."""
+        if getattr(_printing, "on", False):
+            return self._text()
+        try:
+            check_depth(self, "repr")
+        except PlanError as exc:
+            return f"<{str(exc).removeprefix('repr: ')}>"
+        _printing.on = True
+        try:
+            return self._text()
+        finally:
+            _printing.on = False
+
+    def _text(self) -> str:
+        """The text of ``__repr__`` (operands printed by their own ``__repr__``)."""
         op, a = self._op, self._args
         if op in _INFIX:
             return f"({a[0]!r} {_INFIX[op]} {a[1]!r})"

@@ -593,3 +593,50 @@ def test_repeated_column_names_in_a_batch_or_schema_are_refused() -> None:
     schema = pa.schema([("a", pa.int64()), ("a", pa.int64())])
     with pytest.raises(InvalidValueError, match="column names repeat"):
         dd.Dataflow().new_input(schema)
+
+
+# -- reserved names and deep expressions ------------------------------------------------------
+
+
+def _reducer(batch: Any) -> dict[str, Any]:
+    return {"offsets": np.arange(len(batch) + 1), "n": np.zeros(len(batch), dtype=np.int64)}
+
+
+@pytest.mark.parametrize("name", ["__row__", "__count__", "__offsets__"])
+def test_reserved_names_as_function_outputs_are_plan_errors(name: str) -> None:
+    """The engine reads these keys of a function's result; as output columns they would be
+    taken for row indices, counts or offsets."""
+    _, _, c = _one_input(("k", "v"))
+    text = rf"output column name '{name}' is reserved"
+    with pytest.raises(PlanError, match=r"map@.*" + text):
+        c.map(lambda b: {name: b["v"]})
+    with pytest.raises(PlanError, match=r"map@.*" + text):
+        c.map(lambda b: b, columns=(name, "v"))
+    with pytest.raises(PlanError, match=r"flat_map@.*" + text):
+        c.flat_map(lambda b: b, columns=(name,))
+    with pytest.raises(PlanError, match=r"reduce@.*" + text):
+        c.reduce("k", dd.reducer(_reducer), columns=(name,))
+
+
+def test_reserved_names_as_input_columns_are_plain_columns() -> None:
+    flow, inp, c = _one_input(("__row__", "__count__"))
+    cap = c.map(lambda b: {"a": b["__row__"] * 2, "b": b["__count__"]}).capture()
+    inp.update_at((3, 4), 0)
+    _run(flow, inp)
+    assert cap.at(0).to_pylist() == [{"a": 6, "b": 4, "diff": 1}]
+
+
+def test_a_deep_or_huge_expression_prints_a_summary_not_a_recursion_error() -> None:
+    deep = dd.col("x")
+    for _ in range(5_000):
+        deep = deep + 1
+    assert repr(deep) == "<an expression nests deeper than 256 levels; build it in steps " + (
+        "(with_columns) or flatten it>"
+    )
+    assert str(deep == deep).startswith("<an expression nests deeper")
+    wide = dd.col("x")
+    for _ in range(40):
+        wide = wide + wide
+    assert "more than 100,000 nodes" in repr(wide)
+    shallow = (dd.col("x") + 1) * 2
+    assert repr(shallow) == '((col("x") + 1) * 2)'
