@@ -231,6 +231,8 @@ class RunLoop:
                     tick = Tick(0, now, frontier, frontier if t is None else t, read)
                     tick.offsets = [a.source.offset() for a in self.attached]
                     self.journal.append(tick)
+                    for a, offset in zip(self.attached, tick.offsets, strict=True):
+                        a.source.acknowledge(offset)
             if rows and target is not None and target > frontier:
                 for session in inputs:
                     if not session.closed:

@@ -103,6 +103,10 @@ class Source(ABC):
     name: str = "source"
     """Names the source in errors and progress (a connector and its path)."""
 
+    durable: bool = False
+    """Set by a persistent dataflow: the source keeps what it needs to resume from its
+    offset in a later process (a replication slot), instead of releasing it at the end."""
+
     timed: bool = False
     """Whether the source assigns each row's time (``time_column=``): the dataflow's
     frontier then waits for it, advancing to the greatest time it has sent."""
@@ -134,6 +138,10 @@ class Source(ABC):
         """Continues after the rows read up to ``offset`` (a value :meth:`offset` returned
         in an earlier process), before the first poll."""
         raise NotImplementedError(f"{self.name} cannot resume from an offset")
+
+    def acknowledge(self, offset: Any) -> None:  # noqa: B027 (most sources keep nothing)
+        """Called once the dataflow has logged durably everything read up to ``offset``
+        (a persistent dataflow): what the source kept for a re-read may go."""
 
     def close(self) -> None:  # noqa: B027 (most sources hold nothing open)
         """Releases what the source holds open (called once the run stops with it)."""

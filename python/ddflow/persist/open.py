@@ -43,6 +43,8 @@ def open_journal(
                 f"{source.name} (feeding input {session.name!r}) cannot resume from an "
                 "offset, so a persistent dataflow cannot use it yet"
             )
+    for _, source in sources:
+        source.durable = True
     if time_dims not in (None, 1):
         raise PersistenceError("a persistent dataflow needs int times (time_dims=1)")
     return Journal(config, plan, len(sources))

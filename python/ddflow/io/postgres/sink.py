@@ -16,6 +16,12 @@ Delivery is *at least once*: a time is written after the dataflow completed it, 
 that stops between completing a time and committing its transaction writes nothing of it;
 a new run of the dataflow recomputes the collection and upserts every row again, which is
 harmless, but it does not delete rows of the table that the new run never produces.
+
+In a persistent dataflow (``dd.Dataflow(persistence=...)``) delivery is *exactly once*: each
+time's transaction also records, in the table ``ddflow_sink_positions`` (one row per sink
+table), that every time before the next one is written. A restarted dataflow replays its
+inputs; the sink then rebuilds its per-key counts from the replayed updates but writes only
+the times at and after its recorded position.
 """
 
 from __future__ import annotations
@@ -36,6 +42,14 @@ from ddflow.io.keyed import KeyedState
 from ddflow.io.postgres.pgtypes import sql_type
 
 __all__ = ["PostgresSink"]
+
+_POSITIONS = (
+    "create table if not exists ddflow_sink_positions (sink text primary key, upper bigint)"
+)
+_ADVANCE = (
+    "insert into ddflow_sink_positions values (%s, %s) "
+    "on conflict (sink) do update set upper = excluded.upper"
+)
 
 
 class PostgresSink:
@@ -67,6 +81,10 @@ class PostgresSink:
         self.capture.subscribe(self._take)
         self.transactions = 0
         """Transactions committed so far (one per completed time with updates)."""
+        self.flow = flow
+        self.position: int | None = None
+        """In a persistent dataflow: every time before it is in the table (read from
+        ``ddflow_sink_positions`` at the first write)."""
         self._conn: psycopg.Connection[Any] | None = None
         self._close: weakref.finalize | None = None
         """Closes the connection: at the end of a run, or when the sink is garbage."""
@@ -111,6 +129,12 @@ class PostgresSink:
                     self.ident, sql.SQL(", ").join(columns)
                 )
             )
+            if self.flow.persistence is not None:
+                conn.execute(_POSITIONS)
+                row = conn.execute(
+                    "select upper from ddflow_sink_positions where sink = %s", (self.table,)
+                ).fetchone()
+                self.position = 0 if row is None else int(row[0])
             self._conn = conn
             self._close = weakref.finalize(self, conn.close)
         return self._conn
@@ -120,9 +144,12 @@ class PostgresSink:
         conn = self._connect(updates.schema)
         delete, upsert = self._statements()
         times = pc.unique(updates["time"]).to_pylist()
+        floor = None if self.position is None else max(self.position, self.flow.resumed_since)
         for t in sorted(times):
             part = updates.filter(pc.equal(updates["time"], t))
             upserts, deletes = self.keyed.apply(part)
+            if floor is not None and t < floor:
+                continue  # replayed after a restart: written before it (the counts are kept)
             gone = [tuple(r[k] for k in self.primary_key) for r in deletes.to_pylist()]
             rows = [tuple(r[c] for c in self.columns) for r in upserts.to_pylist()]
             with conn.transaction(), conn.cursor() as cur:
@@ -130,6 +157,8 @@ class PostgresSink:
                     cur.executemany(delete, gone)
                 if rows:
                     cur.executemany(upsert, rows)
+                if floor is not None:
+                    cur.execute(_ADVANCE, (self.table, t + 1))
             self.transactions += 1
 
     def _statements(self) -> tuple[sql.Composed, sql.Composed]:

@@ -37,7 +37,7 @@ from psycopg import pq, sql
 from ddflow.io.postgres import pgoutput
 from ddflow.io.postgres.rows import Unreadable, to_table
 from ddflow.io.postgres.setup import TableInfo, drop_slot, object_name, prepare, snapshot
-from ddflow.sources import Source, SourceBatch
+from ddflow.sources import Source, SourceBatch, SourceError
 
 __all__ = ["PostgresSource", "Retractions"]
 
@@ -62,6 +62,13 @@ class Retractions(Source):
     def ended(self) -> bool:
         """Never: the table is followed until the run stops."""
         return False
+
+    def offset(self) -> Any:
+        """Nothing of its own: its source's offset says where both resume."""
+        return {}
+
+    def resume(self, offset: Any) -> None:
+        """Nothing to do (its source resumes both)."""
 
 
 class PostgresSource(Source):
@@ -88,6 +95,7 @@ class PostgresSource(Source):
         self._count = 0
         self._next = 0.0
         self._failure: RuntimeError | None = None
+        self._acknowledged = 0
         self._release: weakref.finalize | None = None
         """Drops the slot: at ``close()``, or when the source is garbage (a run that was
         stopped keeps its source open for the next ``run()``)."""
@@ -105,11 +113,15 @@ class PostgresSource(Source):
         if time.monotonic() < self._next:
             return []
         self._next = time.monotonic() + self.poll_seconds
+        # A durable source only peeks: the slot moves on once the dataflow has logged the
+        # changes (acknowledge), so a crash before that reads them again.
+        function = "peek" if self.durable else "get"
         rows = self._conn.execute(
-            "select data from pg_logical_slot_get_binary_changes(%s, NULL, %s, "
+            f"select data from pg_logical_slot_{function}_binary_changes(%s, NULL, %s, "
             "'proto_version', '1', 'publication_names', %s)",
             (self.slot, self.changes_per_poll, self.slot),
         ).fetchall()
+        handed_over = self.lsn
         entering: list[tuple[pgoutput.Value, ...]] = []
         leaving: list[tuple[pgoutput.Value, ...]] = []
         enter_pos: list[tuple[list[int], list[int]]] = []
@@ -129,6 +141,10 @@ class PostgresSource(Source):
                             "follow TRUNCATE (restart the dataflow for a fresh snapshot)"
                         )
                 elif isinstance(message, pgoutput.Commit):
+                    if message.end_lsn <= handed_over:  # peeked again: handed over before
+                        n_in, n_out = pending
+                        del entering[n_in:], enter_pos[n_in:], leaving[n_out:], leave_pos[n_out:]
+                        continue
                     self.lsn = message.end_lsn
                     pending = (len(entering), len(leaving))
         except RuntimeError as exc:
@@ -147,10 +163,49 @@ class PostgresSource(Source):
         return False
 
     def close(self) -> None:
-        """Drops the replication slot and closes the connection."""
+        """Drops the replication slot (a durable source keeps it for the next run) and
+        closes the connection."""
+        if self.durable and self._conn is not None:
+            self._conn.close()
         self._conn = None
         if self._release is not None:
             self._release()
+
+    def offset(self) -> Any:
+        """Whether the snapshot was handed over, the end of the last transaction handed
+        over (a WAL position) and the rows numbered so far."""
+        return {"started": self._conn is not None, "lsn": self.lsn, "rows": self._count}
+
+    def resume(self, offset: Any) -> None:
+        """Follows the slot again from after ``offset``'s transaction (the snapshot was
+        read by an earlier run); the slot must still be there."""
+        if not offset["started"]:
+            return
+        conn = psycopg.connect(self.conninfo, autocommit=True)
+        row = conn.execute(
+            "select 1 from pg_replication_slots where slot_name = %s", (self.slot,)
+        ).fetchone()
+        if row is None:
+            conn.close()
+            raise SourceError(
+                f"{self.name}: replication slot {self.slot!r} is gone, so the changes since "
+                "the checkpoint cannot be read; start over with a new persistence directory"
+            )
+        self._loaders = [self._loader(conn, f) for f in self.schema]
+        self._conn = conn
+        self.lsn = int(offset["lsn"])
+        self._count = int(offset["rows"])
+
+    def acknowledge(self, offset: Any) -> None:
+        """Moves the slot past the transactions handed over (the dataflow logged them), so
+        the server can recycle their WAL."""
+        if self._conn is not None and offset["lsn"] > self._acknowledged:
+            lsn = int(offset["lsn"])
+            self._conn.execute(
+                "select pg_replication_slot_advance(%s, %s::pg_lsn)",
+                (self.slot, f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"),
+            )
+            self._acknowledged = lsn
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -170,7 +225,8 @@ class PostgresSource(Source):
             conn.close()
             raise
         self._conn = conn
-        self._release = weakref.finalize(self, _release, conn, self.slot, self.name)
+        if not self.durable:
+            self._release = weakref.finalize(self, _release, conn, self.slot, self.name)
         names = [c[0] for c in self.info.columns]
         read = [names.index(f.name) for f in self.schema]
         key = [names.index(k) for k in self.info.key]
