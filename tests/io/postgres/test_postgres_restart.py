@@ -76,7 +76,7 @@ def test_killed_and_restarted_reads_every_change_once(conninfo: str, tmp_path: P
         process = _start(conninfo, state)
         stop = threading.Event()
 
-        def write(seed: int) -> None:
+        def write(seed: int, stop: threading.Event = stop) -> None:
             local = random.Random(seed)
             while not stop.is_set():
                 _transact(conninfo, local, next_id)
