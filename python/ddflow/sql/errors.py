@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import ParseError, TokenError
+
 from ddflow.errors import PlanError
 
 if TYPE_CHECKING:
     from sqlglot import exp
 
-__all__ = ["SqlError", "position", "refuse"]
+__all__ = ["SqlError", "located", "parse_position", "position", "refuse"]
 
 
 class SqlError(PlanError):
@@ -26,23 +29,81 @@ class SqlError(PlanError):
     column: int | None = None
 
 
-def position(node: exp.Expression, query: str) -> tuple[int, int] | None:
-    """The line and column (1-based) where ``node`` starts: the earliest token under it that
-    the parser located (sqlglot records offsets on identifiers and literals)."""
+def position(node: exp.Expr, query: str) -> tuple[int, int] | None:
+    """The line and column (1-based) where ``node`` starts in ``query``, or None.
+
+    sqlglot records offsets on identifiers, literals, stars and some calls, not on keywords:
+    the earliest located token under ``node`` is moved back over the query tokens before it
+    that also lead the node's own SQL text (``LEFT JOIN`` before the joined table's name,
+    ``EXISTS (SELECT`` before the select list), so the position is the construct's first
+    word. A node with no located token (a ``NULL``, ``CURRENT_DATE``) is found by its SQL
+    text's tokens in the query's."""
     starts = [
         int(meta["start"])
         for sub in node.walk()
         if (meta := getattr(sub, "_meta", None)) and "start" in meta
     ]
-    if not starts:
+    tokens = _tokens(query)
+    words = _words(node.sql(dialect="duckdb"))
+    offset = min(starts) if starts else None
+    if tokens and words:
+        if offset is None:
+            offset = _find(tokens, words)
+        else:
+            offset = _back(tokens, words, offset)
+    if offset is None:
         return None
-    offset = min(starts)
     line = query.count("\n", 0, offset) + 1
     column = offset - (query.rfind("\n", 0, offset) + 1) + 1
     return line, column
 
 
-def refuse(message: str, node: exp.Expression | None, query: str) -> SqlError:
+def _tokens(text: str) -> list[tuple[str, int]]:
+    """``text``'s tokens as (upper-case text, start offset); none if it does not tokenize."""
+    try:
+        return [(tk.text.upper(), tk.start) for tk in Dialect.get_or_raise("duckdb").tokenize(text)]
+    except (TokenError, ValueError):
+        return []
+
+
+def _words(text: str) -> list[str]:
+    return [word for word, _ in _tokens(text)]
+
+
+def _back(tokens: list[tuple[str, int]], words: list[str], offset: int) -> int:
+    """``offset`` moved back over the query tokens before it that precede the same token
+    in ``words`` (the node's SQL text), one by one while they agree."""
+    here = next((i for i, (_, start) in enumerate(tokens) if start == offset), None)
+    if here is None or tokens[here][0] not in words:
+        return offset
+    j = words.index(tokens[here][0])
+    while j > 0 and here > 0 and tokens[here - 1][0] == words[j - 1]:
+        here, j = here - 1, j - 1
+    return tokens[here][1]
+
+
+def _find(tokens: list[tuple[str, int]], words: list[str]) -> int | None:
+    """Where the longest run of ``words``' leading tokens appears first in ``tokens``."""
+    best, where = 0, None
+    for i in range(len(tokens)):
+        n = 0
+        while n < len(words) and i + n < len(tokens) and tokens[i + n][0] == words[n]:
+            n += 1
+        if n > best:
+            best, where = n, tokens[i][1]
+    return where
+
+
+def parse_position(err: ParseError) -> tuple[int, int] | None:
+    """The line and column (1-based) where sqlglot's parse error starts, when it says."""
+    for info in err.errors:
+        line, col = info.get("line"), info.get("col")
+        if isinstance(line, int) and isinstance(col, int):
+            return line, max(1, col - len(str(info.get("highlight") or "")) + 1)
+    return None
+
+
+def refuse(message: str, node: exp.Expr | None, query: str) -> SqlError:
     """A ``SqlError``: ``message``, the construct's SQL text, and its line quoted with a
     ``^`` under the spot."""
     text = message
@@ -52,6 +113,12 @@ def refuse(message: str, node: exp.Expression | None, query: str) -> SqlError:
         if len(fragment) > 120:
             fragment = fragment[:117] + "..."
         text += f": {fragment}"
+    return located(text, spot, query)
+
+
+def located(text: str, spot: tuple[int, int] | None, query: str) -> SqlError:
+    """A ``SqlError`` of ``text`` at ``spot`` (line, column) of ``query``: the line quoted
+    with a ``^`` under the column."""
     if spot is not None:
         line, column = spot
         lines = query.splitlines()

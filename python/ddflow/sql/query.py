@@ -30,6 +30,9 @@ from ddflow.sql.scope import Field, Names, Relation, Scope
 
 __all__ = ["Planner", "Correlated", "Holder"]
 
+_FROM_ARGS = {"this", "alias", "db", "catalog"}
+"""The parts of a ``FROM`` table or subquery the translation reads (others are refused)."""
+
 _SELECT_ARGS = {
     "expressions",
     "from",
@@ -220,6 +223,11 @@ class Planner:
         """A ``FROM`` item: a table, a ``WITH`` name or a subquery, under its alias. ``dry``
         only names its fields (no operator is added for a table or ``WITH`` name)."""
         alias = node.args.get("alias")
+        for key, value in node.args.items():  # TABLESAMPLE, PIVOT, time travel, ...
+            if value and key not in _FROM_ARGS:
+                part = value[0] if isinstance(value, list) else value
+                spot = part if isinstance(part, exp.Expression) else node
+                raise self.refuse(f"{key.upper()} on a FROM item is not supported", spot)
         if isinstance(node, exp.Table):
             if node.args.get("db") or node.args.get("catalog"):
                 raise self.refuse("qualified table names are not supported", node)

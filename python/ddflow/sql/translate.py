@@ -13,7 +13,7 @@ import ddflow.expr as E
 from ddflow.collection import Collection
 from ddflow.dataflow import Dataflow
 from ddflow.plan import user_location
-from ddflow.sql.errors import SqlError
+from ddflow.sql.errors import SqlError, located, parse_position, refuse
 from ddflow.sql.query import Correlated, Planner
 from ddflow.sql.unit import unit_of
 
@@ -37,15 +37,17 @@ def translate(
         statements = sqlglot.parse(query, read=dialect)
     except ParseError as err:
         text = re.sub(r"\x1b\[[0-9;]*m", "", str(err))  # sqlglot underlines with ANSI codes
-        raise SqlError(f"the query does not parse ({dialect}): {text}") from None
+        text = f"the query does not parse ({dialect}): {text.splitlines()[0]}"
+        raise located(text, parse_position(err), query) from None
     except ValueError as err:  # an unknown dialect
         raise SqlError(str(err)) from None
     if len(statements) != 1 or statements[0] is None:
-        raise SqlError(f"expected one statement, got {len(statements)}")
+        extra = next((s for s in statements[1:] if s is not None), None)
+        raise refuse(f"expected one statement, got {len(statements)}", extra, query)
     tree = statements[0]
     assert tree is not None
     if not isinstance(tree, exp.Select | exp.Union | exp.Except | exp.Intersect | exp.Subquery):
-        raise SqlError(f"only queries are supported, not {tree.key.upper()}")
+        raise refuse(f"only queries are supported, not {tree.key.upper()}", tree, query)
     flows = {id(c.flow): c.flow for c in tables.values()}
     if len(flows) > 1:
         raise SqlError("the tables of one query must belong to one dataflow")
