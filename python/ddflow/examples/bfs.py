@@ -197,7 +197,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.plot is not None:
         from ddflow.examples.bfs_plot import plot_rounds
 
-        title = f"python -m ddflow.examples.bfs: {what}\nload {times.load_s:.2f} s"
+        title = (
+            f"python -m ddflow.examples.bfs: {what}\nload {times.load_s:.3f} s; "
+            f"{rounds:,} updates in {elapsed:.2f} s: {rate:,.0f} updates/s"
+        )
         print(f"plot: {plot_rounds(times, args.plot, title)}")
     print(summary_table(times, m))
     print(

@@ -49,9 +49,13 @@ def plot_rounds(times: RoundTimes, path: str | Path, title: str) -> Path:
         med = float(np.median(finite))
         top.axhline(med, color="tab:blue", linestyle="--", linewidth=0.8)
         top.annotate(f"median {med:,.0f}", (1, med), fontsize=8, va="bottom")
+    if len(finite) and finite.max() > 5 * float(np.median(finite)):
+        top.set_yscale("log")  # a few rounds with little to do would flatten the rest
+        top.set_ylabel("updates/s (log scale)")
+    else:
+        top.set_ylim(bottom=0)
+        top.set_ylabel("updates/s")
     top.yaxis.set_major_formatter(ticker.StrMethodFormatter("{x:,.0f}"))
-    top.set_ylabel("updates/s")
-    top.set_ylim(bottom=0)
     top.grid(True, alpha=0.3)
     top.set_title(title, fontsize=9)
     bottom.plot(rounds, ms, color="tab:red", marker=marker, markersize=3, linewidth=1)
