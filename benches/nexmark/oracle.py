@@ -37,11 +37,10 @@ def _rows(table: pa.Table, names: list[str]) -> list[tuple[Any, ...]]:
 
 
 def load_tables(con: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table]) -> None:
-    """Makes ``tables`` DuckDB's tables of the same names (replacing earlier ones)."""
+    """Makes ``tables`` DuckDB's tables of the same names (replacing earlier ones): views
+    that scan the Arrow tables in place."""
     for name, table in tables.items():
-        con.register("_rows", table)
-        con.execute(f"create or replace table {name} as select * from _rows")
-        con.unregister("_rows")
+        con.register(name, table)
 
 
 def duckdb_answer(con: duckdb.DuckDBPyConnection, sql: str) -> Answer:

@@ -28,6 +28,16 @@ _HOP = " union all ".join(
     for k in range(5)
 )
 
+
+_RANKS = ("price < 10000", "price >= 10000 and price < 1000000", "price >= 1000000")
+
+
+def _ranked(aggregate: str, name: str) -> str:
+    """Flink's ``count(...) filter (where <rank>)`` columns, written ``count(case ...)``
+    (``dd.sql`` has no ``FILTER``): ``aggregate`` with ``{r}`` for each rank's condition."""
+    return ", ".join(f"{aggregate.format(r=r)} as rank{i}_{name}" for i, r in enumerate(_RANKS, 1))
+
+
 QUERIES: dict[str, str] = {
     # Passthrough: every bid.
     "q0": "select auction, bidder, price, date_time, extra from bid",
@@ -109,6 +119,87 @@ QUERIES: dict[str, str] = {
         ) a
         on p.id = a.seller and p.starttime = a.starttime
     """,
+    # Winning bids: each auction's highest bid inside its lifetime (the earliest of ties).
+    "q9": """
+        select id, item_name, description, initial_bid, reserve, date_time, expires, seller,
+               category, extra, auction, bidder, price, bid_date_time, bid_extra
+        from (
+            select a.*, b.auction, b.bidder, b.price, b.date_time as bid_date_time,
+                   b.extra as bid_extra,
+                   row_number() over (
+                       partition by a.id order by b.price desc, b.date_time asc
+                   ) as rownum
+            from auction a join bid b on a.id = b.auction
+            where b.date_time between a.date_time and a.expires
+        ) q
+        where rownum <= 1
+    """,
+    # Bidding statistics per day.
+    "q15": f"""
+        select date_time - date_time % 86400000 as day,
+               count(*) as total_bids,
+               {_ranked("count(case when {r} then 1 end)", "bids")},
+               count(distinct bidder) as total_bidders,
+               {_ranked("count(distinct case when {r} then bidder end)", "bidders")},
+               count(distinct auction) as total_auctions,
+               {_ranked("count(distinct case when {r} then auction end)", "auctions")}
+        from bid
+        group by date_time - date_time % 86400000
+    """,
+    # Channel statistics per day (``minute``: ms since midnight of the latest bid's minute,
+    # for Flink's ``max(DATE_FORMAT(date_time, 'HH:mm'))``).
+    "q16": f"""
+        select channel, date_time - date_time % 86400000 as day,
+               max(date_time % 86400000 - date_time % 60000) as minute,
+               count(*) as total_bids,
+               {_ranked("count(case when {r} then 1 end)", "bids")},
+               count(distinct bidder) as total_bidders,
+               {_ranked("count(distinct case when {r} then bidder end)", "bidders")},
+               count(distinct auction) as total_auctions,
+               {_ranked("count(distinct case when {r} then auction end)", "auctions")}
+        from bid
+        group by channel, date_time - date_time % 86400000
+    """,
+    # Auction statistics per day.
+    "q17": f"""
+        select auction, date_time - date_time % 86400000 as day,
+               count(*) as total_bids,
+               {_ranked("count(case when {r} then 1 end)", "bids")},
+               min(price) as min_price, max(price) as max_price, avg(price) as avg_price,
+               sum(price) as sum_price
+        from bid
+        group by auction, date_time - date_time % 86400000
+    """,
+    # Each bidder's last bid on each auction.
+    "q18": """
+        select auction, bidder, price, channel, url, date_time, extra
+        from (
+            select *, row_number() over (
+                partition by bidder, auction order by date_time desc
+            ) as rank_number
+            from bid
+        ) q
+        where rank_number <= 1
+    """,
+    # The 10 highest bids of each auction (ties on price: the earliest first).
+    "q19": """
+        select * from (
+            select *, row_number() over (
+                partition by auction order by price desc, date_time asc
+            ) as rank_number
+            from bid
+        ) q
+        where rank_number <= 10
+    """,
+    # Bids with their auction's details, for category 10.
+    "q20": """
+        select b.auction, b.bidder, b.price, b.channel, b.url, b.date_time, b.extra,
+               a.item_name, a.description, a.initial_bid, a.reserve,
+               a.date_time as auction_date_time, a.expires, a.seller, a.category,
+               a.extra as auction_extra
+        from bid b join auction a on b.auction = a.id
+        where a.category = 10
+    """,
 }
 """Each query's SQL text, DuckDB's dialect."""
 
@@ -122,5 +213,12 @@ TABLES_READ: dict[str, tuple[str, ...]] = {
     "q6": ("auction", "bid"),
     "q7": ("bid",),
     "q8": ("person", "auction"),
+    "q9": ("auction", "bid"),
+    "q15": ("bid",),
+    "q16": ("bid",),
+    "q17": ("bid",),
+    "q18": ("bid",),
+    "q19": ("bid",),
+    "q20": ("auction", "bid"),
 }
 """The tables each query reads (the others need not be fed)."""

@@ -66,10 +66,10 @@ def test_event_time_drifts_as_the_crate_does() -> None:
     """float32 arithmetic: exact to 26,843 events, then off by a few ms (the crate's own
     times at 1M events differ from 10 n by at most 1 ms), still increasing to 10M events
     (past 2^24 events, float32 gives two events one time)."""
-    n = np.arange(10_000_000, dtype=np.int64)
+    n = np.r_[np.arange(30_000), np.arange(9_000_000, 10_000_000)].astype(np.int64)
     drift = g.event_time(n) - (g.BASE_TIME + 10 * n)
     assert not drift[n < 26_843].any()
-    assert np.abs(drift).max() <= 8 and (np.diff(g.event_time(n)) > 0).all()
+    assert np.abs(drift).max() <= 8 and (np.diff(g.event_time(n)) >= 8).all()
 
 
 @pytest.mark.parametrize("source", SOURCES)

@@ -1,8 +1,8 @@
-"""Nexmark q0-q8 (``benches/nexmark/queries.py``) through ``dd.sql``: after every batch of
-events, each query's output equals DuckDB's answer to the same SQL text over the events so
-far. 20,000 events (200 s of event time, so many 10 s windows and auction lifetimes close
-inside it) in batches at increasing logical times, on 1 and 2 workers, in even batches and
-in random ones (empty batches and single events included)."""
+"""Nexmark q0-q9 and q15-q20 (``benches/nexmark/queries.py``) through ``dd.sql``: after every
+batch of events, each query's output equals DuckDB's answer to the same SQL text over the
+events so far. 20,000 events (200 s of event time, so many 10 s windows and auction lifetimes close
+inside it) in batches at increasing logical times: five even batches on 1 worker, and
+random cuts (an empty batch and a single event among them) on 2 workers."""
 
 from __future__ import annotations
 
@@ -47,14 +47,13 @@ def check(tables: dict[str, pa.Table], cuts: list[int], workers: int, queries: l
     return len(bounds) - 1
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_even_batches(events: dict[str, pa.Table], workers: int) -> None:
+def test_even_batches(events: dict[str, pa.Table]) -> None:
     cuts = list(range(4_000, EVENTS, 4_000))
-    assert check(events, cuts, workers, list(QUERIES)) == 5
+    assert check(events, cuts, 1, list(QUERIES)) == 5
 
 
 def test_random_batches(events: dict[str, pa.Table]) -> None:
     rng = random.Random(11)
-    cuts = sorted({rng.randrange(1, EVENTS) for _ in range(5)} | {7_000, 7_001})
+    cuts = sorted({rng.randrange(1, EVENTS) for _ in range(2)} | {7_000, 7_001})
     cuts.insert(2, cuts[1])  # an empty batch
     check(events, cuts, 2, list(QUERIES))
