@@ -204,7 +204,7 @@ def write_table(runs: list[dict[str, Any]], args: argparse.Namespace, load: str)
             f"{r['events'] / r['cpu']:,.0f} | "
             f"{r['p50_ms']:.1f} / {r['p99_ms']:.1f} / {r['max_ms']:.1f} ms | {r['cpu']:.1f} | "
             f"{_mb(r['peak_rss'])} ({_mb(r['base_rss'])}) | {r.get('check', '-')} | "
-            f"{DBSP[r['query']] if r['workers'] == 1 else ''} |"
+            f"{DBSP.get(r['query'], '') if r['workers'] == 1 else ''} |"
         )
     lines += [
         "",
