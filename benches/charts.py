@@ -19,7 +19,9 @@ documentation site's benchmark page shows it. Charts (a table's name -> what is 
 * ``tpch_sf*.md``: per query, ddflow's median CPU per refresh batch beside DuckDB's re-run
   (log scale), and with ``--sql`` the SQL plan's per-batch CPU over the hand-written plan's;
 * ``spark_incremental.md``: the seconds of each incremental Spark run of the newest section,
-  beside the embedded engine and one run of the whole history.
+  beside the embedded engine and one run of the whole history;
+* ``sssp_side_by_side*.md``: compute seconds of DD and ddflow per weight range and variant,
+  from the JSON the script writes beside the table (the table's column without it).
 
 matplotlib is the optional extra ``ddflow[plot]``; without it a script prints that the chart
 was skipped and how to draw it later, and still writes its table.
@@ -298,6 +300,37 @@ def _spark_incremental(text: str, md: Path | None, plt: Any) -> Any:
     return fig
 
 
+def _sssp_side_by_side(text: str, md: Path | None, plt: Any) -> Any:
+    """Compute seconds of DD and ddflow per (weights, variant): from the JSON the script
+    writes beside its table when it is there, else from the table's ``compute s`` column."""
+    labels: list[str] = []
+    dd: list[float | None] = []
+    ours: list[float | None] = []
+    dump = md.with_suffix(".json") if md is not None else None
+    if dump is not None and dump.exists():
+        for key, run in json.loads(dump.read_text()).items():
+            m = re.fullmatch(r"(?P<graph>\w+)-w(?P<w>\d+)-(?P<variant>\w+)", key)
+            labels.append(f"1..{m['w']} {m['variant']}" if m else key)
+            dd.append(run.get("dd", {}).get("compute_s"))
+            ours.append(run.get("ddflow", {}).get("compute_s"))
+        source = dump.name
+    else:
+        table = next(t for t in tables(text) if any(c.startswith("compute s") for c in t.columns))
+        labels = [
+            f"{w} {v}" for w, v in zip(table.get("weights"), table.get("variant"), strict=True)
+        ]
+        dd = [number(c, 0) for c in table.get("compute s")]
+        ours = [number(c, 1) for c in table.get("compute s")]
+        source = "the table"
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.8), constrained_layout=True)
+    _pairs(ax, labels, [("differential-dataflow", dd, DD_COLOR), ("ddflow", ours, DDFLOW_COLOR)])
+    ax.set_xlabel(f"compute seconds, as the table's compute s (from {source})")
+    graph = re.search(r"\| (\w+) \((\S+) / (\S+)\)", text)
+    what = f"{graph[2]} nodes / {graph[3]} edges" if graph else "SSSP"
+    ax.set_title(f"SSSP beside differential-dataflow, {what} " + _when(text), fontsize=9)
+    return fig
+
+
 Drawer = Callable[[str, "Path | None", Any], Any]
 
 
@@ -315,11 +348,20 @@ KINDS: tuple[Kind, ...] = (
     Kind("bfs_table", r"bfs(_table)?(_[\w.-]+)?", _bfs_table),
     Kind("tpch", r"tpch_sf[\d.]+(_sql)?", _tpch),
     Kind("spark_incremental", r"spark_incremental", _spark_incremental),
+    Kind("sssp_side_by_side", r"sssp_side_by_side(_[\w.-]+)?", _sssp_side_by_side),
 )
 """Every kind of table that has a chart; a table's kind is the first whose pattern matches
 its file name (without ``.md``)."""
 
-CHARTED = ("side_by_side", "bfs", "tpch_sf0.1", "tpch_sf0.1_sql", "tpch_sf1", "spark_incremental")
+CHARTED = (
+    "side_by_side",
+    "bfs",
+    "tpch_sf0.1",
+    "tpch_sf0.1_sql",
+    "tpch_sf1",
+    "spark_incremental",
+    "sssp_side_by_side_1m",
+)
 """The results files that ``python -m benches.charts`` redraws by default (dated snapshots
 and earlier runs keep their tables only)."""
 

@@ -51,6 +51,7 @@ import numpy as np
 BENCHES = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHES))
 
+from charts import write_chart  # noqa: E402
 from gen_graph import DATA_DIR, ensure_graph  # noqa: E402
 
 GRAPHS = {
@@ -292,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         _write(args.out, head, start_load, loadavg() + " (partial)", args.updates, table, checks)
     _write(args.out, head, start_load, loadavg(), args.updates, table, checks)
     args.out.with_suffix(".json").write_text(json.dumps(slim(raw), indent=1))
+    write_chart(args.out)
     print("\n".join(table))
     print(f"wrote {args.out}")
     return 0 if ok else 1

@@ -311,3 +311,28 @@ def test_bfs_table_out_writes_the_table_and_its_chart(tmp_path: Path) -> None:
         assert widths(fig.axes[0]) == [*dd, 2000.0, 1250.0]
     finally:
         plt.close(fig)
+
+
+def test_sssp_bars_from_the_json_and_from_the_table(tmp_path: Path) -> None:
+    md = RESULTS / "sssp_side_by_side_1m.md"
+    dump = charts.json.loads(md.with_suffix(".json").read_text())
+    fig = charts.figure("sssp_side_by_side", md.read_text(), md)
+    try:
+        dd = [run["dd"]["compute_s"] for run in dump.values()]
+        ours = [run["ddflow"]["compute_s"] for run in dump.values()]
+        assert widths(fig.axes[0]) == [round(x, 6) for x in dd + ours]
+        assert "sssp_side_by_side_1m.json" in fig.axes[0].get_xlabel()
+    finally:
+        plt.close(fig)
+    rows = row_cells(md, "1m (")
+    table_dd = [plain(c[3].split("/")[0]) for c in rows]
+    table_ours = [plain(c[3].split("/")[1]) for c in rows]
+    assert [round(x, 2) for x in dd + ours] == table_dd + table_ours  # the JSON is the table's
+    alone = tmp_path / md.name  # no JSON beside it: the table's column
+    shutil.copyfile(md, alone)
+    fig = charts.figure("sssp_side_by_side", alone.read_text(), alone)
+    try:
+        assert widths(fig.axes[0]) == table_dd + table_ours
+        assert "from the table" in fig.axes[0].get_xlabel()
+    finally:
+        plt.close(fig)
