@@ -4,12 +4,15 @@ refused naming the input and the column.
 - ``bytes`` (a numpy ``S`` array, a list or object array of ``bytes``) are ``binary`` values,
   never decoded as text; mixed with ``str`` they are refused.
 - A list holding ``str`` stays a column of Python objects: numpy would turn every other value
-  into text (``["a", 1]`` into ``["a", "1"]``) and drop trailing NUL characters.
+  into text (``["a", 1]`` into ``["a", "1"]``) and drop trailing NUL characters. A list mixing
+  ``bool`` with numbers is refused (numpy would read ``True`` as ``1``).
 - In an object column ``NaN``, ``pandas.NA`` and ``pandas.NaT`` are missing values, nulls
   (pandas' meaning), unless every other value is a float: ``NaN`` is then a float value.
 - Arrow extension types (a pandas ``Period`` or ``Interval`` column read through Arrow) are
   refused: their storage integers are not their values.
 - A table whose column names repeat is refused.
+- A column of only nulls takes the column's dtype where it is known (declared, or fixed by
+  earlier batches): it has none of its own.
 
 Only object columns (already one Python object per value) are looked at value by value.
 """
@@ -21,10 +24,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ddflow.dtypes import BinaryColumn
+from ddflow.dtypes import BinaryColumn, Utf8Column, WordColumn
 from ddflow.errors import InvalidValueError, SchemaTypeError
+from ddflow.logical_types import NULL_WORDS, offset_buffers, physical
 
-__all__ = ["check_names", "exact_column"]
+__all__ = ["all_null", "check_names", "exact_column", "null_column"]
 
 _BYTES = (bytes, bytearray, memoryview)
 _MISSING_TYPES = ("NAType", "NaTType")
@@ -76,6 +80,12 @@ def exact_column(values: Any, what: str, want: str | None = None) -> Any:
             return values
         items: list[Any] | None = None
     elif isinstance(values, list | tuple):
+        kinds = {type(v) for v in values}
+        if kinds & {bool, np.bool_} and kinds - {bool, np.bool_, type(None)}:
+            other = next(v for v in values if v is not None and not isinstance(v, bool | np.bool_))
+            raise SchemaTypeError(  # numpy would read True as 1 beside numbers
+                f"{what}: mixed value types: {type(other).__name__} {other!r} among bool values"
+            )
         if not any(isinstance(v, str | bytes | bytearray | memoryview) for v in values):
             return values
         items = list(values)
@@ -124,3 +134,26 @@ def _object_values(arr: np.ndarray[Any, Any], what: str, want: str | None) -> An
         )
     binary = pa.array([None if v is None else bytes(v) for v in arr], pa.large_binary())
     return BinaryColumn.of_arrow(binary)
+
+
+def all_null(values: Any) -> bool:
+    """Whether a non-empty column (as :func:`exact_column` returns it) holds only nulls."""
+    if isinstance(values, np.ma.MaskedArray):
+        mask = np.broadcast_to(np.asarray(values.mask, dtype=np.bool_), values.shape)
+        return bool(len(values)) and bool(mask.all())
+    if isinstance(values, pa.Array | pa.ChunkedArray):
+        return len(values) > 0 and values.null_count == len(values)
+    if isinstance(values, np.ndarray):
+        return values.dtype.kind == "O" and len(values) > 0 and all(v is None for v in values)
+    if isinstance(values, list | tuple):
+        return len(values) > 0 and all(v is None for v in values)
+    return False
+
+
+def null_column(dtype: str, n: int) -> Any:
+    """``n`` nulls of ``dtype`` in the engine's column form."""
+    if dtype == "str":
+        return Utf8Column(*offset_buffers(pa.nulls(n, pa.large_string()), pa.large_string()))
+    if dtype == "binary":
+        return BinaryColumn.of_arrow(pa.nulls(n, pa.large_binary()))
+    return WordColumn(dtype, np.full(n, NULL_WORDS[physical(dtype)], dtype=np.uint64))

@@ -18,7 +18,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from ddflow._core import Engine
-from ddflow.batch_columns import check_names, exact_column
+from ddflow.batch_columns import all_null, check_names, exact_column, null_column
 from ddflow.dtypes import (
     BinaryColumn,
     WordColumn,
@@ -481,7 +481,10 @@ class InputSession:
                 out.append(utf8)
                 continue
             exact = exact_column(_numpy_or_arrow(v), what, self._dtypes[i])
-            if isinstance(exact, BinaryColumn):
+            want = self._dtypes[i]
+            if want is not None and all_null(exact):  # no dtype of its own: the column's
+                out.append(null_column(want, len(exact)))
+            elif isinstance(exact, BinaryColumn):
                 out.append(exact)
             else:
                 out.append(to_column(exact, what, nullable=True))

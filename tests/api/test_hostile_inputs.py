@@ -640,3 +640,23 @@ def test_a_deep_or_huge_expression_prints_a_summary_not_a_recursion_error() -> N
     assert "more than 100,000 nodes" in repr(wide)
     shallow = (dd.col("x") + 1) * 2
     assert repr(shallow) == '((col("x") + 1) * 2)'
+
+
+def test_a_batch_column_of_only_nulls_takes_the_declared_dtype() -> None:
+    pd = pytest.importorskip("pandas")
+    for dtype in ("int64", "float64", "str", "bool", "binary", "date32"):
+        nulls: list[Any] = [None, None]
+        for column in (nulls, np.array(nulls, dtype=object), pd.Series(nulls, dtype=object)):
+            assert _batch_rows({"s": dtype}, column) == [None, None]
+    _, inp, _ = _one_input(("s",))
+    with pytest.raises(SchemaTypeError, match="column 's': a column of only nulls has no dtype"):
+        inp.update_batch({"s": [None]}, times=0)
+
+
+def test_a_list_mixing_bools_and_numbers_is_refused() -> None:
+    """numpy would read True as 1 (or 1.0) beside numbers."""
+    for mixed in ([1.5, True], [True, 2], [False, None, 0]):
+        _, inp, _ = _one_input(("s",))
+        with pytest.raises(SchemaTypeError, match=r"column 's': mixed value types.*among bool"):
+            inp.update_batch({"s": mixed}, times=0)
+    assert _batch_rows(("s",), [True, None, False]) == [False, True, None]
