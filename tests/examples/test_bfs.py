@@ -276,3 +276,26 @@ def test_without_tqdm(tmp_path: Path) -> None:
     assert refused.stderr.strip().endswith(
         "--progress bar needs tqdm: pip install 'ddflow[progress]'"
     )
+
+
+@pytest.mark.parametrize(("fast", "scale"), [(900.0, "linear"), (100_000.0, "log")])
+def test_plot_panels_are_the_round_times(fast: float, scale: str) -> None:
+    plt = pytest.importorskip("matplotlib.pyplot")
+    from ddflow.examples.bfs_plot import rounds_figure
+
+    times = RoundTimes(load_s=0.5)
+    for seconds in (0.01, 0.02, 0.01, 10 / fast, 0.04):
+        times.add(10, seconds)
+    fig = rounds_figure(times, "title")
+    try:
+        top, bottom = fig.axes
+        x, rates = top.lines[0].get_data()
+        assert list(x) == [1, 2, 3, 4, 5]
+        assert list(rates) == pytest.approx([1000, 500, 1000, fast, 250])
+        median = sorted([1000, 500, 1000, fast, 250])[2]
+        assert top.lines[1].get_ydata()[0] == pytest.approx(median)  # dashed: the median
+        assert top.get_yscale() == scale  # log when a round is 5x faster than the median
+        assert list(bottom.lines[0].get_ydata()) == pytest.approx([10, 20, 10, 1e4 / fast, 40])
+        assert bottom.get_ylabel() == "round latency (ms)"
+    finally:
+        plt.close(fig)

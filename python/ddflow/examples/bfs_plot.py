@@ -13,7 +13,7 @@ import numpy as np
 
 from ddflow.examples.bfs_output import RoundTimes
 
-__all__ = ["MISSING", "require_matplotlib", "plot_rounds"]
+__all__ = ["MISSING", "require_matplotlib", "plot_rounds", "rounds_figure"]
 
 MISSING = "--plot needs matplotlib: pip install 'ddflow[plot]'"
 """The error when matplotlib is not installed."""
@@ -35,6 +35,16 @@ def require_matplotlib() -> Any:
 def plot_rounds(times: RoundTimes, path: str | Path, title: str) -> Path:
     """Writes the PNG at ``path``: updates/s per round above, latency per round (ms) below,
     each with its median as a dashed line. Returns the path."""
+    plt = require_matplotlib()
+    fig = rounds_figure(times, title)
+    out = Path(path)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
+
+
+def rounds_figure(times: RoundTimes, title: str) -> Any:
+    """The figure :func:`plot_rounds` saves (the caller closes it)."""
     plt = require_matplotlib()
     from matplotlib import ticker
 
@@ -68,7 +78,4 @@ def plot_rounds(times: RoundTimes, path: str | Path, title: str) -> Path:
     bottom.set_ylim(bottom=0)
     bottom.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
     bottom.grid(True, alpha=0.3)
-    out = Path(path)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    return fig
