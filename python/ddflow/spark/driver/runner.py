@@ -42,6 +42,7 @@ from ddflow.spark.driver.incremental import run_continuation
 from ddflow.spark.driver.ops import SPARK_OPS
 from ddflow.spark.driver.preflight import ExecutorVersionError, check_executors
 from ddflow.spark.driver.progress import Meter, Superstep
+from ddflow.spark.driver.session import check_session
 from ddflow.spark.driver.validate import UnsupportedOperatorError
 from ddflow.spark.tasks import warm_up_batches
 
@@ -155,6 +156,7 @@ def run_on_spark(
     small job checks that the executors import the driver's ddflow version
     (``ExecutorVersionError`` names each interpreter that does not).
     """
+    check_session(spark, inputs, "run_on_spark")
     log: Callable[[str], None] | None
     if progress is True:
         log = functools.partial(print, flush=True)
@@ -236,6 +238,7 @@ def explain_spark(
 ) -> str:
     """How each plan node runs on Spark, without running anything (validates like
     ``run_on_spark``)."""
+    check_session(spark, inputs, "explain_spark")
     compiler = Compiler(spark, flow, inputs, outputs, None, "local", None)
     try:
         return "\n".join(_explain_lines(compiler))
