@@ -208,3 +208,28 @@ def test_interrupts_deferred_raises_after_the_block() -> None:
             done.append(1)
     assert done == [1]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_pyo3_already_borrowed_becomes_a_reentrancy_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every engine call holds the gate, so the native engine is never entered twice; were it
+    (a call the gate does not know of), PyO3's bare "Already borrowed" is a ddflow error."""
+    native = dd.Dataflow.engine_factory
+
+    class Busy:
+        def __init__(self, engine: Any) -> None:
+            self._engine = engine
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._engine, name)
+
+        def step(self) -> bool:
+            raise RuntimeError("Already borrowed")
+
+    monkeypatch.setattr(dd.Dataflow, "engine_factory", staticmethod(lambda *a: Busy(native(*a))))
+    flow = dd.Dataflow()
+    inp, c = flow.new_input(("x",))
+    c.capture()
+    inp.update_at((1,), 0)
+    with pytest.raises(dd.ReentrancyError, match=r"engine.step: the engine is busy") as info:
+        flow.step()
+    assert isinstance(info.value.__cause__, RuntimeError)
