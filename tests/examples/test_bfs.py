@@ -207,6 +207,42 @@ def test_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
     assert final.startswith("bfs: 100%|") and "| 10/10 [" in final, final
 
 
+@pytest.mark.timeout(90)
+def test_auto_progress_on_a_terminal_is_a_bar() -> None:
+    """stderr on a pseudo-terminal (which reports no size here): auto draws the tqdm bar."""
+    pytest.importorskip("tqdm")
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "ddflow.examples.bfs", str(NODES), str(EDGES), "1", "10"],
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        os.close(slave)
+        err = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's other side is closed and drained
+                break
+            if not chunk:
+                break
+            err += chunk
+    finally:
+        os.close(master)
+    assert done.returncode == 0
+    screens = err.decode().replace("\r\n", "\n").replace("\r", "\n").splitlines()
+    final = [line for line in screens if line.startswith("bfs: 100%|")]
+    assert final and "| 10/10 [" in final[-1], err
+    assert not any(line.startswith("progress: ") for line in screens)
+
+
 def png_size(path: Path) -> tuple[int, int]:
     """The PNG's width and height (its IHDR chunk); fails on anything but a PNG."""
     data = path.read_bytes()

@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import importlib
+import io
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
@@ -36,6 +38,15 @@ def tqdm_class() -> Any | None:
     return module.tqdm
 
 
+def _size(stream: TextIO) -> tuple[int, int]:
+    """Columns and lines of the terminal ``stream`` writes to; zeros when unknown."""
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return 0, 0
+    return size.columns, size.lines
+
+
 class Progress:
     """Progress over ``total`` updates on ``stream``: a tqdm bar (``bar``), or a plain line at
     every tenth of the work (``lines``), or nothing (``off``). ``auto`` is a bar on a terminal
@@ -56,13 +67,17 @@ class Progress:
         self._tenth = 0
         self.bar: Any = None
         if mode == "bar" and bar_class is not None:
+            # A terminal that reports no size (0 x 0) would get no bar at all.
+            known = min(_size(stream)) > 0
             self.bar = bar_class(
                 total=total,
                 file=stream,
                 desc="bfs",
                 unit=" updates",
                 unit_scale=total >= 10_000,
-                dynamic_ncols=True,
+                dynamic_ncols=known,
+                ncols=None if known else 80,
+                nrows=None if known else 24,
                 mininterval=0.25,
                 leave=True,
             )
