@@ -205,7 +205,8 @@ def _side_by_side_runs(text: str, md: Path | None) -> dict[str, dict[str, list[f
     out: dict[str, dict[str, list[float]]] = {}
     for label, run in data.get("runs", {}).items():
         for system in ("dd", "ddflow"):
-            rates = [r.get("rate") for r in run.get(system, []) if r.get("rate")]
+            results = [r.get("result") or {} for r in run.get(system, [])]
+            rates = [x["updates_per_s"] for x in results if x.get("updates_per_s")]
             out.setdefault(label, {})[system] = [float(x) for x in rates]
     return out
 

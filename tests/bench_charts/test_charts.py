@@ -131,7 +131,12 @@ def test_side_by_side_marks_every_run_from_a_matching_json(tmp_path: Path) -> No
     md = tmp_path / "side_by_side.md"
     md.write_text(text)
     command = text.split("* command: `")[1].split("`")[0]
-    runs = {"1k-b10-w1": {"dd": [{"rate": 100.0}, {"rate": 200.0}], "ddflow": [{"rate": 300.0}]}}
+
+    def run(rate: float) -> dict[str, Any]:  # a run as side_by_side.py --json writes it
+        return {"result": {"updates_per_s": rate, "update_s": 1e5 / rate}, "peak_mb": 9.0}
+
+    runs = {"1k-b10-w1": {"dd": [run(100.0), run(200.0)], "ddflow": [run(300.0)]}}
+    runs["1k-b100-w1"] = {"dd": [{"result": None, "error": "timeout"}], "ddflow": []}
     md.with_suffix(".json").write_text(
         charts.json.dumps({"meta": {"command": command}, "runs": runs})
     )
