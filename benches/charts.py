@@ -247,8 +247,8 @@ def _tpch(text: str, md: Path | None, plt: Any) -> Any:
     ours = [number(c, 1) for c in main.get("ddflow per batch")]  # wall / CPU: the CPU
     duck = [number(c, 1) for c in main.get("DuckDB re-run")]
     panels = 2 if sql is not None else 1
-    fig, axes = plt.subplots(1, panels, figsize=(max(8.0, 6.5 * panels), 7.5), squeeze=False,
-                             constrained_layout=True)  # fmt: skip
+    size = (max(8.0, 6.5 * panels), max(3.5, 0.3 * len(queries) + 1.5))
+    fig, axes = plt.subplots(1, panels, figsize=size, squeeze=False, constrained_layout=True)
     ax = axes[0][0]
     _pairs(ax, queries, [("DuckDB re-run", duck, DD_COLOR),
                          ("ddflow per refresh batch", ours, DDFLOW_COLOR)])  # fmt: skip
