@@ -48,6 +48,7 @@ import numpy as np
 BENCHES = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHES))
 
+from charts import write_chart  # noqa: E402
 from gen_graph import ensure_graph  # noqa: E402
 from sssp_side_by_side import (  # noqa: E402
     GRAPHS,
@@ -373,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     flush(loadavg())
     args.out.with_suffix(".json").write_text(json.dumps(slim(raw), indent=1))
+    write_chart(args.out)
     print("\n".join(table + [""] + lat_table))
     print(f"wrote {args.out}")
     return 0 if ok else 1

@@ -21,7 +21,9 @@ documentation site's benchmark page shows it. Charts (a table's name -> what is 
 * ``spark_incremental.md``: the seconds of each incremental Spark run of the newest section,
   beside the embedded engine and one run of the whole history;
 * ``sssp_side_by_side*.md``: compute seconds of DD and ddflow per weight range and variant,
-  from the JSON the script writes beside the table (the table's column without it).
+  from the JSON the script writes beside the table (the table's column without it);
+* ``attach_side_by_side*.md``: arranging, attaching and BFS from scratch (DD and ddflow), and
+  a small job's latency while a large BFS attaches (JSON first, as for SSSP).
 
 matplotlib is the optional extra ``ddflow[plot]``; without it a script prints that the chart
 was skipped and how to draw it later, and still writes its table.
@@ -332,6 +334,69 @@ def _sssp_side_by_side(text: str, md: Path | None, plt: Any) -> Any:
     return fig
 
 
+_ATTACH_MEASURES = (
+    ("arrange the edges", "arrange s"),
+    ("BFS attached to them", "attached BFS s"),
+    ("BFS from scratch", "from scratch s"),
+)
+_PHASES = ("before", "during", "after")
+
+
+def _attach_side_by_side(text: str, md: Path | None, plt: Any) -> Any:
+    """Seconds to arrange, attach and run from scratch (DD and ddflow), and the latency of a
+    small job before, during and after a large BFS attaches: from the JSON the script writes
+    beside its table when it is there, else from the tables."""
+    dump = md.with_suffix(".json") if md is not None else None
+    secs: dict[str, list[float | None]] = {"DD": [], "ddflow": []}
+    lat: dict[str, list[float | None]] = {"DD": [], "ddflow": []}
+    if dump is not None and dump.exists():
+        data = json.loads(dump.read_text())
+        graph = next(v for k, v in data.items() if k != "latency")
+        for system in secs:
+            scratch, attach = graph.get(f"{system} scratch", {}), graph.get(f"{system} attach", {})
+            secs[system] = [attach.get("arrange_s"), attach.get("bfs_s"), scratch.get("bfs_s")]
+            runs = data.get("latency", {}).get(system, {})
+            for phase in _PHASES:
+                for q in ("p50_ns", "max_ns"):
+                    ns = runs.get(phase, {}).get(q)
+                    lat[system].append(None if ns is None else ns / 1e6)
+        source = dump.name
+    else:
+        found = tables(text)
+        main = next(t for t in found if any(c.startswith("arrange s") for c in t.columns))
+        for k, system in enumerate(secs):
+            secs[system] = [number(main.get(col)[0], k) for _, col in _ATTACH_MEASURES]
+        small = next((t for t in found if any(c.startswith("before:") for c in t.columns)), None)
+        for row in small.rows if small is not None else []:
+            cells = dict(zip(small.columns if small else [], row, strict=True))
+            system = cells.get("system", "")
+            if system in lat:
+                for phase in _PHASES:
+                    cell = next(v for c, v in cells.items() if c.startswith(f"{phase}:"))
+                    lat[system] += [number(cell, 0), number(cell, 2)]
+        source = "the tables"
+    series = [("differential-dataflow", DD_COLOR), ("ddflow", DDFLOW_COLOR)]
+    panels = 2 if any(lat.values()) else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels, 4.2), squeeze=False,
+                             constrained_layout=True)  # fmt: skip
+    ax = axes[0][0]
+    labels = [name for name, _ in _ATTACH_MEASURES]
+    _pairs(ax, labels, [(n, secs[s], c) for (n, c), s in zip(series, secs, strict=True)])
+    ax.set_xlabel(f"seconds (from {source})")
+    ax.set_title("arranging a large graph, then BFS attached vs from scratch", fontsize=9)
+    if panels == 2:
+        ax = axes[0][1]
+        labels = [f"{phase}: {q}" for phase in _PHASES for q in ("p50", "max")]
+        _pairs(ax, labels, [(n, lat[s], c) for (n, c), s in zip(series, lat, strict=True)])
+        ax.set_xscale("log")
+        ax.set_xlabel("ms per update of a small job (log scale)")
+        ax.set_title("a small job's latency while the large BFS attaches", fontsize=9)
+    graph_m = re.search(r"\| (\w+) \((\S+) / (\S+)\)", text)
+    what = f"{graph_m[2]} nodes / {graph_m[3]} edges" if graph_m else "a large graph"
+    fig.suptitle(f"BFS attached to a live arrangement, {what} " + _when(text), fontsize=10)
+    return fig
+
+
 Drawer = Callable[[str, "Path | None", Any], Any]
 
 
@@ -350,6 +415,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("tpch", r"tpch_sf[\d.]+(_sql)?", _tpch),
     Kind("spark_incremental", r"spark_incremental", _spark_incremental),
     Kind("sssp_side_by_side", r"sssp_side_by_side(_[\w.-]+)?", _sssp_side_by_side),
+    Kind("attach_side_by_side", r"attach_side_by_side(_[\w.-]+)?", _attach_side_by_side),
 )
 """Every kind of table that has a chart; a table's kind is the first whose pattern matches
 its file name (without ``.md``)."""
@@ -362,6 +428,7 @@ CHARTED = (
     "tpch_sf1",
     "spark_incremental",
     "sssp_side_by_side_1m",
+    "attach_side_by_side_1m",
 )
 """The results files that ``python -m benches.charts`` redraws by default (dated snapshots
 and earlier runs keep their tables only)."""

@@ -352,3 +352,45 @@ def test_sssp_bars_from_the_json_and_from_the_table(tmp_path: Path) -> None:
         assert "from the table" in fig.axes[0].get_xlabel()
     finally:
         plt.close(fig)
+
+
+def test_attach_bars_from_the_json_and_from_the_tables(tmp_path: Path) -> None:
+    md = RESULTS / "attach_side_by_side_1m.md"
+    data = charts.json.loads(md.with_suffix(".json").read_text())
+    fig = charts.figure("attach_side_by_side", md.read_text(), md)
+    try:
+        g = data["1m"]
+        secs = {
+            s: [
+                g[f"{s} attach"]["arrange_s"],
+                g[f"{s} attach"]["bfs_s"],
+                g[f"{s} scratch"]["bfs_s"],
+            ]
+            for s in ("DD", "ddflow")
+        }
+        assert widths(fig.axes[0]) == [round(x, 6) for x in secs["DD"] + secs["ddflow"]]
+        lat = {
+            s: [data["latency"][s][p][q] / 1e6 for p in ("before", "during", "after")
+                for q in ("p50_ns", "max_ns")]
+            for s in ("DD", "ddflow")
+        }  # fmt: skip
+        assert widths(fig.axes[1]) == [round(x, 6) for x in lat["DD"] + lat["ddflow"]]
+    finally:
+        plt.close(fig)
+    alone = tmp_path / md.name  # no JSON beside it: the tables
+    shutil.copyfile(md, alone)
+    fig = charts.figure("attach_side_by_side", alone.read_text(), alone)
+    try:
+        row = row_cells(md, "1m (")[0]
+        dd = [plain(row[i].split("/")[0]) for i in (1, 2, 3)]
+        ours = [plain(row[i].split("/")[1]) for i in (1, 2, 3)]
+        assert widths(fig.axes[0]) == dd + ours
+        assert [round(x, 2) for x in secs["DD"] + secs["ddflow"]] == dd + ours
+        by_system = {c[0]: c for c in table_after(md, "| before: p50")}  # the first one
+        table_lat = [
+            plain(by_system[s][i].split("/")[k]) for s in ("DD", "ddflow") for i in (3, 4, 5)
+            for k in (0, 2)
+        ]  # fmt: skip
+        assert widths(fig.axes[1]) == table_lat
+    finally:
+        plt.close(fig)
