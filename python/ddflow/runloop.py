@@ -34,6 +34,7 @@ all or nothing), so the rest of the batch goes in.
 from __future__ import annotations
 
 import builtins
+import itertools
 import signal
 import threading
 import time
@@ -446,26 +447,21 @@ def _push_rows(
 def _push_snapshot(session: InputSession, snapshot: Snapshot) -> list[RowError]:
     """Pushes a snapshot's rows with their times and counts, one origin at a time (a row
     the input refuses is named by its origin); returns the refused rows."""
-    order = np.argsort(np.asarray(snapshot.origins, dtype=object), kind="stable")
-    origins = [snapshot.origins[i] for i in order]
+    order = np.argsort(snapshot.origin, kind="stable")
+    codes = snapshot.origin[order]
     table = snapshot.table.take(pa.array(order))
     rows, times, diffs = snapshot.rows[order], snapshot.times[order], snapshot.diffs[order]
+    bounds = [0, *(np.flatnonzero(np.diff(codes)) + 1).tolist(), len(codes)]
     errors: list[RowError] = []
-    start = 0
-    while start < len(origins):
-        end = start
-        while end < len(origins) and origins[end] == origins[start]:
-            end += 1
-        part = slice(start, end)
+    for lo, hi in itertools.pairwise(bounds):
         errors += _push_rows(
             session,
-            origins[start],
-            table.slice(start, end - start),
-            rows[part],
-            times[part],
-            diffs[part],
+            snapshot.origins[int(codes[lo])],
+            table.slice(lo, hi - lo),
+            rows[lo:hi],
+            times[lo:hi],
+            diffs[lo:hi],
         )
-        start = end
     return errors
 
 

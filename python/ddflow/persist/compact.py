@@ -1,4 +1,4 @@
-"""Compaction of a persistent dataflow's log into one snapshot per input.
+"""Compaction of a persistent dataflow's log into snapshots, one layer per input and checkpoint.
 
 At a checkpoint with frontier ``F`` every time before ``F`` is complete, so the dataflow's
 outputs at those times have been delivered and only their accumulation matters from here
@@ -8,8 +8,11 @@ the snapshot gives every operator the same accumulations at ``F - 1`` and later,
 log's size follows the number of distinct rows, not the number of ticks. Rows at or after
 ``F`` (a timed source's future rows) keep their times.
 
-Bad rows (rows that did not fit the schema, late rows) are kept as errors at their
-compacted times, so a restarted dataflow's error log still names them.
+A checkpoint compacts only the ticks since the previous one into a new *layer*; the
+journal merges an input's layers into one (the same function, given the layers) when they
+grow too many, so each row is rewritten a logarithmic number of times, not at every
+checkpoint. Bad rows (rows that did not fit the schema, late rows) are kept as errors at
+their compacted times, so a restarted dataflow's error log still names them.
 """
 
 from __future__ import annotations
@@ -33,21 +36,27 @@ def _error_time(e: RowError, default: int) -> int:
 
 def compact(
     source: int,
-    previous: Snapshot | None,
+    layers: list[Snapshot],
     ticks: list[Tick],
     frontier: int,
 ) -> Snapshot | None:
-    """The snapshot of source ``source``'s input after ``ticks``, compacted to
-    ``frontier`` (``None`` when it has neither rows nor errors)."""
+    """One snapshot of source ``source``'s input holding ``layers`` (earlier snapshots) and
+    ``ticks``, compacted to ``frontier`` (``None`` when it has neither rows nor errors)."""
     floor = frontier - 1
     tables: list[pa.Table] = []
+    diffs: list[np.ndarray] = []
     errors: list[RowError] = []
-    if previous is not None:
-        tables.append(_indexed(previous.table, previous.origins, previous.rows, previous.times))
-        diffs = [previous.diffs]
-        errors += previous.errors
-    else:
-        diffs = []
+    origins: dict[str, int] = {}
+
+    def add(table: pa.Table, origin: np.ndarray, rows: object, times: object, d: object) -> None:
+        tables.append(_indexed(table, origin, rows, times))
+        diffs.append(np.asarray(d, dtype=np.int64))
+
+    for layer in layers:
+        codes = np.array([origins.setdefault(o, len(origins)) for o in layer.origins], np.int32)
+        if layer.table.num_rows:
+            add(layer.table, codes[layer.origin], layer.rows, layer.times, layer.diffs)
+        errors += [_moved(e, e.time if e.time is not None else floor, floor) for e in layer.errors]
     for tick in ticks:
         for k, batch in tick.batches:
             if k != source:
@@ -60,17 +69,21 @@ def compact(
             else:
                 table = batch.table
                 n = table.num_rows
-                rows = batch.rows if batch.rows is not None else np.arange(1, n + 1, dtype=np.int64)
+                rows = batch.rows if batch.rows is not None else np.arange(1, n + 1)
                 times = np.full(n, tick.now, dtype=np.int64)
-            if table.num_rows:
-                tables.append(_indexed(table, [batch.origin] * table.num_rows, rows, times))
-                diffs.append(np.ones(table.num_rows, dtype=np.int64))
+            n = table.num_rows
+            if n:
+                code = origins.setdefault(batch.origin, len(origins))
+                add(table, np.full(n, code, np.int32), rows, times, np.ones(n, np.int64))
     if not tables and not errors:
         return None
+    names = list(origins)
+    empty = np.zeros(0, dtype=np.int64)
     if not tables:
-        empty = np.zeros(0, dtype=np.int64)
-        return Snapshot(source, pa.table({}), [], empty, empty, empty, errors)
-    names = [n for n in tables[0].column_names if not n.startswith("\x00")]
+        return Snapshot(
+            source, pa.table({}), names, empty.astype(np.int32), empty, empty, empty, errors
+        )
+    columns = [n for n in tables[0].column_names if not n.startswith("\x00")]
     merged = pa.concat_tables(tables, promote_options="permissive").append_column(
         _DIFF, pa.array(np.concatenate(diffs), pa.int64())
     )
@@ -79,13 +92,14 @@ def compact(
         _TIME,
         pc.max_element_wise(merged[_TIME], pa.scalar(floor, pa.int64())),
     )
-    keys = [*names, _TIME, _ORIGIN]
+    keys = [*columns, _TIME, _ORIGIN]
     grouped = merged.group_by(keys, use_threads=False).aggregate([(_ROW, "min"), (_DIFF, "sum")])
     grouped = grouped.filter(pc.not_equal(grouped[f"{_DIFF}_sum"], 0))
     return Snapshot(
         source,
-        grouped.select(names),
-        [str(o) for o in grouped[_ORIGIN].to_pylist()],
+        grouped.select(columns),
+        names,
+        np.asarray(grouped[_ORIGIN].to_numpy(), dtype=np.int32),
         np.asarray(grouped[f"{_ROW}_min"].to_numpy(), dtype=np.int64),
         np.asarray(grouped[_TIME].to_numpy(), dtype=np.int64),
         np.asarray(grouped[f"{_DIFF}_sum"].to_numpy(), dtype=np.int64),
@@ -98,10 +112,10 @@ def _moved(e: RowError, time: int, floor: int) -> RowError:
     return RowError(e.origin, e.row, e.column, e.message, e.values, e.count, max(time, floor))
 
 
-def _indexed(table: pa.Table, origins: list[str], rows: object, times: object) -> pa.Table:
-    """``table`` with its rows' origins, row numbers and times as extra columns."""
+def _indexed(table: pa.Table, origin: np.ndarray, rows: object, times: object) -> pa.Table:
+    """``table`` with its rows' origins (indices), row numbers and times as extra columns."""
     return (
         table.append_column(_TIME, pa.array(times, pa.int64()))
-        .append_column(_ORIGIN, pa.array(origins, pa.string()))
+        .append_column(_ORIGIN, pa.array(origin, pa.int32()))
         .append_column(_ROW, pa.array(rows, pa.int64()))
     )

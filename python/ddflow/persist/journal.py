@@ -3,7 +3,8 @@
 Layout (every file a checksummed :mod:`segment <ddflow.persist.segment>`)::
 
     <path>/manifest-00000003.seg      the latest checkpoint: plan, snapshots, last tick
-    <path>/snap-00000003-0000.seg     source 0's input as of checkpoint 3 (compacted)
+    <path>/snap-00000003-0000.seg     a layer of source 0's input: the ticks compacted by
+                                      checkpoint 3 (or every earlier layer merged)
     <path>/log/00000000000000000042.log   ticks 42, 43, ...: what the sources read, offsets
 
 The run loop appends a tick to the log, and flushes it to disk, after its sources' rows went
@@ -13,8 +14,9 @@ resumes, so a row is neither lost nor read twice. A record a crash cut short at 
 the log was never acted on: a restart drops it (and says so); a record damaged anywhere else
 is a :class:`~ddflow.errors.CorruptCheckpointError`.
 
-Every ``interval`` a checkpoint compacts the snapshots and the ticks since into new
-snapshots, then writes the next manifest, and only then deletes what it replaces: a crash at
+Every ``interval`` a checkpoint compacts the ticks since the last one into a new snapshot
+layer per input (merging an input's layers into one once it has ``MAX_LAYERS``), then
+writes the next manifest, and only then deletes what it replaces: a crash at
 any point leaves a manifest whose files are all there.
 
 A directory belongs to one plan: the manifest stores the plan (without operator labels,
@@ -51,6 +53,8 @@ _MANIFEST = re.compile(r"manifest-(\d{8})\.seg")
 _LOG = re.compile(r"(\d{20})\.log")
 _INTERVAL = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*")
 _UNITS = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+MAX_LAYERS = 8
+"""Snapshot layers an input may have; the next checkpoint merges them into one."""
 
 
 def _seconds(interval: float | str) -> float:
@@ -165,6 +169,8 @@ class Journal:
         self.next_seq = self.manifest["log_after"] + 1
         self._log: BinaryIO | None = None
         """The log file ticks are appended to (a new one after each checkpoint)."""
+        self.pending: list[Tick] = []
+        """The ticks logged since the last checkpoint (what the next one compacts)."""
 
     def _manifest_path(self, number: int) -> Path:
         return self.root / f"manifest-{number:08d}.seg"
@@ -196,6 +202,7 @@ class Journal:
                 ticks.append(tick)
                 expected += 1
         self.next_seq = expected
+        self.pending = list(ticks)
         offsets = ticks[-1].offsets if ticks else self.manifest["offsets"]
         target = ticks[-1].target if ticks else self.manifest["target"]
         return Restored(snapshots, ticks, self.manifest["since"], offsets, target)
@@ -227,6 +234,7 @@ class Journal:
     def append(self, tick: Tick) -> None:
         """Logs one tick durably (the run loop calls this before the engine runs on it)."""
         tick.seq = self.next_seq
+        self.pending.append(tick)
         if self._log is None:
             path = self._log_path(tick.seq)
             self._log = open(path, "ab")  # noqa: SIM115 (open until the next checkpoint)
@@ -249,40 +257,55 @@ class Journal:
         return time.monotonic() - self.last_checkpoint >= self.config.seconds
 
     def checkpoint(self, frontier: int, offsets: list[Any]) -> None:
-        """Compacts the snapshots and every tick logged so far to ``frontier`` (all times
-        before it are complete and delivered) into the next checkpoint."""
+        """Compacts the ticks logged since the last checkpoint to ``frontier`` (all times
+        before it are complete and delivered) into a new layer per input, merging an
+        input's layers into one when it has more than ``MAX_LAYERS``; then writes the next
+        manifest and deletes what it no longer names."""
         self.last_checkpoint = time.monotonic()
         self.close()
         last = self.next_seq - 1
         if last == self.manifest["log_after"] and frontier == self.manifest["since"]:
             return
-        restored = self.restore()
-        previous = {s.source: s for s in restored.snapshots}
         number = self.manifest["number"] + 1
-        names = []
+        layers: dict[int, list[str]] = {}
+        for name in self.manifest["snapshots"]:
+            layers.setdefault(_layer_source(name), []).append(name)
+        written = []
         for source in range(self.sources):
-            snapshot = compact(source, previous.get(source), restored.ticks, frontier)
-            if snapshot is None:
-                continue
-            name = f"snap-{number:08d}-{source:04d}.seg"
-            self.bytes_written += write_segment(self.root / name, snapshot.segment())
-            names.append(name)
+            names = layers.get(source, [])
+            merge = len(names) >= MAX_LAYERS
+            earlier = [Snapshot.of(read_segment(self.root / n)) for n in names] if merge else []
+            snapshot = compact(source, earlier, self.pending, frontier)
+            kept = [] if merge else names
+            if snapshot is not None:
+                name = f"snap-{number:08d}-{source:04d}.seg"
+                self.bytes_written += write_segment(self.root / name, snapshot.segment())
+                kept.append(name)
+                written.append(name)
+            layers[source] = kept
         old_manifest = self.manifest
         self.manifest = {
             **old_manifest,
             "number": number,
             "since": frontier,
-            "target": restored.ticks[-1].target if restored.ticks else old_manifest["target"],
+            "target": self.pending[-1].target if self.pending else old_manifest["target"],
             "log_after": last,
-            "snapshots": names,
+            "snapshots": [n for source in sorted(layers) for n in layers[source]],
             "offsets": offsets,
         }
         self._write_manifest()
+        self.pending = []
         for log in self.log_dir.iterdir():
             if _LOG.fullmatch(log.name):
                 log.unlink()
         for name in old_manifest["snapshots"]:
-            (self.root / name).unlink(missing_ok=True)
+            if name not in self.manifest["snapshots"]:
+                (self.root / name).unlink(missing_ok=True)
         self._manifest_path(old_manifest["number"]).unlink(missing_ok=True)
         sync_dir(self.root)
         sync_dir(self.log_dir)
+
+
+def _layer_source(name: str) -> int:
+    """The source a snapshot layer's file name (``snap-<number>-<source>.seg``) is of."""
+    return int(name.split("-")[2].split(".")[0])

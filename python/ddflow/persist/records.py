@@ -4,9 +4,10 @@ A :class:`Tick` is one tick of the run loop as it was read: every batch its sour
 (rows, row numbers, times and bad rows, before the input saw them), the tick's processing
 time and frontier, the frontier it advanced to, and every source's offset after it. Replaying
 the ticks in order through the run loop's own push path rebuilds the inputs exactly, errors
-included. A :class:`Snapshot` is an input's ticks up to a checkpoint, consolidated: the rows
-accepted, each with its time (times before the checkpoint's frontier moved up to the last
-time before it, as compaction does to a trace) and its count, plus the bad rows as errors.
+included. A :class:`Snapshot` is a layer of an input's ticks between two checkpoints (or several
+layers merged), consolidated: the rows accepted, each with its time (times before the
+checkpoint's frontier moved up to the last time before it, as compaction does to a trace)
+and its count, plus the bad rows as errors.
 
 Both convert to and from :class:`~ddflow.persist.segment.Segment` (a JSON header and Arrow
 tables) for their files.
@@ -100,14 +101,16 @@ class Tick:
 
 @dataclass
 class Snapshot:
-    """An input's consolidated updates as of a checkpoint."""
+    """One layer of an input's consolidated updates: the ticks between two checkpoints."""
 
     source: int
     """The index of the input's source (in attach order)."""
     table: pa.Table
     """The accepted rows, one per distinct (row, time, origin)."""
     origins: list[str]
-    """Where each row came from (the first file that held it)."""
+    """The distinct origins (files) of the rows."""
+    origin: npt.NDArray[np.int32]
+    """Each row's origin, as an index into ``origins`` (the first file that held it)."""
     rows: npt.NDArray[np.int64]
     """Each row's number in its origin (the first such row)."""
     times: npt.NDArray[np.int64]
@@ -118,7 +121,7 @@ class Snapshot:
     def segment(self) -> Segment:
         index = pa.table(
             {
-                "origin": pa.array(self.origins, pa.string()),
+                "origin": pa.array(self.origin, pa.int32()),
                 "row": pa.array(self.rows, pa.int64()),
                 "time": pa.array(self.times, pa.int64()),
                 "diff": pa.array(self.diffs, pa.int64()),
@@ -127,6 +130,7 @@ class Snapshot:
         header = {
             "kind": "snapshot",
             "source": self.source,
+            "origins": self.origins,
             "errors": [row_error_dict(e) for e in self.errors],
         }
         return Segment(header, [self.table, index])
@@ -138,7 +142,8 @@ class Snapshot:
         return Snapshot(
             int(h["source"]),
             table,
-            [str(o) for o in index["origin"].to_pylist()],
+            [str(o) for o in h["origins"]],
+            np.asarray(index["origin"].to_numpy(), dtype=np.int32),
             _int64(index["row"]),
             _int64(index["time"]),
             _int64(index["diff"]),
