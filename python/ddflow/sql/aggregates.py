@@ -147,7 +147,7 @@ def plan_group(p: Planner, sel: exp.Select, rel: Relation) -> tuple[Relation, Gr
     if group is None and p.unit is not None:
         counts = {n for c, n in aggregates if isinstance(c, exp.Count)}
         counts |= set(grouped.columns) - {n for _, n in aggregates}
-        grouped = with_empty_row(grouped, counts, p.unit, p.names.fresh("_unit"))
+        grouped = with_empty_row(grouped, counts, p.unit)
     fields = [Field(f.qualifier, f.name, f.column) for f in rel.fields if f.column in key_columns]
     mapping = Grouped(keys, key_columns, aggregates, p.query)
     return Relation(grouped, fields), mapping

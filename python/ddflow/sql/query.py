@@ -337,6 +337,9 @@ class Planner:
                 having = sel.args.get("having")
                 for cond in conjuncts(having.this if having is not None else None):
                     cond = _aliases_expanded(cond, sel, rel)
+                    # A subquery compared directly: its null drops the group (an inner join).
+                    direct = subqueries.compared_subquery(cond)
+                    special = self._special(holder, rel, outer, mapping, direct)
                     e = self.translator(Scope(holder.rel, outer), special).predicate(cond)
                     holder.rel = Relation(holder.rel.coll.filter(e), holder.rel.fields)
             qualify = sel.args.get("qualify")
@@ -407,13 +410,16 @@ class Planner:
         before: Relation,
         outer: Scope | None,
         mapping: aggregates.Grouped | None,
+        direct: exp.Expression | None = None,
     ) -> Special:
         """The hook for nodes an expression alone cannot translate: scalar subqueries and,
-        after grouping, group keys, aggregate calls and columns."""
+        after grouping, group keys, aggregate calls and columns. ``direct``: the subquery a
+        ``HAVING`` conjunct compares directly (a group it gives null for is dropped)."""
 
         def special(node: exp.Expression) -> Expr | None:
             if isinstance(node, exp.Subquery):
-                return subqueries.scalar(self, holder, node, outer, inner=False)
+                inner = direct is not None and node is direct
+                return subqueries.scalar(self, holder, node, outer, inner=inner)
             if isinstance(node, exp.Exists) or (
                 isinstance(node, exp.In) and node.args.get("query") is not None
             ):

@@ -41,7 +41,7 @@ from ddflow.sql.scope import Field, Relation, Scope
 if TYPE_CHECKING:
     from ddflow.sql.query import Holder, Planner
 
-__all__ = ["apply_conjunct", "has_subquery", "scalar"]
+__all__ = ["apply_conjunct", "compared_subquery", "has_subquery", "scalar"]
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 
@@ -62,6 +62,19 @@ def _query_of(node: exp.Expression) -> exp.Expression:
     return node.this if isinstance(node, exp.Subquery) else node
 
 
+def compared_subquery(cond: exp.Expression) -> exp.Expression | None:
+    """The scalar subquery that the conjunct ``cond`` compares directly (``x < (SELECT
+    ...)``, no ``NOT``): where it is null, the conjunct drops the row, so it may be joined
+    with an inner join."""
+    node = _strip(cond)
+    if not isinstance(node, _COMPARISONS):
+        return None
+    for side in (node.this, node.expression):
+        if isinstance(_strip(side), exp.Subquery):
+            return _strip(side)
+    return None
+
+
 def apply_conjunct(
     p: Planner, rel: Relation, cond: exp.Expression, outer: Scope | None
 ) -> Relation:
@@ -80,11 +93,7 @@ def apply_conjunct(
             return _not_in(p, rel, node.this, query, outer, node)
         return _exists(p, rel, query, False, outer, node.this, node)
     holder = Holder(rel)
-    direct: exp.Expression | None = None
-    if not negate and isinstance(node, _COMPARISONS):
-        for side in (node.this, node.expression):
-            if isinstance(_strip(side), exp.Subquery):
-                direct = _strip(side)
+    direct = compared_subquery(cond)
 
     def special(n: exp.Expression) -> Expr | None:
         if isinstance(n, exp.Subquery):

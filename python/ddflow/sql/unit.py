@@ -4,9 +4,10 @@ empty ``t`` is ``(0, NULL)``), made from a one-row constant collection, the *uni
 Every collection operator makes its output from its input's rows, so the row of an empty
 input needs a collection whose one row is there from the start: the unit, a
 ``Dataflow.constant`` (:func:`unit_of`). Given the unit, :func:`with_empty_row` adds the row
-while the aggregate has none: the unit's row, minus (an ``antijoin``) the aggregate's row
-when there is one, with each ``COUNT`` 0 and every other aggregate null. The row leaves when
-the first input row arrives and comes back when the last is deleted, as any update does. The
+while the aggregate has none, with each ``COUNT`` 0 and every other aggregate null. The row
+leaves when the first input row arrives and comes back when the last is deleted, as any update does:
+the unit's row with the empty answer's values, plus the aggregate's row with the same
+values negated (a global aggregate has at most one row, of multiplicity one). The
 nulls are typed by the plan from the tables' declared dtypes (``new_input({name: dtype})``);
 where a dtype is not declared the row is left out, since its null could not be typed before
 data arrives.
@@ -49,13 +50,10 @@ def static_dtypes(coll: Collection) -> list[str | None]:
     return PlanDtypes(nodes, known).of(coll.node)
 
 
-def with_empty_row(
-    grouped: Collection, counts: Names[str], unit: Collection, marker: str
-) -> Collection:
+def with_empty_row(grouped: Collection, counts: Names[str], unit: Collection) -> Collection:
     """``grouped`` (a global aggregate: one row while its input has rows) with SQL's row over
     no rows while it has none: 0 in the ``counts`` columns, a null of the column's dtype in
-    the others; ``grouped`` itself when a dtype is unknown. ``marker`` is a column name free
-    in both."""
+    the others; ``grouped`` itself when a dtype is unknown. ``unit`` has one row."""
     dtypes = static_dtypes(grouped)
     values: list[E.Expr] = []
     for c, dtype in zip(grouped.columns, dtypes, strict=True):
@@ -65,7 +63,9 @@ def with_empty_row(
             return grouped
         else:
             values.append(E.lit(None, dtype).alias(c))
-    present = grouped.select(**{marker: E.lit(0)}).distinct()
-    lone = unit.select(**{marker: E.lit(0)}).distinct()
-    missing = lone.antijoin(present, on=marker)
-    return grouped.concat(missing.select(*values))
+    # ``grouped`` has one row (multiplicity 1) or none, ``unit`` one: the unit's row minus
+    # the aggregate's, both as the empty answer, is that answer exactly while there is no
+    # aggregate row. No reduce or join: a refresh that changes the aggregate costs two
+    # projections of its one row.
+    empty = grouped.select(*values).negate()
+    return grouped.concat(unit.select(*values), empty)
