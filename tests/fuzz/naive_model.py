@@ -153,3 +153,28 @@ def join(left_key: int, right: Multiset, right_key: int) -> Callable[[Multiset],
         return out
 
     return model
+
+
+class Unknown(Exception):
+    """The model does not say what ddflow gives here (a reduction over negative counts)."""
+
+
+def group_agg(key: int, value: int) -> Callable[[Multiset], Multiset]:
+    """``group_by(key).agg(n=count(), s=sum(value), hi=max(value))`` over positive counts:
+    ``s`` and ``hi`` are null when the group has no non-null value."""
+
+    def model(ms: Multiset) -> Multiset:
+        if any(c < 0 for c in ms.values()):
+            raise Unknown("negative counts")
+        groups: dict[Any, list[tuple[Any, int]]] = {}
+        for r, c in ms.items():
+            groups.setdefault(r[key], []).append((r[value], c))
+        out: Multiset = {}
+        for k, rows in groups.items():
+            present = [(v, c) for v, c in rows if v is not None]
+            s = sum(v * c for v, c in present) if present else None
+            hi = max(v for v, _ in present) if present else None
+            add(out, (k, sum(c for _, c in rows), s, hi), 1)
+        return out
+
+    return model
