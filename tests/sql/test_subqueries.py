@@ -78,6 +78,18 @@ QUERIES = {
         "select k, x from t where exists (select * from u where u.k = t.k) "
         "and not exists (select * from v where v.k = t.k and v.x <> t.x)"
     ),
+    # The subquery scans the outer query's table: it reads the outer scan (one arrangement).
+    "scalar_same_table": (
+        "select k, x from t where x < (select avg(x) from t as t2 where t2.k = t.k)"
+    ),
+    "scalar_same_table_joined": (
+        "select t.k, t.x, u.y from t join u on t.k = u.k "
+        "where t.x >= (select max(t2.x) - 1 from t as t2 where t2.k = u.k and t2.x > 0)"
+    ),
+    "having_scalar_same_table": (
+        "select k, count(*) as n from t group by k "
+        "having count(*) > (select count(*) from t as t2 where t2.x > 1)"
+    ),
     "with_and_scalar": (
         "with r as (select k, sum(y) as total from u group by k) "
         "select k, total from r where total = (select max(total) from r)"

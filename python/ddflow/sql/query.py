@@ -96,6 +96,8 @@ class Planner:
         self.outer: Scope | None = None
         self.window_bounds: dict[int, windows.Bounds] = {}
         """Per window call (by ``id``), the ranks a filter on it keeps (see ``windows``)."""
+        self.scans: dict[int, tuple[str, tuple[str, ...], Collection]] = {}
+        """Per table scan (by plan node): the table, the columns it reads, the collection."""
 
     # -- errors and names -------------------------------------------------------------------
 
@@ -285,7 +287,20 @@ class Planner:
         columns = read or list(table.columns[:1])
         fresh = [self.names.fresh(c) for c in columns]
         coll = table.select(*(E.col(c).alias(n) for c, n in zip(columns, fresh, strict=True)))
+        self.scans[coll.node] = (low, tuple(columns), coll)
         return Relation(coll, [Field(low, c, n) for c, n in zip(columns, fresh, strict=True)])
+
+    def earlier_scan(self, coll: Collection) -> Collection | None:
+        """If ``coll`` is a table scan, the first scan of the same table and columns (under
+        other names, column for column), when that is another one: an operator can read it
+        instead and share its arrangements (TPC-H Q17's subquery over lineitem)."""
+        this = self.scans.get(coll.node)
+        if this is None:
+            return None
+        for node, (table, columns, other) in self.scans.items():
+            if (table, columns) == this[:2]:
+                return None if node == coll.node else other
+        return None
 
     # -- queries ----------------------------------------------------------------------------
 

@@ -454,7 +454,7 @@ def scalar(
         joined = rel.coll.join(groups, on=reads, how=how, nulls_equal=True)
     else:
         # Only the groups some outer row asks for (TPC-H Q17 averages few parts' lines).
-        wanted = local.coll.semijoin(rel.coll, left_on=ik, right_on=ok)
+        wanted = _semijoin(p, local.coll, ik, rel.coll, ok)
         scope = Scope(Relation(wanted, local.fields))
         parts = {p.names.fresh(c.key): aggregates.aggregate_of(p, scope, c) for c in calls}
         groups = wanted.group_by(*ik).agg(**parts)
@@ -472,6 +472,22 @@ def scalar(
         return None
 
     return p.translator(Scope(holder.rel), special).typed(item)
+
+
+def _semijoin(
+    p: Planner, coll: Collection, keys: list[str], other: Collection, other_keys: list[str]
+) -> Collection:
+    """``coll.semijoin(other, ...)``; where ``coll`` is a table scan that an earlier scan of
+    the same columns repeats, that scan's semijoin renamed, so that both share the
+    arrangement (the outer query usually arranges its scan by the same key)."""
+    earlier = p.earlier_scan(coll)
+    if earlier is None:
+        return coll.semijoin(other, left_on=keys, right_on=other_keys)
+    renamed = dict(zip(coll.columns, earlier.columns, strict=True))
+    if not all(k in renamed for k in keys):
+        return coll.semijoin(other, left_on=keys, right_on=other_keys)
+    wanted = earlier.semijoin(other, left_on=[renamed[k] for k in keys], right_on=other_keys)
+    return wanted.select(*(E.col(renamed[c]).alias(c) for c in coll.columns))
 
 
 def _uncorrelated_scalar(
