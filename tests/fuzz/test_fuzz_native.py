@@ -210,7 +210,7 @@ def batches(draw: st.DrawFn) -> tuple[int, list[Any], Any, Any]:
             ]
         )
     )
-    node = draw(st.sampled_from([0, 0, 0, 1, 5]))
+    node = draw(st.sampled_from([0, 0, 0, 1, 5, 2**40]))
     return node, columns, times, diffs
 
 

@@ -33,11 +33,15 @@ impl InputState {
     }
 }
 
-/// How errors name input `node`: `input "name"`, or its label when it has no name.
+/// How errors name input `node`: `input "name"`, or its label when it has no name (or its
+/// id when the plan has no such node: a caller's error, reported as such).
 fn input_label(plan: &Plan, node: usize) -> String {
-    match &plan.nodes[node].op {
-        Op::Input { name } if !name.is_empty() => format!("input {name:?}"),
-        _ => format!("input {}", plan.nodes[node].label),
+    match plan.nodes.get(node) {
+        Some(spec) => match &spec.op {
+            Op::Input { name } if !name.is_empty() => format!("input {name:?}"),
+            _ => format!("input {}", spec.label),
+        },
+        None => format!("input node {node}"),
     }
 }
 
@@ -83,9 +87,9 @@ impl Engine {
         times: Vec<Time>,
         diffs: Vec<i64>,
     ) -> Result<()> {
+        let state = self.input_state(node)?.clone(); // first: refuses a node id out of range
         let name = self.input_name(node);
         let ncols = self.plan.nodes[node].columns.len();
-        let state = self.input_state(node)?.clone();
         if state.closed {
             return Err(Error::Time(format!("{name} is closed")));
         }
