@@ -5,7 +5,8 @@ by another JSON value, a node reference out of range, a node duplicated), go to 
 ``Engine`` constructor. Batches: columns of every numpy dtype and layout (narrow and wide
 ints, uint64 past int64, float32, NaN, object arrays of mixed values, 2-D arrays, str and bytes
 arrays, datetimes), with times and diffs of wrong shapes, dtypes or signs, go to
-``Engine.push``, then the engine runs. Every outcome is a result or a ``DdflowError`` that is
+``Engine.push`` (of an input, another node, or a node id past the plan's), then the engine
+runs. Every outcome is a result or a ``DdflowError`` that is
 not an ``InternalError`` (a panic caught at the boundary): never a crash, a hang or another
 exception.
 """
