@@ -400,12 +400,15 @@ def _not_in(
             p.outer = saved
         outer_coll, outer_keys, x = outer_rel.coll, ok[:-1], ok[-1]
     kept = outer_coll.antijoin(inner_coll, left_on=[*outer_keys, x], right_on=[*inner_keys, v])
-    has_null = inner_coll.filter(E.col(v).is_null())
-    known = kept.filter(E.col(x).is_not_null())
-    unknown = kept.filter(E.col(x).is_null())
-    passed = known.antijoin(has_null, left_on=outer_keys, right_on=inner_keys).concat(
-        unknown.antijoin(inner_coll, left_on=outer_keys, right_on=inner_keys)
+    # What else drops a row the antijoin kept, in one more antijoin on (keys, m): a row with
+    # a value (m = 0) falls where its group of the subquery has a null, a null value (m = 1)
+    # where the group has any row. The blockers: m = 1 per subquery row, m = 0 per null.
+    m = p.names.fresh("blocked_by")
+    kept = kept.with_columns(**{m: E.when(E.col(x).is_null()).then(1).otherwise(0)})
+    blockers = inner_coll.select(*inner_keys, **{m: E.lit(1)}).concat(
+        inner_coll.filter(E.col(v).is_null()).select(*inner_keys, **{m: E.lit(0)})
     )
+    passed = kept.antijoin(blockers, left_on=[*outer_keys, m], right_on=[*inner_keys, m])
     return Relation(passed, rel.fields)
 
 
