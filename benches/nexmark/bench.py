@@ -180,7 +180,7 @@ def _mb(n: int) -> str:
 def write_table(runs: list[dict[str, Any]], args: argparse.Namespace, load: str) -> Path:
     """The markdown results file."""
     lines = [
-        "# Nexmark q0-q8 on ddflow",
+        f"# Nexmark on ddflow: {', '.join(dict.fromkeys(r['query'] for r in runs))}",
         "",
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, commit {machine.commit()}, "
         f"{machine.cpu()} ({os.cpu_count()} cores, shared with other work), "
