@@ -4,7 +4,7 @@ batch, peak RSS; writes a markdown table with DBSP's figures beside it as contex
 ``python -m benches.nexmark.bench --events 1000000`` (or ``python benches/nexmark/bench.py``)
 first writes the events with ``rust/nexmark-gen`` (the ``nexmark`` crate; built with
 ``cargo build --release -p nexmark-gen`` unless ``--generator python`` picks the numpy port)
-as Arrow IPC files in ``benches/.data/nexmark-EVENTS/`` (kept for later runs), then runs each
+as Arrow IPC files in ``benches/.data/nexmark-GENERATOR-EVENTS/`` (kept for later runs), then runs each
 query and worker count in its own child process (so peak RSS is the query's own):
 
 * the child memory-maps the Arrow files, keeps the columns the query reads, cuts them into
@@ -84,7 +84,7 @@ def _columns(query: str) -> dict[str, list[str]]:
 
 def ensure_events(events: int, generator: str) -> Path:
     """The directory holding the events, written first if missing."""
-    out = DATA / f"nexmark-{events}"
+    out = DATA / f"nexmark-{generator}-{events}"
     if all((out / f"{t}.arrow").exists() for t in generate.SCHEMAS):
         return out
     start = time.perf_counter()
