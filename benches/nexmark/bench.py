@@ -4,8 +4,9 @@ batch, peak RSS; writes a markdown table with DBSP's figures beside it as contex
 ``python -m benches.nexmark.bench --events 1000000`` (or ``python benches/nexmark/bench.py``)
 first writes the events with ``rust/nexmark-gen`` (the ``nexmark`` crate; built with
 ``cargo build --release -p nexmark-gen`` unless ``--generator python`` picks the numpy port)
-as Arrow IPC files in ``benches/.data/nexmark-GENERATOR-EVENTS/`` (kept for later runs), then runs each
-query and worker count in its own child process (so peak RSS is the query's own):
+as Arrow IPC files in ``benches/.data/nexmark-GENERATOR-EVENTS/`` (kept for later runs),
+then runs each query and worker count in its own child process (so peak RSS is the query's
+own):
 
 * the child memory-maps the Arrow files, keeps the columns the query reads, cuts them into
   batches of ``--batch`` events (default 10,000, i.e. 100 s of event time at 10 ms per
