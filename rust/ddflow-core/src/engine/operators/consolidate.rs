@@ -53,7 +53,7 @@ impl Operator for Consolidate {
         inputs: &mut [Vec<Msg>],
         frontier: &Antichain<Time>,
     ) -> Result<Output> {
-        self.buffer.extend(take_all(inputs));
+        self.buffer.extend(take_all(inputs))?;
         let ready = self.buffer.extract_complete(frontier);
         let did = !ready.is_empty();
         let msgs = merge_and_consolidate(ready)?;
