@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import ParseError, TokenError
-
 from ddflow.errors import PlanError
 
 if TYPE_CHECKING:
     from sqlglot import exp
+    from sqlglot.errors import ParseError
 
 __all__ = ["SqlError", "located", "parse_position", "position", "refuse"]
 
@@ -60,6 +58,10 @@ def position(node: exp.Expr, query: str) -> tuple[int, int] | None:
 
 def _tokens(text: str) -> list[tuple[str, int]]:
     """``text``'s tokens as (upper-case text, start offset); none if it does not tokenize."""
+    # sqlglot is the optional extra ddflow[sql]: ``import ddflow`` must not need it.
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.errors import TokenError
+
     try:
         return [(tk.text.upper(), tk.start) for tk in Dialect.get_or_raise("duckdb").tokenize(text)]
     except (TokenError, ValueError):
