@@ -335,3 +335,16 @@ def test_plot_panels_are_the_round_times(fast: float, scale: str) -> None:
         assert bottom.get_ylabel() == "round latency (ms)"
     finally:
         plt.close(fig)
+
+
+@pytest.mark.timeout(90)
+def test_runs_with_no_optional_dependency() -> None:
+    """The README's first command installs ddflow alone: the job needs none of the extras."""
+    extras = {"tqdm", "matplotlib", "sqlglot", "pandas", "polars", "pyspark", "psycopg"}
+    extras |= {"deltalake", "prometheus_client", "duckdb"}
+    done = run_blocked(extras, [str(NODES), str(EDGES), "4", "10", "--inspect"])
+    assert done.returncode == 0, done.stderr
+    assert parse_rounds(done.stdout.splitlines()) == dict(
+        enumerate(expected_rounds(NODES, EDGES, 4, 10))
+    )
+    assert done.stdout.splitlines()[-1].startswith("bfs: 30 nodes, 40 edges, 10 updates")
