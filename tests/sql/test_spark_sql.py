@@ -1,8 +1,10 @@
 """A plan built by ``dd.sql`` runs on Spark (``run_on_spark``) with exactly the embedded
 engine's output history: the SQL front end adds nothing either backend has to know about.
-Five queries in one dataflow (Spark is slow here): a join with a grouped aggregate and
+Eight queries in one dataflow (Spark is slow here): a join with a grouped aggregate and
 ``HAVING``, a correlated ``NOT EXISTS`` with a scalar subquery, ``EXCEPT ALL`` (a
-``threshold``), a top-k and a ``ROW_NUMBER`` filter (the ``rank`` aggregate)."""
+``threshold``), a top-k, a ``ROW_NUMBER`` filter (the ``rank`` aggregate), ``NOT IN`` with
+its null rule (uncorrelated and correlated; a null joins ``u`` at time 2) and a global
+aggregate that has SQL's row over no rows until time 1."""
 
 from __future__ import annotations
 
@@ -25,6 +27,9 @@ QUERIES = [
     "select k, x from t order by x desc nulls first limit 2",
     "select * from (select k, s, row_number() over (partition by k order by x) as rn from t) "
     "as q where rn = 1",
+    "select k, x from t where x not in (select y from u)",
+    "select k, x from t where x not in (select y from u where u.k = t.k)",
+    "select count(*) as n, sum(x) as s from t where x = 4",
 ]
 
 DATA = {
@@ -42,7 +47,7 @@ DATA = {
     ),
     "u": (
         ("k", "y"),
-        [(1, 2, 0, 1), (2, 9, 0, 1), (3, 1, 1, 1), (1, 7, 2, 1), (2, 9, 2, -1)],
+        [(1, 2, 0, 1), (2, 9, 0, 1), (3, 1, 1, 1), (1, 7, 2, 1), (2, 9, 2, -1), (3, None, 2, 1)],
     ),
 }
 
