@@ -8,6 +8,7 @@ with a ``^`` under the place it starts, when the parser recorded one. It is a
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from ddflow.errors import PlanError
@@ -42,7 +43,7 @@ def position(node: exp.Expr, query: str) -> tuple[int, int] | None:
         if (meta := getattr(sub, "_meta", None)) and "start" in meta
     ]
     tokens = _tokens(query)
-    words = _words(node.sql(dialect="duckdb"))
+    words = _words(_text(node))
     offset = min(starts) if starts else None
     if tokens and words:
         if offset is None:
@@ -54,6 +55,18 @@ def position(node: exp.Expr, query: str) -> tuple[int, int] | None:
     line = query.count("\n", 0, offset) + 1
     column = offset - (query.rfind("\n", 0, offset) + 1) + 1
     return line, column
+
+
+def _text(node: exp.Expr) -> str:
+    """``node``'s SQL in DuckDB's dialect, or in PostgreSQL's where DuckDB has none
+    (``FOR UPDATE``); sqlglot's warning about the first is not the user's business."""
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        return node.sql(dialect="duckdb") or node.sql(dialect="postgres")
+    finally:
+        logger.setLevel(level)
 
 
 def _tokens(text: str) -> list[tuple[str, int]]:
@@ -111,7 +124,7 @@ def refuse(message: str, node: exp.Expr | None, query: str) -> SqlError:
     text = message
     spot = None if node is None else position(node, query)
     if node is not None:
-        fragment = node.sql(dialect="duckdb")
+        fragment = _text(node)
         if len(fragment) > 120:
             fragment = fragment[:117] + "..."
         text += f": {fragment}"

@@ -478,6 +478,9 @@ class Planner:
                 isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
             )
             if is_star:
+                star = item if isinstance(item, exp.Star) else item.this
+                if any(star.args.values()):
+                    raise self.refuse("* EXCLUDE / REPLACE / RENAME is not supported", item)
                 qualifier = item.table.lower() if isinstance(item, exp.Column) else None
                 matched = [
                     f

@@ -72,6 +72,10 @@ def plan_setop(p: Planner, node: exp.Expression, outer: Scope | None) -> Relatio
 
 def _setop(p: Planner, node: exp.Expression, outer: Scope | None) -> Relation:
     """The rows of a ``UNION`` / ``EXCEPT`` / ``INTERSECT`` of two queries."""
+    for key in ("by_name", "side", "kind", "on"):  # UNION BY NAME, ... (not by position)
+        if node.args.get(key):
+            what = f"{node.key.upper()} {key.replace('_', ' ').upper()}"
+            raise p.refuse(f"{what} is not supported (set operations align by position)", node)
     distinct = node.args.get("distinct") is not False
     left = p.plan(node.this, outer)
     right = p.plan(node.expression, outer)
