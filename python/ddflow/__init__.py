@@ -52,12 +52,12 @@ from ddflow.collection import Arrangement, Collection
 from ddflow.dataflow import Dataflow
 from ddflow.errors import (
     ColumnNotFoundError,
+    CorruptCheckpointError,
     DataError,
     DdflowError,
     DivisionByZeroError,
     InternalError,
     InvalidValueError,
-    CorruptCheckpointError,
     OverflowError,
     PersistenceError,
     PlanError,

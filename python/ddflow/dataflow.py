@@ -40,9 +40,9 @@ from ddflow.errorlog import ErrorLog
 from ddflow.errors import DdflowError, PlanError
 from ddflow.gate import EngineGate, GatedEngine
 from ddflow.input import InputSession
+from ddflow.metrics import Metrics, collect
 from ddflow.persist.journal import Persistence
 from ddflow.persist.open import open_journal
-from ddflow.metrics import Metrics, collect
 from ddflow.plan import ImportTraceOp, InputOp, PlanText, user_location
 from ddflow.plan_dtypes import PlanDtypes
 from ddflow.plan_graph import GRAPH_FORMATS, plan_graph

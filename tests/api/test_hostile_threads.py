@@ -233,3 +233,44 @@ def test_pyo3_already_borrowed_becomes_a_reentrancy_error(monkeypatch: pytest.Mo
     with pytest.raises(dd.ReentrancyError, match=r"engine.step: the engine is busy") as info:
         flow.step()
     assert isinstance(info.value.__cause__, RuntimeError)
+
+
+def test_two_dataflows_sharing_an_engine_take_turns_across_threads() -> None:
+    """A dataflow attached to another's engine (import_trace) shares its gate: one thread
+    running each of them never enters the engine twice at once."""
+    live = dd.Dataflow()
+    edges_in, e = live.new_input(("src", "dst"))
+    arr = e.arrange_by_key(on="src")
+    mine = arr.count().capture()
+    other = dd.Dataflow()
+    theirs = other.import_trace(arr.trace()).count().capture()
+    assert other.gate is live.gate
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def drive_other() -> None:
+        try:
+            while not stop.is_set():
+                other.step()
+                theirs.updates()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    edges_in.update_at((0, 0), 0)
+    edges_in.advance_to(1)
+    live.run_until(1)  # starts both (the attached one joins the live engine)
+    thread = threading.Thread(target=drive_other)
+    thread.start()
+    n = 200
+    for t in range(1, n):
+        edges_in.update_at((t % 5, t), t)
+        edges_in.advance_to(t + 1)
+        live.run_until(t + 1)
+    stop.set()
+    thread.join()
+    other.run_until(n)
+    assert errors == []
+    oracle = collections.Counter([0] + [t % 5 for t in range(1, n)])
+    expected = [{"src": k, "count": v, "diff": 1} for k, v in sorted(oracle.items())]
+    assert sorted(mine.at(n - 1).to_pylist(), key=lambda r: r["src"]) == expected
+    assert sorted(theirs.at(n - 1).to_pylist(), key=lambda r: r["src"]) == expected

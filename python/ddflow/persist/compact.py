@@ -18,6 +18,7 @@ their compacted times, so a restarted dataflow's error log still names them.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -44,11 +45,13 @@ def compact(
     ``ticks``, compacted to ``frontier`` (``None`` when it has neither rows nor errors)."""
     floor = frontier - 1
     tables: list[pa.Table] = []
-    diffs: list[np.ndarray] = []
+    diffs: list[npt.NDArray[np.int64]] = []
     errors: list[RowError] = []
     origins: dict[str, int] = {}
 
-    def add(table: pa.Table, origin: np.ndarray, rows: object, times: object, d: object) -> None:
+    def add(
+        table: pa.Table, origin: npt.NDArray[np.int32], rows: object, times: object, d: object
+    ) -> None:
         tables.append(_indexed(table, origin, rows, times))
         diffs.append(np.asarray(d, dtype=np.int64))
 
@@ -112,7 +115,9 @@ def _moved(e: RowError, time: int, floor: int) -> RowError:
     return RowError(e.origin, e.row, e.column, e.message, e.values, e.count, max(time, floor))
 
 
-def _indexed(table: pa.Table, origin: np.ndarray, rows: object, times: object) -> pa.Table:
+def _indexed(
+    table: pa.Table, origin: npt.NDArray[np.int32], rows: object, times: object
+) -> pa.Table:
     """``table`` with its rows' origins (indices), row numbers and times as extra columns."""
     return (
         table.append_column(_TIME, pa.array(times, pa.int64()))
