@@ -160,6 +160,8 @@ mod tests {
     }
 
     proptest! {
+        // Each case holds up to 200,000 updates (consolidation starts at 65,536): few cases.
+        #![proptest_config(ProptestConfig::with_cases(24))]
         #[test]
         fn consolidating_buffer_equals_a_plain_list(
             steps in prop::collection::vec(

@@ -1,8 +1,10 @@
 //! `join`, `semijoin` and `antijoin` of two arrangements.
 //!
 //! Both inputs are arrangements whose traces already contain this activation's new batches
-//! `dA` and `dB`. By bilinearity the output change is `dA x B + A x dB - dA x dB` (with `A`,
-//! `B` the traces after insertion), each product pairing updates of equal key with time
+//! `dA` and `dB`. By bilinearity the output change is `dA x (B - dB) + A x dB` (with `A`,
+//! `B` the traces after insertion; `dB` is taken out of each key history `dA` reads, so a
+//! pair that arrives in one activation is emitted once, not as `+1 +1 -1`; where a diff of
+//! `dB` cannot be negated the rule is `dA x B + A x dB - dA x dB`), each product pairing updates of equal key with time
 //! `ta v tb` and diff `da * db` (exact: a product outside `i64` becomes several updates).
 //! Output rows are `key, left vals, right vals` (`join`) or `key, left vals` (`semijoin`);
 //! `antijoin` emits `dA` minus the semijoin output.
@@ -16,13 +18,14 @@
 //! frontier back) and the operator reports work left, so the scheduler runs another pass.
 //! The output is the same updates, split into more messages.
 
-use super::join_replay::{replay_products, ReplayScratch, REPLAY_MIN_SIDE};
+use super::join_replay::{replay_products_bounded, ReplayScratch, REPLAY_MIN_SIDE};
 use super::{Operator, Output, RunCtx};
 use crate::encoding::{is_null_word, DType};
 use crate::engine::arrangement::Arrangement;
 use crate::engine::column::Msg;
 use crate::engine::errors::{render_row, ErrorUpdate};
 use crate::engine::plan::JoinKind;
+use crate::engine::util::consolidate;
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Lattice, Time};
 use crate::updates::Updates;
@@ -421,14 +424,18 @@ fn batch_x_trace(
     overflow: &mut Vec<(Vec<u64>, Time, i128)>,
     budget: &mut usize,
     shared_batch: &mut Option<Arc<Msg>>,
-) -> Option<Rest> {
+    mut minus: Option<Minus<'_>>,
+) -> Result<Option<Rest>> {
     let rows = batch.0;
     let w = rows.width;
     let mut hist = Updates::new(trace.width);
+    let mut tmp = Updates::new(trace.width);
     let mut reader = trace.reader();
     for (k, &(s, e)) in runs.iter().enumerate() {
         hist.clear();
-        reader.key_history(&rows.rows[s * w..s * w + kw], &mut hist);
+        let key = &rows.rows[s * w..s * w + kw];
+        let other = minus.as_mut().and_then(|m| m.run_of(key));
+        read_key(&mut reader, key, other, &mut hist, &mut tmp)?;
         let n = hist.len();
         let (l, r, pair) = if batch_left {
             (rows, &hist, [s, e, 0, n])
@@ -436,13 +443,15 @@ fn batch_x_trace(
             (&hist, rows, [0, n, s, e])
         };
         // Long histories on both sides: walk them in time order (`join_replay.rs`). A
-        // product outside i64, or more products than the fuel left (replay cannot stop
-        // partway), leaves the key to the pairwise products below.
+        // product outside i64, or more products than the fuel left (replay gives up as soon
+        // as it has made that many, so a hot key never holds more in memory), leaves the
+        // key to the pairwise products below, which stop when the fuel runs out.
         if *budget > 0 && e - s >= REPLAY_MIN_SIDE && n >= REPLAY_MIN_SIDE {
             let (lr, rr) = ((pair[0], pair[1]), (pair[2], pair[3]));
             let mark = out.len();
-            match replay_products(l, lr, r, rr, kw, kind, sign, out, &mut scratch.replay) {
-                Some(k) if k <= *budget => {
+            let sc = &mut scratch.replay;
+            match replay_products_bounded(l, lr, r, rr, kw, kind, sign, out, sc, *budget) {
+                Some(k) => {
                     *budget -= k;
                     continue;
                 }
@@ -468,7 +477,9 @@ fn batch_x_trace(
         let mut pairs = vec![pair];
         for &(s, e) in &runs[k + 1..] {
             let off = hist.len();
-            reader.key_history(&rows.rows[s * w..s * w + kw], &mut hist);
+            let key = &rows.rows[s * w..s * w + kw];
+            let other = minus.as_mut().and_then(|m| m.run_of(key));
+            read_key(&mut reader, key, other, &mut hist, &mut tmp)?;
             let n = hist.len();
             if n > off {
                 pairs.push(if batch_left {
@@ -484,7 +495,7 @@ fn batch_x_trace(
             upd: hist,
         });
         let (left, right) = if batch_left { (b, h) } else { (h, b) };
-        return Some(Rest {
+        return Ok(Some(Rest {
             left,
             right,
             pairs,
@@ -492,9 +503,60 @@ fn batch_x_trace(
             kind,
             sign,
             pos,
-        });
+        }));
     }
-    None
+    Ok(None)
+}
+
+/// The other side's new batch, taken out of its trace's key histories in `dA x B`: the
+/// delta rule is then `dA x (B - dB) + A x dB`, with no `- dA x dB` term whose products
+/// cancel some of the others' (a pair arriving in one activation was emitted three times).
+struct Minus<'a> {
+    rows: &'a Updates,
+    runs: &'a [(usize, usize)],
+    kw: usize,
+    /// The next run to look at (the batch's keys are looked up in ascending order).
+    next: usize,
+}
+
+impl<'a> Minus<'a> {
+    /// The rows of the batch with key `key`, as `(rows, start, end)`.
+    fn run_of(&mut self, key: &[u64]) -> Option<(&'a Updates, usize, usize)> {
+        let w = self.rows.width;
+        while self.next < self.runs.len() {
+            let (s, e) = self.runs[self.next];
+            match self.rows.rows[s * w..s * w + self.kw].cmp(key) {
+                std::cmp::Ordering::Less => self.next += 1,
+                std::cmp::Ordering::Equal => return Some((self.rows, s, e)),
+                std::cmp::Ordering::Greater => return None,
+            }
+        }
+        None
+    }
+}
+
+/// Appends `key`'s history in the trace to `hist`, minus the rows `other` (a batch's rows
+/// of that key, which the trace holds too) when given.
+fn read_key(
+    reader: &mut crate::engine::arrangement::Reader,
+    key: &[u64],
+    other: Option<(&Updates, usize, usize)>,
+    hist: &mut Updates,
+    tmp: &mut Updates,
+) -> Result<()> {
+    let Some((rows, s, e)) = other else {
+        reader.key_history(key, hist);
+        return Ok(());
+    };
+    tmp.clear();
+    reader.key_history(key, tmp);
+    for i in s..e {
+        // Negating i64::MIN would overflow: the caller never subtracts such a batch.
+        tmp.push(rows.row(i), rows.times[i], -rows.diffs[i]);
+    }
+    consolidate(tmp)?;
+    hist.extend(tmp);
+    Ok(())
 }
 
 /// Computes the join output for new batches `da` (left) and `db` (right), given the traces.
@@ -568,7 +630,16 @@ pub fn join_delta_fueled(
     }
     let (aw, bw) = (a_rows.width, b_rows.width);
     let (mut shared_a, mut shared_b) = (None, None);
-    // dA x B
+    // dB is taken out of B's histories in dA x B (then there is no - dA x dB term), unless
+    // a diff of dB cannot be negated.
+    let subtract = !b_rows.is_empty() && !b_rows.diffs.contains(&i64::MIN);
+    let minus = subtract.then_some(Minus {
+        rows: b_rows,
+        runs: &runs_b,
+        kw,
+        next: 0,
+    });
+    // dA x (B - dB), or dA x B
     if let Some(r) = batch_x_trace(
         da,
         &runs_a,
@@ -582,7 +653,8 @@ pub fn join_delta_fueled(
         overflow,
         budget,
         &mut shared_a,
-    ) {
+        minus,
+    )? {
         rest.push(r);
     }
     // A x dB
@@ -599,8 +671,15 @@ pub fn join_delta_fueled(
         overflow,
         budget,
         &mut shared_b,
-    ) {
+        None,
+    )? {
         rest.push(r);
+    }
+    if subtract {
+        if kind == JoinKind::Antijoin {
+            out.extend(a_rows);
+        }
+        return Ok((out, rest));
     }
     // - dA x dB: a merge join of the two sorted batches.
     let mut pairs = Vec::new();

@@ -121,8 +121,27 @@ fn walk_order(u: &Updates, range: (usize, usize), order: &mut Vec<usize>, meets:
 /// of one key, by history replay: rows `key, left vals, right vals` (`Join`) or the left
 /// row (`Semijoin`), time `tl v tr`, diff `dl * dr * sign`. Returns the number of products
 /// emitted, or `None` (with `out` as it was) when a product falls outside `i64`.
+#[cfg(test)]
 #[allow(clippy::too_many_arguments)]
 pub fn replay_products(
+    l: &Updates,
+    lr: (usize, usize),
+    r: &Updates,
+    rr: (usize, usize),
+    kw: usize,
+    kind: JoinKind,
+    sign: i64,
+    out: &mut Updates,
+    sc: &mut ReplayScratch,
+) -> Option<usize> {
+    replay_products_bounded(l, lr, r, rr, kw, kind, sign, out, sc, usize::MAX)
+}
+
+/// [`replay_products`] that gives up (`None`, `out` as it was) once it has made more than
+/// `limit` products, so that a key too hot for the join's fuel never holds more than the
+/// fuel's worth of products in memory (the caller then pairs it in fueled chunks).
+#[allow(clippy::too_many_arguments)]
+pub fn replay_products_bounded(
     l: &Updates,
     (ls, le): (usize, usize),
     r: &Updates,
@@ -132,6 +151,7 @@ pub fn replay_products(
     sign: i64,
     out: &mut Updates,
     sc: &mut ReplayScratch,
+    limit: usize,
 ) -> Option<usize> {
     let mark = out.len();
     let sides = [l, r];
@@ -163,6 +183,10 @@ pub fn replay_products(
                 return None;
             };
             emitted += k;
+            if emitted > limit {
+                out.truncate(mark);
+                return None;
+            }
         }
         if pos[o] < n[o] {
             sc.bufs[w].items.push((idx, t, d as i128));
