@@ -154,7 +154,9 @@ def _on_spark(
 
 def _arrow(df: DataFrame) -> pa.Table | None:
     """``df``'s rows as Arrow, in the types Spark gives Arrow (None when it has no row)."""
-    if hasattr(df, "_collect_as_arrow"):
+    # The class, not the frame: a Spark Connect DataFrame (pyspark 4.3) answers any attribute
+    # with a Column.
+    if callable(getattr(type(df), "_collect_as_arrow", None)):
         batches = df._collect_as_arrow()
         return pa.Table.from_batches(batches) if batches else None
     connect: Any = df  # a Spark Connect DataFrame
