@@ -9,7 +9,8 @@ The corpus, in a fixed order: the hand-written queries of ``test_select``, ``tes
 them, a deterministic sample. They run in a few dataflows (one ``run_on_spark`` each, on two
 key partitions: Spark's time here goes to its stages, hundreds per run, not to the data)
 over four random insert / delete batches with nulls. The four runs took 378, 335, 262 and
-263 s on the shared 2-core machine at load average 11-13 (21 minutes with the session).
+263 s on the shared 2-core machine at load average 11-13 (21 minutes with the session); the
+first took 130 s at load average 4-7.
 """
 
 from __future__ import annotations
