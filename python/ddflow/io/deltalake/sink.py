@@ -17,7 +17,10 @@ The sink captures the collection (``errors="collect"``: error updates stay in
 
 The table is created where it is missing, with the collection's columns (and ``time``,
 ``diff`` without a key). Delivery is *at least once*, as for the Postgres sink: a run that
-stops between completing a time and committing it writes nothing of it.
+stops between completing a time and committing it writes nothing of it. In a persistent
+dataflow (``dd.Dataflow(persistence=...)``) it is *exactly once*: each commit's metadata is
+the sink's position, so a restarted dataflow, which replays its inputs, writes on after the
+last commit (a keyed sink rebuilds its per-key counts from the replay).
 """
 
 from __future__ import annotations
@@ -79,10 +82,29 @@ class DeltaSink:
         """Delta commits made so far."""
         self._pending: list[pa.Table] = []
         self._table: DeltaTable | None = None
+        self.flow = flow
+        self.position = 0
+        """Every update (keyed: every time) before it is in the table: read from the
+        table's commits in a persistent dataflow, so that a restart writes on from there."""
+        if flow.persistence is not None and DeltaTable.is_deltatable(
+            self.uri, self.storage_options
+        ):
+            self._table = self._open()
+            upper = _committed(self._table, keyed=self.keyed is not None)
+            if upper == END:
+                self.lower = None
+            else:
+                self.position = upper
+                if self.keyed is None:
+                    self.lower = upper
         flow.on_progress(self._progress)
 
     def _take(self, updates: pa.Table) -> None:
-        self._pending.append(updates)
+        floor = max(self.position, self.flow.resumed_since)
+        if floor > 0 and self.keyed is None:  # a restart replays what was written: skip it
+            updates = updates.filter(pc.greater_equal(updates["time"], floor))
+        if updates.num_rows:
+            self._pending.append(updates)
 
     def _progress(self, final: bool) -> None:
         """Writes what completed since the last call; at the end of a run, creates the table
@@ -143,9 +165,12 @@ class DeltaSink:
         predicate = " AND ".join(
             f"t.{_ident(k)} IS NOT DISTINCT FROM s.{_ident(k)}" for k in self.primary_key
         )
+        floor = max(self.position, self.flow.resumed_since)
         for t in sorted(pc.unique(updates["time"]).to_pylist()):
             part = updates.filter(pc.equal(updates["time"], t))
             upserts, deletes = self.keyed.apply(part)
+            if t < floor:
+                continue  # replayed after a restart: written before it (the counts are kept)
             if upserts.num_rows == 0 and deletes.num_rows == 0:
                 continue
             source = _merge_source(upserts, deletes, self.columns)
@@ -182,6 +207,16 @@ class DeltaSink:
         if self.keyed is None:
             fields += [pa.field("time", pa.int64()), state.field("diff")]
         return pa.schema(fields).empty_table()
+
+
+def _committed(table: DeltaTable, keyed: bool) -> int:
+    """The position a sink's commits record: the greatest ``ddflow.upper`` of its appends,
+    or one past the greatest ``ddflow.time`` of its merges (0 when there is none)."""
+    key = "ddflow.time" if keyed else "ddflow.upper"
+    values = [int(h[key]) for h in table.history() if key in h]
+    if not values:
+        return 0
+    return max(values) + 1 if keyed else max(values)
 
 
 def _merge_source(upserts: pa.Table, deletes: pa.Table, columns: list[str]) -> pa.Table:

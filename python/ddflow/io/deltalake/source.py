@@ -23,6 +23,10 @@ version's changes come from:
   deletion vectors), and the engine consolidates them to the rows that changed. Exact, but
   it costs the whole table per version: turn the change data feed on for such tables.
 
+In a persistent dataflow (``dd.Dataflow(persistence=...)``) the source's offset is the last
+version it handed over: a restart goes on with the versions committed since, without a new
+snapshot (without ``watch``, up to the newest version at the restart).
+
 A value that does not fit its column is an error update naming the table, the version, the
 file (or ``change data feed``), the row and the column; the retraction of such a row is
 dropped, as the row never went in. With ``time_column=`` the table must be append-only: a
@@ -82,6 +86,13 @@ class Retractions(Source):
         """Once the source has ended and everything read was handed over."""
         return self.source.ended and not self.pending
 
+    def offset(self) -> Any:
+        """Nothing of its own: its source's offset says where both resume."""
+        return {}
+
+    def resume(self, offset: Any) -> None:
+        """Nothing to do (its source resumes both)."""
+
 
 class DeltaSource(Source):
     """Reads one Delta table: its current version, then each new version (``watch``)."""
@@ -114,6 +125,9 @@ class DeltaSource(Source):
         self._latest: DeltaTable | None = None
         self._next = 0.0
         self._rows = 0
+        self._catching_up = False
+        """Resumed without ``watch``: reading the versions committed since the offset, up
+        to the newest one at the restart."""
 
     # -- the Source interface -----------------------------------------------------------------
 
@@ -121,10 +135,13 @@ class DeltaSource(Source):
         """The snapshot at the first poll; then the next version that changes rows."""
         if self._table is None:
             return self._start()
-        if not self.watch:
+        if not self.watch and not self._catching_up:
             return []
         assert self._latest is not None and self.version is not None
         if self.version >= self._latest.version():
+            if not self.watch:
+                self._catching_up = False
+                return []
             if time.monotonic() < self._next:
                 return []
             self._next = time.monotonic() + self.poll_seconds
@@ -138,8 +155,27 @@ class DeltaSource(Source):
 
     @property
     def ended(self) -> bool:
-        """After the snapshot when not watching; never when watching."""
-        return not self.watch and self._table is not None
+        """After the snapshot (or, resumed, the versions since) when not watching; never
+        when watching."""
+        return not self.watch and self._table is not None and not self._catching_up
+
+    def offset(self) -> Any:
+        """The last version handed over (None before the snapshot) and the rows so far."""
+        return {"version": self.version, "rows": self._rows}
+
+    def resume(self, offset: Any) -> None:
+        """Goes on from the version handed over last (its snapshot was read before): the
+        next polls hand over the versions committed since, one per poll (without ``watch``
+        up to the newest at the restart, then the source ends)."""
+        if offset["version"] is None:
+            return
+        version = int(offset["version"])
+        self._table = open_table(self.uri, self.storage_options, version)
+        self._files = _files(self._table)
+        self.version = version
+        self._rows = int(offset["rows"])
+        self._latest = open_table(self.uri, self.storage_options)
+        self._catching_up = not self.watch
 
     def size(self) -> int | None:
         """Rows of the snapshot (unknown while watching)."""
