@@ -109,15 +109,14 @@ def _crash(directory: Path, kills: int) -> tuple[int, bool, float]:
 
     source = directory / "crash-in"
     write_inputs(source, files=200, rows=200, seed=7)
-    run_whole(source, directory / "crash-ref", None, timeout=600)
+    whole = run_whole(source, directory / "crash-ref", None, timeout=600)
     reference = {sink: updates(directory / "crash-ref", sink) for sink in SINKS}
     rng = random.Random(5)
     landed = 0
     start = time.monotonic()
     for _ in range(kills):
-        landed += run_killed(
-            source, directory / "crash-out", directory / "crash-state", rng.uniform(0.5, 3.0)
-        )
+        after = rng.uniform(0.2, 0.9) * whole
+        landed += run_killed(source, directory / "crash-out", directory / "crash-state", after)
     run_whole(source, directory / "crash-out", directory / "crash-state", timeout=600)
     same = all(updates(directory / "crash-out", s) == reference[s] for s in SINKS)
     return landed, same, time.monotonic() - start
@@ -200,7 +199,8 @@ def main() -> None:
         "",
         f"Crash test: the file pipeline of `tests/persist` (200 CSV files of 200 rows, a "
         f"grouped aggregate and a join into two Parquet sinks, checkpoint every 300 ms) killed "
-        f"with SIGKILL {args.kills} times at random points between 0.5 and 3 s after each start "
+        f"with SIGKILL {args.kills} times at random points, 0.2 to 0.9 times an uninterrupted "
+        f"run's time after each start "
         f"({landed} kills landed before the run ended), restarted each time and run to its "
         f"end: {crash_time:.1f} s in all. The sinks' updates equal an uninterrupted run's: "
         f"{crash_same}.",
