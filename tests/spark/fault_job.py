@@ -104,8 +104,9 @@ def main(marker: str, out: str, mode: str) -> None:
 
         os.environ[FAULT_ENV] = f"{KILL_AT}:{marker}"  # inherited by the executors' workers
     warnings.simplefilter("ignore")
-    from conftest import on_spark  # type: ignore[import-not-found]
     from pyspark.sql import SparkSession
+
+    from conftest import on_spark  # type: ignore[import-not-found]
 
     spark = (
         SparkSession.builder.master("local[2,4]")

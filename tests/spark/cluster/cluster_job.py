@@ -143,7 +143,6 @@ def main(config: str) -> None:
     sys.path.insert(0, os.path.dirname(here))
     warnings.simplefilter("ignore")
     from conftest import frames, on_spark  # type: ignore[import-not-found]
-
     from ddflow.spark import ExecutorVersionError, run_on_spark
 
     marks = {"start": time.time()}
