@@ -18,7 +18,7 @@ from tests.spark.conftest import Build, Data, Rows, embedded, frames
 
 import ddflow as dd
 from ddflow.spark import StateConflictError, StateError, run_on_spark
-from ddflow.spark.driver import incremental
+from ddflow.spark.driver import incremental, local_continuation
 from ddflow.spark.driver.stored_state import Manifest, StateDir
 
 
@@ -89,9 +89,11 @@ def _random_relational(rng: random.Random, n: int, horizon: int) -> Data:
 
 
 @pytest.mark.timeout(400)
+@pytest.mark.parametrize("local_run", [-1, 100_000], ids=["dataframes", "driver"])
 def test_relational_runs_concatenate_to_the_whole_history(
-    spark: SparkSession, tmp_path: Any
+    spark: SparkSession, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, local_run: int
 ) -> None:
+    monkeypatch.setattr(local_continuation, "LOCAL_RUN", local_run)
     for seed in range(2):
         rng = random.Random(seed)
         data = _random_relational(rng, 40, 10)
@@ -123,12 +125,22 @@ def _random_graph(rng: random.Random, nodes: int, edges: int, changes: int) -> D
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("small_run", [1_000_000, -1], ids=["broadcast", "shuffled"])
+@pytest.mark.parametrize(
+    ("small_run", "local_run"),
+    [(1_000_000, -1), (-1, -1), (-1, 100_000)],
+    ids=["broadcast", "shuffled", "driver"],
+)
 def test_bfs_runs_concatenate_to_the_whole_history(
-    spark: SparkSession, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, small_run: int
+    spark: SparkSession,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    small_run: int,
+    local_run: int,
 ) -> None:
-    """Continuations broadcast their deltas (small runs) or shuffle both sides (large)."""
+    """Continuations broadcast their deltas (small runs), shuffle both sides (large), or
+    run on the driver (``local_continuation.py``)."""
     monkeypatch.setattr(incremental, "SMALL_RUN", small_run)
+    monkeypatch.setattr(local_continuation, "LOCAL_RUN", local_run)
     rng = random.Random(7)
     data = _random_graph(rng, 20, 30, 24)
     want = embedded(_bfs, data)

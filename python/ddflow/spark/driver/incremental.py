@@ -42,6 +42,12 @@ from ddflow.spark.driver.compiler import Compiler
 from ddflow.spark.driver.delta_frames import semi_on_keys, union_all
 from ddflow.spark.driver.incremental_iterate import IterateContinuation
 from ddflow.spark.driver.lineage import consolidated
+from ddflow.spark.driver.local_continuation import (
+    LocalContinuation,
+    input_ranges,
+    run_local,
+    small_inputs,
+)
 from ddflow.spark.driver.ops import SPARK_OPS
 from ddflow.spark.driver.preflight import check_executors
 from ddflow.spark.driver.progress import Meter
@@ -200,22 +206,34 @@ def _checked_frontier(
     for n, df in frames.items():
         aggs.append(df.select(F.lit(n).alias("n"), F.col(t).alias("t")))
     both = union_all(aggs)
-    old = None if prior is None else prior.frontier
     if both is None:
-        return old, 0
+        return (None if prior is None else prior.frontier), 0
     rows = (
         both.groupBy("n")
         .agg(F.min("t").alias("lo"), F.max("t").alias("hi"), F.count("t").alias("rows"))
         .collect()
     )
+    ranges = [(int(r["n"]), int(r["lo"]), int(r["hi"]), int(r["rows"])) for r in rows]
+    return _frontier(ranges, prior, where, names)
+
+
+def _frontier(
+    ranges: list[tuple[int, int, int, int]],
+    prior: Manifest | None,
+    where: str,
+    names: Mapping[int, str],
+) -> tuple[int | None, int]:
+    """The frontier after this run and its number of input updates, from each input's
+    (node, least time, greatest time, updates); refuses an update before the stored
+    frontier."""
+    old = None if prior is None else prior.frontier
     frontier = old
     updates = 0
-    for row in rows:
-        updates += int(row["rows"])
-        lo, hi = int(row["lo"]), int(row["hi"])
+    for n, lo, hi, rows in ranges:
+        updates += rows
         if old is not None and lo < old:
             raise StateError(
-                f"state {where}: input {names[int(row['n'])]!r} has an update at time {lo}, "
+                f"state {where}: input {names[n]!r} has an update at time {lo}, "
                 f"before the stored frontier {old} (earlier runs covered every time before "
                 f"it); give only updates at times >= {old}"
             )
@@ -268,9 +286,13 @@ def run_continuation(
     run_dir = dirs.run_dir(version)
     frames: dict[int, DataFrame] = {}
     try:
-        check_executors(spark, ctx.partitions)
-        frontier, updates = _checked_frontier(compiler, prior, dirs.root, names)
-        cont = Continuation(compiler, dirs, prior, small=prior is not None and updates <= SMALL_RUN)
+        local = small_inputs(compiler, prior)
+        if local is not None:
+            ranges = input_ranges(local, tcol(0))
+            frontier, updates = _frontier(ranges, prior, dirs.root, names)
+        else:
+            check_executors(spark, ctx.partitions)
+            frontier, updates = _checked_frontier(compiler, prior, dirs.root, names)
         manifest = Manifest(
             version=version,
             plan=lines,
@@ -278,7 +300,15 @@ def run_continuation(
             supersteps=dict(prior.supersteps) if prior else {},
             schemas=dict(prior.schemas) if prior else {},
             layers={k: list(v) for k, v in prior.layers.items()} if prior else {},
+            output_schemas=dict(prior.output_schemas) if prior else {},
         )
+        if local is not None:
+            assert prior is not None
+            on_driver = LocalContinuation(compiler, stored_nodes(compiler), dirs, prior, local)
+            frames = run_local(on_driver, dirs, manifest, run_dir)
+            dirs.commit(manifest)
+            return compiler, frames, meter
+        cont = Continuation(compiler, dirs, prior, small=prior is not None and updates <= SMALL_RUN)
         for n in compiler.out_nodes:
             if n in frames:
                 continue
@@ -287,6 +317,7 @@ def run_continuation(
             relative = f"{run_dir}/out{n}"
             frames[n] = dirs.write(consolidated(d), relative)
             manifest.outputs[n] = relative
+            manifest.output_schemas[n] = frames[n].schema.json()
         for n, layer in sorted(cont.layers.items()):
             relative = f"{run_dir}/n{n}"
             dirs.write(layer, relative)

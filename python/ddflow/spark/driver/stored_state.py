@@ -133,6 +133,8 @@ class Manifest:
     """Per stored node: its layers, relative to the state path."""
     outputs: dict[int, str] = field(default_factory=dict)
     """Per output node: this run's output updates, relative to the state path."""
+    output_schemas: dict[int, str] = field(default_factory=dict)
+    """Per output node: the Spark schema (JSON) of its updates (the backend's columns)."""
 
     def to_json(self) -> str:
         return json.dumps(
@@ -146,6 +148,7 @@ class Manifest:
                 "schemas": {str(k): v for k, v in self.schemas.items()},
                 "layers": {str(k): v for k, v in self.layers.items()},
                 "outputs": {str(k): v for k, v in self.outputs.items()},
+                "output_schemas": {str(k): v for k, v in self.output_schemas.items()},
             },
             indent=1,
         )
@@ -173,6 +176,7 @@ class Manifest:
             schemas={int(k): str(v) for k, v in raw["schemas"].items()},
             layers={int(k): list(v) for k, v in raw["layers"].items()},
             outputs={int(k): str(v) for k, v in raw.get("outputs", {}).items()},
+            output_schemas={int(k): str(v) for k, v in raw.get("output_schemas", {}).items()},
         )
 
     def check_plan(self, lines: list[str], where: str) -> None:

@@ -47,6 +47,7 @@ __all__ = [
     "reduce_step",
     "reduce_partition",
     "reduce_partition_stored",
+    "reduce_history",
 ]
 
 
@@ -137,6 +138,15 @@ def _run_reduce(
     arrays += [pa.array(run.times[:, j]) for j in range(spec.dims)]
     arrays.append(pa.array(run.diffs))
     return pa.table(arrays, names=[*out_names, *tnames, DIFF]), run.errors
+
+
+def reduce_history(spec: ReduceSpec, fns: FnTable, table: pa.Table) -> pa.Table:
+    """The reduce's output history for the input history ``table`` (keys ``_c..``, values
+    ``_v..``, times, diff; whole keys): keys, ``_o..``, times, diff. A data error raises
+    ``DataError``."""
+    out, errors = _run_reduce(spec, fns, table)
+    _fail(errors)
+    return out
 
 
 def _fail(errors: Sequence[er.RawError]) -> None:
