@@ -7,7 +7,7 @@
 //! | int64   | the two's complement bits (`v as u64`)                            |
 //! | float64 | the IEEE-754 bits, with `-0.0` stored as `0.0` and NaN canonical  |
 //! | bool    | `0` or `1`                                                        |
-//! | str     | an id from the process-wide [`Interner`]                          |
+//! | str     | an id from the process-wide [`Interner`] (`crate::interner`)      |
 //!
 //! ## Nulls
 //!
@@ -34,11 +34,8 @@
 //! decode words with the column's [`DType`]. String ids are stable for the life of the
 //! process; strings are never freed (the interner only grows).
 
-use crate::error::{Error, Result};
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, RwLock};
-
 pub use crate::dtype::DType;
+pub use crate::interner::Interner;
 
 /// The null word of int64 columns (`i64::MIN`).
 pub const NULL_I64: u64 = i64::MIN as u64;
@@ -146,56 +143,6 @@ pub fn binary_text(bytes: &[u8]) -> String {
 /// above U+00FF, which `binary_text` never writes, keeps its low byte).
 pub fn binary_bytes(text: &str) -> Vec<u8> {
     text.chars().map(|c| c as u32 as u8).collect()
-}
-
-/// A process-wide string dictionary: string <-> id.
-#[derive(Default)]
-pub struct Interner {
-    ids: HashMap<Arc<str>, u64>,
-    strings: Vec<Arc<str>>,
-}
-
-fn global() -> &'static RwLock<Interner> {
-    static GLOBAL: OnceLock<RwLock<Interner>> = OnceLock::new();
-    GLOBAL.get_or_init(|| RwLock::new(Interner::default()))
-}
-
-impl Interner {
-    /// Interns many strings at once, appending their ids to `out`.
-    pub fn intern_all<'a, I: IntoIterator<Item = &'a str>>(strings: I, out: &mut Vec<u64>) {
-        let mut g = global().write().expect("interner poisoned");
-        for s in strings {
-            if let Some(&id) = g.ids.get(s) {
-                out.push(id);
-            } else {
-                let id = g.strings.len() as u64;
-                let a: Arc<str> = Arc::from(s);
-                g.strings.push(a.clone());
-                g.ids.insert(a, id);
-                out.push(id);
-            }
-        }
-    }
-
-    /// Interns one string.
-    pub fn intern(s: &str) -> u64 {
-        let mut out = Vec::with_capacity(1);
-        Interner::intern_all([s], &mut out);
-        out[0]
-    }
-
-    /// Looks up the strings of many ids.
-    pub fn resolve_all(ids: &[u64]) -> Result<Vec<Arc<str>>> {
-        let g = global().read().expect("interner poisoned");
-        ids.iter()
-            .map(|&id| {
-                g.strings
-                    .get(id as usize)
-                    .cloned()
-                    .ok_or_else(|| Error::Value(format!("unknown string id {id}")))
-            })
-            .collect()
-    }
 }
 
 #[cfg(test)]

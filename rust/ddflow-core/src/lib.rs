@@ -5,7 +5,8 @@
 //!
 //! * [`lattice`]: product times, antichains (frontiers), `advance_by` for compaction.
 //! * [`dtype`]: column dtypes (Arrow's types) and the physical word each is stored as.
-//! * [`encoding`]: typed column values as `u64` words; the process-wide string interner.
+//! * [`encoding`]: typed column values as `u64` words.
+//! * [`interner`]: the process-wide string interner (str words are its ids).
 //! * [`values`]: words of the logical dtypes (dates, decimals, ...) as text.
 //! * [`updates`]: columnar batches of `(row, time, diff)` updates.
 //! * [`sort`]: LSD radix sort and consolidation.
@@ -28,6 +29,7 @@ pub mod engine;
 pub mod error;
 pub mod exact_sum;
 pub mod expr;
+pub mod interner;
 pub mod lattice;
 pub mod sort;
 pub mod times;

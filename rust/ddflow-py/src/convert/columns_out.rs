@@ -9,7 +9,6 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// An output column, decoded without the GIL.
 pub enum ColOut {
@@ -21,8 +20,27 @@ pub enum ColOut {
     F64(Vec<f64>),
     /// bool values.
     Bool(Vec<bool>),
-    /// Strings (`None` for a null).
-    Str(Vec<Option<Arc<str>>>),
+    /// Strings.
+    Str(StrOut),
+}
+
+/// Strings resolved from their ids, back to back in one buffer: value `i` is
+/// `text[ends[i]..ends[i + 1]]`, empty for a null (`ids[i] == NULL_STR`). Made under one
+/// read lock of the interner with one copy per value; Arrow buffers are this layout already.
+pub struct StrOut {
+    /// The interned ids ([`NULL_STR`] for a null).
+    pub ids: Vec<u64>,
+    /// `n + 1` offsets into `text`, from 0.
+    pub ends: Vec<usize>,
+    /// The values' UTF-8 text.
+    pub text: String,
+}
+
+impl StrOut {
+    /// Value `i` (`None` for a null).
+    pub fn get(&self, i: usize) -> Option<&str> {
+        (self.ids[i] != NULL_STR).then(|| &self.text[self.ends[i]..self.ends[i + 1]])
+    }
 }
 
 /// Decodes column `c` of rows of `w` words (encoding `enc`) as type `ty`.
@@ -45,22 +63,25 @@ pub fn decode_column(
         ColType::Bool => ColOut::Bool(words.map(|&x| x != 0).collect()),
         ColType::Str => {
             let ids: Vec<u64> = words.copied().collect();
-            ColOut::Str(resolve_nullable(&ids)?)
+            ColOut::Str(resolve_nullable(ids)?)
         }
     })
 }
 
-/// The strings of interned ids, `None` for the null id.
-pub fn resolve_nullable(ids: &[u64]) -> Result<Vec<Option<Arc<str>>>, Error> {
-    if !ids.contains(&NULL_STR) {
-        return Ok(Interner::resolve_all(ids)?.into_iter().map(Some).collect());
-    }
-    let known: Vec<u64> = ids.iter().copied().filter(|&i| i != NULL_STR).collect();
-    let mut strings = Interner::resolve_all(&known)?.into_iter();
-    Ok(ids
-        .iter()
-        .map(|&i| if i == NULL_STR { None } else { strings.next() })
-        .collect())
+/// The strings of interned ids ([`NULL_STR`]: a null); an unknown id is an error.
+pub fn resolve_nullable(ids: Vec<u64>) -> Result<StrOut, Error> {
+    let mut ends = Vec::with_capacity(ids.len() + 1);
+    ends.push(0);
+    // A first guess at the text's size; the buffer grows as needed.
+    let mut text = String::with_capacity(ids.len() * 16);
+    Interner::resolve_each(ids.iter().copied(), |s| {
+        if let Some(s) = s {
+            text.push_str(s);
+        }
+        ends.push(text.len());
+        Ok(())
+    })?;
+    Ok(StrOut { ids, ends, text })
 }
 
 /// Decodes every column of rows of `types.len()` words.
@@ -85,13 +106,12 @@ pub fn col_to_py(py: Python<'_>, col: ColOut) -> Bound<'_, PyAny> {
         ColOut::Bool(v) => PyArray1::from_vec(py, v).into_any(),
         ColOut::Str(v) => {
             // Strings with the same id share one Python object.
-            let mut cache: HashMap<*const u8, PyObject> = HashMap::new();
-            let objs: Vec<PyObject> = v
-                .iter()
-                .map(|s| match s {
+            let mut cache: HashMap<u64, PyObject> = HashMap::new();
+            let objs: Vec<PyObject> = (0..v.ids.len())
+                .map(|i| match v.get(i) {
                     None => py.None(),
                     Some(s) => cache
-                        .entry(s.as_ptr())
+                        .entry(v.ids[i])
                         .or_insert_with(|| PyString::new(py, s).into_any().unbind())
                         .clone_ref(py),
                 })
@@ -113,7 +133,7 @@ impl ColOut {
             ExprColumn::Int64(v) => ColOut::I64(v),
             ExprColumn::Float64(v) => ColOut::F64(v),
             ExprColumn::Bool(v) => ColOut::Bool(v),
-            ExprColumn::Str(ids) => ColOut::Str(resolve_nullable(&ids)?),
+            ExprColumn::Str(ids) => ColOut::Str(resolve_nullable(ids)?),
         })
     }
 }

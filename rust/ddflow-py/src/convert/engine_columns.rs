@@ -78,10 +78,12 @@ pub fn column_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
 }
 
 /// Interns the values of an Arrow-layout binary column (int64 offsets into `data`) as their
-/// Latin-1 texts.
+/// Latin-1 texts (built back to back in one buffer, not one `String` per value).
 pub fn binary_column(offsets: &[i64], data: &[u8], what: &str) -> CoreResult<Vec<u64>> {
     let n = offsets.len().saturating_sub(1);
-    let mut texts: Vec<String> = Vec::with_capacity(n);
+    let mut text = String::new();
+    let mut ends: Vec<usize> = Vec::with_capacity(n + 1);
+    ends.push(0);
     for i in 0..n {
         let (a, b) = (offsets[i], offsets[i + 1]);
         if a < 0 || b < a || b as usize > data.len() {
@@ -90,19 +92,19 @@ pub fn binary_column(offsets: &[i64], data: &[u8], what: &str) -> CoreResult<Vec
                 data.len()
             )));
         }
-        texts.push(ddflow_core::encoding::binary_text(
-            &data[a as usize..b as usize],
-        ));
+        text.extend(data[a as usize..b as usize].iter().map(|&c| c as char));
+        ends.push(text.len());
     }
     let mut words = Vec::with_capacity(n);
-    Interner::intern_all(texts.iter().map(String::as_str), &mut words);
+    Interner::intern_with(n, |i| &text[ends[i]..ends[i + 1]], &mut words);
     Ok(words)
 }
 
 /// Interns the strings of an Arrow-layout column (`ddflow.dtypes.Utf8Column`: int64 offsets
 /// and UTF-8 bytes): value `i` is `data[offsets[i]..offsets[i + 1]]`. Offsets must be
 /// non-decreasing and within `data`; the bytes must be UTF-8, each value starting and ending
-/// on a character boundary. Runs without the GIL and without any per-value Python object.
+/// on a character boundary. Runs without the GIL and without any per-value Python object or
+/// allocation: the interner reads each value straight from the buffer.
 pub fn utf8_column(offsets: &[i64], data: &[u8], what: &str) -> CoreResult<Vec<u64>> {
     let n = offsets.len().saturating_sub(1);
     let bad = |i: usize, why: &str| {
@@ -126,20 +128,20 @@ pub fn utf8_column(offsets: &[i64], data: &[u8], what: &str) -> CoreResult<Vec<u
             "{what}: value at row {row} is not valid UTF-8 text (byte {at})"
         ))
     })?;
-    let mut strings: Vec<&str> = Vec::with_capacity(n);
+    // Check every value once here, so that the interner's reads below cannot fail.
     for i in 0..n {
         let (a, b) = (offsets[i], offsets[i + 1]);
         if b < a {
             return Err(bad(i, "offsets decrease"));
         }
         let (a, b) = ((a - lo) as usize, (b - lo) as usize);
-        match text.get(a..b) {
-            Some(s) => strings.push(s),
-            None => return Err(bad(i, "a value splits a character")),
+        if !(text.is_char_boundary(a) && text.is_char_boundary(b)) {
+            return Err(bad(i, "a value splits a character"));
         }
     }
+    let value = |i: usize| &text[(offsets[i] - lo) as usize..(offsets[i + 1] - lo) as usize];
     let mut words = Vec::with_capacity(n);
-    Interner::intern_all(strings, &mut words);
+    Interner::intern_with(n, value, &mut words);
     Ok(words)
 }
 
@@ -231,22 +233,14 @@ fn arrow_values_py(py: Python<'_>, col: CoreResult<ColOut>) -> PyResult<Bound<'_
         ColOut::Str(strings) => strings,
         other => return Ok(col_to_py(py, other)),
     };
-    let total: usize = strings.iter().flatten().map(|s| s.len()).sum();
-    let mut data = Vec::with_capacity(total);
-    let mut ends = Vec::with_capacity(strings.len() + 1);
-    ends.push(0usize);
-    for s in &strings {
-        if let Some(s) = s {
-            data.extend_from_slice(s.as_bytes());
-        }
-        ends.push(data.len());
-    }
-    let offsets = if total <= i32::MAX as usize {
-        PyArray1::from_iter(py, ends.iter().map(|&e| e as i32)).into_any()
+    // The resolved strings are Arrow's layout already: hand over the offsets and the text.
+    let offsets = if strings.text.len() <= i32::MAX as usize {
+        PyArray1::from_iter(py, strings.ends.iter().map(|&e| e as i32)).into_any()
     } else {
-        PyArray1::from_iter(py, ends.iter().map(|&e| e as i64)).into_any()
+        PyArray1::from_iter(py, strings.ends.iter().map(|&e| e as i64)).into_any()
     };
-    Ok(PyTuple::new(py, [offsets, PyArray1::from_vec(py, data).into_any()])?.into_any())
+    let data = PyArray1::from_vec(py, strings.text.into_bytes()).into_any();
+    Ok(PyTuple::new(py, [offsets, data])?.into_any())
 }
 
 /// A 1-D bool mask (a filter callback's result): any array or sequence numpy casts to bool.

@@ -1,0 +1,292 @@
+//! The process-wide string interner: every `str` (and binary, as Latin-1 text) value of a
+//! record is one `u64` id, stable for the life of the process (`encoding`'s str words).
+//!
+//! Layout, chosen so that interning a batch of new strings costs about one hash, one probe
+//! and one copy per value:
+//!
+//! * the text lives in an arena: a few large `String` chunks that are filled and never
+//!   reallocated (a string longer than a quarter chunk gets a chunk of its own), and a
+//!   table of spans (chunk, start, length: 12 bytes) indexed by id, so there is no
+//!   allocation per string;
+//! * the hash table (`hashbrown::HashTable`) holds only 8-byte slots: the id and 32 bits of
+//!   the string's hash (foldhash, randomly seeded per process). A lookup hashes the string
+//!   once, compares stored hashes first and the arena's bytes only on a hash match; growing
+//!   the table rehashes from the stored bits without reading the arena;
+//! * a batch is first looked up under the read lock (several threads can intern strings
+//!   already present at once); only the strings not found, or the rest of a batch that turns
+//!   out to be mostly new, are added under the write lock, with the hashes already computed.
+//!
+//! Ids are dense (`0, 1, 2, ...` in first-seen order) and at most `u32::MAX - 1`, so
+//! [`NULL_STR`](crate::encoding::NULL_STR) (`u64::MAX`) is never handed out. A single string
+//! may be at most `u32::MAX` bytes (Arrow's own offsets stop at 2 GiB).
+//!
+//! The interner only grows: strings are never freed, and the memory of every distinct
+//! string ever seen stays until the process ends.
+
+use crate::error::{Error, Result};
+use foldhash::fast::RandomState;
+use hashbrown::hash_table::Entry;
+use hashbrown::HashTable;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::{Arc, OnceLock, RwLock};
+
+/// The arena's first chunk size; each new chunk doubles it up to [`MAX_CHUNK`].
+const FIRST_CHUNK: usize = 64 << 10;
+/// The largest chunk size (a longer string than a quarter of the chunk gets its own).
+const MAX_CHUNK: usize = 4 << 20;
+/// A batch still looked up under the read lock stops once this many strings are missing
+/// and they are more than half of those seen: the rest goes straight to the write lock.
+const READ_MISSES: usize = 64;
+
+/// Where one string's bytes are in the arena.
+#[derive(Clone, Copy)]
+struct Span {
+    chunk: u32,
+    start: u32,
+    len: u32,
+}
+
+/// One hash table slot: an id and 32 bits of its string's hash.
+#[derive(Clone, Copy)]
+struct Slot {
+    id: u32,
+    hash: u32,
+}
+
+/// The table's 64-bit hash of a slot's 32 stored bits. hashbrown takes the bucket from the
+/// low bits and its 7-bit tag from the top bits; repeating the 32 bits makes the tag bits
+/// 25..31, which the bucket index only uses in tables of more than 2^25 buckets.
+#[inline]
+fn wide(h: u32) -> u64 {
+    (h as u64) | ((h as u64) << 32)
+}
+
+/// The strings, their spans and the id table (behind the global lock).
+#[derive(Default)]
+struct Store {
+    chunks: Vec<String>,
+    /// The chunk new strings are appended to (`chunks.len()` when there is none yet).
+    fill: usize,
+    spans: Vec<Span>,
+    table: HashTable<Slot>,
+}
+
+impl Store {
+    /// The text of a known id.
+    #[inline]
+    fn text(&self, id: u32) -> &str {
+        let sp = self.spans[id as usize];
+        let start = sp.start as usize;
+        &self.chunks[sp.chunk as usize][start..start + sp.len as usize]
+    }
+
+    /// The text of `id`, or None for an id never handed out.
+    #[inline]
+    fn get(&self, id: u64) -> Option<&str> {
+        if id < self.spans.len() as u64 {
+            Some(self.text(id as u32))
+        } else {
+            None
+        }
+    }
+
+    /// The id of `s` (hash `h`) if it is interned.
+    #[inline]
+    fn find(&self, h: u32, s: &str) -> Option<u32> {
+        self.table
+            .find(wide(h), |slot| slot.hash == h && self.text(slot.id) == s)
+            .map(|slot| slot.id)
+    }
+
+    /// The id of `s` (hash `h`), interning it if new.
+    #[inline]
+    fn find_or_insert(&mut self, h: u32, s: &str) -> u32 {
+        let Store {
+            chunks,
+            fill,
+            spans,
+            table,
+        } = self;
+        let text = |id: u32| {
+            let sp = spans[id as usize];
+            let start = sp.start as usize;
+            &chunks[sp.chunk as usize][start..start + sp.len as usize]
+        };
+        match table.entry(
+            wide(h),
+            |slot| slot.hash == h && text(slot.id) == s,
+            |slot| wide(slot.hash),
+        ) {
+            Entry::Occupied(e) => e.get().id,
+            Entry::Vacant(e) => {
+                let id = spans.len();
+                assert!(
+                    id < u32::MAX as usize,
+                    "the string interner is full ({id} distinct strings)"
+                );
+                spans.push(push_text(chunks, fill, s));
+                e.insert(Slot {
+                    id: id as u32,
+                    hash: h,
+                });
+                id as u32
+            }
+        }
+    }
+
+    /// Makes room for `additional` new strings without growing the table in between.
+    fn reserve(&mut self, additional: usize) {
+        self.table.reserve(additional, |slot| wide(slot.hash));
+        self.spans.reserve(additional);
+    }
+}
+
+/// Appends `s` to the arena (`fill`: the chunk being filled) and returns its span.
+fn push_text(chunks: &mut Vec<String>, fill: &mut usize, s: &str) -> Span {
+    let len = u32::try_from(s.len()).unwrap_or_else(|_| {
+        panic!(
+            "a string of {} bytes is longer than the interner's limit of {} bytes",
+            s.len(),
+            u32::MAX
+        )
+    });
+    let fits = |c: &String| c.capacity() - c.len() >= s.len();
+    if *fill >= chunks.len() || !fits(&chunks[*fill]) {
+        let next = chunks
+            .get(*fill)
+            .map_or(FIRST_CHUNK, |c| (c.capacity() * 2).min(MAX_CHUNK));
+        if s.len() > next / 4 {
+            // A long string: a chunk of exactly its size, the fill chunk unchanged.
+            chunks.push(String::from(s));
+            return Span {
+                chunk: (chunks.len() - 1) as u32,
+                start: 0,
+                len,
+            };
+        }
+        chunks.push(String::with_capacity(next));
+        *fill = chunks.len() - 1;
+    }
+    let c = &mut chunks[*fill];
+    let start = c.len() as u32;
+    c.push_str(s); // within capacity: never moves the chunk's bytes
+    Span {
+        chunk: *fill as u32,
+        start,
+        len,
+    }
+}
+
+fn global() -> &'static RwLock<Store> {
+    static GLOBAL: OnceLock<RwLock<Store>> = OnceLock::new();
+    GLOBAL.get_or_init(|| RwLock::new(Store::default()))
+}
+
+/// The 32 hash bits a string is stored under.
+#[inline]
+fn hash(s: &str) -> u32 {
+    static STATE: OnceLock<RandomState> = OnceLock::new();
+    let mut h = STATE.get_or_init(RandomState::default).build_hasher();
+    h.write(s.as_bytes());
+    (h.finish() >> 32) as u32
+}
+
+/// A process-wide string dictionary: string <-> id (see the module doc).
+pub struct Interner;
+
+impl Interner {
+    /// Interns many strings at once, appending their ids to `out`.
+    pub fn intern_all<'a, I: IntoIterator<Item = &'a str>>(strings: I, out: &mut Vec<u64>) {
+        let strings: Vec<&str> = strings.into_iter().collect();
+        Interner::intern_with(strings.len(), |i| strings[i], out);
+    }
+
+    /// Interns the strings `get(0) .. get(n - 1)`, appending their ids to `out`: the path for
+    /// columns already in memory (an Arrow layout's offsets and bytes), with no intermediate
+    /// list. `get` may be called twice for an index; it must not intern (the lock is held).
+    pub fn intern_with<'a>(n: usize, get: impl Fn(usize) -> &'a str, out: &mut Vec<u64>) {
+        let base = out.len();
+        out.resize(base + n, crate::encoding::NULL_STR);
+        let ids = &mut out[base..];
+        let mut hashes: Vec<u32> = Vec::with_capacity(n);
+        let mut missing: Vec<usize> = Vec::new();
+        {
+            let g = global().read().expect("interner poisoned");
+            for (i, id) in ids.iter_mut().enumerate() {
+                let s = get(i);
+                let h = hash(s);
+                hashes.push(h);
+                match g.find(h, s) {
+                    Some(found) => *id = found as u64,
+                    None => {
+                        missing.push(i);
+                        if missing.len() >= READ_MISSES && missing.len() * 2 > i + 1 {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let looked = hashes.len();
+        if missing.is_empty() && looked == n {
+            return;
+        }
+        let mut g = global().write().expect("interner poisoned");
+        g.reserve(missing.len() + (n - looked));
+        for &i in &missing {
+            ids[i] = g.find_or_insert(hashes[i], get(i)) as u64;
+        }
+        for (i, id) in ids.iter_mut().enumerate().skip(looked) {
+            let s = get(i);
+            *id = g.find_or_insert(hash(s), s) as u64;
+        }
+    }
+
+    /// Interns one string.
+    pub fn intern(s: &str) -> u64 {
+        let mut out = Vec::with_capacity(1);
+        Interner::intern_with(1, |_| s, &mut out);
+        out[0]
+    }
+
+    /// Looks up the strings of many ids (each copied into its own `Arc<str>`; bulk readers
+    /// use [`Interner::resolve_each`], which copies nothing).
+    pub fn resolve_all(ids: &[u64]) -> Result<Vec<Arc<str>>> {
+        let mut out = Vec::with_capacity(ids.len());
+        Interner::resolve_each(ids.iter().copied(), |s| match s {
+            Some(s) => {
+                out.push(Arc::from(s));
+                Ok(())
+            }
+            None => Err(unknown(crate::encoding::NULL_STR)),
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `f` with the text of each id in turn (None for the null id,
+    /// [`NULL_STR`](crate::encoding::NULL_STR)), all under one read lock; an unknown id is
+    /// an error, and so is the first error `f` returns. `f` must not intern (the lock is
+    /// held).
+    pub fn resolve_each(
+        ids: impl IntoIterator<Item = u64>,
+        mut f: impl FnMut(Option<&str>) -> Result<()>,
+    ) -> Result<()> {
+        let g = global().read().expect("interner poisoned");
+        for id in ids {
+            if id == crate::encoding::NULL_STR {
+                f(None)?;
+            } else {
+                f(Some(g.get(id).ok_or_else(|| unknown(id))?))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn unknown(id: u64) -> Error {
+    Error::Value(format!("unknown string id {id}"))
+}
+
+#[cfg(test)]
+#[path = "interner_tests.rs"]
+mod tests;
