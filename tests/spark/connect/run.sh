@@ -60,7 +60,7 @@ log=$(mktemp -t ddflow-connect-XXXXXX.log)
   --name "ddflow connect tests" --master "local[2]" \
   --conf spark.connect.grpc.binding.port="$PORT" \
   --conf spark.ui.enabled=false --conf spark.ui.showConsoleProgress=false \
-  --conf spark.sql.shuffle.partitions=4 --conf spark.default.parallelism=4 \
+  --conf spark.sql.shuffle.partitions=2 --conf spark.default.parallelism=2 \
   --conf spark.sql.adaptive.enabled=false --conf spark.driver.memory=1g \
   --driver-java-options "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" \
   >"$log" 2>&1 &
