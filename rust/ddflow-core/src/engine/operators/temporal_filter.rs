@@ -193,14 +193,16 @@ fn scaled(v: i64, (num, den): (i128, i128), ceil: bool) -> i128 {
     }
 }
 
-/// Per row, the validity interval `[lo, hi)` in logical time (`None` for a row that never
-/// holds: a null bound); `hi = None` inside is unbounded.
+/// A row's validity interval `[lo, hi)` in logical time; `hi = None` is unbounded.
+type Span = (i128, Option<i128>);
+
+/// Per row, the validity interval (`None` for a row that never holds: a null bound).
 fn intervals(
     lower: &[BoundBound],
     upper: &[BoundBound],
     upd: &Updates,
-) -> Result<Vec<Option<(i128, Option<i128>)>>> {
-    let mut out: Vec<Option<(i128, Option<i128>)>> = vec![Some((0, None)); upd.len()];
+) -> Result<Vec<Option<Span>>> {
+    let mut out: Vec<Option<Span>> = vec![Some((0, None)); upd.len()];
     for b in lower {
         let words = b.expr.eval(upd)?;
         for (slot, w) in out.iter_mut().zip(words) {
@@ -373,7 +375,11 @@ mod tests {
                 let lo = (lcg(&mut seed) % 14) as i64 - 2;
                 let hi = (lcg(&mut seed) % 14) as i64 - 2;
                 let t = lcg(&mut seed) % 10;
-                let d = if lcg(&mut seed) % 4 == 0 { -1 } else { 1 };
+                let d = if lcg(&mut seed).is_multiple_of(4) {
+                    -1
+                } else {
+                    1
+                };
                 m.upd.push(&[lo as u64, hi as u64], Time::scalar(t), d);
                 input.push((lo, hi, t, d));
             }
