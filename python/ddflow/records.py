@@ -37,7 +37,7 @@ from ddflow.plan import (
     python_op,
     user_location,
 )
-from ddflow.temporal import has_now, split_now
+from ddflow.temporal import conjuncts, has_now, split_now
 from ddflow.traces import TraceHandle
 
 __all__ = ["PlanOwner", "RecordOperators"]
@@ -184,15 +184,15 @@ class RecordOperators:
         raise PlanError(f"{label}: expected an expression or a function, got {predicate!r}")
 
     def _temporal_filter(self, predicate: Expr, label: str) -> Self:
-        """A filter reading ``now()`` (:mod:`ddflow.temporal`): a ``temporal_filter`` node
-        for the comparisons with ``now()``, then an ordinary filter for the rest."""
+        """A filter reading ``now()`` (:mod:`ddflow.temporal`): an ordinary filter for the
+        conjuncts without ``now()`` (first: fewer rows to hold), then a ``temporal_filter``
+        node for the comparisons with ``now()``."""
         lower, upper, rest = split_now(predicate, self.columns, label)
-        node = self._add(
-            TemporalFilterOp(lower, upper), self.columns, label, [expr_text(predicate)]
-        )
-        if rest is None:
-            return node
-        return node._add(FilterOp(rest.to_json()), self.columns, label, [expr_text(rest)])
+        node = self
+        if rest is not None:
+            node = self._add(FilterOp(rest.to_json()), self.columns, label, [expr_text(rest)])
+        now_parts = " & ".join(expr_text(p) for p in conjuncts(predicate) if has_now(p))
+        return node._add(TemporalFilterOp(lower, upper), self.columns, label, [now_parts])
 
     # -- Python functions -------------------------------------------------------------------
 

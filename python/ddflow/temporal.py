@@ -28,7 +28,7 @@ from ddflow.event_time import parse_span
 from ddflow.expr import Expr, check_columns, expr_text
 from ddflow.plan import TimeBoundJson
 
-__all__ = ["now", "duration", "has_now", "split_now"]
+__all__ = ["now", "duration", "has_now", "split_now", "conjuncts"]
 
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 """``a OP b`` is ``b FLIP[OP] a``."""
@@ -55,7 +55,7 @@ def has_now(expr: Expr) -> bool:
     return any(e.op == "now" for e in expr._walk())
 
 
-def _conjuncts(expr: Expr) -> list[Expr]:
+def conjuncts(expr: Expr) -> list[Expr]:
     """The operands of a chain of ``&`` (the expression itself when it is no ``&``)."""
     out: list[Expr] = []
     stack = [expr]
@@ -78,7 +78,7 @@ def split_now(
     lower: list[TimeBoundJson] = []
     upper: list[TimeBoundJson] = []
     rest: Expr | None = None
-    for part in _conjuncts(predicate):
+    for part in conjuncts(predicate):
         if not has_now(part):
             rest = part if rest is None else rest & part
             continue
