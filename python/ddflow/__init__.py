@@ -77,6 +77,7 @@ from ddflow.persist import Persistence
 from ddflow.progress import RunProgress
 from ddflow.sources import SourceError
 from ddflow.sql import SqlError, sql
+from ddflow.temporal import duration, now
 from ddflow.traces import TraceHandle
 
 __version__ = _core.__version__
@@ -95,6 +96,8 @@ __all__ = [
     "max_of",
     "concat_str",
     "coalesce",
+    "now",
+    "duration",
     "min",
     "max",
     "sum",

@@ -103,6 +103,11 @@ _INFIX: dict[str, str] = {
     "or": "|",
 }
 
+_NOW_ONLY_IN_FILTER = (
+    "now() is usable only in Collection.filter, compared (<, <=, >, >=) with an expression "
+    "free of now() (a temporal filter: see ddflow.temporal)"
+)
+
 _I64_MIN = -(2**63)
 _I64_MAX = 2**63 - 1
 
@@ -254,6 +259,8 @@ class Expr(ExprFunctions):
             return out
         if op == "alias":
             return {"op": "alias", "name": self._attrs["name"], "arg": a[0].to_json()}
+        if op == "now":
+            raise PlanError(_NOW_ONLY_IN_FILTER)
         if op == "when":
             return {
                 "op": "when",
@@ -304,6 +311,8 @@ class Expr(ExprFunctions):
             return f"{a[0]._receiver()}.alias({_quote(self._attrs['name'])})"
         if op == "when":
             return f"when({a[0]!r}).then({a[1]!r}).otherwise({a[2]!r})"
+        if op == "now":
+            return "now()"
         return function_repr(self)  # the expression library (ddflow.expr_functions)
 
     __str__ = __repr__
@@ -676,6 +685,8 @@ def check_columns(expr: Expr, columns: tuple[str, ...] | list[str], label: str) 
     """Raises ``ColumnNotFoundError`` naming the operator if ``expr`` reads a missing column
     (and ``PlanError`` if it nests too deep: :func:`check_depth`)."""
     check_depth(expr, label)
+    if any(e._op == "now" for e in expr._walk()):
+        raise PlanError(f"{label}: {_NOW_ONLY_IN_FILTER}; got {expr_text(expr)}")
     for name in expr.columns():
         if name not in columns:
             raise ColumnNotFoundError(

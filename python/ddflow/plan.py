@@ -54,6 +54,8 @@ __all__ = [
     "CaptureOp",
     "ProbeOp",
     "WatermarkOp",
+    "TemporalFilterOp",
+    "TimeBoundJson",
     "python_op",
 ]
 
@@ -405,6 +407,26 @@ class WatermarkOp(OpSpec):
     lateness: int
     emit: str
     probe_column: int
+
+
+class TimeBoundJson(TypedDict):
+    """One comparison with ``now()`` of a temporal filter: ``expr`` over the record's columns,
+    and whether the comparison is strict (``now > expr`` / ``now < expr``)."""
+
+    expr: ExprJson
+    strict: bool
+
+
+@dataclass(frozen=True)
+class TemporalFilterOp(OpSpec):
+    """``dd.now()`` in a filter (``ddflow.temporal``): each record kept while the logical
+    time lies between its ``lower`` bounds (``now >= x``, strict ``now > x``) and its
+    ``upper`` bounds (``now < x`` strict, ``now <= x``); the engine inserts it at the start of
+    that interval and retracts it at the end."""
+
+    OP: ClassVar[str] = "temporal_filter"
+    lower: list[TimeBoundJson]
+    upper: list[TimeBoundJson]
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,11 @@ from ddflow.plan import (
     OpSpec,
     ScaleOp,
     SelectOp,
+    TemporalFilterOp,
     python_op,
     user_location,
 )
+from ddflow.temporal import conjuncts, has_now, split_now
 from ddflow.traces import TraceHandle
 
 __all__ = ["PlanOwner", "RecordOperators"]
@@ -169,6 +171,8 @@ class RecordOperators:
         A function gets ``{column: numpy array}`` and returns a bool array.
         """
         label = f"filter@{user_location()}"
+        if isinstance(predicate, Expr) and has_now(predicate):
+            return self._temporal_filter(predicate, label)
         if isinstance(predicate, Expr):
             check_columns(predicate, self.columns, label)
             return self._add(
@@ -178,6 +182,17 @@ class RecordOperators:
             fn_id = self._register(Registered("filter_py", predicate, label))
             return self._add(FilterPyOp(fn_id), self.columns, label, [function_name(predicate)])
         raise PlanError(f"{label}: expected an expression or a function, got {predicate!r}")
+
+    def _temporal_filter(self, predicate: Expr, label: str) -> Self:
+        """A filter reading ``now()`` (:mod:`ddflow.temporal`): an ordinary filter for the
+        conjuncts without ``now()`` (first: fewer rows to hold), then a ``temporal_filter``
+        node for the comparisons with ``now()``."""
+        lower, upper, rest = split_now(predicate, self.columns, label)
+        node = self
+        if rest is not None:
+            node = self._add(FilterOp(rest.to_json()), self.columns, label, [expr_text(rest)])
+        now_parts = " & ".join(expr_text(p) for p in conjuncts(predicate) if has_now(p))
+        return node._add(TemporalFilterOp(lower, upper), self.columns, label, [now_parts])
 
     # -- Python functions -------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ NOT_IN_MODEL_CASES = {
     "advance_iteration": "tests/engine/test_time_programming.py, against the model",
     "delay": "tests/engine/test_time_programming.py, against the model",
     "watermark": "tests/eventtime, against a recompute from scratch at every time",
+    "temporal_filter": "tests/eventtime/test_temporal_filter.py, against a recompute at every time",
     "constant": "tests/engine/test_constant.py, against its rows and a recompute from scratch",
 }
 

@@ -43,6 +43,7 @@ from ddflow.plan import (
     ReduceOp,
     ScaleOp,
     SelectOp,
+    TemporalFilterOp,
     VariableOp,
     WatermarkOp,
 )
@@ -276,6 +277,12 @@ _ENTRIES = (
         WatermarkOp,
         "a watermark decides lateness time by time, in order; a run over whole histories "
         "has no such order yet: run event-time windows on the embedded engine",
+    ),
+    _refused(
+        TemporalFilterOp,
+        "now() retracts each row at the logical time its interval closes, held until the "
+        "frontier passes it; a run over whole histories does not hold updates for later "
+        "times yet: run temporal filters on the embedded engine",
     ),
     _refused(
         ProbeOp,

@@ -162,6 +162,7 @@ impl DtypeLinks {
         };
         match op {
             Op::Filter { .. }
+            | Op::TemporalFilter { .. }
             | Op::FilterPy { .. }
             | Op::Negate
             | Op::Scale { .. }

@@ -104,6 +104,18 @@ fn needs(plan: &Plan, n: usize, out: &[bool]) -> Vec<(usize, Vec<bool>)> {
             })
             .into_iter()
             .collect(),
+        Op::TemporalFilter { lower, upper } => first
+            .map(|i| {
+                let (i, v) = same(i);
+                let names: Vec<String> = lower
+                    .iter()
+                    .chain(upper)
+                    .flat_map(|b| b.expr.columns())
+                    .collect();
+                named(i, v, &names)
+            })
+            .into_iter()
+            .collect(),
         Op::AdvanceIteration { expr } => first
             .map(|i| {
                 let (i, v) = same(i);

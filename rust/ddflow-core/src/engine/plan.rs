@@ -2,7 +2,7 @@
 
 use super::operators::{
     advance, arrange, capture, consolidate, delay, filter, inert, inspect, join, leave, negate,
-    passthrough, python, reduce, scale, select, variable, watermark, Operator,
+    passthrough, python, reduce, scale, select, temporal_filter, variable, watermark, Operator,
 };
 use crate::error::{Error, Result};
 use crate::expr::Expr;
@@ -248,6 +248,12 @@ pub enum Op {
         #[serde(default)]
         probe_column: usize,
     },
+    /// `now()` in a filter (`operators/temporal_filter.rs`): each record kept while the
+    /// logical time lies in `[max(lower), min(upper))`, its bounds evaluated on the record.
+    TemporalFilter {
+        lower: Vec<temporal_filter::TimeBound>,
+        upper: Vec<temporal_filter::TimeBound>,
+    },
 }
 
 fn yes() -> bool {
@@ -425,6 +431,9 @@ impl Node {
                 *emit,
                 *probe_column,
             )),
+            Op::TemporalFilter { lower, upper } => {
+                Box::new(temporal_filter::TemporalFilter::new(lower, upper))
+            }
         }
     }
 
@@ -617,6 +626,13 @@ impl Plan {
                         n.label, inp.label, inp.scope
                     )));
                 }
+            }
+            if matches!(n.op, Op::TemporalFilter { .. }) && (n.scope != 0 || self.time_dims != 1) {
+                return Err(Error::Plan(format!(
+                    "{}: now() needs totally ordered times: a top-level filter, with one time \
+                     coordinate (time_dims=1)",
+                    n.label
+                )));
             }
             if matches!(n.op, Op::Watermark { .. }) && (n.scope != 0 || self.time_dims != 1) {
                 return Err(Error::Plan(format!(

@@ -22,7 +22,9 @@
 //!   [`aggregate_group`] (several one-row aggregates per key),
 //!   [`aggregate_rank`] (`ROW_NUMBER` / `RANK` / `DENSE_RANK` and top-k by several keys);
 //! * [`capture`]: keeps its input for the engine's caller;
-//! * [`watermark`]: event time (late updates split off, rows released behind a watermark).
+//! * [`watermark`]: event time (late updates split off, rows released behind a watermark);
+//! * [`temporal_filter`]: rows kept while `now()` lies in their validity interval
+//!   (insertions and retractions at future times, held until the frontier passes them).
 //!
 //! Shared by several: [`records`] (expression binding per schema and per-record error
 //! isolation) and [`buffer`] (updates held until complete).
@@ -55,6 +57,7 @@ pub mod reduce_index;
 pub mod reduce_python;
 pub mod scale;
 pub mod select;
+pub mod temporal_filter;
 pub mod variable;
 pub mod watermark;
 

@@ -32,9 +32,8 @@ use crate::engine::column::Msg;
 use crate::engine::util::consolidate;
 use crate::error::Result;
 use crate::lattice::{Antichain, Time};
-use crate::updates::Updates;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Which part the operator emits (the plan's `emit`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -109,8 +108,11 @@ pub struct Watermark {
     clock: Clock,
     data: Buffer,
     probes: Buffer,
-    /// Rows of input 1 the watermark has not passed (times meaningless, consolidated).
-    pending: Vec<Msg>,
+    /// Rows of input 1 the watermark has not passed, by their `probe_column` value (times
+    /// meaningless): a release takes the passed prefix, whatever the number still waiting.
+    pending: BTreeMap<i64, Vec<Msg>>,
+    /// Pending rows with a null `probe_column` (the watermark never passes them).
+    pending_null: Vec<Msg>,
     /// The watermark at the last look at the pending rows.
     released_at: Option<i64>,
     no_key: Vec<usize>,
@@ -126,7 +128,8 @@ impl Watermark {
             clock: Clock::new(lateness),
             data: Buffer::default(),
             probes: Buffer::default(),
-            pending: Vec::new(),
+            pending: BTreeMap::new(),
+            pending_null: Vec::new(),
             released_at: None,
             no_key: Vec::new(),
         }
@@ -167,7 +170,7 @@ impl Watermark {
                 while p < probes_at.len() && probes_at[p].0 == t {
                     let (_, k, i) = probes_at[p];
                     if !before.passed(probes[k].upd.row(i)[self.probe_column]) {
-                        self.hold(&probes[k], i);
+                        self.hold(&probes[k], i)?;
                     }
                     p += 1;
                 }
@@ -183,19 +186,32 @@ impl Watermark {
     }
 
     /// Adds row `i` of `m` to the pending rows.
-    fn hold(&mut self, m: &Msg, i: usize) {
-        let p = match self.pending.iter_mut().find(|p| p.schema == m.schema) {
-            Some(p) => p,
+    fn hold(&mut self, m: &Msg, i: usize) -> Result<()> {
+        let et = m.upd.row(i)[self.probe_column];
+        let msgs = if et == NULL_I64 {
+            &mut self.pending_null
+        } else {
+            self.pending.entry(et as i64).or_default()
+        };
+        let p = match msgs.iter_mut().position(|p| p.schema == m.schema) {
+            Some(k) => &mut msgs[k],
             None => {
-                self.pending.push(Msg::empty(m.schema.clone()));
-                self.pending.last_mut().expect("pushed")
+                msgs.push(Msg::empty(m.schema.clone()));
+                msgs.last_mut().expect("pushed")
             }
         };
         p.upd.push(m.upd.row(i), Time::minimum(), m.upd.diffs[i]);
+        // A window's row changes with every record: consolidate whenever the rows waiting
+        // under one value reach a power of two (amortized, and rows that cancel go).
+        let n = p.upd.len();
+        if n >= 32 && n.is_power_of_two() {
+            consolidate(&mut p.upd)?;
+        }
+        Ok(())
     }
 
     /// Emits at `t` the pending rows the watermark has passed (`expire`: negated, at the
-    /// next time), and forgets them.
+    /// next time), consolidated, and forgets them.
     fn release(&mut self, t: Time, out: &mut Vec<Msg>) -> Result<()> {
         let (at, sign) = match self.emit {
             Emit::Expire => {
@@ -205,20 +221,35 @@ impl Watermark {
             }
             _ => (t, 1),
         };
-        for p in &mut self.pending {
-            consolidate(&mut p.upd)?;
-            let mut keep = Updates::new(p.upd.width);
-            for i in 0..p.upd.len() {
-                if self.clock.passed(p.upd.row(i)[self.probe_column]) {
-                    push_to(out, p, i, at, sign * p.upd.diffs[i]);
-                } else {
-                    keep.push(p.upd.row(i), p.upd.times[i], p.upd.diffs[i]);
+        let Some(w) = self.clock.watermark() else {
+            return Ok(());
+        };
+        let mut passed: Vec<Msg> = Vec::new();
+        while let Some(entry) = self.pending.first_entry() {
+            if *entry.key() > w {
+                break;
+            }
+            for m in entry.remove() {
+                match passed.iter_mut().find(|p| p.schema == m.schema) {
+                    Some(p) => p.upd.extend(&m.upd),
+                    None => passed.push(m),
                 }
             }
-            p.upd = keep;
         }
-        self.pending.retain(|p| !p.upd.is_empty());
+        for mut p in passed {
+            consolidate(&mut p.upd)?;
+            for i in 0..p.upd.len() {
+                push_to(out, &p, i, at, sign * p.upd.diffs[i]);
+            }
+        }
         Ok(())
+    }
+}
+
+impl Watermark {
+    /// Every message of pending rows.
+    fn pending_msgs(&self) -> impl Iterator<Item = &Msg> {
+        self.pending.values().flatten().chain(&self.pending_null)
     }
 }
 
@@ -274,11 +305,11 @@ impl Operator for Watermark {
     }
 
     fn sizes(&self) -> (usize, usize) {
-        (0, self.pending.iter().map(|p| p.upd.len()).sum())
+        (0, self.pending_msgs().map(|p| p.upd.len()).sum())
     }
 
     fn heap_bytes(&self) -> usize {
-        self.pending.iter().map(|p| p.upd.heap_bytes()).sum()
+        self.pending_msgs().map(|p| p.upd.heap_bytes()).sum()
     }
 }
 

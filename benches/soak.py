@@ -1,0 +1,217 @@
+"""The soak bench: an endless clickstream through the run loop for ``--minutes``, with a
+1-minute temporal filter (``dd.now()``) feeding a count per page and hourly windows
+(``group_by_dynamic(every="1h", emit="final")`` behind a watermark); samples the process'
+RSS and writes ``benches/results/soak.md``.
+
+``python benches/soak.py [--minutes 10] [--warmup 2] [--batch 2000] [--step-ms 10]
+[--users 10000] [--pages 200] [--sample 5] [--out benches/results/soak.md]``
+
+Events ``(ts, user, page)``: ``ts`` a ``timestamp[ms]`` that advances ``--step-ms`` of
+*simulated* event time per event (faster than wall time, so hourly windows close within
+the run), users and pages drawn from bounded pools (the string interner keeps every string
+it has seen, so unbounded ids would grow memory by design). The source is *timed*: each
+event's logical time is its ``ts`` in milliseconds (as a source's ``time_column=`` gives),
+so ``now()`` is the simulated clock, and one tick of the run loop pushes one batch.
+
+Outputs go to ``dd.subscribe`` callbacks that count rows and keep nothing (their captures
+keep the current state only: the per-page counts, and one row per page and closed window).
+RSS is read every ``--sample`` seconds (``psutil`` if installed, else ``/proc/self/status``);
+after ``--warmup`` minutes the max/min ratio says whether memory stays flat (within 10%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+import ddflow as dd
+from ddflow.sources import Source, SourceBatch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import commit, cpu, load  # noqa: E402
+
+START_MS = 1_767_225_600_000
+"""2026-01-01T00:00:00Z: the simulated clock's start."""
+
+
+def rss_bytes() -> int:
+    """This process' resident set size."""
+    try:
+        import psutil  # type: ignore[import-untyped]
+
+        return int(psutil.Process().memory_info().rss)
+    except ImportError:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    return 0
+
+
+class Clicks(Source):
+    """An endless generated clickstream: ``batch`` events per poll, each ``step_ms`` of
+    simulated event time after the last."""
+
+    name = "clicks"
+    timed = True
+
+    def __init__(self, batch: int, step_ms: int, users: int, pages: int, seed: int) -> None:
+        self.batch = batch
+        self.step_ms = step_ms
+        self.rng = np.random.default_rng(seed)
+        self.users = np.array([f"u{i}" for i in range(users)], dtype=object)
+        self.pages = np.array([f"/page/{i}" for i in range(pages)], dtype=object)
+        self.next_ms = START_MS
+        self.events = 0
+
+    def poll(self) -> list[SourceBatch]:
+        ts = self.next_ms + self.step_ms * np.arange(self.batch, dtype=np.int64)
+        self.next_ms = int(ts[-1]) + self.step_ms
+        # Zipf-like popularity: a few pages get most clicks.
+        page = np.minimum(self.rng.zipf(1.3, self.batch) - 1, len(self.pages) - 1)
+        table = pa.table(
+            {
+                "ts": pa.array(ts, pa.timestamp("ms")),
+                "user": pa.array(self.users[self.rng.integers(0, len(self.users), self.batch)]),
+                "page": pa.array(self.pages[page]),
+            }
+        )
+        self.events += self.batch
+        return [SourceBatch(table, "clicks", times=ts)]
+
+    @property
+    def ended(self) -> bool:
+        return False
+
+
+def build(flow: dd.Dataflow, source: Clicks) -> dict[str, int]:
+    """The two views over one input; returns the counters their subscribers bump."""
+    session, clicks = flow.new_input({"ts": "timestamp[ms]", "user": "str", "page": "str"})
+    flow.attach_source(session, source)
+    seen = {"recent": 0, "hourly": 0}
+
+    def counter(name: str) -> Any:
+        def on_change(table: pa.Table) -> None:
+            seen[name] += table.num_rows
+
+        return on_change
+
+    recent = clicks.filter(dd.col("ts") + dd.duration("1m") > dd.now())
+    dd.subscribe(recent.group_by("page").agg(n=dd.count()), counter("recent"))
+    hourly = (
+        clicks.with_watermark("ts", "1m")
+        .group_by_dynamic("ts", every="1h", group_by="page", emit="final")
+        .agg(n=dd.count(), users=dd.count_distinct("user"))
+    )
+    dd.subscribe(hourly, counter("hourly"))
+    return seen
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--minutes", type=float, default=10.0)
+    p.add_argument("--warmup", type=float, default=2.0, help="minutes before RSS counts")
+    p.add_argument("--batch", type=int, default=2000)
+    p.add_argument("--step-ms", type=int, default=10)
+    p.add_argument("--users", type=int, default=10_000)
+    p.add_argument("--pages", type=int, default=200)
+    p.add_argument("--sample", type=float, default=5.0, help="seconds between RSS samples")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="benches/results/soak.md")
+    args = p.parse_args()
+
+    flow = dd.Dataflow(log=False)
+    source = Clicks(args.batch, args.step_ms, args.users, args.pages, args.seed)
+    seen = build(flow, source)
+    samples: list[tuple[float, int, int, int]] = []  # (seconds, rss, events, simulated ms)
+    done = threading.Event()
+    start = time.monotonic()
+
+    def sampler() -> None:
+        while not done.wait(args.sample):
+            samples.append(
+                (time.monotonic() - start, rss_bytes(), source.events, source.next_ms - START_MS)
+            )
+            if samples[-1][0] >= args.minutes * 60:
+                flow.stop()
+                return
+
+    samples.append((0.0, rss_bytes(), 0, 0))
+    thread = threading.Thread(target=sampler, daemon=True)
+    thread.start()
+    flow.run(progress=False)
+    done.set()
+    thread.join()
+    wall = time.monotonic() - start
+    report(args, samples, source.events, wall, seen, flow)
+
+
+def report(
+    args: argparse.Namespace,
+    samples: list[tuple[float, int, int, int]],
+    events: int,
+    wall: float,
+    seen: dict[str, int],
+    flow: dd.Dataflow,
+) -> None:
+    """Writes the results file and prints it."""
+    mb = 1 << 20
+    warm = [s for s in samples if s[0] >= args.warmup * 60]
+    at_warm = warm[0] if warm else samples[-1]
+    hi = max(s[1] for s in warm) if warm else 0
+    lo = min(s[1] for s in warm) if warm else 0
+    ratio = hi / lo if lo else float("nan")
+    flat = ratio <= 1.10
+    simulated_h = (samples[-1][3] if samples else 0) / 3_600_000
+    cmd = "python benches/soak.py " + " ".join(sys.argv[1:])
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    lines = [
+        "# Soak: a temporal filter and hourly windows over an endless stream",
+        "",
+        f"Command: `{cmd.strip()}` (commit {commit()}, {stamp}).",
+        f"Machine: {cpu()}, {os.cpu_count()} cores shared with other work; load average "
+        f"(1/5/15 min) at the end: {load()}.",
+        "",
+        f"The stream: {args.batch} events per tick, each {args.step_ms} ms of simulated event "
+        f"time after the last (the source is timed: logical time = event time in ms), "
+        f"{args.users} users and {args.pages} pages (bounded pools: the string interner does "
+        f"not free strings yet, so unbounded ids would grow memory by design). Views: "
+        f"`filter(col('ts') + duration('1m') > now())` then a count per page, and "
+        f"`with_watermark('ts', '1m').group_by_dynamic('ts', every='1h', group_by='page', "
+        f"emit='final')` with count and count_distinct(user); subscribers keep nothing.",
+        "",
+        f"Ran {wall:.0f} s wall, {events:,} events ({events / wall:,.0f} events/s), "
+        f"{simulated_h:.1f} h of simulated event time ({seen['hourly']:,} final window rows, "
+        f"{seen['recent']:,} per-page count updates). Engine heap at the end: "
+        f"{flow.metrics().heap_bytes / mb:.1f} MB.",
+        "",
+        f"RSS after the {args.warmup:g}-minute warm-up: max {hi / mb:.1f} MB, min "
+        f"{lo / mb:.1f} MB, max/min = {ratio:.3f}: "
+        + ("**flat** (within 10%)." if flat else "**not flat** (over 10%)."),
+        "",
+        "| minute | RSS (MB) | events | simulated hours |",
+        "| --- | --- | --- | --- |",
+        f"| warm-up end ({at_warm[0]:.0f} s) | {at_warm[1] / mb:.1f} | {at_warm[2]:,} | "
+        f"{at_warm[3] / 3_600_000:.2f} |",
+    ]
+    minute = 1
+    for s in samples:
+        if s[0] >= minute * 60:
+            lines.append(f"| {minute} | {s[1] / mb:.1f} | {s[2]:,} | {s[3] / 3_600_000:.2f} |")
+            minute = int(s[0] // 60) + 1
+    text = "\n".join(lines) + "\n"
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
