@@ -22,6 +22,11 @@ with the embedded engine).
 Checked before anything is computed: the stored plan equals this one, times have one
 coordinate, ``errors="raise"``; then one job reads the inputs' least and greatest times and
 refuses an update before the stored frontier.
+
+A continuation with at most ``local_continuation.LOCAL_RUN`` updates per input (and a plan
+that module handles) applies the same rules to Arrow tables on the driver instead
+(``local_continuation.py``, ``local_iterate.py``): one job per input collects its updates,
+and the supersteps run no Spark job.
 """
 
 from __future__ import annotations
