@@ -364,6 +364,12 @@ class Engine:
     def set_logging(self, on: bool) -> None:
         """Enables or disables the operator log (on by default)."""
 
+    def set_memory_limit(self, limit: int | None) -> None:
+        """Sets the memory limit in bytes (``None``: no limit)."""
+
+    def memory_limit(self) -> int | None:
+        """The memory limit in bytes (``None``: no limit)."""
+
     def attach(self, plan_json: str) -> int:
         """Attaches another dataflow's plan (its ``import_trace`` nodes name this engine's
         top-level arrangements); returns the offset of its node ids in this engine."""
@@ -433,6 +439,20 @@ class CaptureState:
 
     def heap_bytes(self) -> int:
         """Heap bytes held."""
+
+# --- memory (rust/ddflow-py/src/memory.rs) -----------------------------------------------
+
+def memory_live_bytes() -> int:
+    """Bytes live in ddflow's Rust heap across the process."""
+
+def default_memory_limit() -> int | None:
+    """The process default limit (``DDFLOW_MEMORY_LIMIT``, else 80% of the machine's)."""
+
+def machine_memory_limit() -> int | None:
+    """80% of the smaller of physical memory and the cgroup limit."""
+
+def parse_memory_limit(text: str) -> int | None:
+    """Bytes of a size such as ``"4GB"`` (``None`` for ``"none"``)."""
 
 # --- errors (rust/ddflow-py/src/errors.rs) -----------------------------------------------
 

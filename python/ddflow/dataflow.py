@@ -22,7 +22,7 @@ from typing import Any, ClassVar, cast
 
 import pyarrow as pa
 
-from ddflow import event_time
+from ddflow import _core, event_time
 from ddflow.builder import ArrangedNode, PlanBuilder
 from ddflow.capture import Capture, Probe
 from ddflow.collection import Arrangement, Collection
@@ -40,6 +40,7 @@ from ddflow.errorlog import ErrorLog
 from ddflow.errors import DdflowError, PlanError
 from ddflow.gate import EngineGate, GatedEngine
 from ddflow.input import InputSession
+from ddflow.memory import MemoryLimit, resolve_memory_limit
 from ddflow.metrics import Metrics, collect
 from ddflow.persist.journal import Persistence
 from ddflow.persist.open import open_journal
@@ -67,6 +68,17 @@ class Dataflow:
     time seen; ``1`` means int times). ``log`` keeps the per-invocation operator log that
     ``log()`` returns (on by default, for debugging; it costs memory and ~15% of throughput on
     small batches, so long-running jobs turn it off).
+
+    ``memory_limit`` bounds the bytes ddflow's Rust side holds: bytes as an int, or a size
+    such as ``"4GB"`` or ``"512MiB"`` (kB, MB, GB, TB: powers of 1000; KiB, MiB, GiB, TiB:
+    powers of 1024). The default ``"auto"`` is ``DDFLOW_MEMORY_LIMIT`` if set, else 80% of
+    the smaller of the machine's physical memory and its cgroup limit; ``None`` turns the
+    check off. Past the limit the run stops with ``MemoryLimitError`` naming the operator, the
+    live bytes and the largest arrangements, instead of the process aborting when memory runs
+    out; the dataflow cannot continue after it. The count covers every engine and kernel in
+    the process (one counter; each dataflow compares it with its own limit); Python objects
+    and numpy arrays Python allocated are not counted. A dataflow attached to another's
+    engine (``import_trace``) runs under that engine's limit.
     """
 
     engine_factory: ClassVar[EngineFactory] = staticmethod(native_engine)
@@ -78,8 +90,11 @@ class Dataflow:
         time_dims: int | None = None,
         log: bool = True,
         persistence: Persistence | None = None,
+        memory_limit: MemoryLimit = "auto",
     ) -> None:
         """An empty dataflow."""
+        self.memory_limit = resolve_memory_limit(memory_limit)
+        """The memory limit in bytes (None: no limit)."""
         if persistence is not None and not isinstance(persistence, Persistence):
             raise PlanError(f"persistence must be a dd.Persistence, got {persistence!r}")
         self.persistence = persistence
@@ -303,6 +318,8 @@ class Dataflow:
             else:
                 plan_json = self.builder.plan.dumps(dims)
                 native = type(self).engine_factory(plan_json, self.workers, self.builder.functions)
+                if self.memory_limit != _core.default_memory_limit():
+                    native.set_memory_limit(self.memory_limit)
                 self._engine_obj = cast(Engine, GatedEngine(native, self._gate))
                 if not self._log:
                     self._engine_obj.set_logging(False)

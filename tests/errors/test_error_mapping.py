@@ -21,6 +21,7 @@ EXPECTED = [
     (dd.errors.DivisionByZeroError, ZeroDivisionError, None),
     (dd.errors.UserFunctionError, ValueError, None),
     (dd.errors.InternalError, RuntimeError, None),
+    (dd.errors.MemoryLimitError, MemoryError, None),
     (dd.errors.OverflowError, OverflowError, "example_op"),
 ]
 

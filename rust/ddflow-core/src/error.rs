@@ -46,6 +46,10 @@ pub enum Error {
     /// the run (the bindings re-raise the Python exception itself).
     #[error("internal error: {0}")]
     Internal(String),
+    /// The bytes live in ddflow's heap passed the memory limit (see `memory.rs`); the run
+    /// stopped before the allocator could fail.
+    #[error("memory limit exceeded: {0}")]
+    MemoryLimit(String),
     /// `error`, raised while the operator (or capture) labelled `operator` ran: reads
     /// `"<kind>: operator <label>: <message>"`.
     #[error("{}: operator {operator}: {}", error.prefix(), error.message())]
@@ -102,7 +106,8 @@ impl Error {
             | Error::Plan(m)
             | Error::DivisionByZero(m)
             | Error::User(m)
-            | Error::Internal(m) => m,
+            | Error::Internal(m)
+            | Error::MemoryLimit(m) => m,
             Error::Operator { error, .. } => error.message(),
         }
     }
@@ -122,6 +127,7 @@ impl Error {
             Error::DivisionByZero(m) => Error::DivisionByZero(wrap(m)),
             Error::User(m) => Error::User(wrap(m)),
             Error::Internal(m) => Error::Internal(wrap(m)),
+            Error::MemoryLimit(m) => Error::MemoryLimit(wrap(m)),
             Error::Operator { operator, error } => Error::Operator {
                 operator,
                 error: Box::new(error.context(ctx)),
@@ -143,6 +149,7 @@ impl Error {
             Error::DivisionByZero(_) => "division by zero",
             Error::User(_) => "user function error",
             Error::Internal(_) => "internal error",
+            Error::MemoryLimit(_) => "memory limit exceeded",
             Error::Operator { error, .. } => error.prefix(),
         }
     }

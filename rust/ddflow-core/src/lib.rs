@@ -13,6 +13,7 @@
 //! * [`trace`]: immutable batches (layers), fueled merging with compaction, the spine,
 //!   trace handles and cursors.
 //! * [`times`]: interesting times for `reduce`.
+//! * [`memory`]: the counting allocator and the memory limit checks.
 //! * [`expr`]: column expressions evaluated on whole columns.
 //! * [`engine`]: dataflow plans and the embedded engine that runs them.
 //! * [`capture`]: completing and consolidating a capture's output, keeping its history or
@@ -31,6 +32,7 @@ pub mod exact_sum;
 pub mod expr;
 pub mod interner;
 pub mod lattice;
+pub mod memory;
 pub mod sort;
 pub mod times;
 pub mod trace;

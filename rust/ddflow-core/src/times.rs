@@ -13,6 +13,7 @@
 //! interesting times are the distinct times at or after the least new time, which
 //! `engine/operators/reduce_chain.rs` visits while it accumulates.
 
+use crate::error::Result;
 use crate::lattice::{Lattice, PartialOrder, Time, MAX_DIMS};
 
 /// Reference implementation: the joins of a subset of `edits` with a non-empty subset of
@@ -83,11 +84,13 @@ pub fn interesting_times_reference(edits: &[Time], new_times: &[Time]) -> Vec<Ti
 ///
 /// Cost: one-dimensional `O(|A| log |A|)`; two-dimensional `O(|A| log |A| + |output|)`;
 /// each further dimension multiplies the sorting work by the number of distinct values of
-/// the swept coordinate. The reference is `Ω(|output|²)`.
-pub fn interesting_times(edits: &[Time], new_times: &[Time], out: &mut Vec<Time>) {
+/// the swept coordinate. The reference is `Ω(|output|²)`. The output can be far larger than
+/// the input (many dimensions, distinct coordinates): the sweep checks the memory limit as
+/// it grows and fails with [`crate::error::Error::MemoryLimit`] past it.
+pub fn interesting_times(edits: &[Time], new_times: &[Time], out: &mut Vec<Time>) -> Result<()> {
     out.clear();
     if new_times.is_empty() {
-        return;
+        return Ok(());
     }
     let used = |t: &Time| MAX_DIMS - t.0.iter().rev().take_while(|&&c| c == 0).count();
     let dims = edits
@@ -103,7 +106,7 @@ pub fn interesting_times(edits: &[Time], new_times: &[Time], out: &mut Vec<Time>
         out.extend(edits.iter().chain(new_times).filter(|t| t.0[0] >= lo));
         out.sort_unstable();
         out.dedup();
-        return;
+        return Ok(());
     }
     let mut all: Vec<Time> = Vec::with_capacity(edits.len() + new_times.len());
     all.extend_from_slice(edits);
@@ -112,7 +115,7 @@ pub fn interesting_times(edits: &[Time], new_times: &[Time], out: &mut Vec<Time>
     news.sort_unstable();
     news.dedup();
     let mut sweep = Sweep { dims, out };
-    sweep.level(0, &mut all, vec![news], Time::minimum());
+    sweep.level(0, &mut all, vec![news], Time::minimum())
 }
 
 struct Sweep<'a> {
@@ -124,16 +127,17 @@ impl Sweep<'_> {
     /// Emits `prefix` extended by every `x` (coordinates `c..dims`) that is a join of
     /// elements of `a` and lies above some element of each set in `ups`. All of `a` and
     /// `ups` already lie below `prefix` on coordinates before `c`.
-    fn level(&mut self, c: usize, a: &mut [Time], ups: Vec<Vec<Time>>, prefix: Time) {
+    fn level(&mut self, c: usize, a: &mut [Time], ups: Vec<Vec<Time>>, prefix: Time) -> Result<()> {
         if a.is_empty() || ups.iter().any(|u| u.is_empty()) {
-            return;
+            return Ok(());
         }
         if c + 1 == self.dims {
             self.last(c, a, &ups, prefix);
+            Ok(())
         } else if c + 2 == self.dims {
-            self.last_two(c, a, ups, prefix);
+            self.last_two(c, a, ups, prefix)
         } else {
-            self.general(c, a, ups, prefix);
+            self.general(c, a, ups, prefix)
         }
     }
 
@@ -148,7 +152,13 @@ impl Sweep<'_> {
     }
 
     /// Sweeps coordinate `c` with a fixed `p`, recursing one dimension lower.
-    fn general(&mut self, c: usize, a: &mut [Time], mut ups: Vec<Vec<Time>>, prefix: Time) {
+    fn general(
+        &mut self,
+        c: usize,
+        a: &mut [Time],
+        mut ups: Vec<Vec<Time>>,
+        prefix: Time,
+    ) -> Result<()> {
         a.sort_unstable_by_key(|t| t.0[c]);
         for u in ups.iter_mut() {
             u.sort_unstable_by_key(|t| t.0[c]);
@@ -166,15 +176,22 @@ impl Sweep<'_> {
                 sub_ups.push(u[..k].to_vec());
             }
             let mut sub_a = a[..j].to_vec();
-            self.level(c + 1, &mut sub_a, sub_ups, prefix.with_coord(c, p));
+            self.level(c + 1, &mut sub_a, sub_ups, prefix.with_coord(c, p))?;
             i = j;
         }
+        Ok(())
     }
 
     /// Sweeps coordinate `c` with the set of last-coordinate values of `A_p` (a bitset over
     /// the ranks of the distinct values, so emitting the values at or above a bound walks
     /// only set bits and at most `|values| / 64` words).
-    fn last_two(&mut self, c: usize, a: &mut [Time], mut ups: Vec<Vec<Time>>, prefix: Time) {
+    fn last_two(
+        &mut self,
+        c: usize,
+        a: &mut [Time],
+        mut ups: Vec<Vec<Time>>,
+        prefix: Time,
+    ) -> Result<()> {
         let e = c + 1;
         a.sort_unstable_by_key(|t| (t.0[c], t.0[e]));
         for u in ups.iter_mut() {
@@ -222,7 +239,10 @@ impl Sweep<'_> {
                     bits &= bits - 1;
                 }
             }
+            // The output can grow by `|values|` per row: stop before it exhausts memory.
+            crate::memory::check()?;
         }
+        Ok(())
     }
 }
 
@@ -349,7 +369,7 @@ mod tests {
 
     fn fast(edits: &[Time], new_times: &[Time]) -> Vec<Time> {
         let mut out = vec![Time::scalar(99)];
-        interesting_times(edits, new_times, &mut out);
+        interesting_times(edits, new_times, &mut out).unwrap();
         out
     }
 

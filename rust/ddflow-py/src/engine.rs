@@ -241,6 +241,17 @@ impl PyEngine {
         self.engine.close_input(input_node).py()
     }
 
+    /// Sets the memory limit in bytes (`None`: no limit).
+    #[pyo3(signature = (limit))]
+    fn set_memory_limit(&mut self, limit: Option<usize>) {
+        self.engine.set_memory_limit(limit);
+    }
+
+    /// The memory limit in bytes (`None`: no limit).
+    fn memory_limit(&self) -> Option<usize> {
+        self.engine.memory_limit()
+    }
+
     /// One scheduling pass; returns whether another pass may make progress.
     fn step(&mut self, py: Python<'_>) -> PyResult<bool> {
         self.run(py, |e| e.step())

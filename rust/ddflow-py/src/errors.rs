@@ -24,6 +24,7 @@ pub fn class_name(err: &Error) -> &'static str {
         Error::DivisionByZero(_) => "DivisionByZeroError",
         Error::User(_) => "UserFunctionError",
         Error::Internal(_) => "InternalError",
+        Error::MemoryLimit(_) => "MemoryLimitError",
         Error::Operator { error, .. } => class_name(error),
     }
 }
@@ -57,6 +58,7 @@ fn examples() -> Vec<Error> {
         Error::DivisionByZero("example".into()),
         Error::User("example".into()),
         Error::Internal("example".into()),
+        Error::MemoryLimit("example".into()),
         Error::Overflow("example".into()).with_operator("example_op"),
     ];
     for e in &all {
@@ -72,6 +74,7 @@ fn examples() -> Vec<Error> {
             | Error::DivisionByZero(_)
             | Error::User(_)
             | Error::Internal(_)
+            | Error::MemoryLimit(_)
             | Error::Operator { .. } => {}
         }
     }

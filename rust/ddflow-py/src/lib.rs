@@ -4,7 +4,7 @@
 //! released, and maps core errors to `ddflow` exception classes (see [`errors`]).
 //! One file per area: `kernels.rs` (sort, consolidate, traces, lattice, interesting times),
 //! `expr.rs` (expression evaluation), `dtypes.rs` (dtype names and values), `engine.rs` (dataflows), `capture.rs` (capture
-//! state); `convert/` is the one numpy <-> core conversion module they all use (with the
+//! state), `memory.rs` (the counting allocator's figures and the memory limit); `convert/` is the one numpy <-> core conversion module they all use (with the
 //! bindings' uint64 policy, in `convert/uint64.rs`).
 
 // PyO3 0.23's #[pymethods] expansion trips this lint on every `PyResult` method.
@@ -17,9 +17,15 @@ mod engine;
 mod errors;
 mod expr;
 mod kernels;
+mod memory;
 mod plan_analysis;
 
 use pyo3::prelude::*;
+
+/// Every Rust allocation of the module is counted, so that an engine can stop at its memory
+/// limit with an error instead of the allocator aborting the process (`memory.rs`).
+#[global_allocator]
+static ALLOCATOR: ddflow_core::memory::CountingAlloc = ddflow_core::memory::CountingAlloc;
 
 /// The native module.
 #[pymodule]
@@ -37,5 +43,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     expr::register(m)?;
     dtypes::register(m)?;
     plan_analysis::register(m)?;
+    memory::register(m)?;
     Ok(())
 }

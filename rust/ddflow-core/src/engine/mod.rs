@@ -18,7 +18,8 @@
 //! [`schedule`] (passes and the `run*` loops), [`progress`] (frontiers from pointstamps),
 //! [`compaction`] (trace compaction and trace handles), [`exchange`] (routing between
 //! workers), [`attach`] (plans attached to a running engine) and [`outputs`] (captures,
-//! error updates, the log). [`worker`] drives the [`operators`] of one key shard.
+//! error updates, the log) and [`memory_limit`] (the limit checks and the error that stops a
+//! run). [`worker`] drives the [`operators`] of one key shard.
 
 pub mod arrangement;
 mod attach;
@@ -30,6 +31,7 @@ pub mod errors;
 pub mod exchange;
 mod input;
 pub mod live_columns;
+pub mod memory_limit;
 pub mod operators;
 mod outputs;
 pub mod plan;
@@ -80,6 +82,10 @@ pub struct Engine {
     /// `(worker, arrange node)` whose trace does idle merge work at its next activations
     /// (after a handle on it was released), until none remains.
     idle_merges: std::collections::BTreeSet<(usize, usize)>,
+    /// The memory limit in bytes the passes check (`None`: none; see `memory_limit.rs`).
+    memory_limit: Option<usize>,
+    /// The error that stopped the engine when it passed its memory limit.
+    stopped: Option<Error>,
 }
 
 impl Engine {
@@ -134,6 +140,8 @@ impl Engine {
             scratch_before: Vec::new(),
             handles: Vec::new(),
             idle_merges: Default::default(),
+            memory_limit: crate::memory::default_limit(),
+            stopped: None,
         };
         e.feed_constants(0)?;
         e.compute_frontiers();

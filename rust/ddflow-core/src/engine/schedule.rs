@@ -23,8 +23,11 @@ const REDUCE_LOAD_WEIGHT: usize = 4;
 
 impl Engine {
     /// Runs one scheduling pass. Returns whether anything happened (work done or frontiers
-    /// moved), i.e. whether another pass may make progress.
+    /// moved), i.e. whether another pass may make progress. Each activation runs under the
+    /// engine's memory limit and the live bytes are checked after it; past the limit the
+    /// engine stops (see `memory_limit.rs`).
     pub fn step(&mut self) -> Result<bool> {
+        self.check_not_stopped()?;
         self.passes += 1;
         let mut before = std::mem::take(&mut self.scratch_before);
         before.resize(self.reach_out.len(), Antichain::new());
@@ -61,6 +64,7 @@ impl Engine {
                 reach_out,
                 workers,
                 dtype_links,
+                memory_limit,
                 ..
             } = self;
             let ctx = PassCtx {
@@ -71,6 +75,7 @@ impl Engine {
                 frontier_in,
                 reach_out,
                 dtype_links,
+                memory_limit: *memory_limit,
             };
             let weight = match plan.nodes[node].op {
                 super::plan::Op::Reduce { .. } => REDUCE_LOAD_WEIGHT,
@@ -95,7 +100,7 @@ impl Engine {
                     workers.iter_mut().map(run_one).collect()
                 };
             for (w, r) in results.into_iter().enumerate() {
-                let (ran, did) = r?;
+                let (ran, did) = r.map_err(|e| self.stop_on_memory_limit(e))?;
                 progressed |= did;
                 if ran {
                     self.compact(w, node, &f_in);
@@ -104,6 +109,8 @@ impl Engine {
             if self.workers.len() > 1 {
                 exchange::flush(&mut self.workers);
             }
+            self.check_memory(node)
+                .map_err(|e| self.stop_on_memory_limit(e))?;
             if matches!(self.plan.nodes[node].op, Op::Arrange { .. }) {
                 // The dtypes any worker's trace was seen with, for columns linked to it.
                 for w in &self.workers {

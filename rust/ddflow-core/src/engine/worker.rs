@@ -69,6 +69,8 @@ pub struct PassCtx<'a> {
     pub reach_out: &'a [Antichain<Time>],
     /// Which columns share a dtype, and the dtypes known so far.
     pub dtype_links: &'a DtypeLinks,
+    /// The memory limit operators check against while they run (`None`: none).
+    pub memory_limit: Option<usize>,
 }
 
 impl Worker {
@@ -251,6 +253,7 @@ impl Worker {
         frontier: &Antichain<Time>,
     ) -> Result<bool> {
         let spec = &ctx.plan.nodes[node];
+        let _limit = crate::memory::LimitScope::new(ctx.memory_limit);
         let started = std::time::Instant::now();
         let mut inputs: Vec<Vec<Msg>> = self.inbox[node].iter_mut().map(std::mem::take).collect();
         let n_in: usize = inputs.iter().flatten().map(|m| m.upd.len()).sum();

@@ -176,7 +176,7 @@ fn interesting<'py>(
             Ok(interesting_times_reference(&e, &n))
         } else {
             let mut out = Vec::new();
-            fast_times(&e, &n, &mut out);
+            fast_times(&e, &n, &mut out)?;
             Ok(out)
         }
     })?;

@@ -110,7 +110,10 @@ impl<'m> Failures<'m> {
 /// Whether an error is caused by the data (and so becomes an error update) rather than by
 /// the plan or a bug (and so stops the run).
 fn is_data_error(e: &Error) -> bool {
-    !matches!(e, Error::Internal(_) | Error::Plan(_))
+    !matches!(
+        e,
+        Error::Internal(_) | Error::Plan(_) | Error::MemoryLimit(_)
+    )
 }
 
 /// The rows `lo..hi` of a message, copied.

@@ -408,6 +408,8 @@ impl ReduceState {
         let mut batch_keys = BatchKeys::new(inp.batch, inp.key_width);
         let mut output = Updates::new(out_width);
         for (ki, (key, new_times)) in work.iter().enumerate() {
+            // Per key: a hot key's histories and candidate times can grow without bound.
+            crate::memory::check()?;
             if carries
                 && !self.cache.is_empty()
                 && self.carried_chain_key(
@@ -443,7 +445,7 @@ impl ReduceState {
                 continue;
             }
             hist.advance_key(key, out_lo, new_times, &self.errors);
-            let two_d = acc.candidate_times(&mut hist.edits, new_times);
+            let two_d = acc.candidate_times(&mut hist.edits, new_times)?;
             hist.two_d.push(two_d);
             acc.key_groups(
                 inp,
@@ -546,6 +548,7 @@ impl ReduceState {
             if gi >= groups.len() || groups[gi].key != ki {
                 continue;
             }
+            crate::memory::check()?;
             let n = groups[gi..].iter().take_while(|g| g.key == ki).count();
             let (lo, hi) = (hist.out_offs[ki], hist.out_offs[ki + 1]);
             diff.key_differences(
@@ -712,7 +715,7 @@ impl KeyAccum {
     /// and its new and pending times; returns whether all of them have at most two non-zero
     /// coordinates (then the 2-D sweep finds them; `edits` is left unsorted).
     #[inline]
-    fn candidate_times(&mut self, edits: &mut Vec<Time>, new_times: &[Time]) -> bool {
+    fn candidate_times(&mut self, edits: &mut Vec<Time>, new_times: &[Time]) -> Result<bool> {
         self.cands.clear();
         let two_d = at_most_2d(edits) && at_most_2d(new_times);
         if two_d {
@@ -720,9 +723,9 @@ impl KeyAccum {
         } else {
             edits.sort_unstable();
             edits.dedup();
-            crate::times::interesting_times(edits, new_times, &mut self.cands);
+            crate::times::interesting_times(edits, new_times, &mut self.cands)?;
         }
-        two_d
+        Ok(two_d)
     }
 
     /// One key's groups: the candidate times in the future of the frontier stay pending;

@@ -1,0 +1,79 @@
+"""The memory limit of a dataflow: reading ``Dataflow(memory_limit=...)`` and the figures of
+ddflow's heap.
+
+The native module counts every byte its Rust code allocates (a counting global allocator),
+across the process. An engine checks that count against its limit after every operator
+activation, and the loops that can grow without bound within one activation (a reduce's
+per-key work, interesting times) check as they go; past the limit the run stops with
+:class:`~ddflow.errors.MemoryLimitError` instead of the allocator aborting the process.
+Python objects and numpy arrays that Python allocated are not counted; the Rust-owned arrays
+handed to Python (captured columns) are, until they are freed.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import cast
+
+from ddflow import _core
+from ddflow.errors import DdflowError, InvalidValueError
+from ddflow.times import is_int
+
+__all__ = [
+    "ENV_VAR",
+    "MemoryLimit",
+    "default_memory_limit",
+    "live_bytes",
+    "resolve_memory_limit",
+]
+
+MemoryLimit = int | str | None
+"""A memory limit as ``Dataflow(memory_limit=...)`` takes it: bytes, a size such as
+``"4GB"`` or ``"512MiB"``, ``"auto"`` (the default) or ``None`` (no limit)."""
+
+ENV_VAR = "DDFLOW_MEMORY_LIMIT"
+"""Overrides the default limit for the process: bytes, a size, or ``none``."""
+
+
+def live_bytes() -> int:
+    """Bytes live in ddflow's Rust heap across the process (all dataflows and kernels)."""
+    return int(_core.memory_live_bytes())
+
+
+def default_memory_limit() -> int | None:
+    """The limit ``memory_limit="auto"`` stands for: ``DDFLOW_MEMORY_LIMIT`` if set, else 80%
+    of the smaller of the physical memory and the cgroup limit (``/sys/fs/cgroup/memory.max``);
+    ``None`` (no limit) where neither can be read."""
+    text = os.environ.get(ENV_VAR)
+    if text is not None:
+        return _parse(text, ENV_VAR)
+    return _core.machine_memory_limit()
+
+
+def resolve_memory_limit(value: object) -> int | None:
+    """Bytes of a ``memory_limit=`` argument (``None``: no limit); a clear
+    ``InvalidValueError`` naming the argument and the value otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.strip().lower() == "auto":
+            return default_memory_limit()
+        return _parse(value, "memory_limit")
+    if is_int(value):
+        nbytes = int(cast(int, value))
+        if nbytes < 1:
+            raise InvalidValueError(f"memory_limit: must be at least one byte, got {value!r}")
+        return nbytes
+    raise InvalidValueError(
+        "memory_limit: expected bytes (int), a size such as '4GB' or '512MiB', 'auto' or "
+        f"None, got {value!r}"
+    )
+
+
+def _parse(text: str, name: str) -> int | None:
+    """Bytes of a size (``None`` for ``"none"``), the error naming ``name``."""
+    try:
+        return _core.parse_memory_limit(text)
+    except DdflowError as exc:
+        message = str(exc).removeprefix("value error: ")
+        raise InvalidValueError(message.replace("memory_limit", name, 1)) from None
