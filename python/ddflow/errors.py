@@ -22,6 +22,7 @@ __all__ = [
     "DivisionByZeroError",
     "UserFunctionError",
     "InternalError",
+    "MemoryLimitError",
     "ReentrancyError",
     "DataError",
     "PersistenceError",
@@ -86,6 +87,17 @@ class UserFunctionError(DdflowError, ValueError):
 
 class InternalError(DdflowError, RuntimeError):
     """A bug in ddflow (a Rust panic caught at the boundary)."""
+
+
+class MemoryLimitError(DdflowError, MemoryError):
+    """The bytes live in ddflow's heap passed the dataflow's ``memory_limit``: the run
+    stopped before the allocator could fail (which would abort the process).
+
+    The message names the operator that was running, the live bytes, the limit and the
+    largest arrangements (updates and bytes). The dataflow cannot continue (an operator may
+    have stopped partway through a batch): later runs raise this error again; its inputs,
+    captures and the dataflow itself can still be read and dropped.
+    """
 
 
 class ReentrancyError(DdflowError, RuntimeError):
