@@ -209,6 +209,23 @@ pub fn check() -> Result<()> {
     check_against(current_limit())
 }
 
+/// Fails with [`Error::MemoryLimit`] when allocating `bytes` more would take the live bytes
+/// past the calling thread's limit (call before growing a large buffer).
+#[inline]
+pub fn check_grow(bytes: usize) -> Result<()> {
+    match current_limit() {
+        Some(limit) if live_bytes().saturating_add(bytes) > limit => {
+            Err(Error::MemoryLimit(format!(
+                "{} live in ddflow's heap and {} more needed, over the memory_limit of {}",
+                human(live_bytes()),
+                human(bytes),
+                human(limit)
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Fails with [`Error::MemoryLimit`] when the live bytes exceed `limit`.
 #[inline]
 pub fn check_against(limit: Option<usize>) -> Result<()> {
@@ -302,6 +319,10 @@ mod tests {
         }
         assert_eq!(current_limit(), Some(1));
         check_against(Some(usize::MAX - 1)).unwrap();
+        let _high = LimitScope::new(Some(usize::MAX - 1));
+        check_grow(1 << 20).unwrap();
+        let e = check_grow(usize::MAX).unwrap_err();
+        assert!(e.to_string().contains("more needed"), "{e}");
     }
 
     #[test]

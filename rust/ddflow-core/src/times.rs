@@ -228,6 +228,15 @@ impl Sweep<'_> {
             }
             let row = prefix.with_coord(c, p);
             let r0 = vals.partition_point(|&v| v < lo);
+            // The row emits at most `vals.len() - r0` times: check before `out` grows (a
+            // doubling of a large vector would pass the limit by its whole size at once).
+            let room = self.out.capacity() - self.out.len();
+            if room < vals.len() - r0 {
+                let grown = (self.out.len() + vals.len() - r0).max(2 * self.out.capacity());
+                crate::memory::check_grow(
+                    (grown - self.out.capacity()) * std::mem::size_of::<Time>(),
+                )?;
+            }
             for (w, &word) in present.iter().enumerate().skip(r0 / 64) {
                 let mut bits = word;
                 if w == r0 / 64 {

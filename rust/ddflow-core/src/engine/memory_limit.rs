@@ -4,7 +4,9 @@
 //! The counter is process-wide (`crate::memory`): every engine and kernel in the process adds
 //! to it, and each engine compares it with its own limit. Operators whose loops can allocate
 //! without bound within one activation (reduce's per-key work, interesting times) check as
-//! they go; the pass checks after every activation. An engine that passed its limit is
+//! they go; the pass checks after every activation (so the count can pass the limit by what
+//! one activation allocates: a join emits at most its fuel of products per activation). The
+//! error lists the largest arrangements and input queues. An engine that passed its limit is
 //! *stopped*: its state may be half-updated (an operator may have stopped partway through a
 //! batch), so every later pass fails with the same error; inputs, captures and the engine
 //! itself can still be read and dropped.
@@ -16,7 +18,8 @@ use crate::memory;
 /// How many of the largest arrangements the error lists.
 const LISTED: usize = 5;
 
-/// One arrangement's size, summed over workers: its label, updates and heap bytes.
+/// The size of one arrangement (or input queue), summed over workers: its operator's label,
+/// updates and heap bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArrangementSize {
     pub label: String,
@@ -78,13 +81,29 @@ impl Engine {
                 )
             })
             .collect();
-        let full = Error::MemoryLimit(format!(
-            "{msg}; largest arrangements: {}",
-            if listed.is_empty() {
+        let queues: Vec<String> = self
+            .largest_queues(LISTED)
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} ({} updates, {})",
+                    s.label,
+                    s.updates,
+                    memory::human(s.bytes)
+                )
+            })
+            .collect();
+        let or_none = |v: Vec<String>| {
+            if v.is_empty() {
                 "none".to_string()
             } else {
-                listed.join(", ")
+                v.join(", ")
             }
+        };
+        let full = Error::MemoryLimit(format!(
+            "{msg}; largest arrangements: {}; largest input queues: {}",
+            or_none(listed),
+            or_none(queues)
         ));
         let full = match err.operator() {
             Some(op) => full.with_operator(op),
@@ -92,6 +111,35 @@ impl Engine {
         };
         self.stopped = Some(full.clone());
         full
+    }
+
+    /// The `n` operators with the most updates queued at their inputs (the output of an
+    /// upstream operator not yet consumed), summed over workers, by heap bytes.
+    pub fn largest_queues(&self, n: usize) -> Vec<ArrangementSize> {
+        let mut sizes: Vec<ArrangementSize> = self
+            .plan
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(node, spec)| {
+                let (mut updates, mut bytes) = (0, 0);
+                for w in &self.workers {
+                    for m in w.inbox.get(node).into_iter().flatten().flatten() {
+                        updates += m.upd.len();
+                        bytes += m.upd.heap_bytes();
+                    }
+                }
+                ArrangementSize {
+                    label: spec.label.clone(),
+                    updates,
+                    bytes,
+                }
+            })
+            .filter(|s| s.updates > 0)
+            .collect();
+        sizes.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(b.updates.cmp(&a.updates)));
+        sizes.truncate(n);
+        sizes
     }
 
     /// The `n` largest arrangements by heap bytes (the traces of `arrange` nodes and the

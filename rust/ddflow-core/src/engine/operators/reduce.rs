@@ -455,7 +455,7 @@ impl ReduceState {
                 out_width - inp.key_width,
                 (desired, py),
                 still_pending,
-            );
+            )?;
         }
         Ok(output)
     }
@@ -742,7 +742,7 @@ impl KeyAccum {
         out_vw: usize,
         (desired, py): (&mut Desired, &mut PyGroups),
         still_pending: &mut Pending,
-    ) {
+    ) -> Result<()> {
         let KeyAccum {
             cands,
             index,
@@ -762,7 +762,11 @@ impl KeyAccum {
             index.sweep_start(&[]);
         }
         pending.clear();
-        for &t in cands.iter() {
+        for (i, &t) in cands.iter().enumerate() {
+            // A key with millions of candidate times grows `desired` without bound.
+            if i % 1024 == 1023 {
+                crate::memory::check()?;
+            }
             if inp.frontier.less_equal(&t) {
                 pending.push(t);
                 continue;
@@ -779,6 +783,7 @@ impl KeyAccum {
             // One entry per key, allocated at its size.
             still_pending.insert(key.to_vec(), pending.to_vec());
         }
+        Ok(())
     }
 }
 
