@@ -3,8 +3,8 @@
 (``group_by_dynamic(every="1h", emit="final")`` behind a watermark); samples the process'
 RSS and writes ``benches/results/soak.md``.
 
-``python benches/soak.py [--minutes 10] [--warmup 2] [--batch 2000] [--step-ms 10]
-[--users 10000] [--pages 200] [--sample 5] [--out benches/results/soak.md]``
+``python benches/soak.py [--minutes 10] [--warmup 2] [--batch 2000] [--step-ms 50]
+[--users 10000] [--pages 200] [--sample 2] [--out benches/results/soak.md]``
 
 Events ``(ts, user, page)``: ``ts`` a ``timestamp[ms]`` that advances ``--step-ms`` of
 *simulated* event time per event (faster than wall time, so hourly windows close within
@@ -15,8 +15,10 @@ so ``now()`` is the simulated clock, and one tick of the run loop pushes one bat
 
 Outputs go to ``dd.subscribe`` callbacks that count rows and keep nothing (their captures
 keep the current state only: the per-page counts, and one row per page and closed window).
-RSS is read every ``--sample`` seconds (``psutil`` if installed, else ``/proc/self/status``);
-after ``--warmup`` minutes the max/min ratio says whether memory stays flat (within 10%).
+RSS (``psutil`` if installed, else ``/proc/self/status``) and the engine's heap bytes are
+read after a tick of the run loop at least every ``--sample`` seconds; after ``--warmup``
+minutes the max/min ratio says whether memory stays flat (within 10%), and the peak per
+minute whether it creeps.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +113,27 @@ def build(flow: dd.Dataflow, source: Clicks) -> dict[str, int]:
         .group_by_dynamic("ts", every="1h", group_by="page", emit="final")
         .agg(n=dd.count(), users=dd.count_distinct("user"))
     )
-    dd.subscribe(hourly, counter("hourly"))
+    # The final rows of the last two hours only: a subscriber's capture keeps the current
+    # state, which would otherwise grow by one row per page and hour for ever.
+    recent_hours = hourly.filter(dd.col("window_end") + dd.duration("2h") > dd.now())
+    dd.subscribe(recent_hours, counter("hourly"))
     return seen
+
+
+@dataclass
+class Sample:
+    """One look at the process."""
+
+    seconds: float
+    rss: int
+    heap: int
+    """The engine's heap bytes (``flow.metrics().heap_bytes``: traces and operator state)."""
+    events: int
+    clock_ms: int
+
+    @property
+    def simulated_hours(self) -> float:
+        return (self.clock_ms - START_MS) / 3_600_000
 
 
 def main() -> None:
@@ -120,10 +141,10 @@ def main() -> None:
     p.add_argument("--minutes", type=float, default=10.0)
     p.add_argument("--warmup", type=float, default=2.0, help="minutes before RSS counts")
     p.add_argument("--batch", type=int, default=2000)
-    p.add_argument("--step-ms", type=int, default=10)
+    p.add_argument("--step-ms", type=int, default=50)
     p.add_argument("--users", type=int, default=10_000)
     p.add_argument("--pages", type=int, default=200)
-    p.add_argument("--sample", type=float, default=5.0, help="seconds between RSS samples")
+    p.add_argument("--sample", type=float, default=2.0, help="seconds between RSS samples")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="benches/results/soak.md")
     args = p.parse_args()
@@ -131,46 +152,43 @@ def main() -> None:
     flow = dd.Dataflow(log=False)
     source = Clicks(args.batch, args.step_ms, args.users, args.pages, args.seed)
     seen = build(flow, source)
-    samples: list[tuple[float, int, int, int]] = []  # (seconds, rss, events, simulated ms)
-    done = threading.Event()
+    samples: list[Sample] = []
     start = time.monotonic()
 
-    def sampler() -> None:
-        while not done.wait(args.sample):
-            samples.append(
-                (time.monotonic() - start, rss_bytes(), source.events, source.next_ms - START_MS)
-            )
-            if samples[-1][0] >= args.minutes * 60:
-                flow.stop()
-                return
+    def sample() -> None:
+        heap = flow.metrics().heap_bytes
+        samples.append(
+            Sample(time.monotonic() - start, rss_bytes(), heap, source.events, source.next_ms)
+        )
 
-    samples.append((0.0, rss_bytes(), 0, 0))
-    thread = threading.Thread(target=sampler, daemon=True)
-    thread.start()
-    flow.run(progress=False)
-    done.set()
-    thread.join()
+    def after_tick(_: Any) -> None:
+        # Called by the run loop after every tick, in the driving thread.
+        if time.monotonic() - start >= samples[-1].seconds + args.sample:
+            sample()
+            if samples[-1].seconds >= args.minutes * 60:
+                flow.stop()
+
+    samples.append(Sample(0.0, rss_bytes(), 0, 0, START_MS))
+    flow.run(progress=after_tick)
     wall = time.monotonic() - start
-    report(args, samples, source.events, wall, seen, flow)
+    report(args, samples, source.events, wall, seen)
 
 
 def report(
     args: argparse.Namespace,
-    samples: list[tuple[float, int, int, int]],
+    samples: list[Sample],
     events: int,
     wall: float,
     seen: dict[str, int],
-    flow: dd.Dataflow,
 ) -> None:
     """Writes the results file and prints it."""
     mb = 1 << 20
-    warm = [s for s in samples if s[0] >= args.warmup * 60]
-    at_warm = warm[0] if warm else samples[-1]
-    hi = max(s[1] for s in warm) if warm else 0
-    lo = min(s[1] for s in warm) if warm else 0
-    ratio = hi / lo if lo else float("nan")
-    flat = ratio <= 1.10
-    simulated_h = (samples[-1][3] if samples else 0) / 3_600_000
+    warm = [s for s in samples if s.seconds >= args.warmup * 60] or samples[-1:]
+    hi, lo = max(s.rss for s in warm), min(s.rss for s in warm)
+    ratio = hi / lo
+    heap_hi, heap_lo = max(s.heap for s in warm), min(s.heap for s in warm)
+    minutes = range(int(args.warmup) + 1, int(samples[-1].seconds // 60) + 1)
+    peaks = [max(s.rss for s in samples if m - 1 <= s.seconds / 60 < m) for m in minutes]
     cmd = "python benches/soak.py " + " ".join(sys.argv[1:])
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [
@@ -181,32 +199,43 @@ def report(
         f"(1/5/15 min) at the end: {load()}.",
         "",
         f"The stream: {args.batch} events per tick, each {args.step_ms} ms of simulated event "
-        f"time after the last (the source is timed: logical time = event time in ms), "
-        f"{args.users} users and {args.pages} pages (bounded pools: the string interner does "
-        f"not free strings yet, so unbounded ids would grow memory by design). Views: "
+        f"time after the last (the source is timed: logical time = event time in ms, so "
+        f"simulated time runs far faster than wall time and hourly windows close within the "
+        f"run), {args.users} users and {args.pages} pages (bounded pools: the string interner "
+        f"does not free strings yet, so unbounded ids would grow memory by design). Views: "
         f"`filter(col('ts') + duration('1m') > now())` then a count per page, and "
         f"`with_watermark('ts', '1m').group_by_dynamic('ts', every='1h', group_by='page', "
-        f"emit='final')` with count and count_distinct(user); subscribers keep nothing.",
+        f"emit='final')` with count and count_distinct(user), its rows kept for two hours "
+        f"(`filter(col('window_end') + duration('2h') > now())`); subscribers count rows and "
+        f"keep nothing (their captures keep the current state).",
         "",
         f"Ran {wall:.0f} s wall, {events:,} events ({events / wall:,.0f} events/s), "
-        f"{simulated_h:.1f} h of simulated event time ({seen['hourly']:,} final window rows, "
-        f"{seen['recent']:,} per-page count updates). Engine heap at the end: "
-        f"{flow.metrics().heap_bytes / mb:.1f} MB.",
+        f"{samples[-1].simulated_hours:.1f} h of simulated event time ({seen['hourly']:,} "
+        f"final window rows, {seen['recent']:,} per-page count updates).",
         "",
-        f"RSS after the {args.warmup:g}-minute warm-up: max {hi / mb:.1f} MB, min "
-        f"{lo / mb:.1f} MB, max/min = {ratio:.3f}: "
-        + ("**flat** (within 10%)." if flat else "**not flat** (over 10%)."),
+        f"RSS after the {args.warmup:g}-minute warm-up ({len(warm)} samples every "
+        f"{args.sample:g} s): max {hi / mb:.1f} MB, min {lo / mb:.1f} MB, max/min = "
+        f"{ratio:.3f}: " + ("**within 10%**." if ratio <= 1.10 else "**over 10%**."),
+        "Peak RSS per minute after the warm-up: "
+        + ", ".join(f"{p / mb:.1f}" for p in peaks)
+        + f" MB (last / first = {peaks[-1] / peaks[0]:.3f})."
+        if peaks
+        else "",
+        f"The engine's heap (traces and operator state) after the warm-up: max "
+        f"{heap_hi / mb:.1f} MB, min {heap_lo / mb:.1f} MB.",
         "",
-        "| minute | RSS (MB) | events | simulated hours |",
-        "| --- | --- | --- | --- |",
-        f"| warm-up end ({at_warm[0]:.0f} s) | {at_warm[1] / mb:.1f} | {at_warm[2]:,} | "
-        f"{at_warm[3] / 3_600_000:.2f} |",
+        "| minute | RSS at its end (MB) | max in it | min in it | engine heap at its end (MB) "
+        "| events | simulated hours |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    minute = 1
-    for s in samples:
-        if s[0] >= minute * 60:
-            lines.append(f"| {minute} | {s[1] / mb:.1f} | {s[2]:,} | {s[3] / 3_600_000:.2f} |")
-            minute = int(s[0] // 60) + 1
+    for minute in range(1, int(samples[-1].seconds // 60) + 1):
+        inside = [s for s in samples if minute - 1 <= s.seconds / 60 < minute]
+        end = inside[-1]
+        lines.append(
+            f"| {minute} | {end.rss / mb:.1f} | {max(s.rss for s in inside) / mb:.1f} | "
+            f"{min(s.rss for s in inside) / mb:.1f} | {end.heap / mb:.1f} | {end.events:,} | "
+            f"{end.simulated_hours:.2f} |"
+        )
     text = "\n".join(lines) + "\n"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)

@@ -21,7 +21,7 @@ a circle (``tests/api/test_layers.py`` checks both against this table)::
     3 runtime:  engine, input, capture, traces, sources, runloop, metrics, progress, persist
     2 plan:     expr, plan, callbacks, functions, aggregates, builder, joins, reducing, grouping
     2 plan:     expr_functions, expr_str, expr_dt, outer_joins, read_columns, plan_dtypes
-    2 plan:     plan_graph, event_time, windows, constants
+    2 plan:     plan_graph, event_time, windows, constants, temporal
     1 values:   _core, errors, logical_types, dtypes, times, errorlog, kernels, gate
     1 values:   batch_columns
 

@@ -277,7 +277,13 @@ def test_a_bound_of_another_dtype_is_an_error_update_naming_it() -> None:
         cap.at(4)
 
 
-def test_spark_refuses_the_operator() -> None:
-    entry = SPARK_OPS["temporal_filter"]
-    assert not entry.supported
-    assert "embedded engine" in entry.refused
+def test_spark_refuses_the_operator_before_any_job() -> None:
+    # The check the Spark driver runs on the plan before it starts a job.
+    validate = pytest.importorskip("ddflow.spark.driver.validate")
+    flow, _, coll = new_input(1)
+    out = coll.filter(dd.col("lo") <= dd.now())
+    node = validate.output_node(flow, out)
+    needed = validate.needed_nodes(flow.builder.plan.nodes, [node])
+    with pytest.raises(dd.DdflowError, match="filter@.*'temporal_filter'.*embedded engine"):
+        validate.check_ops(flow, needed)
+    assert not SPARK_OPS["temporal_filter"].supported

@@ -11,6 +11,7 @@ import random
 import sys
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark import cloudpickle
 from pyspark.sql import SparkSession
@@ -21,7 +22,7 @@ import ddflow as dd
 from ddflow import col
 from ddflow.errors import DataError
 from ddflow.spark import run_on_spark
-from ddflow.spark.driver import local_continuation
+from ddflow.spark.driver import local_continuation, local_frames
 from ddflow.spark.driver.compiler import Compiler
 from ddflow.spark.driver.stored_state import StateDir
 
@@ -198,3 +199,23 @@ def test_a_python_function_takes_the_dataframe_path(
         spark, build, _split(data, [4, 7]), str(tmp_path / "py"), monkeypatch, [False, True, True]
     )
     assert _consolidated(got) == embedded(build, data)
+
+
+@pytest.mark.timeout(600)
+def test_a_missing_arrow_kernel_falls_back_to_dataframes(
+    spark: SparkSession, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise pa.ArrowNotImplementedError("no kernel for this type")
+
+    rng = random.Random(5)
+    data = _random_graph(rng, 20, 30, 20)
+    want = embedded(_bfs, data)
+    chunks = _split(data, [1, 12])
+    state = str(tmp_path / "bfs")
+    got, _ = _run(spark, _bfs, chunks[:1], state, monkeypatch, [False])
+    monkeypatch.setattr(local_frames, "join_updates", missing)
+    later, phases = _run(spark, _bfs, chunks[1:], state, monkeypatch, [True, True])
+    assert _consolidated(got + later) == want
+    # Each run's supersteps ran again as Spark jobs after the driver gave up.
+    assert all("superstep 0" in p for p in phases), phases

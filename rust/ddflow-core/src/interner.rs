@@ -8,13 +8,16 @@
 //!   reallocated (a string longer than a quarter chunk gets a chunk of its own), and a
 //!   table of spans (chunk, start, length: 12 bytes) indexed by id, so there is no
 //!   allocation per string;
-//! * the hash table (`hashbrown::HashTable`) holds only 8-byte slots: the id and 32 bits of
-//!   the string's hash (foldhash, randomly seeded per process). A lookup hashes the string
-//!   once, compares stored hashes first and the arena's bytes only on a hash match; growing
-//!   the table rehashes from the stored bits without reading the arena;
+//! * the hash table (`IdTable`) is one array of 8-byte slots, each the id and 32 bits of
+//!   the string's hash (foldhash, randomly seeded per process), probed linearly. A lookup
+//!   compares stored hashes first and the arena's bytes only on a hash match; growing the
+//!   table rehashes from the stored bits without reading the arena;
+//! * a batch's strings are all hashed first, without the lock, so that each lookup can ask
+//!   the CPU for the table slot of a string some places ahead (a prefetch): in a table much
+//!   larger than the caches, a lookup is otherwise a wait on memory;
 //! * a batch is first looked up under the read lock (several threads can intern strings
 //!   already present at once); only the strings not found, or the rest of a batch that turns
-//!   out to be mostly new, are added under the write lock, with the hashes already computed.
+//!   out to be mostly new, are added under the write lock.
 //!
 //! Ids are dense (`0, 1, 2, ...` in first-seen order) and at most `u32::MAX - 1`, so
 //! [`NULL_STR`](crate::encoding::NULL_STR) (`u64::MAX`) is never handed out. A single string
@@ -25,8 +28,6 @@
 
 use crate::error::{Error, Result};
 use foldhash::fast::RandomState;
-use hashbrown::hash_table::Entry;
-use hashbrown::HashTable;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -37,6 +38,8 @@ const MAX_CHUNK: usize = 4 << 20;
 /// A batch still looked up under the read lock stops once this many strings are missing
 /// and they are more than half of those seen: the rest goes straight to the write lock.
 const READ_MISSES: usize = 64;
+/// How many strings ahead of the one being looked up a batch prefetches the table slot of.
+const AHEAD: usize = 16;
 
 /// Where one string's bytes are in the arena.
 #[derive(Clone, Copy)]
@@ -46,19 +49,98 @@ struct Span {
     len: u32,
 }
 
-/// One hash table slot: an id and 32 bits of its string's hash.
-#[derive(Clone, Copy)]
-struct Slot {
-    id: u32,
-    hash: u32,
+/// The id table: open addressing with linear probing over one array of slots, each 0
+/// (empty) or a string's 32 hash bits above `id + 1`. A hash's home slot comes from its high
+/// bits (`hash * len >> 32`), so slot order follows hash order and growing the table walks
+/// the old array and fills the new one almost in order. At most three quarters full.
+struct IdTable {
+    slots: Vec<u64>,
+    len: usize,
 }
 
-/// The table's 64-bit hash of a slot's 32 stored bits. hashbrown takes the bucket from the
-/// low bits and its 7-bit tag from the top bits; repeating the 32 bits makes the tag bits
-/// 25..31, which the bucket index only uses in tables of more than 2^25 buckets.
-#[inline]
-fn wide(h: u32) -> u64 {
-    (h as u64) | ((h as u64) << 32)
+impl Default for IdTable {
+    fn default() -> IdTable {
+        IdTable {
+            slots: vec![0; 16],
+            len: 0,
+        }
+    }
+}
+
+impl IdTable {
+    /// The slot probing for hash `h` starts at.
+    #[inline]
+    fn home(&self, h: u32) -> usize {
+        ((h as u64 * self.slots.len() as u64) >> 32) as usize
+    }
+
+    /// Asks the CPU to load the home slot of `h` into the cache (a hint; never faults).
+    #[inline]
+    fn prefetch(&self, h: u32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let p = self.slots.as_ptr().wrapping_add(self.home(h)) as *const i8;
+            // SAFETY: a prefetch only hints the cache: it reads nothing into the program and
+            // never faults, whatever the address (`p` is inside the slot array anyway).
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = h;
+    }
+
+    /// The id stored for hash `h` whose string `is(id)` accepts, or the empty slot where
+    /// such a string would go.
+    #[inline]
+    fn find(&self, h: u32, is: impl Fn(u32) -> bool) -> std::result::Result<u32, usize> {
+        let n = self.slots.len();
+        let mut at = self.home(h);
+        loop {
+            let s = self.slots[at];
+            if s == 0 {
+                return Err(at);
+            }
+            if (s >> 32) as u32 == h && is((s as u32) - 1) {
+                return Ok((s as u32) - 1);
+            }
+            at += 1;
+            if at == n {
+                at = 0;
+            }
+        }
+    }
+
+    /// Stores `id` (hash `h`) in the empty slot `at` that [`IdTable::find`] returned.
+    #[inline]
+    fn put(&mut self, at: usize, h: u32, id: u32) {
+        debug_assert_eq!(self.slots[at], 0);
+        self.slots[at] = ((h as u64) << 32) | (id as u64 + 1);
+        self.len += 1;
+    }
+
+    /// Grows the table (if needed) so that `additional` more ids keep it at most three
+    /// quarters full; slots found before are invalid afterwards.
+    fn reserve(&mut self, additional: usize) {
+        let need = self.len + additional;
+        let mut size = self.slots.len();
+        while need * 4 > size * 3 {
+            size *= 2;
+        }
+        if size == self.slots.len() {
+            return;
+        }
+        let old = std::mem::replace(&mut self.slots, vec![0; size]);
+        for s in old.into_iter().filter(|&s| s != 0) {
+            let mut at = self.home((s >> 32) as u32);
+            while self.slots[at] != 0 {
+                at += 1;
+                if at == size {
+                    at = 0;
+                }
+            }
+            self.slots[at] = s;
+        }
+    }
 }
 
 /// The strings, their spans and the id table (behind the global lock).
@@ -68,7 +150,7 @@ struct Store {
     /// The chunk new strings are appended to (`chunks.len()` when there is none yet).
     fill: usize,
     spans: Vec<Span>,
-    table: HashTable<Slot>,
+    table: IdTable,
 }
 
 impl Store {
@@ -93,50 +175,32 @@ impl Store {
     /// The id of `s` (hash `h`) if it is interned.
     #[inline]
     fn find(&self, h: u32, s: &str) -> Option<u32> {
-        self.table
-            .find(wide(h), |slot| slot.hash == h && self.text(slot.id) == s)
-            .map(|slot| slot.id)
+        self.table.find(h, |id| self.text(id) == s).ok()
     }
 
-    /// The id of `s` (hash `h`), interning it if new.
+    /// The id of `s` (hash `h`), interning it if new; the table must have room
+    /// ([`Store::reserve`]).
     #[inline]
     fn find_or_insert(&mut self, h: u32, s: &str) -> u32 {
-        let Store {
-            chunks,
-            fill,
-            spans,
-            table,
-        } = self;
-        let text = |id: u32| {
-            let sp = spans[id as usize];
-            let start = sp.start as usize;
-            &chunks[sp.chunk as usize][start..start + sp.len as usize]
-        };
-        match table.entry(
-            wide(h),
-            |slot| slot.hash == h && text(slot.id) == s,
-            |slot| wide(slot.hash),
-        ) {
-            Entry::Occupied(e) => e.get().id,
-            Entry::Vacant(e) => {
-                let id = spans.len();
+        match self.table.find(h, |id| self.text(id) == s) {
+            Ok(id) => id,
+            Err(at) => {
+                let id = self.spans.len();
                 assert!(
                     id < u32::MAX as usize,
                     "the string interner is full ({id} distinct strings)"
                 );
-                spans.push(push_text(chunks, fill, s));
-                e.insert(Slot {
-                    id: id as u32,
-                    hash: h,
-                });
+                let span = push_text(&mut self.chunks, &mut self.fill, s);
+                self.spans.push(span);
+                self.table.put(at, h, id as u32);
                 id as u32
             }
         }
     }
 
-    /// Makes room for `additional` new strings without growing the table in between.
+    /// Makes room for `additional` new strings.
     fn reserve(&mut self, additional: usize) {
-        self.table.reserve(additional, |slot| wide(slot.hash));
+        self.table.reserve(additional);
         self.spans.reserve(additional);
     }
 }
@@ -208,37 +272,38 @@ impl Interner {
         let base = out.len();
         out.resize(base + n, crate::encoding::NULL_STR);
         let ids = &mut out[base..];
-        let mut hashes: Vec<u32> = Vec::with_capacity(n);
+        let hashes: Vec<u32> = (0..n).map(|i| hash(get(i))).collect();
         let mut missing: Vec<usize> = Vec::new();
+        let mut looked = 0;
         {
             let g = global().read().expect("interner poisoned");
-            for (i, id) in ids.iter_mut().enumerate() {
-                let s = get(i);
-                let h = hash(s);
-                hashes.push(h);
-                match g.find(h, s) {
-                    Some(found) => *id = found as u64,
+            for i in 0..n {
+                if let Some(&ahead) = hashes.get(i + AHEAD) {
+                    g.table.prefetch(ahead);
+                }
+                looked = i + 1;
+                match g.find(hashes[i], get(i)) {
+                    Some(found) => ids[i] = found as u64,
                     None => {
                         missing.push(i);
-                        if missing.len() >= READ_MISSES && missing.len() * 2 > i + 1 {
+                        if missing.len() >= READ_MISSES && missing.len() * 2 > looked {
                             break;
                         }
                     }
                 }
             }
         }
-        let looked = hashes.len();
         if missing.is_empty() && looked == n {
             return;
         }
+        missing.extend(looked..n);
         let mut g = global().write().expect("interner poisoned");
-        g.reserve(missing.len() + (n - looked));
-        for &i in &missing {
+        g.reserve(missing.len());
+        for (k, &i) in missing.iter().enumerate() {
+            if let Some(&ahead) = missing.get(k + AHEAD) {
+                g.table.prefetch(hashes[ahead]);
+            }
             ids[i] = g.find_or_insert(hashes[i], get(i)) as u64;
-        }
-        for (i, id) in ids.iter_mut().enumerate().skip(looked) {
-            let s = get(i);
-            *id = g.find_or_insert(hash(s), s) as u64;
         }
     }
 

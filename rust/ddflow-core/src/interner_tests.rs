@@ -207,3 +207,32 @@ proptest! {
         prop_assert_eq!(again, ids);
     }
 }
+
+#[test]
+fn id_table_finds_every_id_through_growth_collisions_and_wraparound() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    // Hashes with many repeats (equal hashes of different strings) and the extremes, whose
+    // home slots are the table's first and last.
+    let hashes: Vec<u32> = (0..20_000)
+        .map(|i| match i % 5 {
+            0 => u32::MAX,
+            1 => 0,
+            2 => rng.gen_range(0..64),
+            _ => rng.gen(),
+        })
+        .collect();
+    let mut table = IdTable::default();
+    for (id, &h) in hashes.iter().enumerate() {
+        if id % 1000 == 0 {
+            table.reserve(1000);
+        }
+        let at = table.find(h, |other| other as usize == id).unwrap_err();
+        table.put(at, h, id as u32);
+        assert!(table.len * 4 <= table.slots.len() * 3);
+    }
+    for (id, &h) in hashes.iter().enumerate() {
+        assert_eq!(table.find(h, |other| other as usize == id), Ok(id as u32));
+    }
+    assert!(table.find(12345, |_| false).is_err());
+}

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -298,21 +299,35 @@ def run_continuation(
         else:
             check_executors(spark, ctx.partitions)
             frontier, updates = _checked_frontier(compiler, prior, dirs.root, names)
-        manifest = Manifest(
-            version=version,
-            plan=lines,
-            frontier=frontier,
-            supersteps=dict(prior.supersteps) if prior else {},
-            schemas=dict(prior.schemas) if prior else {},
-            layers={k: list(v) for k, v in prior.layers.items()} if prior else {},
-            output_schemas=dict(prior.output_schemas) if prior else {},
-        )
+
+        def fresh() -> Manifest:
+            return Manifest(
+                version=version,
+                plan=lines,
+                frontier=frontier,
+                supersteps=dict(prior.supersteps) if prior else {},
+                schemas=dict(prior.schemas) if prior else {},
+                layers={k: list(v) for k, v in prior.layers.items()} if prior else {},
+                output_schemas=dict(prior.output_schemas) if prior else {},
+            )
+
+        manifest = fresh()
         if local is not None:
             assert prior is not None
             on_driver = LocalContinuation(compiler, stored_nodes(compiler), dirs, prior, local)
-            frames = run_local(on_driver, dirs, manifest, run_dir)
-            dirs.commit(manifest)
-            return compiler, frames, meter
+            try:
+                frames = run_local(on_driver, dirs, manifest, run_dir)
+            except pa.ArrowNotImplementedError as exc:
+                # A column type Arrow's kernels lack (nothing is committed): the DataFrame
+                # path runs instead, from a clean run directory.
+                dirs.discard(version)
+                frames = {}
+                manifest = fresh()
+                ctx.note(compiler.out_nodes[0], f"driver run abandoned ({exc}); DataFrames")
+                check_executors(spark, ctx.partitions)
+            else:
+                dirs.commit(manifest)
+                return compiler, frames, meter
         cont = Continuation(compiler, dirs, prior, small=prior is not None and updates <= SMALL_RUN)
         for n in compiler.out_nodes:
             if n in frames:

@@ -92,6 +92,10 @@ _HANDLED = _LINEAR | {
 }
 
 
+_PLAIN = (T.LongType, T.IntegerType, T.DoubleType, T.StringType, T.BooleanType)
+"""The column types a driver run reads and writes (others take the DataFrame path)."""
+
+
 def local_refusal(compiler: Compiler) -> str | None:
     """Why this plan cannot run on the driver (None: it can)."""
     ctx = compiler.ctx
@@ -385,6 +389,11 @@ def small_inputs(compiler: Compiler, prior: Manifest | None) -> dict[int, pa.Tab
         return None
     if any(n not in prior.output_schemas for n in compiler.out_nodes):
         return None  # a state an older ddflow wrote: the DataFrame path records them
+    stored = [*prior.output_schemas.values(), *prior.schemas.values()]
+    schemas = [T.StructType.fromJson(json.loads(s)) for s in stored]
+    schemas += [df.schema for df in compiler.frames.values()]
+    if any(not isinstance(f.dataType, _PLAIN) for s in schemas for f in s.fields):
+        return None  # dates, decimals, timestamps: their Parquet forms are Spark's to write
     tables = {}
     for n, df in compiler.frames.items():
         table = collect_table(df.limit(LOCAL_RUN + 1))

@@ -47,11 +47,11 @@ def concat(tables: Sequence[pa.Table | None]) -> pa.Table | None:
 def consolidate(table: pa.Table | None, what: str) -> pa.Table | None:
     """Sums ``_d`` per distinct record and time, dropping zeros; None when nothing is left.
     A sum outside int64 raises ``DataError`` naming ``what`` (Arrow's grouped sum wraps;
-    the float sum beside it tells)."""
+    the float sum beside it tells, so a sum within about 1e3 of the bound raises too)."""
     if table is None or table.num_rows == 0:
         return None
     keys = [c for c in table.column_names if c != DIFF]
-    floats = table.append_column("_df", pc.cast(table[DIFF], pa.float64()))
+    floats = table.append_column("_df", pc.cast(table[DIFF], pa.float64(), safe=False))
     grouped = floats.group_by(keys, use_threads=False).aggregate([(DIFF, "sum"), ("_df", "sum")])
     wide = np.abs(grouped["_df_sum"].to_numpy())
     if len(wide) and float(wide.max()) >= _LIMIT:
