@@ -295,10 +295,12 @@ mod tests {
 
     #[test]
     fn live_bytes_sees_a_large_allocation() {
-        let before = live_bytes();
-        let v = vec![1u8; 64 << 20];
+        // Other tests allocate and free concurrently, so compare with the vector alone: the
+        // count holds all live bytes but at most `CHUNK` per thread not yet flushed.
+        let n = 64 << 20;
+        let v = vec![1u8; n];
         let during = live_bytes();
-        assert!(during >= before + (60 << 20), "{before} -> {during}");
+        assert!(during + 64 * CHUNK as usize >= n, "{during} < {n}");
         drop(v);
     }
 
