@@ -241,7 +241,7 @@ fn times(c: &mut Criterion) {
     for dims in [1usize, 2, 3] {
         let (edits, news) = times_case(dims, 1000, 100, dims as u64);
         let mut out = Vec::new();
-        interesting_times(&edits, &news, &mut out);
+        interesting_times(&edits, &news, &mut out).expect("no memory limit in benches");
         assert_eq!(out, interesting_times_reference(&edits, &news));
         eprintln!("interesting_times {dims}-D: {} output times", out.len());
         g.bench_function(BenchmarkId::new("sweep", format!("{dims}d")), |b| {

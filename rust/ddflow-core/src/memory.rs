@@ -39,7 +39,7 @@ thread_local! {
 fn count(delta: isize) {
     let flushed = LOCAL.try_with(|c| {
         let v = c.get() + delta;
-        if v > CHUNK || v < -CHUNK {
+        if v.unsigned_abs() > CHUNK as usize {
             SHARED.fetch_add(v, Relaxed);
             c.set(0);
         } else {
