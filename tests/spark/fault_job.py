@@ -106,7 +106,7 @@ def main(marker: str, out: str, mode: str) -> None:
     warnings.simplefilter("ignore")
     from pyspark.sql import SparkSession
 
-    from conftest import TEST_JVM_OPTIONS, on_spark  # type: ignore[import-not-found]
+    from conftest import on_spark  # type: ignore[import-not-found]
 
     spark = (
         SparkSession.builder.master("local[2,4]")
@@ -117,7 +117,6 @@ def main(marker: str, out: str, mode: str) -> None:
         .config("spark.default.parallelism", "4")
         .config("spark.driver.memory", "1g")
         .config("spark.sql.adaptive.enabled", "false")
-        .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("OFF")

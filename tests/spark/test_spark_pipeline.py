@@ -19,7 +19,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pyspark
 import pytest
-from tests.spark.conftest import TEST_JVM_OPTIONS
 
 from ddflow.examples import spark_pipeline as example
 
@@ -38,7 +37,6 @@ def _run(project: Path) -> float:
     env.pop("SPARK_HOME", None)
     env["SPARK_CONF_DIR"] = str(project / "conf")
     env.pop("DDFLOW_SPARK_REMOTE", None)
-    env["SPARK_SUBMIT_OPTS"] = TEST_JVM_OPTIONS  # the CLI's server JVM, tuned as the tests' own
     start = time.perf_counter()
     proc = subprocess.run(
         [str(CLI), "run"],
