@@ -22,7 +22,7 @@ from typing import Any, ClassVar, cast
 
 import pyarrow as pa
 
-from ddflow import _core, event_time
+from ddflow import event_time
 from ddflow.builder import ArrangedNode, PlanBuilder
 from ddflow.capture import Capture, Probe
 from ddflow.collection import Arrangement, Collection
@@ -40,7 +40,7 @@ from ddflow.errorlog import ErrorLog
 from ddflow.errors import DdflowError, PlanError
 from ddflow.gate import EngineGate, GatedEngine
 from ddflow.input import InputSession
-from ddflow.memory import MemoryLimit, resolve_memory_limit
+from ddflow.memory import MemoryLimit, default_memory_limit, resolve_memory_limit
 from ddflow.metrics import Metrics, collect
 from ddflow.persist.journal import Persistence
 from ddflow.persist.open import open_journal
@@ -318,7 +318,7 @@ class Dataflow:
             else:
                 plan_json = self.builder.plan.dumps(dims)
                 native = type(self).engine_factory(plan_json, self.workers, self.builder.functions)
-                if self.memory_limit != _core.default_memory_limit():
+                if self.memory_limit != default_memory_limit():
                     native.set_memory_limit(self.memory_limit)
                 self._engine_obj = cast(Engine, GatedEngine(native, self._gate))
                 if not self._log:

@@ -47,7 +47,9 @@ def default_memory_limit() -> int | None:
     text = os.environ.get(ENV_VAR)
     if text is not None:
         return _parse(text, ENV_VAR)
-    return _core.machine_memory_limit()
+    # A native module built before the memory limit existed counts nothing: no limit.
+    machine = getattr(_core, "machine_memory_limit", None)
+    return None if machine is None else cast(int | None, machine())
 
 
 def resolve_memory_limit(value: object) -> int | None:
