@@ -19,6 +19,7 @@ a circle (``tests/api/test_layers.py`` checks both against this table)::
     5 owner:    dataflow
     4 handles:  collection, records
     3 runtime:  engine, input, capture, traces, sources, runloop, metrics, progress, persist
+    3 runtime:  memory
     2 plan:     expr, plan, callbacks, functions, aggregates, builder, joins, reducing, grouping
     2 plan:     expr_functions, expr_str, expr_dt, outer_joins, read_columns, plan_dtypes
     2 plan:     plan_graph, event_time, windows, constants, temporal
@@ -32,7 +33,8 @@ a circle (``tests/api/test_layers.py`` checks both against this table)::
 3. runtime: the engine and its view when shared (:mod:`~ddflow.engine`), and what reads or
    feeds a running dataflow through the :class:`~ddflow.engine.Runtime` interface: inputs,
    captures and probes, trace handles; sources and the run loop that drives them, and its
-   log and checkpoints (``persist``); metrics and the run's progress display.
+   log and checkpoints (``persist``); metrics and the run's progress display; the memory
+   limit (``memory``).
 4. handles: ``Collection`` and ``Arrangement``, which build through the
    :class:`~ddflow.records.PlanOwner` interface.
 5. owner: ``Dataflow``, which implements both interfaces. ``algorithms``, ``examples``,
