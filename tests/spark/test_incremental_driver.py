@@ -100,7 +100,7 @@ def _run(
 def test_driver_and_dataframe_runs_continue_each_other(
     spark: SparkSession, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for seed in range(3):
+    for seed in range(2):
         rng = random.Random(100 + seed)
         data = _random_mixed(rng, 40, 12)
         want = embedded(_mixed, data)
@@ -125,10 +125,6 @@ def test_a_driver_run_runs_its_supersteps_without_spark_jobs(
     rng = random.Random(3)
     data = _random_graph(rng, 30, 60, 40)
     want = embedded(_bfs, data)
-    got, phases = _run(
-        spark, _bfs, _split(data, [1, 20, 30]), str(tmp_path / "bfs"), monkeypatch, [False] * 4
-    )
-    assert _consolidated(got) == want
     got, phases = _run(
         spark,
         _bfs,
