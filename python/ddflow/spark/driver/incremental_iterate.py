@@ -34,12 +34,12 @@ from ddflow.plan import (
     EnterArrangementOp,
     EnterOp,
     JoinOp,
-    LeaveOp,
     ReduceOp,
     VariableOp,
 )
 from ddflow.spark.driver.columns import negate_diffs
 from ddflow.spark.driver.delta_frames import Iterations, semi_on_keys, union_all
+from ddflow.spark.driver.iterate_scope import IterateScope
 from ddflow.spark.driver.lineage import consolidated
 from ddflow.spark.driver.ops import SPARK_OPS
 from ddflow.spark.driver.stored_state import ITER
@@ -59,13 +59,8 @@ class IterateContinuation:
         self.cont = cont
         ctx = self.ctx = cont.ctx
         nodes = ctx.nodes
-        self.members = sorted(n for n in ctx.needed if nodes[n]["scope"] == scope)
-        variables = [n for n in self.members if nodes[n]["op"] == VariableOp.OP]
-        if len(variables) != 1:
-            raise UnsupportedOperatorError(
-                f"{ctx.plan.scopes[scope].label}: expected one iteration variable, found "
-                f"{len(variables)}"
-            )
+        shape = IterateScope.of(ctx, scope)
+        self.members = shape.members
         for n in self.members:
             if nodes[n]["op"] == AdvanceIterationOp.OP:
                 raise UnsupportedOperatorError(
@@ -73,19 +68,12 @@ class IterateContinuation:
                     f"runs yet (run without state=)"
                 )
         self.scope = scope
-        self.var = variables[0]
-        self.result = int(nodes[self.var]["result"])
-        self.source = int(nodes[self.var]["inputs"][0])
-        self.leaves = [
-            n
-            for n in ctx.needed
-            if nodes[n]["op"] == LeaveOp.OP and nodes[nodes[n]["inputs"][0]]["scope"] == scope
-        ]
-        self.max_it = ctx.plan.scopes[scope].max_iterations
-        self.variant: set[int] = set()
-        for n in self.members:
-            if n == self.var or any(i in self.variant for i in nodes[n]["inputs"]):
-                self.variant.add(n)
+        self.var = shape.var
+        self.result = shape.result
+        self.source = shape.source
+        self.leaves = shape.leaves
+        self.max_it = shape.max_it
+        self.variant = shape.variant
         prior = cont.prior
         self.old_steps = prior.supersteps.get(scope, 0) if prior is not None else 0
         self.hist = {n: cont.history(n) for n in self.members if n in cont.stored}

@@ -22,8 +22,8 @@ from ddflow.plan import (
     VariableOp,
 )
 from ddflow.spark.driver import local_frames as lf
+from ddflow.spark.driver.iterate_scope import IterateScope
 from ddflow.spark.driver.stored_state import ITER
-from ddflow.spark.driver.validate import UnsupportedOperatorError
 
 if TYPE_CHECKING:
     from ddflow.spark.driver.local_continuation import LocalContinuation
@@ -37,28 +37,15 @@ class LocalIterate:
     def __init__(self, cont: LocalContinuation, scope: int) -> None:
         self.cont = cont
         ctx = self.ctx = cont.ctx
-        nodes = ctx.nodes
-        self.members = sorted(n for n in ctx.needed if nodes[n]["scope"] == scope)
-        variables = [n for n in self.members if nodes[n]["op"] == VariableOp.OP]
-        if len(variables) != 1:
-            raise UnsupportedOperatorError(
-                f"{ctx.plan.scopes[scope].label}: expected one iteration variable, found "
-                f"{len(variables)}"
-            )
+        shape = IterateScope.of(ctx, scope)
+        self.members = shape.members
         self.scope = scope
-        self.var = variables[0]
-        self.result = int(nodes[self.var]["result"])
-        self.source = int(nodes[self.var]["inputs"][0])
-        self.leaves = [
-            n
-            for n in ctx.needed
-            if nodes[n]["op"] == LeaveOp.OP and nodes[nodes[n]["inputs"][0]]["scope"] == scope
-        ]
-        self.max_it = ctx.plan.scopes[scope].max_iterations
-        self.variant: set[int] = set()
-        for n in self.members:
-            if n == self.var or any(i in self.variant for i in nodes[n]["inputs"]):
-                self.variant.add(n)
+        self.var = shape.var
+        self.result = shape.result
+        self.source = shape.source
+        self.leaves = shape.leaves
+        self.max_it = shape.max_it
+        self.variant = shape.variant
         self.old_steps = cont.prior.supersteps.get(scope, 0)
         self.acc: dict[int, pa.Table | None] = {}
         """Per stored node: this run's updates at the iterations before the current one."""
