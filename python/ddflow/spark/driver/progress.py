@@ -21,6 +21,9 @@ from ddflow.spark.tasks.error_rows import DATA_ERROR
 
 __all__ = ["Superstep", "Meter", "data_error", "classic_context", "is_connect"]
 
+_DRAIN_MS = 10_000
+"""How long a phase's measurement waits for Spark's listener bus to deliver its events."""
+
 
 def is_connect(spark: SparkSession) -> bool:
     """Whether ``spark`` is a Spark Connect session (``SparkSession.builder.remote``)."""
@@ -133,6 +136,12 @@ class Meter:
     ) -> tuple[int, int, int, float, float, tuple[int, ...]]:
         """Shuffle read and write bytes, jobs, stage wall seconds, task seconds and stage ids
         of a job group (a classic session's status store)."""
+        try:
+            # The status store is filled by Spark's listener bus, asynchronously: without
+            # draining it, a job that just ended may not be listed yet.
+            sc._jsc.sc().listenerBus().waitUntilEmpty(_DRAIN_MS)
+        except Exception:  # pragma: no cover - best effort, as every figure here
+            pass
         tracker = sc.statusTracker()
         jobs = tracker.getJobIdsForGroup(group)
         stages: set[int] = set()
