@@ -136,6 +136,16 @@ class InputSession:
         """The engine gate and its lock (taken by ``update_at``'s fast path)."""
         self._unread: frozenset[int] = frozenset()
         """Columns no operator reads (``read_columns``): Arrow columns taken as nulls."""
+        self.on_first_use: Callable[[], None] | None = None
+        """Called before the input is first fed, advanced or asked its frontier (a
+        persistent dataflow restores its inputs then)."""
+        self.recorder: (
+            Callable[[list[Any], npt.NDArray[np.int64], npt.NDArray[np.int64]], None] | None
+        ) = None
+        """Given every batch handed to the engine (columns, times, diffs) once it accepted
+        it (a persistent dataflow logs what is fed by hand)."""
+        self.on_advance: Callable[[int | None], None] | None = None
+        """Called with the new frontier (None: closing) before the engine learns of it."""
 
     def __repr__(self) -> str:
         return f"InputSession({self.name!r}: ({', '.join(self.columns)}), time={self.time!r})"
@@ -233,6 +243,7 @@ class InputSession:
                     return
             finally:
                 lock.release()
+        self._first_use()
         with self.flow.gate:
             self._update_checked(record, time, diff)
 
@@ -407,6 +418,7 @@ class InputSession:
         times) or (n, k); default the input's current time. ``diffs``: an int or int64 (n,);
         default +1. Validated as a whole: on error nothing is added.
         """
+        self._first_use()
         with self.flow.gate:
             self._update_batch(columns, times, diffs)
 
@@ -436,6 +448,40 @@ class InputSession:
             engine.push(self.node, arrays, time_arr, diff_arr)
             self._accepted = True
             self._commit_dtypes(fixes)
+            if self.recorder is not None:
+                self.recorder(arrays, time_arr, diff_arr)
+
+    def push_logged(
+        self, columns: list[Any], times: npt.NDArray[np.int64], diffs: npt.NDArray[np.int64]
+    ) -> None:
+        """Pushes a batch as the engine took it before (engine columns, int times), as a
+        persistent dataflow replays what was fed by hand; not recorded again."""
+        with self.flow.gate:
+            self._check_open()
+            arrays = list(columns)
+            fixes = self._check_batch_dtypes(arrays)
+            time_arr = self._batch_times(times, len(diffs))
+            self.flow.freeze()
+            engine = self.flow.engine()
+            with interrupts_deferred():
+                engine.push(self.node, arrays, time_arr, diffs)
+                self._accepted = True
+                self._commit_dtypes(fixes)
+
+    def _first_use(self) -> None:
+        """Runs (once) what the dataflow asked to run before the input is first used."""
+        hook = self.on_first_use
+        if hook is not None:
+            self.on_first_use = None
+            hook()
+
+    def frontier(self) -> Time | None:
+        """The time from which the program feeds this input: its frontier (None once
+        closed). In a persistent dataflow the first call restores the inputs from the
+        checkpoint directory: every update before the returned time is back, and the
+        program feeds again from it (see the persistence docs); 0 in a new directory."""
+        self._first_use()
+        return self.time
 
     def _batch_columns(self, columns: Any) -> list[Any]:
         check_names(columns, self._what())
@@ -557,6 +603,7 @@ class InputSession:
 
     def advance_to(self, time: Time) -> None:
         """Promises no more updates at times not ``>= time``; lets outputs before it complete."""
+        self._first_use()
         with self.flow.gate:
             self._advance_to(time)
 
@@ -572,6 +619,8 @@ class InputSession:
             )
         self.flow.freeze()
         self.flush()
+        if self.on_advance is not None and coords != current:
+            self.on_advance(int(coords[0]))
         self.flow.engine().advance_input(self.node, list(coords))
         self._frontier = coords
         if self._fast is not None:
@@ -579,11 +628,14 @@ class InputSession:
 
     def close(self) -> None:
         """Closes the input: no more updates; outputs can complete for every time."""
+        self._first_use()
         with self.flow.gate:
             if self._closed:
                 return
             self.flow.freeze()
             self.flush()
+            if self.on_advance is not None:
+                self.on_advance(None)
             self.flow.engine().close_input(self.node)
             self._closed = True
             self._fast = None
@@ -668,6 +720,8 @@ class InputSession:
             exc.add_note(f"ddflow: the {refused} buffered updates of {self._what()} were refused")
             raise
         self._accepted = True
+        if self.recorder is not None:
+            self.recorder(arrays, times, diffs)
         self._clear_buffer()
 
     def _clear_buffer(self) -> None:
