@@ -469,11 +469,10 @@ class InputSession:
                 self._commit_dtypes(fixes)
 
     def _first_use(self) -> None:
-        """Runs (once) what the dataflow asked to run before the input is first used."""
-        hook = self.on_first_use
-        if hook is not None:
-            self.on_first_use = None
-            hook()
+        """Runs what the dataflow asked to run before the input is first used (it clears
+        the hook once that succeeded)."""
+        if self.on_first_use is not None:
+            self.on_first_use()
 
     def frontier(self) -> Time | None:
         """The time from which the program feeds this input: its frontier (None once

@@ -1,8 +1,10 @@
 """The crash test's parts: input files, a pipeline process killed at random points, and
 the comparison of its sinks with an uninterrupted run's.
 
-Shared by ``tests/persist/test_crash_restart.py`` (a few kills, in CI) and
-``benches/persistence.py`` (20 kills).
+Shared by ``tests/persist/test_crash_restart.py`` and ``test_hand_fed_crash.py`` (a few
+kills, in CI) and ``benches/persistence.py`` (20 kills). :func:`run_whole` and
+:func:`run_killed` run the file pipeline (``tests/persist/pipeline.py``);
+:func:`run_command` and :func:`run_command_killed` any program.
 """
 
 from __future__ import annotations
@@ -49,15 +51,26 @@ def _command(source: Path, out: Path, state: Path | None) -> list[str]:
 
 def run_whole(source: Path, out: Path, state: Path | None, timeout: float = 120) -> float:
     """Runs the pipeline to its end; returns its wall time."""
-    start = time.monotonic()
-    subprocess.run(_command(source, out, state), cwd=ROOT, check=True, timeout=timeout)
-    return time.monotonic() - start
+    return run_command(_command(source, out, state), timeout)
 
 
 def run_killed(source: Path, out: Path, state: Path, after: float) -> bool:
     """Starts the pipeline and kills it with SIGKILL after ``after`` seconds; True when it
     was killed (False when it ended first)."""
-    process = subprocess.Popen(_command(source, out, state), cwd=ROOT, env=os.environ.copy())
+    return run_command_killed(_command(source, out, state), after)
+
+
+def run_command(command: list[str], timeout: float = 120) -> float:
+    """Runs ``command`` (from the repository's root) to its end; returns its wall time."""
+    start = time.monotonic()
+    subprocess.run(command, cwd=ROOT, check=True, timeout=timeout)
+    return time.monotonic() - start
+
+
+def run_command_killed(command: list[str], after: float) -> bool:
+    """Starts ``command`` and kills it with SIGKILL after ``after`` seconds; True when it
+    was killed (False when it ended first)."""
+    process = subprocess.Popen(command, cwd=ROOT, env=os.environ.copy())
     try:
         process.wait(timeout=after)
     except subprocess.TimeoutExpired:
