@@ -393,12 +393,10 @@ class Dataflow:
         return AttachedEngine(raw, offset, len(self.builder.plan.nodes), root_engine.shared)
 
     def _flush(self) -> Engine:
-        """Hands every input's buffered updates to the engine (in a persistent dataflow, logs
-        what was fed by hand: the engine is about to run on it)."""
+        """Hands every input's buffered updates to the engine."""
         engine = self.engine()
         for session in self._inputs:
             session.flush()
-        self._loop.before_run()
         return engine
 
     def _open_persistence(self) -> None:

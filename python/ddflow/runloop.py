@@ -269,11 +269,6 @@ class RunLoop:
 
     # -- persistence --------------------------------------------------------------------------
 
-    def before_run(self) -> None:
-        """Logs what was fed by hand and not logged yet: the engine is about to run on it."""
-        if self.journal is not None and self._replayed:
-            self.journal.log_hand()
-
     def after_run(self, time: int, inputs: Sequence[InputSession]) -> None:
         """Checkpoints when one is due, after ``run_until(time)`` delivered every output
         before ``time`` and before the open inputs' frontiers."""

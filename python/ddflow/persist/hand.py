@@ -7,11 +7,12 @@ engine's own form, converted column by column to Arrow (:func:`arrow_columns`) a
 (:func:`engine_columns`) without a Python step per row. A :class:`HandRecord` is one entry of
 the log: the batches fed since the previous one and every hand-fed input's frontier.
 
-On restart the updates before an input's restored frontier are pushed again
-(:func:`replay_hand`) and the input is advanced to it; updates the log holds at or after it
-are dropped, because the program feeds again from there (``inp.frontier()``). That keeps
-both halves exact: an update before the frontier is in the log (a record holds every update
-fed before it, with the frontiers it logs), and one at or after it is fed again, once.
+The journal logs an update once its input's frontier passes it (a record holds the
+frontiers it logs and every update fed before them; updates at later times wait in memory).
+On restart the logged updates are pushed again (:func:`replay_hand`) and each input is
+advanced to its logged frontier, from which the program feeds again (``inp.frontier()``).
+That keeps both halves exact: an update before the frontier is in the log, and one at or
+after it is not, so the program feeds it once more, and only once.
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ class HandBatch:
     dtypes: list[str]
     times: npt.NDArray[np.int64]
     diffs: npt.NDArray[np.int64]
+
+    def where(self, keep: npt.NDArray[np.bool_]) -> HandBatch:
+        """The batch's updates where ``keep`` holds."""
+        table = self.table.filter(pa.array(keep))
+        return HandBatch(self.input, table, self.dtypes, self.times[keep], self.diffs[keep])
 
 
 @dataclass
@@ -192,12 +198,13 @@ def engine_columns(table: pa.Table, dtypes: list[str], what: str) -> list[Any]:
     for name, dtype in zip(table.column_names, dtypes, strict=True):
         array = table.column(name).combine_chunks()
         where = f"{what}, column {name!r}"
-        if is_logical(dtype):
-            out.append(WordColumn(dtype, np.asarray(array.to_numpy(), dtype=np.uint64)))
-        elif dtype in ("str", "binary"):
+        if dtype in ("str", "binary"):
             large = pa.large_string() if dtype == "str" else pa.large_binary()
             kind = Utf8Column if dtype == "str" else BinaryColumn
             out.append(kind(*offset_buffers(array, large)))
+        elif is_logical(dtype):
+            words = array.to_numpy(zero_copy_only=False)
+            out.append(WordColumn(dtype, np.ascontiguousarray(words, dtype=np.uint64)))
         elif array.null_count:
             nulls = np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=np.bool_)
             fill = pa.scalar(False if dtype == "bool" else 0, array.type)

@@ -12,11 +12,12 @@ The run loop appends a tick to the log, and flushes it to disk, after its source
 into the inputs and before the engine runs on them (a write-ahead log): no output can depend
 on rows the log does not hold, and the offsets in the same record say where each source
 resumes, so a row is neither lost nor read twice. Updates fed by hand wait in memory until
-their input's frontier advances (or a tick, or the engine runs: :meth:`Journal.log_hand`),
-then go to the log as a hand record with every hand-fed input's frontier
-(:mod:`ddflow.persist.hand`). A record a crash cut short at the end of
-the log was never acted on: a restart drops it (and says so); a record damaged anywhere else
-is a :class:`~ddflow.errors.CorruptCheckpointError`.
+their input's frontier passes them (:meth:`Journal.advance_hand`, or a tick that advances
+every input), then go to the log as a hand record with every hand-fed input's frontier
+(:mod:`ddflow.persist.hand`): the log and the snapshots hold only updates before the logged
+frontiers, so what a restart restores is exactly what comes before them. A record a crash
+cut short at the end of the log was never acted on: a restart drops it (and says so); a
+record damaged anywhere else is a :class:`~ddflow.errors.CorruptCheckpointError`.
 
 Every ``interval`` a checkpoint compacts the ticks since the last one into a new snapshot
 layer per input (merging an input's layers into one once it has ``MAX_LAYERS``), then
@@ -285,49 +286,63 @@ class Journal:
     # -- running ------------------------------------------------------------------------------
 
     def append(self, tick: Tick) -> None:
-        """Logs one tick durably (the run loop calls this before the engine runs on it),
-        after what was fed by hand since the last record. The run loop then advances every
-        open input to the tick's target, the hand-fed ones too: the log holds that."""
-        self._write_hand()
+        """Logs one tick durably (the run loop calls this before the engine runs on it).
+        The run loop then advances every open input to the tick's target, those fed by hand
+        too (holding the gate: nothing is fed in between), so what was fed by hand before
+        the target is logged first, with that frontier."""
+        self._write_hand([_past(f, tick.target) for f in self._hand_now()])
         self._write(tick)
         self._sync()
-        self.hand_logged = [_past(f, tick.target) for f in self.hand_logged]
 
     # -- inputs fed by hand ---------------------------------------------------------------------
 
     def record_hand(self, batch: HandBatch) -> None:
-        """Keeps a batch fed by hand until the next hand record."""
+        """Keeps a batch fed by hand until its input's frontier passes its updates."""
         if self.hand_dtypes[batch.input] is None:
             self.hand_dtypes[batch.input] = list(batch.dtypes)
         self.unlogged.append(batch)
 
     def advance_hand(self, index: int, frontier: Frontier) -> None:
-        """Hand-fed input ``index`` advances to ``frontier`` (None: it closes): logs every
-        batch fed by hand so far and every hand-fed input's frontier durably, unless the
-        log holds them already."""
+        """Hand-fed input ``index`` advances to ``frontier`` (None: it closes): logs the
+        new frontiers and every update fed by hand before them durably (unless the log
+        holds them already), before the engine learns of the advance."""
         self.hand_frontiers[index] = frontier
-        self.log_hand(frontiers=True)
-
-    def log_hand(self, frontiers: bool = False) -> None:
-        """Logs the batches fed by hand and not logged yet (and, with ``frontiers``, an
-        advance not logged yet) durably as one hand record."""
-        if self._write_hand(frontiers):
+        if self._write_hand(self._hand_now()):
             self._sync()
 
-    def _write_hand(self, frontiers: bool = True) -> bool:
-        """Appends a hand record when a batch (or, with ``frontiers``, an advance) is not
-        logged yet; True when it did (not flushed to disk yet)."""
-        # An input the run loop is advancing to a logged tick's target is there already.
-        now = [
-            _ahead(f, logged)
-            for f, logged in zip(self.hand_frontiers, self.hand_logged, strict=True)
-        ]
-        if not self.unlogged and (not frontiers or now == self.hand_logged):
+    def _hand_now(self) -> list[Frontier]:
+        """Each hand-fed input's frontier to log: its own, or the logged one where that is
+        ahead (a logged tick's target the run loop is advancing it to)."""
+        pairs = zip(self.hand_frontiers, self.hand_logged, strict=True)
+        return [_ahead(f, logged) for f, logged in pairs]
+
+    def _split_hand(self, frontiers: list[Frontier]) -> list[HandBatch]:
+        """Takes the updates fed by hand before ``frontiers`` out of :attr:`unlogged`
+        (those at or after stay until their input's frontier passes them)."""
+        before: list[HandBatch] = []
+        after: list[HandBatch] = []
+        for batch in self.unlogged:
+            frontier = frontiers[batch.input]
+            if frontier is None or bool((batch.times < frontier).all()):
+                before.append(batch)
+            elif bool((batch.times >= frontier).all()):
+                after.append(batch)
+            else:
+                keep = batch.times < frontier
+                before.append(batch.where(keep))
+                after.append(batch.where(~keep))
+        self.unlogged = after
+        return before
+
+    def _write_hand(self, frontiers: list[Frontier]) -> bool:
+        """Appends a hand record of ``frontiers`` and the updates fed by hand before them
+        when there is something the log does not hold yet; True when it did (not flushed
+        to disk yet)."""
+        batches = self._split_hand(frontiers)
+        if not batches and frontiers == self.hand_logged:
             return False
-        record = HandRecord(0, now, self.unlogged)
-        self.unlogged = []
-        self._write(record)
-        self.hand_logged = now
+        self._write(HandRecord(0, frontiers, batches))
+        self.hand_logged = list(frontiers)
         return True
 
     def _write(self, record: Tick | HandRecord) -> None:
@@ -354,6 +369,12 @@ class Journal:
             self._log.close()
             self._log = None
 
+    def __del__(self) -> None:
+        # A dataflow fed by hand has no end that would close the log: it goes with it.
+        log = getattr(self, "_log", None)
+        if log is not None:
+            log.close()
+
     def due(self) -> bool:
         """Whether a checkpoint is due (``interval`` since the last one)."""
         return time.monotonic() - self.last_checkpoint >= self.config.seconds
@@ -365,13 +386,9 @@ class Journal:
         manifest and deletes what it no longer names."""
         self.last_checkpoint = time.monotonic()
         self.close()
-        now = [
-            _ahead(f, logged)
-            for f, logged in zip(self.hand_frontiers, self.hand_logged, strict=True)
-        ]
+        now = self._hand_now()
         hands = [{"frontier": f, "dtypes": d} for f, d in zip(now, self.hand_dtypes, strict=True)]
-        fed = list(self.unlogged)
-        self.unlogged = []
+        fed = self._split_hand(now)
         last = self.next_seq - 1
         if (
             last == self.manifest["log_after"]
