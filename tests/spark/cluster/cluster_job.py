@@ -141,9 +141,10 @@ def main(config: str) -> None:
     with open(config) as f:
         cfg = json.load(f)
     here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, os.path.dirname(here))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(here))))  # the repo
     warnings.simplefilter("ignore")
-    from conftest import frames, on_spark  # type: ignore[import-not-found]
+    from tests.spark.conftest import frames, on_spark
+
     from ddflow.spark import ExecutorVersionError, run_on_spark
 
     marks = {"start": time.time()}
