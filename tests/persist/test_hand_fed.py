@@ -342,3 +342,43 @@ def test_another_plan_is_still_refused_when_fed_by_hand(tmp_path: Path) -> None:
         session.update_batch({"k": [1]}, times=0)
     with pytest.raises(dd.PersistenceError, match="another plan"):  # and again: never fed
         session.update_at((1,), time=0)
+
+
+@pytest.mark.parametrize("interval", ["1ms", "1h"])
+def test_columns_no_operator_reads_go_through_the_log_as_nulls(
+    tmp_path: Path, interval: str
+) -> None:
+    """Arrow columns no operator reads reach the engine as nulls (``read_columns``): logged
+    and compacted as nulls of their dtype, next to batches whose columns are read."""
+
+    def build(state: Path | None) -> tuple[dd.Dataflow, dd.InputSession, dd.Capture]:
+        persistence = None if state is None else dd.Persistence(state, interval=interval)
+        flow = dd.Dataflow(persistence=persistence, log=False)
+        session, rows = flow.new_input({"k": "int64", "s": "str", "y": "binary"}, name="wide")
+        return flow, session, rows.group_by("k").agg(n=dd.count()).capture()
+
+    def feed(session: dd.InputSession, flow: dd.Dataflow, t: int) -> None:
+        batch = pa.table(
+            {
+                "k": pa.array([t % 3, 1], pa.int64()),
+                "s": pa.array(["x", None], pa.string()),
+                "y": pa.array([b"\x01", b""], pa.binary()),
+            }
+        )
+        session.update_batch(batch, times=t)
+        session.update_at((2, "z", b"\x02"), time=t)  # a record: its columns as they are
+        session.advance_to(t + 1)
+        flow.run_until(t + 1)
+
+    flow, session, _ = build(tmp_path / "state")
+    for t in range(3):
+        feed(session, flow, t)
+    flow, session, restored = build(tmp_path / "state")
+    assert session.frontier() == 3
+    for t in range(3, 5):
+        feed(session, flow, t)
+    ref_flow, ref_session, reference = build(None)
+    for t in range(5):
+        feed(ref_session, ref_flow, t)
+    for t in range(max(flow.resumed_since - 1, 0), 5):
+        assert restored.at(t).to_pylist() == reference.at(t).to_pylist(), t

@@ -164,6 +164,11 @@ def arrow_columns(names: list[str], columns: list[Any]) -> tuple[pa.Table, list[
 def _arrow(column: Any, dtype: str) -> pa.Array:
     if isinstance(column, WordColumn):
         words = column._ddflow_words[1]
+        if dtype in ("str", "binary"):
+            # Only a column no operator reads comes as words here: nulls (read_columns).
+            if not bool((words == np.uint64(NULL_WORDS["str"])).all()):
+                raise PersistenceError(f"a {dtype} column given as engine words cannot be logged")
+            return pa.nulls(len(words), pa.large_string() if dtype == "str" else pa.large_binary())
         if is_logical(dtype):
             return pa.array(words.copy(), pa.uint64())
         nulls = words == np.uint64(NULL_WORDS[dtype])
