@@ -2,10 +2,9 @@
 the comparison of its sinks with an uninterrupted run's.
 
 Shared by ``tests/persist/test_crash_restart.py`` and ``test_hand_fed_crash.py`` (a few
-kills, in CI) and ``benches/persistence.py`` (20 kills). :func:`run_whole` and
-:func:`run_killed` run the file pipeline (``tests/persist/pipeline.py``);
-:func:`run_command`, :func:`run_command_killed` and :func:`run_command_killed_in_progress`
-any program.
+kills, in CI) and ``benches/persistence.py`` (20 kills). :func:`run_whole` runs the
+file pipeline (``tests/persist/pipeline.py``, :func:`pipeline_command`); :func:`run_command`
+and :func:`run_command_killed_in_progress` any program.
 """
 
 from __future__ import annotations
@@ -56,31 +55,11 @@ def run_whole(source: Path, out: Path, state: Path | None, timeout: float = 120)
     return run_command(pipeline_command(source, out, state), timeout)
 
 
-def run_killed(source: Path, out: Path, state: Path, after: float) -> bool:
-    """Starts the pipeline and kills it with SIGKILL after ``after`` seconds; True when it
-    was killed (False when it ended first)."""
-    return run_command_killed(pipeline_command(source, out, state), after)
-
-
 def run_command(command: list[str], timeout: float = 120) -> float:
     """Runs ``command`` (from the repository's root) to its end; returns its wall time."""
     start = time.monotonic()
     subprocess.run(command, cwd=ROOT, check=True, timeout=timeout)
     return time.monotonic() - start
-
-
-def run_command_killed(command: list[str], after: float) -> bool:
-    """Starts ``command`` and kills it with SIGKILL after ``after`` seconds; True when it
-    was killed (False when it ended first)."""
-    process = subprocess.Popen(command, cwd=ROOT, env=os.environ.copy())
-    try:
-        process.wait(timeout=after)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        return True
-    assert process.returncode == 0, process.returncode
-    return False
 
 
 def run_command_killed_in_progress(

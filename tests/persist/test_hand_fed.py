@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import random
+import time
 from pathlib import Path
 
 import numpy as np
@@ -382,3 +383,20 @@ def test_columns_no_operator_reads_go_through_the_log_as_nulls(
         feed(ref_session, ref_flow, t)
     for t in range(max(flow.resumed_since - 1, 0), 5):
         assert restored.at(t).to_pylist() == reference.at(t).to_pylist(), t
+
+
+def test_a_checkpoint_after_a_restart_keeps_what_only_the_log_held(tmp_path: Path) -> None:
+    """A restart replays the log; a checkpoint before anything new is fed compacts it (with
+    its dtypes), and the next restart reads that checkpoint."""
+    history = _history(6, 9)
+    _feed_from(Program(tmp_path / "state", interval="1h"), history, 3)  # the log only
+    second = Program(tmp_path / "state", interval="1ms")
+    time.sleep(0.01)
+    assert second.a_in.frontier() == 3  # restores, runs until 3: a checkpoint is due
+    assert any(p.name.startswith("snap-") for p in (tmp_path / "state").iterdir())
+    last = Program(tmp_path / "state", interval="1h")
+    assert last.a_in.frontier() == 3
+    _feed_from(last, history, 9)
+    reference = _reference(history, 9)
+    for t in range(last.flow.resumed_since - 1, 9):
+        assert last.at(t) == reference.at(t), t

@@ -248,6 +248,10 @@ class Journal:
         self.hand_logged = list(frontiers)
         self.hand_dtypes = [h["dtypes"] for h in hands]
         hand = [e for e in entries if isinstance(e, HandRecord)]
+        for record in hand:  # the next checkpoint compacts them: their dtypes go with them
+            for batch in record.batches:
+                if self.hand_dtypes[batch.input] is None:
+                    self.hand_dtypes[batch.input] = list(batch.dtypes)
         return Restored(
             snapshots,
             ticks,
