@@ -412,6 +412,7 @@ class Dataflow:
         try:
             if self.time_shape.dims is None:
                 self.time_shape.fix(1)  # a persistent dataflow's times are ints
+            self.freeze()  # the directory is the plan's: no operator may be added after
             sources = [(a.session, a.source) for a in self._loop.attached]
             self._loop.journal = open_journal(
                 self.persistence, self.plan(), self._inputs, sources, self.time_shape.dims

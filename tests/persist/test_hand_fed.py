@@ -400,3 +400,12 @@ def test_a_checkpoint_after_a_restart_keeps_what_only_the_log_held(tmp_path: Pat
     reference = _reference(history, 9)
     for t in range(last.flow.resumed_since - 1, 9):
         assert last.at(t) == reference.at(t), t
+
+
+def test_no_operator_can_be_added_once_the_directory_is_open(tmp_path: Path) -> None:
+    """``frontier()`` opens the directory for the plan as it is: an operator added after
+    it is refused (the directory would hold another plan's state)."""
+    program = Program(tmp_path / "state")
+    assert program.a_in.frontier() == 0
+    with pytest.raises(dd.PlanError, match="add every operator before"):
+        program.flow.new_input({"x": "int64"}, name="late")
