@@ -41,6 +41,7 @@ from ddflow.errors import (
     ColumnNotFoundError,
     DdflowError,
     InvalidValueError,
+    PersistenceError,
     SchemaTypeError,
     ShapeError,
     TimeError,
@@ -146,6 +147,9 @@ class InputSession:
         it (a persistent dataflow logs what is fed by hand)."""
         self.on_advance: Callable[[int | None], None] | None = None
         """Called with the new frontier (None: closing) before the engine learns of it."""
+        self.source_name: str | None = None
+        """The source feeding this input in a persistent dataflow: it resumes from what the
+        source read, so feeding it by hand too is refused (it could not be restored)."""
 
     def __repr__(self) -> str:
         return f"InputSession({self.name!r}: ({', '.join(self.columns)}), time={self.time!r})"
@@ -244,6 +248,7 @@ class InputSession:
             finally:
                 lock.release()
         self._first_use()
+        self._refuse_by_hand()
         with self.flow.gate:
             self._update_checked(record, time, diff)
 
@@ -385,7 +390,11 @@ class InputSession:
     def _sync_frontier(self) -> None:
         """Enables the fast path of ``update_at`` for 1-D times, caching the frontier."""
         frontier = self._current()
-        if len(frontier) == 1 and all(d is not None for d in self._dtypes):
+        if (
+            len(frontier) == 1
+            and all(d is not None for d in self._dtypes)
+            and self.source_name is None
+        ):
             self._frontier_int = frontier[0]
             if not any(is_logical(d) for d in self._dtypes):
                 self._gate = self.flow.gate  # the plan is frozen: its engine is fixed
@@ -419,8 +428,22 @@ class InputSession:
         default +1. Validated as a whole: on error nothing is added.
         """
         self._first_use()
+        self._refuse_by_hand()
         with self.flow.gate:
             self._update_batch(columns, times, diffs)
+
+    def push_from_source(self, columns: Any, times: Any, diffs: Any) -> None:
+        """``update_batch`` for the run loop, which feeds the input from its source."""
+        with self.flow.gate:
+            self._update_batch(columns, times, diffs)
+
+    def _refuse_by_hand(self) -> None:
+        if self.source_name is not None:
+            raise PersistenceError(
+                f"{self._what()} is fed by {self.source_name} in a persistent dataflow, "
+                "which restores it from what the source read: it cannot be fed by hand too "
+                "(feed a separate input by hand and combine the two collections)"
+            )
 
     def _update_batch(self, columns: Any, times: Any, diffs: Any) -> None:
         """``update_batch`` with the gate held."""

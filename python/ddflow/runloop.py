@@ -298,6 +298,8 @@ class RunLoop:
         delivered). From then on what is fed by hand is logged."""
         assert self.journal is not None
         journal = self.journal
+        for a in self.attached:
+            a.session.source_name = a.source.name
         restored = journal.restore()
         self._replayed = True
         self.resumed_since = restored.since
@@ -482,7 +484,7 @@ def _push_rows(
     if table.num_rows == 0:
         return []
     try:
-        session.update_batch(table, times=times, diffs=diffs)
+        session.push_from_source(table, times, diffs)
         return []
     except (InvalidValueError, builtins.OverflowError) as exc:
         if table.num_rows == 1:

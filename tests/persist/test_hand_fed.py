@@ -15,6 +15,7 @@ import datetime
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +23,7 @@ import pytest
 from tests.io.sinkfiles import final_state, read_sink
 
 import ddflow as dd
+from ddflow.sources import Source, SourceBatch
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -409,3 +411,48 @@ def test_no_operator_can_be_added_once_the_directory_is_open(tmp_path: Path) -> 
     assert program.a_in.frontier() == 0
     with pytest.raises(dd.PlanError, match="add every operator before"):
         program.flow.new_input({"x": "int64"}, name="late")
+
+
+class _Counter(Source):
+    """Sends the numbers ``0..n-1``, one per poll, resuming after the last one sent."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.sent = n, 0
+        self.name = "counting source"
+
+    def poll(self) -> list[SourceBatch]:
+        if self.sent >= self.n:
+            return []
+        self.sent += 1
+        return [SourceBatch(pa.table({"x": [self.sent - 1]}), "count")]
+
+    @property
+    def ended(self) -> bool:
+        return self.sent >= self.n
+
+    def offset(self) -> Any:
+        return self.sent
+
+    def resume(self, offset: Any) -> None:
+        self.sent = int(offset)
+
+
+def test_an_input_a_source_feeds_cannot_be_fed_by_hand_too(tmp_path: Path) -> None:
+    """A persistent dataflow restores that input from what its source read: updates fed
+    by hand beside them could not be restored, so they are refused, naming the source."""
+
+    def build() -> tuple[dd.Dataflow, dd.InputSession, dd.Capture]:
+        flow = dd.Dataflow(persistence=dd.Persistence(tmp_path / "state"), log=False)
+        session, numbers = flow.new_input({"x": "int64"}, name="numbers")
+        flow.attach_source(session, _Counter(3))
+        return flow, session, numbers.capture()
+
+    flow, session, captured = build()
+    flow.run()
+    with pytest.raises(dd.PersistenceError, match="'numbers' is fed by counting source"):
+        session.update_batch({"x": [7]})
+    with pytest.raises(dd.PersistenceError, match="'numbers' is fed by counting source"):
+        session.update_at((7,), time=10**15)
+    flow, session, captured = build()
+    flow.run()  # restored from the log: the numbers, each once
+    assert sorted(r["x"] for r in captured.state().to_pylist()) == [0, 1, 2]
