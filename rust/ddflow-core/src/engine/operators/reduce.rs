@@ -29,6 +29,7 @@ use super::reduce_errors::ReduceErrors;
 use super::reduce_history::Histories;
 use super::reduce_index::Indexed;
 use super::reduce_python::PyGroups;
+use super::reduce_rows::{self, RowsKey, RowsScratch};
 use super::{Operator, Output, RunCtx};
 use crate::encoding::DType;
 use crate::engine::arrangement::Arrangement;
@@ -447,6 +448,14 @@ impl ReduceState {
             hist.advance_key(key, out_lo, new_times, &self.errors);
             let two_d = acc.candidate_times(&mut hist.edits, new_times)?;
             hist.two_d.push(two_d);
+            if two_d
+                && builtin
+                && hist.input.len() * acc.cands.len() > acc.sweep_min
+                && !self.errors.has_history(key)
+                && self.reduce_rows_key(inp, key, (hist, out_lo), acc, &mut output, still_pending)
+            {
+                continue;
+            }
             acc.key_groups(
                 inp,
                 (ki, key),
@@ -516,6 +525,44 @@ impl ReduceState {
             last.1.truncate(n);
         }
         false
+    }
+
+    /// A key of a built-in aggregate with two-dimensional times and a large (history x
+    /// candidate times) product: visited row by row (`reduce_rows`), output written to
+    /// `output`. Returns whether the key was done; on an error (an overflow) its output is
+    /// undone and the key is left to the general path, which makes it an error update.
+    #[inline]
+    fn reduce_rows_key(
+        &mut self,
+        inp: &ReduceInput<'_>,
+        key: &[u64],
+        (hist, out_lo): (&Histories, usize),
+        acc: &mut KeyAccum,
+        output: &mut Updates,
+        still_pending: &mut Pending,
+    ) -> bool {
+        let k = RowsKey {
+            agg: inp.agg,
+            val_dtypes: inp.val_dtypes,
+            key,
+            key_width: inp.key_width,
+            input: &hist.input,
+            out_hist: &hist.outputs,
+            out_lo,
+            out_hi: hist.outputs.len(),
+            cands: &acc.cands,
+            frontier: inp.frontier,
+            label: inp.label,
+        };
+        let n_out = output.len();
+        if reduce_rows::reduce_key(&k, &mut acc.rows, output).is_err() {
+            output.truncate(n_out);
+            return false;
+        }
+        if !acc.rows.pending.is_empty() {
+            still_pending.insert(key.to_vec(), acc.rows.pending.clone());
+        }
+        true
     }
 
     /// Phase 3: per key in time order, the differences between the groups' desired output
@@ -708,6 +755,7 @@ struct KeyAccum {
     counts: Vec<i64>,
     times: TimesScratch,
     chain: ChainScratch,
+    rows: RowsScratch,
 }
 
 impl KeyAccum {
