@@ -1,10 +1,10 @@
-"""The reduce's row sweep (``reduce_rows.rs``), taken by keys with two-dimensional times and a
-large (history x candidate times) product; ``DDFLOW_REDUCE_SWEEP_MIN=0`` makes every such key
-take it. Random histories on a few keys at 2-D and 3-D times, with retractions and
-multiplicities, fed in several batches with partial frontiers between them (so later batches
-meet input history, output history and pending times), through the built-in aggregates: at
-every time of the grid the output equals the model's recompute from scratch, and the
-consolidated updates equal the general path's (a threshold no key passes).
+"""The reduce's row sweep (``reduce_rows.rs``), taken by keys of built-in aggregates with a
+large (history x candidate times) product; ``DDFLOW_REDUCE_ROWS_MIN=0`` makes every key take
+it. Random histories on a few keys at 2-D and 3-D times (3-D keys are sliced by their first
+coordinate, then swept by rows), with retractions and multiplicities, fed in several batches
+with partial frontiers between them (so later batches meet input history, output history and
+pending times): at every time of the grid the output equals the model's recompute from
+scratch, and the consolidated updates equal the general path's (a threshold no key passes).
 """
 
 from __future__ import annotations
@@ -77,18 +77,23 @@ CASES: dict[str, tuple[Build, Callable[[m.Rel], m.Rel], bool]] = {
 }
 
 
+THRESHOLDS = ("DDFLOW_REDUCE_SWEEP_MIN", "DDFLOW_REDUCE_ROWS_MIN")
+
+
 @contextmanager
 def sweep_min(value: str) -> Iterator[None]:
-    """``DDFLOW_REDUCE_SWEEP_MIN`` set to ``value`` while reduces are built."""
-    old = os.environ.get("DDFLOW_REDUCE_SWEEP_MIN")
-    os.environ["DDFLOW_REDUCE_SWEEP_MIN"] = value
+    """Both reduce thresholds set to ``value`` while reduces are built (0: every key with
+    input takes the row sweep; huge: none does)."""
+    old = {name: os.environ.get(name) for name in THRESHOLDS}
+    os.environ.update(dict.fromkeys(THRESHOLDS, value))
     try:
         yield
     finally:
-        if old is None:
-            del os.environ["DDFLOW_REDUCE_SWEEP_MIN"]
-        else:
-            os.environ["DDFLOW_REDUCE_SWEEP_MIN"] = old
+        for name, was in old.items():
+            if was is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = was
 
 
 @st.composite

@@ -25,7 +25,7 @@ use super::aggregate_group::{self, RunningTotals};
 use crate::encoding::{decode_i64, encode_i64, DType, NULL_I64};
 use crate::engine::plan::{Agg, GroupAgg};
 use crate::error::{Error, Result};
-use crate::lattice::{Antichain, Time};
+use crate::lattice::{Antichain, Time, MAX_DIMS};
 use crate::updates::Updates;
 use std::collections::HashMap;
 
@@ -173,7 +173,6 @@ enum Acc {
 pub struct RowsScratch {
     levels: Vec<u64>,
     in_order: Vec<u32>,
-    in_level: Vec<u32>,
     out_order: Vec<u32>,
     /// Distinct input val rows (sorted, `vw` words each) and the val id per input entry.
     vals: Vec<u64>,
@@ -206,54 +205,223 @@ pub fn handles(agg: &Agg) -> bool {
     !matches!(agg, Agg::Python { .. } | Agg::ThresholdPy { .. })
 }
 
-/// Runs the reduce for one key by rows: emits output differences into `output` and leaves
-/// the incomplete candidate times in `s.pending`. On an error (an overflow, the memory
-/// limit) `output` may hold part of the key's output: the caller undoes it.
+/// One update of a key's history: (val or output row id, time, diff).
+type Entry = (u32, Time, i64);
+
+/// Which running input accumulation an aggregate keeps.
+#[derive(Clone, Copy)]
+enum Kind {
+    Count,
+    SumInt,
+    Group,
+    PerVal,
+}
+
+/// Runs the reduce for one key: emits output differences into `output` and leaves the
+/// incomplete candidate times in `s.pending`. Two-dimensional keys are swept by rows
+/// directly; deeper times are sliced by their leading coordinates first
+/// ([`slices`]). On an error (an overflow, the memory limit) `output` may hold part of
+/// the key's output: the caller undoes it.
 pub fn reduce_key(k: &RowsKey<'_>, s: &mut RowsScratch, output: &mut Updates) -> Result<()> {
     let kw = k.key_width;
     let w = k.input.width;
     let vw = w - kw;
     let ow = k.out_hist.width;
-    let ovw = ow - kw;
-    let overflow = |what: &str| Error::Overflow(format!("{}: {what} overflows int64", k.label));
     s.pending.clear();
+    index_vals(k.input, kw, vw, s);
+    let in_e: Vec<Entry> = (0..k.input.len())
+        .map(|i| (s.val_ids[i], k.input.times[i], k.input.diffs[i]))
+        .collect();
+    s.out_rows.clear();
+    s.out_ids.clear();
+    let mut out_e: Vec<Entry> = Vec::with_capacity(k.out_hi - k.out_lo);
+    for e in k.out_lo..k.out_hi {
+        let row = &k.out_hist.rows[e * ow + kw..(e + 1) * ow];
+        let id = intern(&mut s.out_ids, &mut s.out_rows, row);
+        out_e.push((id, k.out_hist.times[e], k.out_hist.diffs[e]));
+    }
+    let used = |t: &Time| MAX_DIMS - t.0.iter().rev().take_while(|&&c| c == 0).count();
+    let dims = k
+        .cands
+        .iter()
+        .chain(in_e.iter().map(|e| &e.1))
+        .chain(out_e.iter().map(|e| &e.1))
+        .map(used)
+        .max()
+        .unwrap_or(0)
+        .max(2);
+    let kind = match k.agg {
+        Agg::Count => Kind::Count,
+        Agg::Sum { column: c } if k.val_dtypes[*c].physical() == DType::Int64 => Kind::SumInt,
+        Agg::Group { aggs } if aggregate_group::has_running_totals(aggs, k.val_dtypes) => {
+            Kind::Group
+        }
+        _ => Kind::PerVal,
+    };
+    if dims == 2 {
+        rows(k, s, kind, 0, (&in_e, &out_e), k.cands, output, None)
+    } else {
+        slices(
+            k,
+            s,
+            kind,
+            (0, dims),
+            (&in_e, &out_e),
+            k.cands,
+            output,
+            None,
+        )
+    }
+}
 
-    // Levels: every second coordinate of the histories and candidate times.
+/// Sweeps coordinate `c` of times with `dims` coordinates (`c + 2 < dims`): for each value
+/// `v` of it among `cands` (in order; they share the coordinates before `c`), the updates
+/// with coordinate `c` at most `v` are projected (coordinates up to `c` zeroed) and
+/// consolidated, and the times with `v` are solved one coordinate lower on them. The output
+/// emitted for `v` joins the projected output history for the values after it (and
+/// `emitted`, for the caller's own projection). A projected output history consolidates to
+/// the differences of the accumulated output at `v` over the remaining coordinates (the
+/// sum over values up to `v` telescopes), about the size of one slice's output.
+#[allow(clippy::too_many_arguments)]
+fn slices(
+    k: &RowsKey<'_>,
+    s: &mut RowsScratch,
+    kind: Kind,
+    (c, dims): (usize, usize),
+    (in_e, out_e): (&[Entry], &[Entry]),
+    cands: &[Time],
+    output: &mut Updates,
+    mut emitted: Option<&mut Vec<Entry>>,
+) -> Result<()> {
+    let mut ins = in_e.to_vec();
+    ins.sort_unstable_by_key(|e| e.1 .0[c]);
+    let mut outs = out_e.to_vec();
+    outs.sort_unstable_by_key(|e| e.1 .0[c]);
+    let project = |e: &Entry| {
+        let mut t = e.1;
+        for x in &mut t.0[..=c] {
+            *x = 0;
+        }
+        (e.0, t, e.2)
+    };
+    let (mut proj_in, mut proj_out): (Vec<Entry>, Vec<Entry>) = (Vec::new(), Vec::new());
+    let mut slice_emitted: Vec<Entry> = Vec::new();
+    let (mut ii, mut oi, mut ci) = (0usize, 0usize, 0usize);
+    while ci < cands.len() {
+        let v = cands[ci].0[c];
+        let end = ci + cands[ci..].partition_point(|t| t.0[c] == v);
+        crate::memory::check()?;
+        while ii < ins.len() && ins[ii].1 .0[c] <= v {
+            proj_in.push(project(&ins[ii]));
+            ii += 1;
+        }
+        while oi < outs.len() && outs[oi].1 .0[c] <= v {
+            proj_out.push(project(&outs[oi]));
+            oi += 1;
+        }
+        consolidate_entries(&mut proj_in, k.label)?;
+        consolidate_entries(&mut proj_out, k.label)?;
+        slice_emitted.clear();
+        let slice = &cands[ci..end];
+        let hists = (proj_in.as_slice(), proj_out.as_slice());
+        if c + 3 == dims {
+            rows(
+                k,
+                s,
+                kind,
+                c + 1,
+                hists,
+                slice,
+                output,
+                Some(&mut slice_emitted),
+            )?;
+        } else {
+            let sub = (c + 1, dims);
+            slices(
+                k,
+                s,
+                kind,
+                sub,
+                hists,
+                slice,
+                output,
+                Some(&mut slice_emitted),
+            )?;
+        }
+        proj_out.extend(slice_emitted.iter().map(project));
+        if let Some(up) = emitted.as_deref_mut() {
+            up.extend_from_slice(&slice_emitted);
+        }
+        ci = end;
+    }
+    Ok(())
+}
+
+/// Sorts entries by (id, time) and sums equal ones, dropping zeros; a sum outside `i64` is
+/// an overflow (the key then takes the general path).
+fn consolidate_entries(list: &mut Vec<Entry>, label: &str) -> Result<()> {
+    list.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    let mut w = 0;
+    let mut i = 0;
+    while i < list.len() {
+        let (id, t) = (list[i].0, list[i].1);
+        let mut sum: i128 = 0;
+        while i < list.len() && list[i].0 == id && list[i].1 == t {
+            sum += list[i].2 as i128;
+            i += 1;
+        }
+        let sum = i64::try_from(sum)
+            .map_err(|_| Error::Overflow(format!("{label}: count overflows int64")))?;
+        if sum != 0 {
+            list[w] = (id, t, sum);
+            w += 1;
+        }
+    }
+    list.truncate(w);
+    Ok(())
+}
+
+/// The row sweep over coordinates `c` (rows) and `c + 1` (levels) of `cands`, which share
+/// their coordinates before `c`; `in_e` / `out_e` are the input and output updates that lie
+/// below them on those coordinates. Emitted output also goes to `emitted`.
+#[allow(clippy::too_many_arguments)]
+fn rows(
+    k: &RowsKey<'_>,
+    s: &mut RowsScratch,
+    kind: Kind,
+    c: usize,
+    (in_e, out_e): (&[Entry], &[Entry]),
+    cands: &[Time],
+    output: &mut Updates,
+    mut emitted: Option<&mut Vec<Entry>>,
+) -> Result<()> {
+    let vw = k.input.width - k.key_width;
+    let ovw = k.out_hist.width - k.key_width;
+    let overflow = |what: &str| Error::Overflow(format!("{}: {what} overflows int64", k.label));
+    let (x_of, y_of) = (|t: &Time| t.0[c], |t: &Time| t.0[c + 1]);
+
+    // Levels: every coordinate `c + 1` of the histories and candidate times.
     s.levels.clear();
-    s.levels.extend(k.input.times.iter().map(|t| t.0[1]));
-    s.levels
-        .extend(k.out_hist.times[k.out_lo..k.out_hi].iter().map(|t| t.0[1]));
-    s.levels.extend(k.cands.iter().map(|t| t.0[1]));
+    s.levels.extend(in_e.iter().map(|e| y_of(&e.1)));
+    s.levels.extend(out_e.iter().map(|e| y_of(&e.1)));
+    s.levels.extend(cands.iter().map(y_of));
     s.levels.sort_unstable();
     s.levels.dedup();
     let levels = std::mem::take(&mut s.levels);
     let level_of = |y: u64| levels.partition_point(|&l| l < y);
 
-    // Input entries by time, with val ids and levels.
-    let n_in = k.input.len();
-    index_vals(k.input, kw, vw, s);
     s.in_order.clear();
-    s.in_order.extend(0..n_in as u32);
-    let in_times = &k.input.times;
+    s.in_order.extend(0..in_e.len() as u32);
     s.in_order
-        .sort_unstable_by_key(|&i| (in_times[i as usize].0[0], in_times[i as usize].0[1]));
-    s.in_level.clear();
-    s.in_level
-        .extend((0..n_in).map(|i| level_of(in_times[i].0[1]) as u32));
+        .sort_unstable_by_key(|&i| (x_of(&in_e[i as usize].1), y_of(&in_e[i as usize].1)));
+    s.out_order.clear();
+    s.out_order.extend(0..out_e.len() as u32);
+    s.out_order
+        .sort_unstable_by_key(|&i| (x_of(&out_e[i as usize].1), y_of(&out_e[i as usize].1)));
     let nvals = s.vals.len().checked_div(vw).unwrap_or(1).max(1);
     s.in_levels.reset(levels.len());
-    s.in_run.reset(0);
-    s.in_run.grow(nvals);
-
-    // Output history entries by time, with row ids.
-    s.out_rows.clear();
-    s.out_ids.clear();
-    s.out_order.clear();
-    s.out_order.extend(k.out_lo as u32..k.out_hi as u32);
-    let out_times = &k.out_hist.times;
-    s.out_order
-        .sort_unstable_by_key(|&i| (out_times[i as usize].0[0], out_times[i as usize].0[1]));
     s.out_levels.reset(levels.len());
+    s.in_run.reset(nvals);
     s.out_run.reset(0);
 
     let parts: &[GroupAgg] = match k.agg {
@@ -264,88 +432,86 @@ pub fn reduce_key(k: &RowsKey<'_>, s: &mut RowsScratch, output: &mut Updates) ->
         Agg::Sum { column: c } => *c,
         _ => 0,
     };
-    let mut acc = match k.agg {
-        Agg::Count => Acc::Count(0),
-        Agg::Sum { column: c } if k.val_dtypes[*c].physical() == DType::Int64 => Acc::SumInt(0, 0),
-        Agg::Group { aggs } if aggregate_group::has_running_totals(aggs, k.val_dtypes) => {
-            Acc::Group
-        }
-        _ => Acc::PerVal,
+    let mut acc = match kind {
+        Kind::Count => Acc::Count(0),
+        Kind::SumInt => Acc::SumInt(0, 0),
+        Kind::Group => Acc::Group,
+        Kind::PerVal => Acc::PerVal,
     };
+
     let (mut ii, mut oi) = (0usize, 0usize);
     let mut ci = 0;
-    while ci < k.cands.len() {
-        let x = k.cands[ci].0[0];
-        let row_end = ci + k.cands[ci..].partition_point(|t| t.0[0] == x);
-        crate::memory::check()?;
-        // The updates of first coordinates up to `x` join their levels.
-        while ii < n_in && in_times[s.in_order[ii] as usize].0[0] <= x {
-            let e = s.in_order[ii] as usize;
-            s.in_levels
-                .push(s.in_level[e] as usize, s.val_ids[e], k.input.diffs[e]);
-            ii += 1;
-        }
-        while oi < s.out_order.len() && out_times[s.out_order[oi] as usize].0[0] <= x {
-            let e = s.out_order[oi] as usize;
-            let id = intern(
-                &mut s.out_ids,
-                &mut s.out_rows,
-                &k.out_hist.rows[e * ow + kw..(e + 1) * ow],
-            );
-            s.out_levels
-                .push(level_of(out_times[e].0[1]), id, k.out_hist.diffs[e]);
-            oi += 1;
-        }
-        // The row starts from nothing: both accumulations are rebuilt at its first time.
-        s.in_run.reset(nvals);
-        match &mut acc {
-            Acc::Count(t) => *t = 0,
-            Acc::SumInt(t, nulls) => (*t, *nulls) = (0, 0),
-            Acc::Group => s.totals.reset(parts),
-            Acc::PerVal => {}
-        }
-        let mut nonzero_vals = 0usize;
-        s.out_run.reset(s.out_rows.len() / ovw.max(1) + 1);
-        let mut next_level = 0usize; // levels below this are in both accumulations
-        for ti in ci..row_end {
-            let t = k.cands[ti];
-            if k.frontier.less_equal(&t) {
-                // The rest of the row is in the future of `t`: incomplete too.
-                s.pending.extend_from_slice(&k.cands[ti..row_end]);
-                break;
+    let result = (|| -> Result<()> {
+        while ci < cands.len() {
+            let x = x_of(&cands[ci]);
+            let row_end = ci + cands[ci..].partition_point(|t| x_of(t) == x);
+            crate::memory::check()?;
+            // The updates of first coordinates up to `x` join their levels.
+            while ii < in_e.len() && x_of(&in_e[s.in_order[ii] as usize].1) <= x {
+                let (v, t, d) = in_e[s.in_order[ii] as usize];
+                s.in_levels.push(level_of(y_of(&t)), v, d);
+                ii += 1;
             }
-            let upto = level_of(t.0[1]) + 1;
-            for l in next_level..upto {
-                for &(v, d) in &s.in_levels.lists[l] {
-                    let (before, after) = s.in_run.add(v, d).ok_or_else(|| overflow("count"))?;
-                    nonzero_vals = nonzero_vals + (after != 0) as usize - (before != 0) as usize;
-                    let row = &s.vals[v as usize * vw..(v as usize + 1) * vw];
-                    match &mut acc {
-                        Acc::Count(total) => *total += d as i128,
-                        Acc::SumInt(_, nulls) if row[sum_col] == NULL_I64 => {
-                            *nulls = *nulls + (after != 0) as usize - (before != 0) as usize;
+            while oi < out_e.len() && x_of(&out_e[s.out_order[oi] as usize].1) <= x {
+                let (id, t, d) = out_e[s.out_order[oi] as usize];
+                s.out_levels.push(level_of(y_of(&t)), id, d);
+                oi += 1;
+            }
+            // The row starts from nothing: both accumulations are rebuilt at its first time.
+            s.in_run.reset(nvals);
+            match &mut acc {
+                Acc::Count(t) => *t = 0,
+                Acc::SumInt(t, nulls) => (*t, *nulls) = (0, 0),
+                Acc::Group => s.totals.reset(parts),
+                Acc::PerVal => {}
+            }
+            let mut nonzero_vals = 0usize;
+            s.out_run.reset(s.out_rows.len() / ovw.max(1) + 1);
+            let mut next_level = 0usize; // levels below this are in both accumulations
+            for ti in ci..row_end {
+                let t = cands[ti];
+                if k.frontier.less_equal(&t) {
+                    // The rest of the row is in the future of `t`: incomplete too.
+                    s.pending.extend_from_slice(&cands[ti..row_end]);
+                    break;
+                }
+                let upto = level_of(y_of(&t)) + 1;
+                for l in next_level..upto {
+                    for &(v, d) in &s.in_levels.lists[l] {
+                        let (before, after) =
+                            s.in_run.add(v, d).ok_or_else(|| overflow("count"))?;
+                        nonzero_vals =
+                            nonzero_vals + (after != 0) as usize - (before != 0) as usize;
+                        let row = &s.vals[v as usize * vw..(v as usize + 1) * vw];
+                        match &mut acc {
+                            Acc::Count(total) => *total += d as i128,
+                            Acc::SumInt(_, nulls) if row[sum_col] == NULL_I64 => {
+                                *nulls = *nulls + (after != 0) as usize - (before != 0) as usize;
+                            }
+                            Acc::SumInt(total, _) => {
+                                *total += decode_i64(row[sum_col]) as i128 * d as i128;
+                            }
+                            Acc::Group => s.totals.fold(parts, k.val_dtypes, row, d, k.label)?,
+                            Acc::PerVal => {}
                         }
-                        Acc::SumInt(total, _) => {
-                            *total += decode_i64(row[sum_col]) as i128 * d as i128;
-                        }
-                        Acc::Group => s.totals.fold(parts, k.val_dtypes, row, d, k.label)?,
-                        Acc::PerVal => {}
+                    }
+                    for &(id, d) in &s.out_levels.lists[l] {
+                        s.out_run
+                            .add(id, d)
+                            .ok_or_else(|| overflow("output count"))?;
                     }
                 }
-                for &(id, d) in &s.out_levels.lists[l] {
-                    s.out_run
-                        .add(id, d)
-                        .ok_or_else(|| overflow("output count"))?;
-                }
+                next_level = upto;
+                desired(k, s, &acc, nonzero_vals, vw, ovw)?;
+                let up = emitted.as_deref_mut();
+                emit_difference(k, s, (t, upto - 1), ovw, output, up)?;
             }
-            next_level = upto;
-            desired(k, s, &acc, nonzero_vals, vw, ovw)?;
-            emit_difference(k, s, t, upto - 1, ovw, output)?;
+            ci = row_end;
         }
-        ci = row_end;
-    }
+        Ok(())
+    })();
     s.levels = levels;
-    Ok(())
+    result
 }
 
 /// The aggregate's rows at the current time into `s.desired_rows` / `s.desired_counts`
@@ -428,14 +594,14 @@ fn desired(
 }
 
 /// Emits the desired rows minus the accumulated output at `t` (whose level is `level`) and
-/// adds the difference to the output accumulation and its level.
+/// adds the difference to the output accumulation and its level (and to `emitted`).
 fn emit_difference(
     k: &RowsKey<'_>,
     s: &mut RowsScratch,
-    t: Time,
-    level: usize,
+    (t, level): (Time, usize),
     ovw: usize,
     output: &mut Updates,
+    mut emitted: Option<&mut Vec<Entry>>,
 ) -> Result<()> {
     let out_overflow = || Error::Overflow(format!("{}: output count overflows int64", k.label));
     s.want_ids.clear();
@@ -482,6 +648,9 @@ fn emit_difference(
             output.push(&s.row, t, diff);
             s.out_run.add(id, diff).ok_or_else(out_overflow)?;
             s.out_levels.push(level, id, diff);
+            if let Some(up) = emitted.as_deref_mut() {
+                up.push((id, t, diff));
+            }
         }
     }
     s.want_ids = ids;
