@@ -81,7 +81,6 @@ impl Levels {
 /// as it is when a sum would leave `i64` (it still sums to the same).
 fn consolidate_pairs(list: &mut Vec<(u32, i64)>) {
     list.sort_unstable_by_key(|p| p.0);
-    let mut out = 0;
     let mut i = 0;
     let mut merged: Vec<(u32, i64)> = Vec::with_capacity(list.len());
     while i < list.len() {
@@ -93,14 +92,10 @@ fn consolidate_pairs(list: &mut Vec<(u32, i64)>) {
         }
         match i64::try_from(s) {
             Ok(0) => {}
-            Ok(s) => {
-                merged.push((id, s));
-                out += 1;
-            }
+            Ok(s) => merged.push((id, s)),
             Err(_) => return,
         }
     }
-    debug_assert_eq!(out, merged.len());
     *list = merged;
 }
 
@@ -360,7 +355,7 @@ fn slices(
 /// Sorts entries by (id, time) and sums equal ones, dropping zeros; a sum outside `i64` is
 /// an overflow (the key then takes the general path).
 fn consolidate_entries(list: &mut Vec<Entry>, label: &str) -> Result<()> {
-    list.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    list.sort_unstable_by_key(|a| (a.0, a.1));
     let mut w = 0;
     let mut i = 0;
     while i < list.len() {
