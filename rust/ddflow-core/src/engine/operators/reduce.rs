@@ -291,6 +291,12 @@ impl ReduceState {
         }
     }
 
+    /// Sets the row-sweep threshold (tests compare the row sweep with the general path).
+    #[cfg(test)]
+    pub(super) fn set_rows_min(&mut self, n: usize) {
+        self.scratch.acc.rows_min = n;
+    }
+
     /// Whether some pending time is complete with respect to `frontier`.
     pub fn has_complete_pending(&self, frontier: &Antichain<Time>) -> bool {
         self.pending.times().any(|t| !frontier.less_equal(t))

@@ -687,3 +687,7 @@ fn index_vals(input: &Updates, kw: usize, vw: usize, s: &mut RowsScratch) {
         s.val_ids[i as usize] = (nvals - 1) as u32;
     }
 }
+
+#[cfg(test)]
+#[path = "reduce_rows_tests.rs"]
+mod tests;
