@@ -36,7 +36,7 @@ use crate::engine::arrangement::Arrangement;
 use crate::engine::column::{Callbacks, Msg};
 use crate::engine::errors::{render_row, ErrorUpdate};
 use crate::engine::plan::Agg;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Time};
 use crate::times::{interesting_times_2d, TimesScratch};
 use crate::updates::Updates;
@@ -474,7 +474,14 @@ impl ReduceState {
             if builtin
                 && hist.input.len() * acc.cands.len() > acc.rows_min
                 && !self.errors.has_history(key)
-                && self.reduce_rows_key(inp, key, (hist, out_lo), acc, &mut output, still_pending)
+                && self.reduce_rows_key(
+                    inp,
+                    key,
+                    (hist, out_lo),
+                    acc,
+                    &mut output,
+                    still_pending,
+                )?
             {
                 continue;
             }
@@ -551,8 +558,9 @@ impl ReduceState {
 
     /// A key of a built-in aggregate with two-dimensional times and a large (history x
     /// candidate times) product: visited row by row (`reduce_rows`), output written to
-    /// `output`. Returns whether the key was done; on an error (an overflow) its output is
-    /// undone and the key is left to the general path, which makes it an error update.
+    /// `output`. Returns whether the key was done; on an overflow its output is undone and
+    /// the key is left to the general path, which makes it an error update (past the memory
+    /// limit the activation fails).
     #[inline]
     fn reduce_rows_key(
         &mut self,
@@ -562,7 +570,7 @@ impl ReduceState {
         acc: &mut KeyAccum,
         output: &mut Updates,
         still_pending: &mut Pending,
-    ) -> bool {
+    ) -> Result<bool> {
         let k = RowsKey {
             agg: inp.agg,
             val_dtypes: inp.val_dtypes,
@@ -577,14 +585,18 @@ impl ReduceState {
             label: inp.label,
         };
         let n_out = output.len();
-        if reduce_rows::reduce_key(&k, &mut acc.rows, output).is_err() {
-            output.truncate(n_out);
-            return false;
+        match reduce_rows::reduce_key(&k, &mut acc.rows, output) {
+            Err(e @ Error::MemoryLimit(_)) => return Err(e),
+            Err(_) => {
+                output.truncate(n_out);
+                return Ok(false);
+            }
+            Ok(()) => {}
         }
         if !acc.rows.pending.is_empty() {
             still_pending.insert(key.to_vec(), acc.rows.pending.clone());
         }
-        true
+        Ok(true)
     }
 
     /// Phase 3: per key in time order, the differences between the groups' desired output
