@@ -2,14 +2,17 @@
 wall), output updates and interesting times as N doubles.
 
     python benches/reduce_one_key.py [--sizes 500,1000,2000,4000] [--limit 120]
-                                     [--aggs count,min,sum,count_distinct] [--dims 2,3]
+                                     [--aggs count,min,sum,count_distinct,distinct]
+                                     [--dims 2,3]
                                      [--out benches/results/reduce_one_key.md]
 
 Every run is a fresh process: one input ``(k, v)`` with ``k = 0`` for all N updates, ``v``
 random below 10^6, times random with coordinates below 10^6 (nearly all distinct), all in
 one batch, then ``advance_to`` past them and ``run_until``. The aggregate is
-``group_by("k").agg(...)`` (``count`` is ``count(by="k")``). A row of N stops at the first
-size whose run passes ``--limit`` seconds of wall time (the child is killed there).
+``group_by("k").agg(...)`` (``count`` is ``count(by="k")``; ``distinct`` is
+``select("k").distinct()`` with diffs +1 or -1 at random, so the one record comes and goes).
+A row of N stops at the first size whose run passes ``--limit`` seconds of wall time (the
+child is killed there).
 
 Reported per run: CPU (user + sys of the run, imports and input building excluded) and wall
 seconds, the number of output updates (``updates()`` of the capture, consolidated), the
@@ -56,14 +59,20 @@ CHILD = textwrap.dedent(
 
     flow = dd.Dataflow(log=False, time_dims=dims)
     inp, col = flow.new_input({"k": "int64", "v": "int64"})
+    diffs = np.ones(n, dtype=np.int64)
     if agg == "count":
         red = col.count(by="k")
+    elif agg == "distinct":
+        # One record (the key alone) inserted and deleted at random times: present while
+        # its count is positive.
+        diffs = rng.choice(np.array([1, -1], dtype=np.int64), n)
+        red = col.select("k").distinct()
     else:
         fn = {"min": dd.min, "sum": dd.sum, "count_distinct": dd.count_distinct}[agg]
         red = col.group_by("k").agg(a=fn("v"))
     out = red.capture()
     c0, w0 = cpu(), time.monotonic()
-    inp.update_batch({"k": keys, "v": vals}, times=times)
+    inp.update_batch({"k": keys, "v": vals}, times=times, diffs=diffs)
     end = tuple([10**6] * dims)
     inp.advance_to(end)
     flow.run_until(end)
@@ -96,7 +105,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="500,1000,2000,4000", help="N values (2-D rows)")
     parser.add_argument("--sizes-3d", default="50,100,200,400", help="N values (3-D rows)")
-    parser.add_argument("--aggs", default="count,min,sum,count_distinct")
+    parser.add_argument("--aggs", default="count,min,sum,count_distinct,distinct")
     parser.add_argument("--dims", default="2,3")
     parser.add_argument("--limit", type=float, default=120.0, help="seconds per run")
     parser.add_argument("--out", type=Path, default=None, help="append the table here")
