@@ -27,7 +27,7 @@ use crate::engine::plan::{Agg, GroupAgg};
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Time, MAX_DIMS};
 use crate::updates::Updates;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// What one key's row sweep reads.
 pub struct RowsKey<'a> {
@@ -159,6 +159,9 @@ enum Acc {
     SumInt(i128, usize),
     /// A `group` aggregate's running totals (in `RowsScratch::totals`).
     Group,
+    /// `min` / `max` of an int64 column: how many val rows with a positive count hold each
+    /// non-null value, and how many hold null.
+    Extreme(BTreeMap<i64, u32>, usize),
     /// Only the counts per val (the aggregate runs on the non-zero ones).
     PerVal,
 }
@@ -209,6 +212,8 @@ enum Kind {
     Count,
     SumInt,
     Group,
+    /// `min` or `max` of an int64 column.
+    Extreme(usize),
     PerVal,
 }
 
@@ -250,6 +255,11 @@ pub fn reduce_key(k: &RowsKey<'_>, s: &mut RowsScratch, output: &mut Updates) ->
         Agg::Sum { column: c } if k.val_dtypes[*c].physical() == DType::Int64 => Kind::SumInt,
         Agg::Group { aggs } if aggregate_group::has_running_totals(aggs, k.val_dtypes) => {
             Kind::Group
+        }
+        Agg::Min { column: c } | Agg::Max { column: c }
+            if k.val_dtypes[*c].physical() == DType::Int64 =>
+        {
+            Kind::Extreme(*c)
         }
         _ => Kind::PerVal,
     };
@@ -423,14 +433,16 @@ fn rows(
         Agg::Group { aggs } => aggs,
         _ => &[],
     };
-    let sum_col = match k.agg {
-        Agg::Sum { column: c } => *c,
+    let sum_col = match (k.agg, kind) {
+        (Agg::Sum { column: c }, _) => *c,
+        (_, Kind::Extreme(c)) => c,
         _ => 0,
     };
     let mut acc = match kind {
         Kind::Count => Acc::Count(0),
         Kind::SumInt => Acc::SumInt(0, 0),
         Kind::Group => Acc::Group,
+        Kind::Extreme(_) => Acc::Extreme(BTreeMap::new(), 0),
         Kind::PerVal => Acc::PerVal,
     };
 
@@ -458,6 +470,10 @@ fn rows(
                 Acc::Count(t) => *t = 0,
                 Acc::SumInt(t, nulls) => (*t, *nulls) = (0, 0),
                 Acc::Group => s.totals.reset(parts),
+                Acc::Extreme(set, nulls) => {
+                    set.clear();
+                    *nulls = 0;
+                }
                 Acc::PerVal => {}
             }
             let mut nonzero_vals = 0usize;
@@ -487,7 +503,20 @@ fn rows(
                                 *total += decode_i64(row[sum_col]) as i128 * d as i128;
                             }
                             Acc::Group => s.totals.fold(parts, k.val_dtypes, row, d, k.label)?,
-                            Acc::PerVal => {}
+                            Acc::Extreme(set, nulls) if (before > 0) != (after > 0) => {
+                                let w = row[sum_col];
+                                if w == NULL_I64 {
+                                    *nulls = if after > 0 { *nulls + 1 } else { *nulls - 1 };
+                                } else if after > 0 {
+                                    *set.entry(decode_i64(w)).or_insert(0) += 1;
+                                } else if let Some(n) = set.get_mut(&decode_i64(w)) {
+                                    *n -= 1;
+                                    if *n == 0 {
+                                        set.remove(&decode_i64(w));
+                                    }
+                                }
+                            }
+                            Acc::Extreme(..) | Acc::PerVal => {}
                         }
                     }
                     for &(id, d) in &s.out_levels.lists[l] {
@@ -553,6 +582,22 @@ fn desired(
                     .write(parts, k.val_dtypes, k.label, &mut s.desired_rows)?;
                 s.desired_counts.push(1);
             }
+        }
+        Acc::Extreme(ref set, nulls) => {
+            // As `aggregate::apply`: the least (greatest) non-null value among val rows with a
+            // positive count; null if only nulls have one; nothing if none has.
+            let greatest = matches!(k.agg, Agg::Max { .. });
+            let best = if greatest {
+                set.keys().next_back()
+            } else {
+                set.keys().next()
+            };
+            match best {
+                Some(&v) => s.desired_rows.push(encode_i64(v)),
+                None if nulls > 0 => s.desired_rows.push(NULL_I64),
+                None => return Ok(()),
+            }
+            s.desired_counts.push(1);
         }
         Acc::PerVal => {
             // Val ids are numbered in val order: the non-zero ones sorted are in val order.

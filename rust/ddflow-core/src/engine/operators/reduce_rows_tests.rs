@@ -12,8 +12,9 @@ use crate::lattice::{Antichain, Time};
 use crate::updates::Updates;
 use proptest::prelude::*;
 
-/// Vals: small ones (repeated, so vals have multiplicities), and ones whose sums leave int64.
-const VALS: [i64; 7] = [-3, 0, 2, 5, 9, i64::MAX / 2 + 7, i64::MIN / 2 - 9];
+/// Vals: small ones (repeated, so vals have multiplicities), ones whose sums leave int64, and
+/// null (`i64::MIN`).
+const VALS: [i64; 8] = [-3, 0, 2, 5, 9, i64::MAX / 2 + 7, i64::MIN / 2 - 9, i64::MIN];
 const DIFFS: [i64; 5] = [-2, -1, 1, 2, 3];
 
 fn agg(kind: usize) -> Agg {
@@ -23,6 +24,7 @@ fn agg(kind: usize) -> Agg {
         2 => r#"{"kind":"min","column":0}"#,
         3 => r#"{"kind":"distinct"}"#,
         4 => r#"{"kind":"top_k","k":2,"column":0}"#,
+        5 => r#"{"kind":"max","column":0}"#,
         _ => {
             r#"{"kind":"group","aggs":[{"kind":"count"},{"kind":"sum","column":0},{"kind":"max","column":0},{"kind":"count_distinct","column":0}]}"#
         }
@@ -126,7 +128,7 @@ proptest! {
     /// Every key on the row sweep (threshold 0) emits what the general path emits.
     #[test]
     fn row_sweep_matches_general_path(
-        kind in 0usize..6,
+        kind in 0usize..7,
         mut steps in prop::collection::vec(step(), 1..10),
     ) {
         steps.push(Step { ups: Vec::new(), advance: 1, lag: 0, compact: false });
