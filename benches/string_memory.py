@@ -44,7 +44,7 @@ def stream(total: int, batch: int = 100_000) -> tuple[float, float]:
     """RSS (MB) after the first batch and after ``total`` unique strings went through."""
     flow = dd.Dataflow(log=False)
     inp, rows = flow.new_input(("s",))
-    rows.distinct().count().capture()
+    rows.distinct().count().capture(keep="state")
     warm = 0.0
     for t, start in enumerate(range(0, total, batch)):
         col = unique("stream", start, min(batch, total - start))

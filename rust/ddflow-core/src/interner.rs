@@ -265,6 +265,8 @@ pub struct SweepStats {
     pub freed: usize,
     /// Ids in use afterwards.
     pub live: usize,
+    /// Of those, the ids marked (held by live data; the rest were touched or permanent).
+    pub held: usize,
     /// Bytes of the strings in use afterwards.
     pub live_bytes: usize,
     /// Bytes of arena chunks afterwards (their capacity).
@@ -361,10 +363,17 @@ impl Store {
     /// touched since the last sweep, then rebuilds the table and, when the arena holds more
     /// than twice the live bytes, the arena (see the module doc). Clears the touched bits.
     pub(crate) fn sweep(&mut self, marked: impl Fn(u32) -> bool) -> SweepStats {
-        let mut freed = 0;
+        let (mut freed, mut held) = (0, 0);
         for id in 0..self.spans.len() as u32 {
             let sp = self.spans[id as usize];
-            if sp.is_free() || marked(id) || self.touched.get(id) || self.permanent.get(id) {
+            if sp.is_free() {
+                continue;
+            }
+            if marked(id) {
+                held += 1;
+                continue;
+            }
+            if self.touched.get(id) || self.permanent.get(id) {
                 continue;
             }
             self.live_bytes -= sp.len as usize;
@@ -394,6 +403,7 @@ impl Store {
         SweepStats {
             freed,
             live,
+            held,
             live_bytes: self.live_bytes,
             arena_bytes: self.chunks.iter().map(String::capacity).sum(),
         }

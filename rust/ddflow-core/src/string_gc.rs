@@ -15,19 +15,24 @@
 //! is bounded by the number of live words.
 //!
 //! When: a collection is *due* once the interner has handed out as many ids since the last
-//! one as were live after it (at least [`MIN_GROWTH`]), so the interner holds at most about
-//! three times its live strings and the marking work is paid for by the strings added.
+//! one as live data held at it (at least [`MIN_GROWTH`]), so the interner holds at most
+//! about three times the strings in use (those held, those touched in the last interval,
+//! those added in this one) and the marking work is paid for by the strings added.
 //! It runs at a safe point ([`collect_if_due`], which the bindings call at the start of an
 //! engine call), never blocking: each root is tried with `try_lock`, and if any is busy
 //! (another thread is running that engine, reading that trace) the collection is given up
 //! and tried again at the next safe point. While it runs it holds the interner's write lock,
 //! so no string is interned or resolved meanwhile.
 //!
+//! A [`Pin`] covers code that moves ids out of a root and uses them after letting go of
+//! the root's lock (a kernel reading a trace, then resolving the strings without the GIL):
+//! a collection that overlaps any pin is given up.
+//!
 //! `DDFLOW_STRING_GC` (read once): `off` never collects, `always` collects at every safe
 //! point (for tests: any string an owner fails to mark is then freed at once).
 
 use crate::interner::{global, SweepStats};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// The fewest ids handed out between two collections.
@@ -126,6 +131,34 @@ pub fn register<T: StringRoots + 'static>(root: &Arc<T>) {
     registry().lock().unwrap_or_else(|e| e.into_inner()).push(weak);
 }
 
+/// Pins held now, and pins ever taken.
+static PINS_HELD: AtomicUsize = AtomicUsize::new(0);
+static PINS_TAKEN: AtomicU64 = AtomicU64::new(0);
+
+/// While a pin lives, no collection completes (one overlapping it is given up).
+pub struct Pin(());
+
+impl Pin {
+    /// Takes a pin.
+    pub fn new() -> Pin {
+        PINS_HELD.fetch_add(1, SeqCst);
+        PINS_TAKEN.fetch_add(1, SeqCst);
+        Pin(())
+    }
+}
+
+impl Default for Pin {
+    fn default() -> Pin {
+        Pin::new()
+    }
+}
+
+impl Drop for Pin {
+    fn drop(&mut self) {
+        PINS_HELD.fetch_sub(1, SeqCst);
+    }
+}
+
 /// Whether the interner has grown enough since the last collection.
 static DUE: AtomicBool = AtomicBool::new(false);
 /// Collections run, and ids freed by them (for tests and diagnostics).
@@ -167,6 +200,10 @@ pub fn collect_if_due() -> Option<SweepStats> {
 /// Runs a collection now (whatever the policy); `None` if a root was busy.
 pub fn collect_now() -> Option<SweepStats> {
     let mut store = global().write().unwrap_or_else(|e| e.into_inner());
+    let taken = PINS_TAKEN.load(SeqCst);
+    if PINS_HELD.load(SeqCst) > 0 {
+        return None;
+    }
     let roots: Vec<Arc<dyn StringRoots>> = {
         let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
         reg.retain(|w| w.strong_count() > 0);
@@ -179,8 +216,13 @@ pub fn collect_now() -> Option<SweepStats> {
         }
     }
     // The roots are let go after the lock: the last owner of a root may be this thread.
+    if PINS_HELD.load(SeqCst) > 0 || PINS_TAKEN.load(SeqCst) != taken {
+        return None;
+    }
     let stats = store.sweep(|id| marks.get(id));
-    store.due_at = stats.live.max(MIN_GROWTH);
+    // The next interval is as long as the strings held, not those kept as touched: else
+    // each interval would keep the whole previous one and never shrink.
+    store.due_at = stats.held.max(MIN_GROWTH);
     DUE.store(false, Relaxed);
     RUNS.fetch_add(1, Relaxed);
     FREED.fetch_add(stats.freed as u64, Relaxed);
