@@ -120,7 +120,6 @@ impl AtomicBits {
             *w.get_mut() = 0;
         }
     }
-
 }
 
 /// The id table: open addressing with linear probing over one array of slots, each 0

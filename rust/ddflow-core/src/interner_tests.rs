@@ -298,7 +298,11 @@ fn the_arena_is_rewritten_when_mostly_free() {
     let before = store.size().2;
     let stats = store.sweep(|id| keep.contains(&id));
     assert_eq!(stats.live, keep.len());
-    assert!(stats.arena_bytes * 4 < before, "{} of {before}", stats.arena_bytes);
+    assert!(
+        stats.arena_bytes * 4 < before,
+        "{} of {before}",
+        stats.arena_bytes
+    );
     for (i, &id) in ids.iter().enumerate() {
         let want = format!("string number {i:08}");
         if keep.contains(&id) {
@@ -324,7 +328,7 @@ enum Step {
 }
 
 fn text_of(k: u16) -> String {
-    if k % 17 == 0 {
+    if k.is_multiple_of(17) {
         format!("long-{k}-{}", "x".repeat(3000 + k as usize))
     } else {
         format!("s{k}")

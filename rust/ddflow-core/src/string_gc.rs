@@ -128,7 +128,10 @@ fn registry() -> &'static Mutex<Vec<Weak<dyn StringRoots>>> {
 /// Registers a root for as long as it lives (dropping the last `Arc` unregisters it).
 pub fn register<T: StringRoots + 'static>(root: &Arc<T>) {
     let weak: Weak<dyn StringRoots> = Arc::downgrade(root) as Weak<dyn StringRoots>;
-    registry().lock().unwrap_or_else(|e| e.into_inner()).push(weak);
+    registry()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(weak);
 }
 
 /// Pins held now, and pins ever taken.

@@ -18,11 +18,11 @@ use crate::errors::IntoPyResult;
 use ddflow_core::capture::{CaptureMode, CaptureState};
 use ddflow_core::encoding::DType;
 use ddflow_core::engine::column::{columns_to_rows, Schema};
+use ddflow_core::string_gc::Frozen;
 use ddflow_core::{Antichain, Time, Updates};
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PyTuple};
-use ddflow_core::string_gc::Frozen;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A capture's pending updates and what it keeps of completed ones.
