@@ -202,6 +202,9 @@ pub fn collect_if_due() -> Option<SweepStats> {
 
 /// Runs a collection now (whatever the policy); `None` if a root was busy.
 pub fn collect_now() -> Option<SweepStats> {
+    if PINS_HELD.load(SeqCst) > 0 {
+        return None; // an engine is running: do not even wait for the interner's lock
+    }
     let mut store = global().write().unwrap_or_else(|e| e.into_inner());
     let taken = PINS_TAKEN.load(SeqCst);
     if PINS_HELD.load(SeqCst) > 0 {
