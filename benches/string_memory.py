@@ -108,15 +108,22 @@ def main() -> None:
     warm, end = stream(args.strings)
     first, last = dropped(args.flows, args.flow_mb)
     tp_new, tp_old = throughput()
+    rows = [
+        ("interning, new strings", f"{tp_new / 1e6:.2f} M strings/s"),
+        ("interning, known strings", f"{tp_old / 1e6:.2f} M strings/s"),
+        ("stream: RSS after the first 100k strings", f"{warm:.0f} MB"),
+        (f"stream: RSS after {args.strings:,} unique strings", f"{end:.0f} MB"),
+        (
+            f"dropped: RSS after the 1st of {args.flows} ({args.flow_mb:g} MB each)",
+            f"{first:.0f} MB",
+        ),
+        (f"dropped: RSS after the {args.flows}th", f"{last:.0f} MB"),
+    ]
     print(f"RSS at start: {start:.0f} MB\n")
     print("| figure | value |")
     print("| --- | --- |")
-    print(f"| interning, new strings | {tp_new / 1e6:.2f} M strings/s |")
-    print(f"| interning, known strings | {tp_old / 1e6:.2f} M strings/s |")
-    print(f"| stream: RSS after the first 100k strings | {warm:.0f} MB |")
-    print(f"| stream: RSS after {args.strings:,} unique strings | {end:.0f} MB |")
-    print(f"| dropped: RSS after the 1st of {args.flows} flows ({args.flow_mb:g} MB each) | {first:.0f} MB |")
-    print(f"| dropped: RSS after the {args.flows}th | {last:.0f} MB |")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
 
 
 if __name__ == "__main__":

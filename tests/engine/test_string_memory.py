@@ -88,9 +88,7 @@ def observed(caps: dict[str, Any]) -> dict[str, Any]:
     joined: Counter[tuple[str, str, int]] = Counter()
     for r in caps["joined"].state().to_pylist():
         joined[(r["k"], r["t"], r["v"])] += r["diff"]
-    extremes = {
-        (r["v"], r["lo"], r["hi"], r["n"]) for r in caps["extremes"].state().to_pylist()
-    }
+    extremes = {(r["v"], r["lo"], r["hi"], r["n"]) for r in caps["extremes"].state().to_pylist()}
     keys = {(r["k"],) for r in caps["keys"].state().to_pylist()}
     return {"joined": +joined, "extremes": extremes, "keys": keys}
 
@@ -106,7 +104,7 @@ def test_results_stay_exact_while_strings_are_freed_and_reused(workers: int) -> 
         flows.append((flow, left_in, right_in, caps, Counter(), Counter()))
     freed_before = _core.string_memory()["freed"]
     for round_ in range(12):
-        for flow, left_in, right_in, caps, left, right in flows:
+        for flow, left_in, right_in, _caps, left, right in flows:
             adds_l = [(word(rng, round_), rng.randrange(5)) for _ in range(60)]
             adds_r = [(word(rng, round_), word(rng, round_)) for _ in range(60)]
             # Retract about half of what is live: its strings become garbage.
