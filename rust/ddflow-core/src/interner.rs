@@ -38,8 +38,8 @@
 //!   pass over every id);
 //! * puts the freed ids on a free list, so ids stay small (batches store words that fit
 //!   32 bits in half the space) and the span table never outgrows the peak of live strings;
-//! * rewrites the arena into fresh chunks when its chunks hold more than twice the live
-//!   bytes, dropping the old ones (the memory goes back to the allocator).
+//! * rewrites the arena into fresh chunks when its chunks hold more than three times the
+//!   live bytes, dropping the old ones (the memory goes back to the allocator).
 //!
 //! *Touched* ids are those looked up or added since the last collection, a bit per id set
 //! on every hit (one relaxed atomic or, only when the bit is not yet set). They make the
@@ -360,9 +360,12 @@ impl Store {
 
     /// Frees every id in use that `marked` does not hold and that is neither permanent nor
     /// touched since the last sweep, then rebuilds the table and, when the arena holds more
-    /// than twice the live bytes, the arena (see the module doc). Clears the touched bits.
+    /// than three times the live bytes, the arena (see the module doc). Clears the touched bits.
     pub(crate) fn sweep(&mut self, marked: impl Fn(u32) -> bool) -> SweepStats {
         let (mut freed, mut held) = (0, 0);
+        // The ids freed now, a bit each: the table rebuild tests these instead of reading
+        // the spans (a random read per slot in a table much larger than the caches).
+        let mut gone = vec![0u64; self.spans.len().div_ceil(64)];
         for id in 0..self.spans.len() as u32 {
             let sp = self.spans[id as usize];
             if sp.is_free() {
@@ -377,6 +380,7 @@ impl Store {
             }
             self.live_bytes -= sp.len as usize;
             self.spans[id as usize] = FREE;
+            gone[(id >> 6) as usize] |= 1 << (id & 63);
             self.free.push(id);
             freed += 1;
         }
@@ -384,17 +388,17 @@ impl Store {
         self.free.sort_unstable_by(|a, b| b.cmp(a));
         let live = self.spans.len() - self.free.len();
         if freed > 0 {
-            let spans = &self.spans;
+            let is_gone = |id: u32| gone[(id >> 6) as usize] & (1 << (id & 63)) != 0;
             let kept = self
                 .table
                 .slots
                 .iter()
                 .copied()
-                .filter(|&s| s != 0 && !spans[(s as u32 - 1) as usize].is_free());
+                .filter(|&s| s != 0 && !is_gone(s as u32 - 1));
             self.table = IdTable::rebuilt(kept, live);
         }
         let arena: usize = self.chunks.iter().map(String::capacity).sum();
-        if arena > 2 * self.live_bytes + MAX_CHUNK {
+        if arena > 3 * self.live_bytes + MAX_CHUNK {
             self.rewrite_arena();
         }
         self.touched.clear_all();
