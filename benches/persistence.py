@@ -1,7 +1,7 @@
-"""What persistence costs and what a restart saves, and the crash test with 20 kills.
+"""What persistence costs and what a restart saves, and the crash tests with 20 kills.
 
     python benches/persistence.py [--nodes 100000] [--edges 1000000] [--files 100]
-        [--rows-per-poll 50000] [--kills 20] [--out benches/results/persistence.md]
+        [--rows-per-poll 50000] [--kills 20] [--only-crash] [--out benches/results/persistence.md]
 
 The job: BFS from node 0 over a random graph whose edges arrive from Parquet files (``files``
 files, read ``rows-per-poll`` rows per tick of the run loop), distances written to a Parquet
@@ -14,10 +14,16 @@ itself; the ratios are of CPU time, as the machine is shared):
 3. **restart**: the job again on the checkpoint of (2), with nothing new to read: it rebuilds
    the operators by replaying the compacted inputs, then stops; beside it, a rebuild that
    reads every edge in one tick (what the replay amounts to);
-4. **crash test**: the file pipeline of ``tests/persist`` killed with SIGKILL ``kills`` times
-   at random points and restarted each time, then compared with an uninterrupted run.
+4. **crash tests**, each killed with SIGKILL ``kills`` times at random points and restarted
+   each time: the file pipeline of ``tests/persist`` (CSV files to Parquet sinks) and the
+   program feeding its inputs by hand (``tests/persist/hand_pipeline.py``), each compared
+   with an uninterrupted run; the Postgres pipeline (``tests/persist/pg_crash.py``: a
+   source table followed by logical replication into a sink table, a writer committing
+   while it is killed), compared with a recompute of the source table (skipped, saying so,
+   without PostgreSQL server binaries).
 
-The table goes to ``--out`` with the command, the machine and the load average.
+The table goes to ``--out`` with the command, the machine and the load average;
+``--only-crash`` runs only the crash tests and replaces only their section of ``--out``.
 """
 
 from __future__ import annotations
@@ -65,6 +71,58 @@ def _job(edges: str, roots: str, out: str, state: str, interval: str, per_poll: 
     print(json.dumps({"wall": wall, "cpu": cpu, "rss_mb": usage.ru_maxrss / 1024}))
 
 
+def _hand_job(state: str, steps: int, rows: int) -> None:
+    """A program feeding ``steps`` batches of ``rows`` rows by hand (one time each, then
+    ``advance_to`` and ``run_until``) into a grouped count and sum, in this process; prints
+    its wall and CPU time (after its imports)."""
+    import ddflow as dd
+
+    start = time.monotonic()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_at_start = usage.ru_utime + usage.ru_stime
+    persistence = None if state == "-" else dd.Persistence(state, interval="10s")
+    flow = dd.Dataflow(persistence=persistence, log=False)
+    orders_in, orders = flow.new_input({"k": "int64", "v": "int64", "s": "str"}, name="orders")
+    orders.group_by("k").agg(n=dd.count(), total=dd.sum("v")).capture(keep="state")
+    rng = np.random.default_rng(2)
+    words = np.array(["north", "south", "east", "west"], dtype=object)
+    for t in range(orders_in.frontier() or 0, steps):
+        batch = pa.table(
+            {
+                "k": rng.integers(0, 1000, rows),
+                "v": rng.integers(0, 100, rows),
+                "s": pa.array(words[rng.integers(0, 4, rows)], pa.string()),
+            }
+        )
+        orders_in.update_batch(batch, times=t)
+        orders_in.advance_to(t + 1)
+        flow.run_until(t + 1)
+    wall = time.monotonic() - start
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"wall": wall, "cpu": usage.ru_utime + usage.ru_stime - cpu_at_start}))
+
+
+def _hand_cost(directory: Path, steps: int = 500, rows: int = 2000) -> str:
+    """What logging what is fed by hand costs: the hand job without and with persistence,
+    as a sentence."""
+    runs = {}
+    for name, state in (("plain", "-"), ("persistent", str(directory / "hand-cost"))):
+        command = [sys.executable, str(Path(__file__).resolve()), "hand-job", state]
+        command += [str(steps), str(rows)]
+        done = subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True)
+        runs[name] = json.loads(done.stdout.strip().splitlines()[-1])
+    size = sum(f.stat().st_size for f in (directory / "hand-cost").rglob("*") if f.is_file())
+    plain, kept = runs["plain"], runs["persistent"]
+    return (
+        f"Feeding by hand: {steps} batches of {rows:,} rows (`update_batch`, three columns, "
+        "one time each, then `advance_to` and `run_until`) into a grouped count and sum take "
+        f"{plain['cpu']:.2f} s of CPU ({plain['wall']:.2f} s wall) without persistence and "
+        f"{kept['cpu']:.2f} s ({kept['wall']:.2f} s wall) with it, each `advance_to` logging "
+        f"its batch and flushing it to disk ({kept['cpu'] / plain['cpu']:.2f}x the CPU time; "
+        f"the directory holds {size / 1e6:.1f} MB at the end, checkpoint every 10 s)."
+    )
+
+
 def _write_graph(directory: Path, nodes: int, edges: int, files: int) -> None:
     rng = np.random.default_rng(1)
     (directory / "edges").mkdir(parents=True)
@@ -104,21 +162,82 @@ def _distances(path: Path) -> dict[tuple[int, int], int]:
     return {k: v for k, v in total.items() if v}
 
 
+def _hand_crash(directory: Path, kills: int) -> tuple[int, bool, float, int]:
+    """The program feeding its inputs by hand, killed ``kills`` times: kills landed, whether
+    the sinks equal an uninterrupted run's, the seconds it took, the steps."""
+    from tests.persist.crash import run_command, run_command_killed_in_progress, updates
+    from tests.persist.hand_pipeline import SINKS
+
+    steps = 400
+
+    def command(out: Path, state: Path | None) -> list[str]:
+        where = "-" if state is None else str(state)
+        module = "tests.persist.hand_pipeline"
+        return [sys.executable, "-m", module, str(out), where, str(steps), "9"]
+
+    run_command(command(directory / "hand-ref", None), timeout=600)
+    reference = {sink: updates(directory / "hand-ref", sink) for sink in SINKS}
+    rng = random.Random(6)
+    landed = 0
+    start = time.monotonic()
+    persistent = command(directory / "hand-out", directory / "hand-state")
+    for _ in range(kills):
+        landed += run_command_killed_in_progress(persistent, directory / "hand-out", rng)
+    run_command(persistent, timeout=600)
+    same = all(updates(directory / "hand-out", s) == reference[s] for s in SINKS)
+    return landed, same, time.monotonic() - start, steps
+
+
+def _pg_crash(directory: Path, kills: int) -> str:
+    """The Postgres pipeline killed ``kills`` times while a writer commits: a sentence."""
+    from tests.io.postgres.server import find_bin_dir, start
+    from tests.persist.pg_crash import crash_run
+
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        return "Postgres crash test: skipped (no PostgreSQL server binaries on this machine)."
+    server = start(bin_dir)
+    try:
+        run = crash_run(server.conninfo, directory / "pg-state", kills, seed=8, catch_up=300)
+    finally:
+        server.stop()
+    return (
+        f"Postgres crash test: the pipeline of `tests/persist/pg_pipeline.py` (the table "
+        "`accounts_restart` followed by logical replication, accounts and total balance per "
+        "owner kept in the table `per_owner_restart`, checkpoint every 200 ms) killed with "
+        f"SIGKILL {run.kills} times, each 1 to 4 s after its start while another thread "
+        "commits a transaction every 20 ms (inserts, an update, sometimes a delete), one more "
+        "transaction between runs, then restarted once more until the sink caught up: "
+        f"{run.transactions} transactions, {run.rows} rows in the source table at the end, "
+        f"{run.seconds:.1f} s in all ({run.catch_up:.1f} s for the last run to catch up). "
+        "The sink table equals a recompute of the source table (`select owner, count(*), "
+        f"sum(balance) ... group by owner`), each owner once: {run.equal}. The replication "
+        f"slot was kept between runs (no new snapshot after the first): {run.slot_kept}."
+    )
+
+
 def _crash(directory: Path, kills: int) -> tuple[int, bool, float]:
-    from tests.persist.crash import SINKS, run_killed, run_whole, updates, write_inputs
+    from tests.persist.crash import (
+        SINKS,
+        pipeline_command,
+        run_command_killed_in_progress,
+        run_whole,
+        updates,
+        write_inputs,
+    )
 
     source = directory / "crash-in"
     write_inputs(source, files=200, rows=200, seed=7)
-    whole = run_whole(source, directory / "crash-ref", None, timeout=600)
+    run_whole(source, directory / "crash-ref", None, timeout=600)
     reference = {sink: updates(directory / "crash-ref", sink) for sink in SINKS}
     rng = random.Random(5)
     landed = 0
     start = time.monotonic()
+    out, state = directory / "crash-out", directory / "crash-state"
     for _ in range(kills):
-        after = rng.uniform(0.2, 0.9) * whole
-        landed += run_killed(source, directory / "crash-out", directory / "crash-state", after)
-    run_whole(source, directory / "crash-out", directory / "crash-state", timeout=600)
-    same = all(updates(directory / "crash-out", s) == reference[s] for s in SINKS)
+        landed += run_command_killed_in_progress(pipeline_command(source, out, state), out, rng)
+    run_whole(source, out, state, timeout=600)
+    same = all(updates(out, s) == reference[s] for s in SINKS)
     return landed, same, time.monotonic() - start
 
 
@@ -126,14 +245,21 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "job":
         _job(*sys.argv[2:7], int(sys.argv[7]))
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "hand-job":
+        _hand_job(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=100_000)
     parser.add_argument("--edges", type=int, default=1_000_000)
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--rows-per-poll", type=int, default=50_000)
     parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--only-crash", action="store_true", help="run only the crash tests")
     parser.add_argument("--out", default=str(ROOT / "benches/results/persistence.md"))
     args = parser.parse_args()
+    if args.only_crash:
+        _only_crash(args.kills, Path(args.out))
+        return
     loads = [load()]
     with tempfile.TemporaryDirectory(prefix="ddflow-persistence-") as tmp:
         directory = Path(tmp)
@@ -158,7 +284,7 @@ def main() -> None:
             == _distances(directory / "o3")
         )
         loads.append(load())
-        landed, crash_same, crash_time = _crash(directory, args.kills)
+        crash = _crash_section(directory, args.kills, f"--kills {args.kills}")
         loads.append(load())
         shutil.rmtree(directory, ignore_errors=True)
     base = rows[0][1]["cpu"]
@@ -197,17 +323,67 @@ def main() -> None:
         f"by tick, and {rows[3][1]['cpu'] / rows[4][1]['cpu']:.2f}x that of a rebuild that reads "
         "every edge in one tick.",
         "",
-        f"Crash test: the file pipeline of `tests/persist` (200 CSV files of 200 rows, a "
-        f"grouped aggregate and a join into two Parquet sinks, checkpoint every 300 ms) killed "
-        f"with SIGKILL {args.kills} times at random points, 0.2 to 0.9 times an uninterrupted "
-        f"run's time after each start "
-        f"({landed} kills landed before the run ended), restarted each time and run to its "
-        f"end: {crash_time:.1f} s in all. The sinks' updates equal an uninterrupted run's: "
-        f"{crash_same}.",
-        "",
+        *crash,
     ]
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))
+
+
+_CRASH_HEADING = "## Crash tests"
+
+
+def _crash_section(directory: Path, kills: int, command: str) -> list[str]:
+    """The crash tests run in ``directory``, as the lines of their section."""
+    before = load()
+    landed, same, seconds = _crash(directory, kills)
+    hand_landed, hand_same, hand_seconds, steps = _hand_crash(directory, kills)
+    pg = _pg_crash(directory, kills)
+    cost = _hand_cost(directory)
+    return [
+        _CRASH_HEADING,
+        "",
+        f"Command: `python benches/persistence.py {command}`. Machine: {cpu()}, 2 cores "
+        f"shared with other work; commit {commit()}; load average (1/5/15 min) {before} "
+        f"before, {load()} after.",
+        "",
+        "Each kill of the file and hand-fed tests waits until the restarted process writes "
+        "a new sink file (its start-up and restore are over), then comes 0 to 0.4 s later, so "
+        "it lands at a random point of the work (reading, logging, computing, writing a sink "
+        "file, checkpointing) however busy the machine is.",
+        "",
+        "File crash test: the file pipeline of `tests/persist` (200 CSV files of 200 rows, a "
+        "grouped aggregate and a join into two Parquet sinks, checkpoint every 300 ms) killed "
+        f"with SIGKILL {kills} times ({landed} kills landed before the run ended), restarted "
+        f"each time and run to its end: {seconds:.1f} s in all. The sinks' updates equal an "
+        f"uninterrupted run's: {same}.",
+        "",
+        "Hand-fed crash test: the program of `tests/persist/hand_pipeline.py` (two inputs fed "
+        f"by hand, `update_batch` and `update_at`, {steps} steps of inserts and retractions "
+        "into a grouped aggregate and a join, two Parquet sinks, checkpoint every 200 ms), "
+        f"killed with SIGKILL {kills} times ({hand_landed} landed), each restart "
+        f"feeding again from `inp.frontier()`: {hand_seconds:.1f} s in all. The sinks' "
+        f"updates equal an uninterrupted run's: {hand_same}.",
+        "",
+        pg,
+        "",
+        cost,
+        "",
+    ]
+
+
+def _only_crash(kills: int, out: Path) -> None:
+    """Runs only the crash tests and replaces their section of ``out`` (the rest kept)."""
+    with tempfile.TemporaryDirectory(prefix="ddflow-persistence-") as tmp:
+        section = _crash_section(Path(tmp), kills, f"--only-crash --kills {kills}")
+    text = (
+        out.read_text() if out.exists() else "# Persistence: checkpoint cost, restart, crash test\n"
+    )
+    for marker in (_CRASH_HEADING, "Crash test:"):
+        if marker in text:
+            text = text[: text.index(marker)]
+            break
+    out.write_text(text.rstrip("\n") + "\n\n" + "\n".join(section))
+    print("\n".join(section))
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ from ddflow.input import InputSession
 from ddflow.memory import MemoryLimit, default_memory_limit, resolve_memory_limit
 from ddflow.metrics import Metrics, collect
 from ddflow.persist.journal import Persistence
-from ddflow.persist.open import open_journal
+from ddflow.persist.open import hand_fed, open_journal
 from ddflow.plan import ImportTraceOp, InputOp, PlanText, user_location
 from ddflow.plan_dtypes import PlanDtypes
 from ddflow.plan_graph import GRAPH_FORMATS, plan_graph
@@ -123,6 +123,8 @@ class Dataflow:
         """The sources that ``run()`` drives and the listeners (sinks) told of progress."""
         self._unread: list[frozenset[int]] = []
         """Per node, the columns no operator reads (``read_columns``; set at start)."""
+        self._restoring = False
+        self._restore_failure: BaseException | None = None
 
     def __repr__(self) -> str:
         state = "running" if self._engine_obj is not None else "building"
@@ -157,6 +159,8 @@ class Dataflow:
         label = f"input {name!r}@{label_loc}"
         node = self.builder.plan.add(InputOp(name), 0, [], names, label)
         session = InputSession(self, node, name, names, dtypes)
+        if self.persistence is not None:
+            session.on_first_use = self._open_persistence
         self._inputs.append(session)
         return session, Collection(self, node, names, 0)
 
@@ -395,6 +399,34 @@ class Dataflow:
             session.flush()
         return engine
 
+    def _open_persistence(self) -> None:
+        """In a persistent dataflow, opens its checkpoint directory and restores the inputs
+        (sources resume, inputs fed by hand get back what was fed before their frontier),
+        once: before an input is first fed, advanced or asked its frontier, or the dataflow
+        first runs. A failed restore leaves the dataflow unusable (its error again)."""
+        if self._restore_failure is not None:
+            raise self._restore_failure
+        if self.persistence is None or self._loop.journal is not None or self._restoring:
+            return
+        self._restoring = True
+        try:
+            if self.time_shape.dims is None:
+                self.time_shape.fix(1)  # a persistent dataflow's times are ints
+            self.freeze()  # the directory is the plan's: no operator may be added after
+            sources = [(a.session, a.source) for a in self._loop.attached]
+            self._loop.journal = open_journal(
+                self.persistence, self.plan(), self._inputs, sources, self.time_shape.dims
+            )
+            self._loop.restore(self, self._inputs, hand_fed(self._inputs, sources))
+        except BaseException as exc:
+            if self._loop.journal is not None:
+                self._restore_failure = exc
+            raise
+        finally:
+            self._restoring = False
+        for session in self._inputs:
+            session.on_first_use = None
+
     def _deliver(self, poll_all: bool = False) -> None:
         """Calls capture subscribers with newly completed updates. ``poll_all``: every other
         capture also takes its new updates from the engine into its consolidated native
@@ -422,6 +454,7 @@ class Dataflow:
 
     def step(self) -> bool:
         """One scheduling pass of the engine; True while work remains."""
+        self._open_persistence()
         with self.gate:
             engine = self._flush()
             with self._run_guard("step()"):
@@ -432,6 +465,7 @@ class Dataflow:
     def step_while(self, condition: Callable[[], bool]) -> int:
         """Steps while ``condition()`` holds and work remains; returns the number of steps."""
         steps = 0
+        self._open_persistence()
         with self.gate:
             engine = self._flush()
         while condition():
@@ -449,12 +483,15 @@ class Dataflow:
 
         Advance the inputs first (``advance_to``): outputs complete only up to their frontiers.
         """
+        self._open_persistence()
         coords = self.time_shape.normalize(time, "run_until")
         with self.gate:
             engine = self._flush()
             with self._run_guard(f"run_until({time!r})"):
                 engine.run_until(list(coords))
             self._deliver(poll_all=True)
+            if self.persistence is not None:
+                self._loop.after_run(int(coords[0]), self._inputs)
 
     def run(self, progress: bool | Callable[[RunProgress], Any] | None = None) -> None:
         """Runs until all work is done (all outputs complete once every input is closed).
@@ -467,14 +504,7 @@ class Dataflow:
         every tick; ``False`` nothing; by default ``True`` when stderr is a terminal (see
         :mod:`ddflow.progress`).
         """
-        if self.persistence is not None and self._loop.journal is None:
-            self._loop.journal = open_journal(
-                self.persistence,
-                self.plan(),
-                self._inputs,
-                [(a.session, a.source) for a in self._loop.attached],
-                self.time_shape.dims,
-            )
+        self._open_persistence()
         if self._loop.attached:
             previous = self._loop.reporter
             self._loop.reporter = reporter(self._loop, progress)

@@ -41,6 +41,7 @@ from ddflow.errors import (
     ColumnNotFoundError,
     DdflowError,
     InvalidValueError,
+    PersistenceError,
     SchemaTypeError,
     ShapeError,
     TimeError,
@@ -136,6 +137,19 @@ class InputSession:
         """The engine gate and its lock (taken by ``update_at``'s fast path)."""
         self._unread: frozenset[int] = frozenset()
         """Columns no operator reads (``read_columns``): Arrow columns taken as nulls."""
+        self.on_first_use: Callable[[], None] | None = None
+        """Called before the input is first fed, advanced or asked its frontier (a
+        persistent dataflow restores its inputs then)."""
+        self.recorder: (
+            Callable[[list[Any], npt.NDArray[np.int64], npt.NDArray[np.int64]], None] | None
+        ) = None
+        """Given every batch handed to the engine (columns, times, diffs) once it accepted
+        it (a persistent dataflow logs what is fed by hand)."""
+        self.on_advance: Callable[[int | None], None] | None = None
+        """Called with the new frontier (None: closing) before the engine learns of it."""
+        self.source_name: str | None = None
+        """The source feeding this input in a persistent dataflow: it resumes from what the
+        source read, so feeding it by hand too is refused (it could not be restored)."""
 
     def __repr__(self) -> str:
         return f"InputSession({self.name!r}: ({', '.join(self.columns)}), time={self.time!r})"
@@ -233,6 +247,8 @@ class InputSession:
                     return
             finally:
                 lock.release()
+        self._first_use()
+        self._refuse_by_hand()
         with self.flow.gate:
             self._update_checked(record, time, diff)
 
@@ -374,7 +390,11 @@ class InputSession:
     def _sync_frontier(self) -> None:
         """Enables the fast path of ``update_at`` for 1-D times, caching the frontier."""
         frontier = self._current()
-        if len(frontier) == 1 and all(d is not None for d in self._dtypes):
+        if (
+            len(frontier) == 1
+            and all(d is not None for d in self._dtypes)
+            and self.source_name is None
+        ):
             self._frontier_int = frontier[0]
             if not any(is_logical(d) for d in self._dtypes):
                 self._gate = self.flow.gate  # the plan is frozen: its engine is fixed
@@ -407,8 +427,23 @@ class InputSession:
         times) or (n, k); default the input's current time. ``diffs``: an int or int64 (n,);
         default +1. Validated as a whole: on error nothing is added.
         """
+        self._first_use()
+        self._refuse_by_hand()
         with self.flow.gate:
             self._update_batch(columns, times, diffs)
+
+    def push_from_source(self, columns: Any, times: Any, diffs: Any) -> None:
+        """``update_batch`` for the run loop, which feeds the input from its source."""
+        with self.flow.gate:
+            self._update_batch(columns, times, diffs)
+
+    def _refuse_by_hand(self) -> None:
+        if self.source_name is not None:
+            raise PersistenceError(
+                f"{self._what()} is fed by {self.source_name} in a persistent dataflow, "
+                "which restores it from what the source read: it cannot be fed by hand too "
+                "(feed a separate input by hand and combine the two collections)"
+            )
 
     def _update_batch(self, columns: Any, times: Any, diffs: Any) -> None:
         """``update_batch`` with the gate held."""
@@ -436,6 +471,39 @@ class InputSession:
             engine.push(self.node, arrays, time_arr, diff_arr)
             self._accepted = True
             self._commit_dtypes(fixes)
+            if self.recorder is not None:
+                self.recorder(arrays, time_arr, diff_arr)
+
+    def push_logged(
+        self, columns: list[Any], times: npt.NDArray[np.int64], diffs: npt.NDArray[np.int64]
+    ) -> None:
+        """Pushes a batch as the engine took it before (engine columns, int times), as a
+        persistent dataflow replays what was fed by hand; not recorded again."""
+        with self.flow.gate:
+            self._check_open()
+            arrays = list(columns)
+            fixes = self._check_batch_dtypes(arrays)
+            time_arr = self._batch_times(times, len(diffs))
+            self.flow.freeze()
+            engine = self.flow.engine()
+            with interrupts_deferred():
+                engine.push(self.node, arrays, time_arr, diffs)
+                self._accepted = True
+                self._commit_dtypes(fixes)
+
+    def _first_use(self) -> None:
+        """Runs what the dataflow asked to run before the input is first used (it clears
+        the hook once that succeeded)."""
+        if self.on_first_use is not None:
+            self.on_first_use()
+
+    def frontier(self) -> Time | None:
+        """The time from which the program feeds this input: its frontier (None once
+        closed). In a persistent dataflow the first call restores the inputs from the
+        checkpoint directory: every update before the returned time is back, and the
+        program feeds again from it (see the persistence docs); 0 in a new directory."""
+        self._first_use()
+        return self.time
 
     def _batch_columns(self, columns: Any) -> list[Any]:
         check_names(columns, self._what())
@@ -557,6 +625,7 @@ class InputSession:
 
     def advance_to(self, time: Time) -> None:
         """Promises no more updates at times not ``>= time``; lets outputs before it complete."""
+        self._first_use()
         with self.flow.gate:
             self._advance_to(time)
 
@@ -572,6 +641,8 @@ class InputSession:
             )
         self.flow.freeze()
         self.flush()
+        if self.on_advance is not None and coords != current:
+            self.on_advance(int(coords[0]))
         self.flow.engine().advance_input(self.node, list(coords))
         self._frontier = coords
         if self._fast is not None:
@@ -579,11 +650,14 @@ class InputSession:
 
     def close(self) -> None:
         """Closes the input: no more updates; outputs can complete for every time."""
+        self._first_use()
         with self.flow.gate:
             if self._closed:
                 return
             self.flow.freeze()
             self.flush()
+            if self.on_advance is not None:
+                self.on_advance(None)
             self.flow.engine().close_input(self.node)
             self._closed = True
             self._fast = None
@@ -668,6 +742,8 @@ class InputSession:
             exc.add_note(f"ddflow: the {refused} buffered updates of {self._what()} were refused")
             raise
         self._accepted = True
+        if self.recorder is not None:
+            self.recorder(arrays, times, diffs)
         self._clear_buffer()
 
     def _clear_buffer(self) -> None:

@@ -19,7 +19,9 @@ advanced past everything pushed, the engine completes those times, the listeners
 (``final=True``), and only then does ``run()`` return or raise (a Ctrl-C raises
 ``KeyboardInterrupt`` after that, a failing source :class:`SourceError`). In a persistent
 dataflow (:mod:`ddflow.persist`) sources that end only end the run: the inputs stay open,
-since a later run resumes the sources (a directory may get new files).
+since a later run resumes the sources (a directory may get new files). The loop also keeps a
+persistent dataflow's checkpoint directory: it restores the inputs (:meth:`RunLoop.restore`),
+logs each tick, logs what is fed by hand, and checkpoints.
 While the loop runs, Ctrl-C only asks it to stop; a second Ctrl-C interrupts at once.
 
 The loop holds :attr:`RunLoop.lock` while it works and releases it while it waits for data,
@@ -50,7 +52,9 @@ import pyarrow as pa
 from ddflow.builder import PlanBuilder
 from ddflow.errorlog import ErrorLog, RawError
 from ddflow.errors import InvalidValueError, PlanError
+from ddflow.gate import EngineGate
 from ddflow.input import InputSession
+from ddflow.persist.hand import HandBatch, arrow_columns, replay_hand
 from ddflow.persist.journal import Journal
 from ddflow.persist.records import Snapshot, Tick
 from ddflow.sources import (
@@ -78,6 +82,11 @@ class Driver(Protocol):
     """What the run loop needs from the dataflow it drives."""
 
     builder: PlanBuilder
+
+    @property
+    def gate(self) -> EngineGate:
+        """The lock every call into the engine holds."""
+        ...
 
     def run_until(self, time: Time) -> None:
         """Runs the engine until outputs are complete before ``time``; delivers them."""
@@ -162,8 +171,6 @@ class RunLoop:
         ended = False
         with self.lock, self._ctrl_c_stops():
             try:
-                if self.journal is not None and not self._replayed:
-                    self._replay(flow, inputs)
                 ended = self._drive(flow, inputs)
             except BaseException as exc:  # a failing source, an engine error, Ctrl-C twice
                 failures.append(exc)
@@ -221,27 +228,34 @@ class RunLoop:
                 return True
             now = max(self.clock(), frontier)
             read: list[tuple[int, SourceBatch]] = []
-            try:
-                rows = sum(self._poll(flow, a, now, frontier, read) for a in live)
-                target = self._target(now, frontier)
-            finally:
-                # Logged once in the inputs and before the engine runs on them (a failing
-                # source included: what the others read goes on).
-                if self.journal is not None and read:
-                    t = self._target(now, frontier)
-                    tick = Tick(0, now, frontier, frontier if t is None else t, read)
-                    tick.offsets = [a.source.offset() for a in self.attached]
-                    self.journal.append(tick)
-                    for a, offset in zip(self.attached, tick.offsets, strict=True):
-                        a.source.acknowledge(offset)
-            if rows and target is not None and target > frontier:
-                for session in inputs:
-                    if not session.closed:
-                        session.advance_to(target)
+            rows = 0
+            # The gate is held from the polls to the advance: nothing is fed by hand between
+            # logging the tick and advancing every open input to its target.
+            with flow.gate:
+                try:
+                    rows = sum(self._poll(flow, a, now, frontier, read) for a in live)
+                    target = self._target(now, frontier)
+                finally:
+                    # Logged once in the inputs and before the engine runs on them (a failing
+                    # source included: what the others read goes on).
+                    if self.journal is not None and read:
+                        t = self._target(now, frontier)
+                        logged = t if t is not None and rows > 0 else frontier
+                        tick = Tick(0, now, frontier, logged, read)
+                        tick.offsets = [a.source.offset() for a in self.attached]
+                        self.journal.append(tick)
+                        for a, offset in zip(self.attached, tick.offsets, strict=True):
+                            a.source.acknowledge(offset)
+                advance = bool(rows) and target is not None and target > frontier
+                if advance:
+                    assert target is not None
+                    for session in inputs:
+                        if not session.closed:
+                            session.advance_to(target)
+            if advance:
+                assert target is not None
                 frontier = target
                 flow.run_until(target)
-                if self.journal is not None and self.journal.due():
-                    self.checkpoint(frontier)
             self.rows_read += rows
             self.frontier = frontier
             self._report(False)
@@ -254,6 +268,12 @@ class RunLoop:
         return False
 
     # -- persistence --------------------------------------------------------------------------
+
+    def after_run(self, time: int, inputs: Sequence[InputSession]) -> None:
+        """Checkpoints when one is due, after ``run_until(time)`` delivered every output
+        before ``time`` and before the open inputs' frontiers."""
+        if self.journal is not None and self._replayed and self.journal.due():
+            self.checkpoint(min([time, *(_time(s) for s in inputs if not s.closed)]))
 
     def checkpoint(self, frontier: int) -> None:
         """Compacts the log into a checkpoint at ``frontier`` (every time before it is
@@ -268,15 +288,26 @@ class RunLoop:
             return min(open_inputs)
         return 2**63 - 1 if self._pushed is None else self._pushed + 1
 
-    def _replay(self, flow: Driver, inputs: Sequence[InputSession]) -> None:
+    def restore(
+        self, flow: Driver, inputs: Sequence[InputSession], hand: Sequence[InputSession]
+    ) -> None:
         """Rebuilds the inputs from the checkpoint directory (snapshots, then the ticks
-        logged after them), resumes every source after what it had read, and runs the
-        engine up to the frontier reached before (sinks skip what they delivered)."""
+        logged after them), resumes every source after what it had read, gives the inputs
+        fed by hand (``hand``) what was fed before their frontiers and advances them there,
+        and runs the engine up to the frontier reached before (sinks skip what they
+        delivered). From then on what is fed by hand is logged."""
         assert self.journal is not None
-        restored = self.journal.restore()
+        journal = self.journal
+        for a in self.attached:
+            a.session.source_name = a.source.name
+        restored = journal.restore()
         self._replayed = True
         self.resumed_since = restored.since
+        sources = len(self.attached)
+        replay_hand(hand, sources, restored)
         for snapshot in restored.snapshots:
+            if snapshot.source >= sources:
+                continue
             a = self.attached[snapshot.source]
             errors = list(snapshot.errors)
             if snapshot.table.num_rows:
@@ -293,11 +324,19 @@ class RunLoop:
         if restored.offsets is not None:
             for a, offset in zip(self.attached, restored.offsets, strict=True):
                 a.source.resume(offset)
-        if restored.target > 0:
-            for session in inputs:
-                if not session.closed and _time(session) < restored.target:
-                    session.advance_to(restored.target)
-            flow.run_until(restored.target)
+        for session, frontier in zip(hand, restored.frontiers, strict=True):
+            if frontier is None:
+                session.close()
+            elif frontier > _time(session):
+                session.advance_to(frontier)
+        for session in inputs:
+            if not session.closed and _time(session) < restored.target:
+                session.advance_to(restored.target)
+        for index, session in enumerate(hand):
+            _log_by_hand(journal, index, session)
+        frontiers = [_time(s) for s in inputs if not s.closed]
+        if frontiers and min(frontiers) > 0:
+            flow.run_until(min(frontiers))
 
     def _report(self, final: bool) -> None:
         if self.reporter is not None:
@@ -399,6 +438,25 @@ class RunLoop:
             signal.signal(signal.SIGINT, _handler(previous))
 
 
+def _log_by_hand(journal: Journal, index: int, session: InputSession) -> None:
+    """Logs what is fed to ``session`` (the ``index``-th input fed by hand) in ``journal``:
+    every batch the engine accepts, and every advance."""
+    names = list(session.columns)
+
+    def record(
+        columns: list[Any], times: npt.NDArray[np.int64], diffs: npt.NDArray[np.int64]
+    ) -> None:
+        table, dtypes = arrow_columns(names, columns)
+        flat = np.array(times[:, 0] if times.ndim == 2 else times, dtype=np.int64)
+        journal.record_hand(HandBatch(index, table, dtypes, flat, np.array(diffs, np.int64)))
+
+    def advance(frontier: int | None) -> None:
+        journal.advance_hand(index, frontier)
+
+    session.recorder = record
+    session.on_advance = advance
+
+
 def _handler(previous: Any) -> Any:
     """The SIGINT handler to restore (Python's own where the previous one was not set from
     Python)."""
@@ -426,7 +484,7 @@ def _push_rows(
     if table.num_rows == 0:
         return []
     try:
-        session.update_batch(table, times=times, diffs=diffs)
+        session.push_from_source(table, times, diffs)
         return []
     except (InvalidValueError, builtins.OverflowError) as exc:
         if table.num_rows == 1:

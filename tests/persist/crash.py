@@ -1,8 +1,10 @@
 """The crash test's parts: input files, a pipeline process killed at random points, and
 the comparison of its sinks with an uninterrupted run's.
 
-Shared by ``tests/persist/test_crash_restart.py`` (a few kills, in CI) and
-``benches/persistence.py`` (20 kills).
+Shared by ``tests/persist/test_crash_restart.py`` and ``test_hand_fed_crash.py`` (a few
+kills, in CI) and ``benches/persistence.py`` (20 kills). :func:`run_whole` runs the
+file pipeline (``tests/persist/pipeline.py``, :func:`pipeline_command`); :func:`run_command`
+and :func:`run_command_killed_in_progress` any program.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def write_inputs(directory: Path, files: int, rows: int, seed: int) -> None:
         (directory / f"part-{i:04d}.csv").write_text("\n".join(lines) + "\n")
 
 
-def _command(source: Path, out: Path, state: Path | None) -> list[str]:
+def pipeline_command(source: Path, out: Path, state: Path | None) -> list[str]:
+    """The command running the file pipeline (``state`` None: without persistence)."""
     return [
         sys.executable,
         "-m",
@@ -49,23 +52,42 @@ def _command(source: Path, out: Path, state: Path | None) -> list[str]:
 
 def run_whole(source: Path, out: Path, state: Path | None, timeout: float = 120) -> float:
     """Runs the pipeline to its end; returns its wall time."""
+    return run_command(pipeline_command(source, out, state), timeout)
+
+
+def run_command(command: list[str], timeout: float = 120) -> float:
+    """Runs ``command`` (from the repository's root) to its end; returns its wall time."""
     start = time.monotonic()
-    subprocess.run(_command(source, out, state), cwd=ROOT, check=True, timeout=timeout)
+    subprocess.run(command, cwd=ROOT, check=True, timeout=timeout)
     return time.monotonic() - start
 
 
-def run_killed(source: Path, out: Path, state: Path, after: float) -> bool:
-    """Starts the pipeline and kills it with SIGKILL after ``after`` seconds; True when it
-    was killed (False when it ended first)."""
-    process = subprocess.Popen(_command(source, out, state), cwd=ROOT, env=os.environ.copy())
+def run_command_killed_in_progress(
+    command: list[str], out: Path, rng: random.Random, most: float = 0.4
+) -> bool:
+    """Starts ``command``, waits until it writes a new file under ``out`` (its start-up and
+    restore are over and it is at work), then kills it with SIGKILL after a random 0 to
+    ``most`` seconds more; True when it was killed (False when it ended first). Each kill
+    then lands inside the work however busy the machine is, and a run cut short this way
+    leaves work for the next kill."""
+
+    def files() -> set[Path]:
+        return {f for f in out.rglob("*") if f.is_file()} if out.exists() else set()
+
+    before = files()
+    process = subprocess.Popen(command, cwd=ROOT, env=os.environ.copy())
     try:
-        process.wait(timeout=after)
-    except subprocess.TimeoutExpired:
-        process.kill()
+        while process.poll() is None and not files() - before:
+            time.sleep(0.01)
+        if process.poll() is None:
+            time.sleep(rng.uniform(0, most))
+        killed = process.poll() is None
+    finally:
+        if process.poll() is None:
+            process.kill()
         process.wait()
-        return True
-    assert process.returncode == 0, process.returncode
-    return False
+    assert killed or process.returncode == 0, process.returncode
+    return killed
 
 
 def updates(out: Path, sink: str) -> Counter[tuple[Any, ...]]:

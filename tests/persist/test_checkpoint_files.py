@@ -3,7 +3,7 @@
 Checkpoint files are checked before use (a flipped byte or a cut file is a
 ``CorruptCheckpointError`` naming the file), a tick a crash cut short at the end of the log
 is dropped with a warning, another plan is refused naming the node that differs, and inputs
-fed by hand are refused. A restart resumes a watched directory after the files it read,
+times that are not ints are refused. A restart resumes a watched directory after the files it read,
 taking only new files.
 """
 
@@ -85,12 +85,12 @@ def test_another_plan_is_refused_naming_the_node(tmp_path: Path) -> None:
         flow.run(progress=False)
 
 
-def test_an_input_fed_by_hand_is_refused(tmp_path: Path) -> None:
-    flow = dd.Dataflow(persistence=dd.Persistence(tmp_path / "state"))
-    _session, rows = flow.new_input({"k": "int64"}, name="by_hand")
+def test_times_that_are_not_ints_are_refused(tmp_path: Path) -> None:
+    flow = dd.Dataflow(time_dims=2, persistence=dd.Persistence(tmp_path / "state"))
+    session, rows = flow.new_input({"k": "int64"}, name="by_hand")
     rows.capture()
-    with pytest.raises(dd.PersistenceError, match="'by_hand' is fed by hand"):
-        flow.run()
+    with pytest.raises(dd.PersistenceError, match="int times"):
+        session.frontier()
 
 
 @pytest.mark.parametrize("interval", ["", "10 parsecs", -1, 0, "0s", True])

@@ -18,7 +18,14 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pytest
 from tests.io.sinkfiles import final_state, read_sink
-from tests.persist.crash import SINKS, run_killed, run_whole, updates, write_inputs
+from tests.persist.crash import (
+    SINKS,
+    pipeline_command,
+    run_command_killed_in_progress,
+    run_whole,
+    updates,
+    write_inputs,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -32,19 +39,18 @@ def _recomputed_totals(source: Path) -> Counter[tuple[int, ...]]:
 def test_killed_and_restarted_equals_one_run(tmp_path: Path) -> None:
     source = tmp_path / "in"
     write_inputs(source, files=60, rows=200, seed=7)
-    whole = run_whole(source, tmp_path / "reference", None)
+    run_whole(source, tmp_path / "reference", None)
     reference = {sink: updates(tmp_path / "reference", sink) for sink in SINKS}
     _, rows = read_sink(tmp_path / "reference" / "totals")
     assert final_state(rows) == _recomputed_totals(source)
 
     out, state = tmp_path / "out", tmp_path / "state"
     rng = random.Random(11)
-    kills = 0
-    # Kills between a fifth and nine tenths of an uninterrupted run's time (its start-up
-    # included), so they land inside the run however busy the machine is.
-    for _ in range(5):
-        kills += run_killed(source, out, state, after=rng.uniform(0.2, 0.9) * whole)
+    # Each kill comes once the restarted pipeline writes a new sink file, 0 to 0.4 s later:
+    # inside its work however busy the machine is.
+    command = pipeline_command(source, out, state)
+    kills = sum(run_command_killed_in_progress(command, out, rng) for _ in range(5))
     run_whole(source, out, state)
-    assert kills >= 1
+    assert kills == 5
     for sink in SINKS:
         assert updates(out, sink) == reference[sink], sink

@@ -3,7 +3,7 @@ that run the same dataflow on the embedded engine and on Spark and compare the o
 
 The session is ``local[2]`` with 2 shuffle partitions (so 2 key partitions: every exchange
 still crosses partitions, and a test's stages cost about 30% less CPU than with 4), the UI
-off and a JVM tuned for short jobs (``TEST_JVM_OPTIONS``); executors' Python
+off and a JVM tuned for short jobs (``jvm_options.py``); executors' Python
 workers use this interpreter (``PYSPARK_PYTHON``), which has ddflow installed. With
 ``DDFLOW_SPARK_REMOTE=sc://host:port`` it is a Spark Connect session to that server
 instead. pyspark is imported unconditionally: without it (or without Java) these tests fail
@@ -25,6 +25,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 import ddflow as dd
 from ddflow.spark import SparkResult, run_on_spark
+
+from .jvm_options import java_options
 
 Build = Callable[[dd.Dataflow], tuple[dict[str, dd.InputSession], list[dd.Collection]]]
 """Builds a dataflow: returns its inputs by name and its outputs."""
@@ -63,26 +65,16 @@ REMOTE = os.environ.get("DDFLOW_SPARK_REMOTE")
 starting ``local[2]`` (``tests/spark/connect/run.sh`` starts such a server and sets it)."""
 
 
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-"""The test JVMs' flags: the client compiler only (C2's warm-up costs more CPU than a
-test's short jobs ever win back) and the serial collector (no parallel GC threads on a
-2-core machine). They cut a Spark test's CPU time by about a third (test_joins: 35 s of
-CPU to 23 s); the engine's answers do not depend on them. They reach every JVM that
-``spark-submit`` starts from these tests, this session's and those of the jobs the tests
-run in subprocesses (``SPARK_SUBMIT_OPTS``; a value already set is kept)."""
-
-os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTIONS)
+os.environ.setdefault("SPARK_SUBMIT_OPTS", java_options())
+"""Every JVM ``spark-submit`` starts from these tests (this session's, those of the jobs the
+tests run in subprocesses, Connect servers) gets the test flags (``jvm_options.py``: a
+client-compiler, serial-GC JVM and, when built, a class-data-sharing archive); a value
+already set is kept."""
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    """The one Spark session of the test run: ``local[2]``, or a Spark Connect session to
-    ``DDFLOW_SPARK_REMOTE`` when set (its server's Python workers must have ddflow)."""
-    if REMOTE:
-        remote = SparkSession.builder.remote(REMOTE).getOrCreate()
-        yield remote
-        remote.stop()
-        return
+def local_session() -> SparkSession:
+    """A ``local[2]`` session configured for the tests: 2 shuffle partitions, no UI, no
+    adaptive execution, executors' Python this interpreter."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     with warnings.catch_warnings():
@@ -99,6 +91,19 @@ def spark() -> Iterator[SparkSession]:
             .getOrCreate()
         )
         session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """The one Spark session of the test run: ``local[2]``, or a Spark Connect session to
+    ``DDFLOW_SPARK_REMOTE`` when set (its server's Python workers must have ddflow)."""
+    if REMOTE:
+        remote = SparkSession.builder.remote(REMOTE).getOrCreate()
+        yield remote
+        remote.stop()
+        return
+    session = local_session()
     yield session
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

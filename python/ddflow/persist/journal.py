@@ -5,14 +5,19 @@ Layout (every file a checksummed :mod:`segment <ddflow.persist.segment>`)::
     <path>/manifest-00000003.seg      the latest checkpoint: plan, snapshots, last tick
     <path>/snap-00000003-0000.seg     a layer of source 0's input: the ticks compacted by
                                       checkpoint 3 (or every earlier layer merged)
-    <path>/log/00000000000000000042.log   ticks 42, 43, ...: what the sources read, offsets
+    <path>/log/00000000000000000042.log   ticks 42, 43, ...: what the sources read, offsets,
+                                          and what was fed by hand (hand records)
 
 The run loop appends a tick to the log, and flushes it to disk, after its sources' rows went
 into the inputs and before the engine runs on them (a write-ahead log): no output can depend
 on rows the log does not hold, and the offsets in the same record say where each source
-resumes, so a row is neither lost nor read twice. A record a crash cut short at the end of
-the log was never acted on: a restart drops it (and says so); a record damaged anywhere else
-is a :class:`~ddflow.errors.CorruptCheckpointError`.
+resumes, so a row is neither lost nor read twice. Updates fed by hand wait in memory until
+their input's frontier passes them (:meth:`Journal.advance_hand`, or a tick that advances
+every input), then go to the log as a hand record with every hand-fed input's frontier
+(:mod:`ddflow.persist.hand`): the log and the snapshots hold only updates before the logged
+frontiers, so what a restart restores is exactly what comes before them. A record a crash
+cut short at the end of the log was never acted on: a restart drops it (and says so); a
+record damaged anywhere else is a :class:`~ddflow.errors.CorruptCheckpointError`.
 
 Every ``interval`` a checkpoint compacts the ticks since the last one into a new snapshot
 layer per input (merging an input's layers into one once it has ``MAX_LAYERS``), then
@@ -30,12 +35,13 @@ import os
 import re
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from ddflow.errors import PersistenceError, PlanError
 from ddflow.persist.compact import compact
+from ddflow.persist.hand import Frontier, HandBatch, HandRecord, snapshot_of
 from ddflow.persist.records import Snapshot, Tick
 from ddflow.persist.segment import (
     Segment,
@@ -106,6 +112,13 @@ class Restored:
     """Each source's offset after the last tick (None for a fresh directory)."""
     target: int
     """The frontier the inputs had reached (0 for a fresh directory)."""
+    hand: list[HandRecord] = field(default_factory=list)
+    """The hand records logged after the snapshots, in order."""
+    frontiers: list[Frontier] = field(default_factory=list)
+    """Each hand-fed input's frontier: what is before it is restored, the program feeds
+    again from it (None: the input was closed)."""
+    dtypes: list[list[str] | None] = field(default_factory=list)
+    """Each hand-fed input's column dtypes as its snapshot layers hold them."""
 
 
 def _comparable(plan: dict[str, Any]) -> dict[str, Any]:
@@ -131,13 +144,15 @@ def _first_difference(stored: dict[str, Any], now: dict[str, Any]) -> str:
 class Journal:
     """The checkpoint directory of one dataflow, opened for a run."""
 
-    def __init__(self, config: Persistence, plan: dict[str, Any], sources: int):
+    def __init__(self, config: Persistence, plan: dict[str, Any], sources: int, hands: int = 0):
         self.config = config
         self.root = Path(config.path)
         self.log_dir = self.root / "log"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.sources = sources
         """How many sources the dataflow has (in attach order)."""
+        self.hands = hands
+        """How many inputs are fed by hand (their snapshot layers follow the sources')."""
         self.plan = _comparable(plan)
         self.last_checkpoint = time.monotonic()
         self.bytes_written = 0
@@ -155,6 +170,7 @@ class Journal:
                 "log_after": 0,
                 "snapshots": [],
                 "offsets": None,
+                "hands": [{"frontier": 0, "dtypes": None} for _ in range(hands)],
             }
             self._write_manifest()
         else:
@@ -169,8 +185,16 @@ class Journal:
         self.next_seq = self.manifest["log_after"] + 1
         self._log: BinaryIO | None = None
         """The log file ticks are appended to (a new one after each checkpoint)."""
-        self.pending: list[Tick] = []
-        """The ticks logged since the last checkpoint (what the next one compacts)."""
+        self.pending: list[Tick | HandRecord] = []
+        """The records logged since the last checkpoint (what the next one compacts)."""
+        self.hand_frontiers: list[Frontier] = [0] * hands
+        """Each hand-fed input's frontier now."""
+        self.hand_logged: list[Frontier] = [0] * hands
+        """Each hand-fed input's frontier as far as the log holds it."""
+        self.hand_dtypes: list[list[str] | None] = [None] * hands
+        """Each hand-fed input's column dtypes (known once it has fed a batch)."""
+        self.unlogged: list[HandBatch] = []
+        """Batches fed by hand and not logged yet."""
 
     def _manifest_path(self, number: int) -> Path:
         return self.root / f"manifest-{number:08d}.seg"
@@ -188,30 +212,63 @@ class Journal:
         """The snapshots and ticks to replay (checked, in order)."""
         snapshots = [Snapshot.of(read_segment(self.root / n)) for n in self.manifest["snapshots"]]
         logs = sorted(f for f in self.log_dir.iterdir() if _LOG.fullmatch(f.name))
-        ticks = []
+        entries: list[Tick | HandRecord] = []
         expected = self.manifest["log_after"] + 1
         for i, path in enumerate(logs):
-            for tick in self._read_log(path, last=i == len(logs) - 1):
-                if tick.seq < expected:
+            for entry in self._read_log(path, last=i == len(logs) - 1):
+                if entry.seq < expected:
                     continue  # compacted into the snapshots; a crash came before deletion
-                if tick.seq != expected:
+                if entry.seq != expected:
                     raise PersistenceError(
-                        f"{path}: tick {expected} is missing before tick {tick.seq}; the "
+                        f"{path}: tick {expected} is missing before tick {entry.seq}; the "
                         "log cannot be replayed"
                     )
-                ticks.append(tick)
+                entries.append(entry)
                 expected += 1
         self.next_seq = expected
-        self.pending = list(ticks)
+        self.pending = list(entries)
+        ticks = [e for e in entries if isinstance(e, Tick)]
         offsets = ticks[-1].offsets if ticks else self.manifest["offsets"]
         target = ticks[-1].target if ticks else self.manifest["target"]
-        return Restored(snapshots, ticks, self.manifest["since"], offsets, target)
+        hands = self.manifest.get("hands", [])
+        if len(hands) != self.hands:
+            raise PersistenceError(
+                f"{self.root} holds {len(hands)} inputs fed by hand, this dataflow has "
+                f"{self.hands}; use a new directory (see the persistence docs)"
+            )
+        frontiers = [_past(h["frontier"], self.manifest["target"]) for h in hands]
+        for entry in entries:
+            if isinstance(entry, HandRecord):
+                frontiers = list(entry.frontiers)
+            else:
+                # The run loop advances every open input to a tick's target (holding the
+                # gate from logging the tick to the advance: nothing is fed in between).
+                frontiers = [_past(f, entry.target) for f in frontiers]
+        self.hand_frontiers = list(frontiers)
+        self.hand_logged = list(frontiers)
+        self.hand_dtypes = [h["dtypes"] for h in hands]
+        hand = [e for e in entries if isinstance(e, HandRecord)]
+        for record in hand:  # the next checkpoint compacts them: their dtypes go with them
+            for batch in record.batches:
+                if self.hand_dtypes[batch.input] is None:
+                    self.hand_dtypes[batch.input] = list(batch.dtypes)
+        return Restored(
+            snapshots,
+            ticks,
+            self.manifest["since"],
+            offsets,
+            target,
+            hand,
+            frontiers,
+            list(self.hand_dtypes),
+        )
 
-    def _read_log(self, path: Path, last: bool) -> list[Tick]:
+    def _read_log(self, path: Path, last: bool) -> list[Tick | HandRecord]:
         """The ticks of one log file. The last file may end in a record a crash cut
         short: it is cut off the file (never replayed) with a warning."""
         data = path.read_bytes()
-        ticks, at = [], 0
+        ticks: list[Tick | HandRecord] = []
+        at = 0
         while at < len(data):
             try:
                 segment, at = decode_at(data, at, str(path))
@@ -226,31 +283,101 @@ class Journal:
                     f.truncate(at)
                     os.fsync(f.fileno())
                 break
-            ticks.append(Tick.of(segment))
+            kind = segment.header.get("kind")
+            ticks.append(HandRecord.of(segment) if kind == "hand" else Tick.of(segment))
         return ticks
 
     # -- running ------------------------------------------------------------------------------
 
     def append(self, tick: Tick) -> None:
-        """Logs one tick durably (the run loop calls this before the engine runs on it)."""
-        tick.seq = self.next_seq
-        self.pending.append(tick)
+        """Logs one tick durably (the run loop calls this before the engine runs on it).
+        The run loop then advances every open input to the tick's target, those fed by hand
+        too (holding the gate: nothing is fed in between), so what was fed by hand before
+        the target is logged first, with that frontier."""
+        self._write_hand([_past(f, tick.target) for f in self._hand_now()])
+        self._write(tick)
+        self._sync()
+
+    # -- inputs fed by hand ---------------------------------------------------------------------
+
+    def record_hand(self, batch: HandBatch) -> None:
+        """Keeps a batch fed by hand until its input's frontier passes its updates."""
+        if self.hand_dtypes[batch.input] is None:
+            self.hand_dtypes[batch.input] = list(batch.dtypes)
+        self.unlogged.append(batch)
+
+    def advance_hand(self, index: int, frontier: Frontier) -> None:
+        """Hand-fed input ``index`` advances to ``frontier`` (None: it closes): logs the
+        new frontiers and every update fed by hand before them durably (unless the log
+        holds them already), before the engine learns of the advance."""
+        self.hand_frontiers[index] = frontier
+        if self._write_hand(self._hand_now()):
+            self._sync()
+
+    def _hand_now(self) -> list[Frontier]:
+        """Each hand-fed input's frontier to log: its own, or the logged one where that is
+        ahead (a logged tick's target the run loop is advancing it to)."""
+        pairs = zip(self.hand_frontiers, self.hand_logged, strict=True)
+        return [_ahead(f, logged) for f, logged in pairs]
+
+    def _split_hand(self, frontiers: list[Frontier]) -> list[HandBatch]:
+        """Takes the updates fed by hand before ``frontiers`` out of :attr:`unlogged`
+        (those at or after stay until their input's frontier passes them)."""
+        before: list[HandBatch] = []
+        after: list[HandBatch] = []
+        for batch in self.unlogged:
+            frontier = frontiers[batch.input]
+            if frontier is None or bool((batch.times < frontier).all()):
+                before.append(batch)
+            elif bool((batch.times >= frontier).all()):
+                after.append(batch)
+            else:
+                keep = batch.times < frontier
+                before.append(batch.where(keep))
+                after.append(batch.where(~keep))
+        self.unlogged = after
+        return before
+
+    def _write_hand(self, frontiers: list[Frontier]) -> bool:
+        """Appends a hand record of ``frontiers`` and the updates fed by hand before them
+        when there is something the log does not hold yet; True when it did (not flushed
+        to disk yet)."""
+        batches = self._split_hand(frontiers)
+        if not batches and frontiers == self.hand_logged:
+            return False
+        self._write(HandRecord(0, frontiers, batches))
+        self.hand_logged = list(frontiers)
+        return True
+
+    def _write(self, record: Tick | HandRecord) -> None:
+        """Appends a record to the log (flushed to disk by :meth:`_sync`)."""
+        record.seq = self.next_seq
+        self.pending.append(record)
         if self._log is None:
-            path = self._log_path(tick.seq)
+            path = self._log_path(record.seq)
             self._log = open(path, "ab")  # noqa: SIM115 (open until the next checkpoint)
             sync_dir(self.log_dir)
-        data = encode(tick.segment())
+        data = encode(record.segment())
         self._log.write(data)
-        self._log.flush()
-        os.fsync(self._log.fileno())
         self.bytes_written += len(data)
         self.next_seq += 1
+
+    def _sync(self) -> None:
+        assert self._log is not None
+        self._log.flush()
+        os.fsync(self._log.fileno())
 
     def close(self) -> None:
         """Closes the log file being appended to."""
         if self._log is not None:
             self._log.close()
             self._log = None
+
+    def __del__(self) -> None:
+        # A dataflow fed by hand has no end that would close the log: it goes with it.
+        log = getattr(self, "_log", None)
+        if log is not None:
+            log.close()
 
     def due(self) -> bool:
         """Whether a checkpoint is due (``interval`` since the last one)."""
@@ -263,19 +390,34 @@ class Journal:
         manifest and deletes what it no longer names."""
         self.last_checkpoint = time.monotonic()
         self.close()
+        now = self._hand_now()
+        hands = [{"frontier": f, "dtypes": d} for f, d in zip(now, self.hand_dtypes, strict=True)]
+        fed = self._split_hand(now)
         last = self.next_seq - 1
-        if last == self.manifest["log_after"] and frontier == self.manifest["since"]:
+        if (
+            last == self.manifest["log_after"]
+            and frontier == self.manifest["since"]
+            and not fed
+            and hands == self.manifest.get("hands", [])
+        ):
             return
+        ticks = [r for r in self.pending if isinstance(r, Tick)]
+        fed = [b for r in self.pending if isinstance(r, HandRecord) for b in r.batches] + fed
         number = self.manifest["number"] + 1
         layers: dict[int, list[str]] = {}
         for name in self.manifest["snapshots"]:
             layers.setdefault(_layer_source(name), []).append(name)
         written = []
-        for source in range(self.sources):
+        for source in range(self.sources + self.hands):
             names = layers.get(source, [])
             merge = len(names) >= MAX_LAYERS
             earlier = [Snapshot.of(read_segment(self.root / n)) for n in names] if merge else []
-            snapshot = compact(source, earlier, self.pending, frontier)
+            if source < self.sources:
+                snapshot = compact(source, earlier, ticks, frontier)
+            else:
+                j = source - self.sources
+                earlier += [snapshot_of(source, b) for b in fed if b.input == j]
+                snapshot = compact(source, earlier, [], frontier)
             kept = [] if merge else names
             if snapshot is not None:
                 name = f"snap-{number:08d}-{source:04d}.seg"
@@ -288,11 +430,13 @@ class Journal:
             **old_manifest,
             "number": number,
             "since": frontier,
-            "target": self.pending[-1].target if self.pending else old_manifest["target"],
+            "target": ticks[-1].target if ticks else old_manifest["target"],
             "log_after": last,
             "snapshots": [n for source in sorted(layers) for n in layers[source]],
             "offsets": offsets,
+            "hands": hands,
         }
+        self.hand_logged = now
         self._write_manifest()
         self.pending = []
         for log in self.log_dir.iterdir():
@@ -304,6 +448,17 @@ class Journal:
         self._manifest_path(old_manifest["number"]).unlink(missing_ok=True)
         sync_dir(self.root)
         sync_dir(self.log_dir)
+
+
+def _past(frontier: Frontier, target: int) -> Frontier:
+    """An open input's frontier once the run loop advanced it to ``target``."""
+    return None if frontier is None else max(frontier, target)
+
+
+def _ahead(frontier: Frontier, logged: Frontier) -> Frontier:
+    """A hand-fed input's frontier to log: its own, or the logged one when that is ahead (a
+    tick's target the run loop is advancing it to)."""
+    return None if frontier is None or logged is None else max(frontier, logged)
 
 
 def _layer_source(name: str) -> int:

@@ -1,8 +1,8 @@
 """Opening a dataflow's checkpoint directory: what a persistent dataflow must be.
 
-A persistent dataflow's state is rebuilt from what its sources read, so every input needs a
-source that can say where it stands and resume from there (the file connectors can), and
-times are ints (the run loop's). :func:`open_journal` checks that, naming the input or
+A persistent dataflow's state is rebuilt from what its sources read and what the program fed
+by hand, so every source must say where it stands and resume from there (the file connectors
+can), and times are ints (the run loop's). :func:`open_journal` checks that, naming the
 source that does not fit, then opens (or creates) the directory for the dataflow's plan.
 """
 
@@ -16,7 +16,7 @@ from ddflow.input import InputSession
 from ddflow.persist.journal import Journal, Persistence
 from ddflow.sources import Source
 
-__all__ = ["open_journal"]
+__all__ = ["hand_fed", "open_journal"]
 
 
 def open_journal(
@@ -27,16 +27,8 @@ def open_journal(
     time_dims: int | None,
 ) -> Journal:
     """The journal of a dataflow (its ``plan``, ``inputs`` and the ``sources`` feeding
-    them, in attach order) at ``config.path``, after checking that every input is fed by a
-    source that can resume."""
-    fed = {id(session) for session, _ in sources}
-    for session in inputs:
-        if id(session) not in fed:
-            raise PersistenceError(
-                f"input {session.name!r} is fed by hand; a persistent dataflow rebuilds its "
-                "inputs from what their sources read, so every input needs a source "
-                "(dd.io.csv.read, dd.io.parquet.read, ...)"
-            )
+    them, in attach order) at ``config.path``, after checking that every source can resume;
+    the inputs without a source are fed by hand (:func:`hand_fed`)."""
     for session, source in sources:
         if source.offset() is None:
             raise PersistenceError(
@@ -47,4 +39,12 @@ def open_journal(
         source.durable = True
     if time_dims not in (None, 1):
         raise PersistenceError("a persistent dataflow needs int times (time_dims=1)")
-    return Journal(config, plan, len(sources))
+    return Journal(config, plan, len(sources), len(hand_fed(inputs, sources)))
+
+
+def hand_fed(
+    inputs: Sequence[InputSession], sources: Sequence[tuple[InputSession, Source]]
+) -> list[InputSession]:
+    """The inputs no source feeds, in the order the dataflow created them."""
+    fed = {id(session) for session, _ in sources}
+    return [session for session in inputs if id(session) not in fed]

@@ -35,7 +35,8 @@ each at its own time (small enough for the cluster tests to stay well under a mi
 
 
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-"""Java options of the driver and the executors (see ``_session``)."""
+"""Java options of the driver and the executors (see ``_session``) when the config has no
+``java_options`` (the tests pass theirs: ``tests/spark/jvm_options.py``)."""
 
 
 def history(seed: int = 11) -> dict[str, Any]:
@@ -74,8 +75,8 @@ def _session(cfg: dict[str, Any]) -> Any:
         .config("spark.driver.memory", "1g")
         # Short runs on few cores: the client compiler and the serial collector start and
         # warm up the JVMs with less CPU than the defaults.
-        .config("spark.driver.extraJavaOptions", JVM_OPTIONS)
-        .config("spark.executor.extraJavaOptions", JVM_OPTIONS)
+        .config("spark.driver.extraJavaOptions", cfg.get("java_options", JVM_OPTIONS))
+        .config("spark.executor.extraJavaOptions", cfg.get("java_options", JVM_OPTIONS))
         .config("spark.executor.memory", "512m")
         .config("spark.executor.cores", "1")
         .config("spark.cores.max", str(cfg["executors"]))
@@ -140,9 +141,10 @@ def main(config: str) -> None:
     with open(config) as f:
         cfg = json.load(f)
     here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, os.path.dirname(here))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(here))))  # the repo
     warnings.simplefilter("ignore")
-    from conftest import frames, on_spark  # type: ignore[import-not-found]
+    from tests.spark.conftest import frames, on_spark
+
     from ddflow.spark import ExecutorVersionError, run_on_spark
 
     marks = {"start": time.time()}

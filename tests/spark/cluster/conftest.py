@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from ..jvm_options import java_options
 from .standalone import Cluster, Network, free_port, java_missing, netns_missing
 
 JOB = Path(__file__).with_name("cluster_job.py")
@@ -101,6 +102,7 @@ def job_config(cluster: Cluster, tmp: Path, mode: str, executors: int) -> dict[s
         "ui_port": free_port(cluster.host),
         "progress": str(tmp / "progress.txt"),
         "out": str(tmp / "out.json"),
+        "java_options": java_options(),
     }
 
 

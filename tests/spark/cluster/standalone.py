@@ -41,6 +41,8 @@ from typing import Any
 
 import pyspark
 
+from ..jvm_options import java_options
+
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 """The pyspark pip package: its ``bin/spark-class`` and ``jars``."""
 
@@ -244,7 +246,7 @@ class Cluster:
             SPARK_HOME=str(SPARK_HOME),
             SPARK_LOCAL_IP=self.host,
             SPARK_DAEMON_MEMORY="256m",
-            SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+            SPARK_DAEMON_JAVA_OPTS=java_options(),
             SPARK_LOG_DIR=str(self.root / "logs"),
             SPARK_NO_DAEMONIZE="1",
         )

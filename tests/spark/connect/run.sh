@@ -62,7 +62,7 @@ log=$(mktemp -t ddflow-connect-XXXXXX.log)
   --conf spark.ui.enabled=false --conf spark.ui.showConsoleProgress=false \
   --conf spark.sql.shuffle.partitions=2 --conf spark.default.parallelism=2 \
   --conf spark.sql.adaptive.enabled=false --conf spark.driver.memory=1g \
-  --driver-java-options "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" \
+  --driver-java-options "$("$VENV/bin/python" -m tests.spark.jvm_options --print)" \
   >"$log" 2>&1 &
 server=$!
 stop_server() {

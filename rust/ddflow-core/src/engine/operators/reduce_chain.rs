@@ -443,7 +443,7 @@ fn emit_difference(
 
 /// Sorts rows (`width` words each) with their counts and sums equal rows, dropping zeros;
 /// a sum outside `i64` is an overflow error naming `label`.
-fn checked_consolidate_rows(
+pub(super) fn checked_consolidate_rows(
     rows: &mut Vec<u64>,
     counts: &mut Vec<i64>,
     width: usize,

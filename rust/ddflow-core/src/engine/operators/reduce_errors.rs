@@ -39,6 +39,11 @@ impl ReduceErrors {
         }
     }
 
+    /// Whether `key` ever failed (it has an error history).
+    pub fn has_history(&self, key: &[u64]) -> bool {
+        !self.hist.is_empty() && self.hist.contains_key(key)
+    }
+
     /// Sets the error state of `key` at `time`: `err` is the message if the key fails there.
     /// A key's times must be set in lexicographic order within an activation.
     pub fn set(&mut self, key: &[u64], time: Time, err: Option<&str>) {

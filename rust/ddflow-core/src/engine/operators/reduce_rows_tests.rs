@@ -1,0 +1,139 @@
+//! Tests of `reduce_rows`: a reduce whose keys take the row sweep emits exactly the output
+//! and error updates of the general path, over many activations with 2-D times, partial
+//! frontiers (pending times), retractions, multiplicities, compaction, and sums and counts
+//! that leave int64 (the row sweep then leaves the key to the general path).
+
+use crate::encoding::{encode_i64, DType};
+use crate::engine::arrangement::Arrangement;
+use crate::engine::column::NoCallbacks;
+use crate::engine::operators::reduce::{ReduceInput, ReduceState};
+use crate::engine::plan::Agg;
+use crate::lattice::{Antichain, Time};
+use crate::updates::Updates;
+use proptest::prelude::*;
+
+/// Vals: small ones (repeated, so vals have multiplicities), and ones whose sums leave int64.
+const VALS: [i64; 7] = [-3, 0, 2, 5, 9, i64::MAX / 2 + 7, i64::MIN / 2 - 9];
+const DIFFS: [i64; 5] = [-2, -1, 1, 2, 3];
+
+fn agg(kind: usize) -> Agg {
+    let json = match kind {
+        0 => r#"{"kind":"count"}"#,
+        1 => r#"{"kind":"sum","column":0}"#,
+        2 => r#"{"kind":"min","column":0}"#,
+        3 => r#"{"kind":"distinct"}"#,
+        4 => r#"{"kind":"top_k","k":2,"column":0}"#,
+        _ => {
+            r#"{"kind":"group","aggs":[{"kind":"count"},{"kind":"sum","column":0},{"kind":"max","column":0},{"kind":"count_distinct","column":0}]}"#
+        }
+    };
+    serde_json::from_str(json).expect("agg")
+}
+
+/// One activation: updates `(key, val, x offset, y, diff)` at or after the input frontier
+/// (the first coordinate offset taken modulo `advance`), how far the input frontier's
+/// first coordinate moves, how far the reduce's frontier stays behind it, and whether both
+/// traces compact.
+#[derive(Clone, Debug)]
+struct Step {
+    ups: Vec<(u64, i64, u64, u64, i64)>,
+    advance: u64,
+    lag: u64,
+    compact: bool,
+}
+
+/// Per activation: its output updates `(row, time, diff)` and its error updates.
+type Emitted = (Vec<Vec<(Vec<u64>, Time, i64)>>, Vec<Vec<String>>);
+
+fn run(agg: &Agg, steps: &[Step], rows_min: usize) -> Emitted {
+    let mut input = Arrangement::new(1, 2);
+    let mut st = ReduceState::new(1);
+    st.set_rows_min(rows_min);
+    let (mut upper, mut reduce_at) = (0u64, 0u64);
+    let (mut outs, mut errs) = (Vec::new(), Vec::new());
+    let names = ["k".to_string(), "v".to_string()];
+    for step in steps {
+        let mut batch = Updates::new(2);
+        if step.advance > 0 {
+            for &(k, v, dx, y, d) in &step.ups {
+                let t = Time::from_coords(&[upper + dx % step.advance, y]);
+                batch.push(&[k, encode_i64(v)], t, d);
+            }
+        }
+        crate::engine::util::consolidate(&mut batch).expect("consolidate");
+        upper += step.advance;
+        input.insert(
+            &batch,
+            &Antichain::from_elem(Time::from_coords(&[upper, 0])),
+        );
+        reduce_at = reduce_at.max(upper.saturating_sub(step.lag));
+        let frontier = Antichain::from_elem(Time::from_coords(&[reduce_at, 0]));
+        let out = st
+            .activate(&ReduceInput {
+                agg,
+                key_width: 1,
+                key_dtypes: &[DType::Int64],
+                val_dtypes: &[DType::Int64],
+                key_names: &names[..1],
+                val_names: &names[1..],
+                trace: &input,
+                batch: &batch,
+                frontier: &frontier,
+                callbacks: &NoCallbacks,
+                label: "reduce",
+            })
+            .expect("activate");
+        outs.push(
+            (0..out.len())
+                .map(|i| (out.row(i).to_vec(), out.times[i], out.diffs[i]))
+                .collect(),
+        );
+        errs.push(st.errors.new.drain(..).map(|e| format!("{e:?}")).collect());
+        if step.compact {
+            input.set_compaction(&frontier);
+            st.out.set_compaction(&frontier);
+        }
+    }
+    (outs, errs)
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let up = (
+        0u64..2,
+        0usize..VALS.len(),
+        0u64..4,
+        0u64..5,
+        0usize..DIFFS.len(),
+    )
+        .prop_map(|(k, v, dx, y, d)| (k, VALS[v], dx, y, DIFFS[d]));
+    (
+        prop::collection::vec(up, 0..16),
+        0u64..4,
+        prop_oneof![3 => Just(0u64), 2 => 1u64..4],
+        any::<bool>(),
+    )
+        .prop_map(|(ups, advance, lag, compact)| Step {
+            ups,
+            advance,
+            lag,
+            compact,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Every key on the row sweep (threshold 0) emits what the general path emits.
+    #[test]
+    fn row_sweep_matches_general_path(
+        kind in 0usize..6,
+        mut steps in prop::collection::vec(step(), 1..10),
+    ) {
+        steps.push(Step { ups: Vec::new(), advance: 1, lag: 0, compact: false });
+        let agg = agg(kind);
+        let (want_out, want_err) = run(&agg, &steps, usize::MAX);
+        let (out, err) = run(&agg, &steps, 0);
+        prop_assert_eq!(out, want_out);
+        prop_assert_eq!(err, want_err);
+    }
+}
