@@ -454,6 +454,13 @@ def machine_memory_limit() -> int | None:
 def parse_memory_limit(text: str) -> int | None:
     """Bytes of a size such as ``"4GB"`` (``None`` for ``"none"``)."""
 
+def string_memory() -> dict[str, int]:
+    """The interner's size and the string collector's counters: ``strings``,
+    ``string_bytes``, ``arena_bytes``, ``collections``, ``freed``."""
+
+def collect_strings() -> int | None:
+    """Frees the interned strings no live data holds; the number freed (``None``: busy)."""
+
 # --- errors (rust/ddflow-py/src/errors.rs) -----------------------------------------------
 
 def _error_examples() -> int:

@@ -8,6 +8,10 @@ per-key work, interesting times) check as they go; past the limit the run stops 
 :class:`~ddflow.errors.MemoryLimitError` instead of the allocator aborting the process.
 Python objects and numpy arrays that Python allocated are not counted; the Rust-owned arrays
 handed to Python (captured columns) are, until they are freed.
+
+String values live once each in a process-wide interner; strings no live dataflow, capture
+or kernel trace holds are freed by collections that run as the interner grows
+(:func:`string_memory` reports its size, :func:`collect_strings` runs one now).
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ __all__ = [
     "MemoryLimit",
     "default_memory_limit",
     "live_bytes",
+    "collect_strings",
     "resolve_memory_limit",
+    "string_memory",
 ]
 
 MemoryLimit = int | str | None
@@ -38,6 +44,22 @@ ENV_VAR = "DDFLOW_MEMORY_LIMIT"
 def live_bytes() -> int:
     """Bytes live in ddflow's Rust heap across the process (all dataflows and kernels)."""
     return int(_core.memory_live_bytes())
+
+
+def string_memory() -> dict[str, int]:
+    """The string interner's size and its collector's counters: ``strings`` (distinct strings
+    held), ``string_bytes`` (their text), ``arena_bytes`` (the memory holding the text),
+    ``collections`` (run so far) and ``freed`` (strings freed so far)."""
+    return {k: int(v) for k, v in _core.string_memory().items()}
+
+
+def collect_strings() -> int | None:
+    """Frees now the interned strings that no live dataflow, capture or kernel trace holds
+    and that were not interned since the previous collection; returns how many were freed
+    (``None`` if a dataflow was running in another thread: nothing was freed). Collections
+    also run by themselves as the interner grows; this is for tests and measurements."""
+    freed = _core.collect_strings()
+    return None if freed is None else int(freed)
 
 
 def default_memory_limit() -> int | None:

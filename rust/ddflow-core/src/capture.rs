@@ -70,6 +70,15 @@ pub struct CaptureState {
     sorter: RadixSorter,
 }
 
+impl crate::string_gc::MarkStrings for CaptureState {
+    /// Pending updates, the history kept and the current state.
+    fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        marks.words(&self.pending.rows);
+        self.history.mark_strings(marks);
+        marks.words(&self.state.rows);
+    }
+}
+
 impl CaptureState {
     /// An empty capture of records with the given column names, at times of `time_dims`
     /// coordinates; `label` names it in errors.

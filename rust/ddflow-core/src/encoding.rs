@@ -31,8 +31,9 @@
 //!
 //! Words define equality and a consistent sort order (used for grouping and consolidation),
 //! not the value order: kernels that need value order (`min`, `max`, `top_k`, comparisons)
-//! decode words with the column's [`DType`]. String ids are stable for the life of the
-//! process; strings are never freed (the interner only grows).
+//! decode words with the column's [`DType`]. A string id keeps its meaning while any live
+//! data holds it; strings no live data holds are freed and their ids reused
+//! ([`crate::string_gc`]).
 
 pub use crate::dtype::DType;
 pub use crate::interner::Interner;

@@ -1,5 +1,7 @@
 //! The process-wide string interner: every `str` (and binary, as Latin-1 text) value of a
-//! record is one `u64` id, stable for the life of the process (`encoding`'s str words).
+//! record is one `u64` id (`encoding`'s str words). An id keeps its meaning as long as any
+//! live data holds it; strings no live data holds are freed by the string collector
+//! ([`crate::string_gc`]) and their ids reused.
 //!
 //! Layout, chosen so that interning a batch of new strings costs about one hash, one probe
 //! and one copy per value:
@@ -19,16 +21,38 @@
 //!   already present at once); only the strings not found, or the rest of a batch that turns
 //!   out to be mostly new, are added under the write lock.
 //!
-//! Ids are dense (`0, 1, 2, ...` in first-seen order) and at most `u32::MAX - 1`, so
-//! [`NULL_STR`](crate::encoding::NULL_STR) (`u64::MAX`) is never handed out. A single string
-//! may be at most `u32::MAX` bytes (Arrow's own offsets stop at 2 GiB).
+//! Ids are small integers (at most `u32::MAX - 1`, so [`NULL_STR`](crate::encoding::NULL_STR),
+//! `u64::MAX`, is never handed out): a new string takes a freed id if there is one, else
+//! the next unused. A single string may be at most `u32::MAX` bytes (Arrow's own offsets
+//! stop at 2 GiB). Ids group equal strings and nothing more: no code may read meaning into
+//! their order (text order is always decoded, see `encoding::ordered_word`).
 //!
-//! The interner only grows: strings are never freed, and the memory of every distinct
-//! string ever seen stays until the process ends.
+//! ## Freeing
+//!
+//! [`Store::sweep`] is the interner's half of a collection (the other half, finding which
+//! ids live data holds, is [`crate::string_gc`]): it frees every id that is neither marked,
+//! nor permanent, nor *touched* since the previous collection, then
+//!
+//! * rebuilds the id table without the freed ids, at a size fit for those left (no
+//!   tombstones: a rebuild reads only the stored hash bits, and a collection is already a
+//!   pass over every id);
+//! * puts the freed ids on a free list, so ids stay small (batches store words that fit
+//!   32 bits in half the space) and the span table never outgrows the peak of live strings;
+//! * rewrites the arena into fresh chunks when its chunks hold more than three times the
+//!   live bytes, dropping the old ones (the memory goes back to the allocator).
+//!
+//! *Touched* ids are those looked up or added since the last collection, a bit per id set
+//! on every hit (one relaxed atomic or, only when the bit is not yet set). They make the
+//! interner safe for ids in flight: a string interned by a conversion whose ids are not yet
+//! in any engine survives the next collection whatever the marks say; only a string no live
+//! data held and nobody interned for a whole interval between two collections is freed.
+//! *Permanent* ids (constants bound into compiled expressions, [`Interner::intern_permanent`])
+//! are never freed.
 
 use crate::error::{Error, Result};
 use foldhash::fast::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock, RwLock};
 
 /// The arena's first chunk size; each new chunk doubles it up to [`MAX_CHUNK`].
@@ -47,6 +71,55 @@ struct Span {
     chunk: u32,
     start: u32,
     len: u32,
+}
+
+/// The span of a freed id (no chunk has this index).
+const FREE: Span = Span {
+    chunk: u32::MAX,
+    start: 0,
+    len: 0,
+};
+
+impl Span {
+    #[inline]
+    fn is_free(&self) -> bool {
+        self.chunk == u32::MAX
+    }
+}
+
+/// A bit per id, settable under the read lock.
+#[derive(Default)]
+struct AtomicBits(Vec<AtomicU64>);
+
+impl AtomicBits {
+    /// Makes room for ids below `n` (new bits clear).
+    fn grow(&mut self, n: usize) {
+        let words = n.div_ceil(64);
+        if words > self.0.len() {
+            self.0.resize_with(words, AtomicU64::default);
+        }
+    }
+
+    #[inline]
+    fn set(&self, id: u32) {
+        let (w, b) = (&self.0[(id >> 6) as usize], 1u64 << (id & 63));
+        if w.load(Relaxed) & b == 0 {
+            w.fetch_or(b, Relaxed);
+        }
+    }
+
+    #[inline]
+    fn get(&self, id: u32) -> bool {
+        self.0
+            .get((id >> 6) as usize)
+            .is_some_and(|w| w.load(Relaxed) & (1u64 << (id & 63)) != 0)
+    }
+
+    fn clear_all(&mut self) {
+        for w in &mut self.0 {
+            *w.get_mut() = 0;
+        }
+    }
 }
 
 /// The id table: open addressing with linear probing over one array of slots, each 0
@@ -118,6 +191,24 @@ impl IdTable {
         self.len += 1;
     }
 
+    /// A table of `slots` (hash bits above `id + 1`, each nonzero) sized for them alone.
+    fn rebuilt(slots: impl Iterator<Item = u64>, len: usize) -> IdTable {
+        let mut t = IdTable::default();
+        t.reserve(len);
+        for s in slots {
+            let mut at = t.home((s >> 32) as u32);
+            while t.slots[at] != 0 {
+                at += 1;
+                if at == t.slots.len() {
+                    at = 0;
+                }
+            }
+            t.slots[at] = s;
+            t.len += 1;
+        }
+        t
+    }
+
     /// Grows the table (if needed) so that `additional` more ids keep it at most three
     /// quarters full; slots found before are invalid afterwards.
     fn reserve(&mut self, additional: usize) {
@@ -145,12 +236,40 @@ impl IdTable {
 
 /// The strings, their spans and the id table (behind the global lock).
 #[derive(Default)]
-struct Store {
+pub(crate) struct Store {
     chunks: Vec<String>,
     /// The chunk new strings are appended to (`chunks.len()` when there is none yet).
     fill: usize,
+    /// By id; [`FREE`] for a freed id.
     spans: Vec<Span>,
+    /// Freed ids, reused last-freed first.
+    free: Vec<u32>,
     table: IdTable,
+    /// Ids looked up or added since the last sweep.
+    touched: AtomicBits,
+    /// Ids never freed.
+    permanent: AtomicBits,
+    /// Bytes of the strings in use.
+    live_bytes: usize,
+    /// Ids handed out (new or reused) since the last sweep.
+    pub(crate) added: usize,
+    /// A collection is due once `added` reaches this (set by the collector).
+    pub(crate) due_at: usize,
+}
+
+/// What a sweep did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweepStats {
+    /// Ids freed.
+    pub freed: usize,
+    /// Ids in use afterwards.
+    pub live: usize,
+    /// Of those, the ids marked (held by live data; the rest were touched or permanent).
+    pub held: usize,
+    /// Bytes of the strings in use afterwards.
+    pub live_bytes: usize,
+    /// Bytes of arena chunks afterwards (their capacity).
+    pub arena_bytes: usize,
 }
 
 impl Store {
@@ -162,20 +281,21 @@ impl Store {
         &self.chunks[sp.chunk as usize][start..start + sp.len as usize]
     }
 
-    /// The text of `id`, or None for an id never handed out.
+    /// The text of `id`, or None for an id not in use (never handed out, or freed).
     #[inline]
     fn get(&self, id: u64) -> Option<&str> {
-        if id < self.spans.len() as u64 {
-            Some(self.text(id as u32))
-        } else {
-            None
+        match self.spans.get(usize::try_from(id).ok()?) {
+            Some(sp) if !sp.is_free() => Some(self.text(id as u32)),
+            _ => None,
         }
     }
 
-    /// The id of `s` (hash `h`) if it is interned.
+    /// The id of `s` (hash `h`) if it is interned (touching it).
     #[inline]
     fn find(&self, h: u32, s: &str) -> Option<u32> {
-        self.table.find(h, |id| self.text(id) == s).ok()
+        let id = self.table.find(h, |id| self.text(id) == s).ok()?;
+        self.touched.set(id);
+        Some(id)
     }
 
     /// The id of `s` (hash `h`), interning it if new; the table must have room
@@ -183,17 +303,33 @@ impl Store {
     #[inline]
     fn find_or_insert(&mut self, h: u32, s: &str) -> u32 {
         match self.table.find(h, |id| self.text(id) == s) {
-            Ok(id) => id,
+            Ok(id) => {
+                self.touched.set(id);
+                id
+            }
             Err(at) => {
-                let id = self.spans.len();
-                assert!(
-                    id < u32::MAX as usize,
-                    "the string interner is full ({id} distinct strings)"
-                );
                 let span = push_text(&mut self.chunks, &mut self.fill, s);
-                self.spans.push(span);
-                self.table.put(at, h, id as u32);
-                id as u32
+                let id = match self.free.pop() {
+                    Some(id) => {
+                        self.spans[id as usize] = span;
+                        id
+                    }
+                    None => {
+                        let id = self.spans.len();
+                        assert!(
+                            id < u32::MAX as usize,
+                            "the string interner is full ({id} distinct strings)"
+                        );
+                        self.spans.push(span);
+                        self.touched.grow(id + 1);
+                        id as u32
+                    }
+                };
+                self.touched.set(id);
+                self.live_bytes += s.len();
+                self.added += 1;
+                self.table.put(at, h, id);
+                id
             }
         }
     }
@@ -201,7 +337,90 @@ impl Store {
     /// Makes room for `additional` new strings.
     fn reserve(&mut self, additional: usize) {
         self.table.reserve(additional);
-        self.spans.reserve(additional);
+        self.spans
+            .reserve(additional.saturating_sub(self.free.len()));
+    }
+
+    /// Marks `id` (in use) as never to be freed.
+    fn make_permanent(&mut self, id: u32) {
+        self.permanent.grow(id as usize + 1);
+        self.permanent.set(id);
+    }
+
+    /// `(ids in use, their bytes, the arena's bytes)`.
+    pub(crate) fn size(&self) -> (usize, usize, usize) {
+        let arena = self.chunks.iter().map(String::capacity).sum();
+        (self.spans.len() - self.free.len(), self.live_bytes, arena)
+    }
+
+    /// Ids the sweep must size its marks for (every id below is or was handed out).
+    pub(crate) fn id_bound(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Frees every id in use that `marked` does not hold and that is neither permanent nor
+    /// touched since the last sweep, then rebuilds the table and, when the arena holds more
+    /// than three times the live bytes, the arena (see the module doc). Clears the touched bits.
+    pub(crate) fn sweep(&mut self, marked: impl Fn(u32) -> bool) -> SweepStats {
+        let (mut freed, mut held) = (0, 0);
+        // The ids freed now, a bit each: the table rebuild tests these instead of reading
+        // the spans (a random read per slot in a table much larger than the caches).
+        let mut gone = vec![0u64; self.spans.len().div_ceil(64)];
+        for id in 0..self.spans.len() as u32 {
+            let sp = self.spans[id as usize];
+            if sp.is_free() {
+                continue;
+            }
+            if marked(id) {
+                held += 1;
+                continue;
+            }
+            if self.touched.get(id) || self.permanent.get(id) {
+                continue;
+            }
+            self.live_bytes -= sp.len as usize;
+            self.spans[id as usize] = FREE;
+            gone[(id >> 6) as usize] |= 1 << (id & 63);
+            self.free.push(id);
+            freed += 1;
+        }
+        // Reused lowest first: ids stay small.
+        self.free.sort_unstable_by(|a, b| b.cmp(a));
+        let live = self.spans.len() - self.free.len();
+        if freed > 0 {
+            let is_gone = |id: u32| gone[(id >> 6) as usize] & (1 << (id & 63)) != 0;
+            let kept = self
+                .table
+                .slots
+                .iter()
+                .copied()
+                .filter(|&s| s != 0 && !is_gone(s as u32 - 1));
+            self.table = IdTable::rebuilt(kept, live);
+        }
+        let arena: usize = self.chunks.iter().map(String::capacity).sum();
+        if arena > 3 * self.live_bytes + MAX_CHUNK {
+            self.rewrite_arena();
+        }
+        self.touched.clear_all();
+        self.added = 0;
+        SweepStats {
+            freed,
+            live,
+            held,
+            live_bytes: self.live_bytes,
+            arena_bytes: self.chunks.iter().map(String::capacity).sum(),
+        }
+    }
+
+    /// Copies the strings in use into fresh chunks (in id order) and drops the old ones.
+    fn rewrite_arena(&mut self) {
+        let old = std::mem::take(&mut self.chunks);
+        self.fill = 0;
+        for sp in self.spans.iter_mut().filter(|sp| !sp.is_free()) {
+            let start = sp.start as usize;
+            let text = &old[sp.chunk as usize][start..start + sp.len as usize];
+            *sp = push_text(&mut self.chunks, &mut self.fill, text);
+        }
     }
 }
 
@@ -241,7 +460,7 @@ fn push_text(chunks: &mut Vec<String>, fill: &mut usize, s: &str) -> Span {
     }
 }
 
-fn global() -> &'static RwLock<Store> {
+pub(crate) fn global() -> &'static RwLock<Store> {
     static GLOBAL: OnceLock<RwLock<Store>> = OnceLock::new();
     GLOBAL.get_or_init(|| RwLock::new(Store::default()))
 }
@@ -305,6 +524,18 @@ impl Interner {
             }
             ids[i] = g.find_or_insert(hashes[i], get(i)) as u64;
         }
+        if g.added >= g.due_at.max(crate::string_gc::MIN_GROWTH) {
+            crate::string_gc::set_due();
+        }
+    }
+
+    /// Interns `s` and keeps it for the life of the process (never freed): for constants
+    /// bound into compiled expressions, which no collection marks.
+    pub fn intern_permanent(s: &str) -> u64 {
+        let id = Interner::intern(s);
+        let mut g = global().write().expect("interner poisoned");
+        g.make_permanent(id as u32);
+        id
     }
 
     /// Interns one string.

@@ -236,3 +236,181 @@ fn id_table_finds_every_id_through_growth_collisions_and_wraparound() {
     }
     assert!(table.find(12345, |_| false).is_err());
 }
+
+/// Interns `s` into a store of the test's own (the write path of [`Interner::intern_with`]).
+fn local_intern(store: &mut Store, s: &str) -> u32 {
+    store.reserve(1);
+    store.find_or_insert(hash(s), s)
+}
+
+/// Looks `s` up without touching it.
+fn peek(store: &Store, s: &str) -> Option<u32> {
+    store.table.find(hash(s), |id| store.text(id) == s).ok()
+}
+
+/// Looks `s` up in a local store without adding it (touching it, as the read path does).
+fn local_find(store: &Store, s: &str) -> Option<u32> {
+    store.find(hash(s), s)
+}
+
+#[test]
+fn a_sweep_frees_only_unmarked_untouched_strings_and_reuses_their_ids() {
+    let mut store = Store::default();
+    let a = local_intern(&mut store, "a");
+    let b = local_intern(&mut store, "b");
+    let c = local_intern(&mut store, "c");
+    // Everything was touched since the last sweep: nothing is freed yet.
+    assert_eq!(store.sweep(|id| id == a).freed, 0);
+    // Now only the marked id survives, and "c" was looked up again in between.
+    assert_eq!(local_find(&store, "c"), Some(c));
+    let stats = store.sweep(|id| id == a);
+    assert_eq!((stats.freed, stats.live), (1, 2));
+    assert_eq!(store.get(b as u64), None);
+    assert_eq!(store.get(a as u64), Some("a"));
+    assert_eq!(local_find(&store, "b"), None);
+    // The freed id is the next one handed out.
+    let d = local_intern(&mut store, "d");
+    assert_eq!(d, b);
+    assert_eq!(store.get(d as u64), Some("d"));
+    assert_eq!(local_find(&store, "a"), Some(a));
+}
+
+#[test]
+fn permanent_strings_survive_every_sweep() {
+    let mut store = Store::default();
+    let k = local_intern(&mut store, "constant");
+    store.make_permanent(k);
+    for _ in 0..3 {
+        store.sweep(|_| false);
+    }
+    assert_eq!(store.get(k as u64), Some("constant"));
+    assert_eq!(local_find(&store, "constant"), Some(k));
+}
+
+#[test]
+fn the_arena_is_rewritten_when_mostly_free() {
+    let mut store = Store::default();
+    let ids: Vec<u32> = (0..200_000)
+        .map(|i| local_intern(&mut store, &format!("string number {i:08}")))
+        .collect();
+    let keep: std::collections::HashSet<u32> = ids.iter().copied().step_by(100).collect();
+    store.sweep(|_| true);
+    let before = store.size().2;
+    let stats = store.sweep(|id| keep.contains(&id));
+    assert_eq!(stats.live, keep.len());
+    assert!(
+        stats.arena_bytes * 4 < before,
+        "{} of {before}",
+        stats.arena_bytes
+    );
+    for (i, &id) in ids.iter().enumerate() {
+        let want = format!("string number {i:08}");
+        if keep.contains(&id) {
+            assert_eq!(store.get(id as u64), Some(want.as_str()));
+            assert_eq!(peek(&store, &want), Some(id));
+        } else {
+            assert_eq!(store.get(id as u64), None);
+        }
+    }
+}
+
+/// One step of the collection model.
+#[derive(Clone, Debug)]
+enum Step {
+    /// Intern a string (from a small alphabet of texts, some long) and hold its id.
+    Hold(u16),
+    /// Intern a string and drop the id at once (in flight only).
+    Touch(u16),
+    /// Drop the `n`-th held id (modulo the number held).
+    Drop(usize),
+    /// Collect with the held ids as the marks.
+    Collect,
+}
+
+fn text_of(k: u16) -> String {
+    if k.is_multiple_of(17) {
+        format!("long-{k}-{}", "x".repeat(3000 + k as usize))
+    } else {
+        format!("s{k}")
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Against a model: a held id keeps its string and its id through any number of
+    /// sweeps; a string neither held nor touched for a whole interval is freed; a freed id
+    /// comes back only for a string interned later, never while an older holder has it;
+    /// re-interning a freed string works (with whatever id).
+    #[test]
+    fn collection_matches_a_model(
+        steps in proptest::collection::vec(
+            prop_oneof![
+                4 => (0u16..200).prop_map(Step::Hold),
+                2 => (0u16..200).prop_map(Step::Touch),
+                3 => (0usize..1000).prop_map(Step::Drop),
+                1 => Just(Step::Collect),
+            ],
+            0..400,
+        ),
+    ) {
+        let mut store = Store::default();
+        // Held (id, text) pairs; the same text may be held several times.
+        let mut held: Vec<(u32, String)> = Vec::new();
+        // Texts interned (held or touched) since the last sweep.
+        let mut touched: std::collections::HashSet<String> = Default::default();
+        // Texts freed by the last sweep.
+        let mut freed_last: Vec<String> = Vec::new();
+        for step in steps {
+            match step {
+                Step::Hold(k) | Step::Touch(k) => {
+                    let text = text_of(k);
+                    let id = local_intern(&mut store, &text);
+                    // Equal texts share one id while held.
+                    for (hid, ht) in &held {
+                        prop_assert_eq!(*hid == id, *ht == text, "{} {}", hid, id);
+                    }
+                    touched.insert(text.clone());
+                    if matches!(step, Step::Hold(_)) {
+                        held.push((id, text));
+                    }
+                }
+                Step::Drop(n) => {
+                    if !held.is_empty() {
+                        let n = n % held.len();
+                        held.swap_remove(n);
+                    }
+                }
+                Step::Collect => {
+                    let marked: std::collections::HashSet<u32> =
+                        held.iter().map(|(id, _)| *id).collect();
+                    let live_before: Vec<(u32, String)> = (0..store.id_bound() as u32)
+                        .filter_map(|id| store.get(id as u64).map(|t| (id, t.to_string())))
+                        .collect();
+                    store.sweep(|id| marked.contains(&id));
+                    freed_last.clear();
+                    for (id, text) in live_before {
+                        let keep = marked.contains(&id) || touched.contains(&text);
+                        if keep {
+                            prop_assert_eq!(store.get(id as u64), Some(text.as_str()));
+                            prop_assert_eq!(peek(&store, &text), Some(id));
+                        } else {
+                            prop_assert_eq!(peek(&store, &text), None);
+                            prop_assert_eq!(store.get(id as u64), None);
+                            freed_last.push(text);
+                        }
+                    }
+                    touched.clear();
+                }
+            }
+            for (id, text) in &held {
+                prop_assert_eq!(store.get(*id as u64), Some(text.as_str()));
+            }
+        }
+        // A freed string interns again.
+        for text in freed_last {
+            let id = local_intern(&mut store, &text);
+            prop_assert_eq!(store.get(id as u64), Some(text.as_str()));
+        }
+    }
+}

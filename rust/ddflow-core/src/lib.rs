@@ -7,6 +7,7 @@
 //! * [`dtype`]: column dtypes (Arrow's types) and the physical word each is stored as.
 //! * [`encoding`]: typed column values as `u64` words.
 //! * [`interner`]: the process-wide string interner (str words are its ids).
+//! * [`string_gc`]: the string collector (frees strings no live data holds).
 //! * [`values`]: words of the logical dtypes (dates, decimals, ...) as text.
 //! * [`updates`]: columnar batches of `(row, time, diff)` updates.
 //! * [`sort`]: LSD radix sort and consolidation.
@@ -34,6 +35,7 @@ pub mod interner;
 pub mod lattice;
 pub mod memory;
 pub mod sort;
+pub mod string_gc;
 pub mod times;
 pub mod trace;
 pub mod updates;

@@ -18,21 +18,28 @@ use crate::errors::IntoPyResult;
 use ddflow_core::capture::{CaptureMode, CaptureState};
 use ddflow_core::encoding::DType;
 use ddflow_core::engine::column::{columns_to_rows, Schema};
+use ddflow_core::string_gc::Frozen;
 use ddflow_core::{Antichain, Time, Updates};
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PyTuple};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A capture's pending updates and what it keeps of completed ones.
 #[pyclass(name = "CaptureState", module = "ddflow._core")]
 pub struct PyCaptureState {
-    inner: CaptureState,
+    /// Shared with the string collector's registry of roots (`ddflow_core::string_gc`).
+    inner: Arc<Mutex<CaptureState>>,
     width: usize,
     time_dims: usize,
 }
 
 impl PyCaptureState {
+    /// The state, locked for the call (a collection that finds it locked is given up).
+    fn st(&self) -> MutexGuard<'_, CaptureState> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Adds raw updates and returns those `frontier` completes (`None` if there are none).
     pub(crate) fn poll_with(
         &mut self,
@@ -41,30 +48,37 @@ impl PyCaptureState {
         updates: Updates,
         frontier: &Antichain<Time>,
     ) -> PyResult<Option<PyCaptureBatch>> {
-        let state = &mut self.inner;
+        let mut guard = self.st();
+        let state = &mut *guard;
         let fresh = py
             .allow_threads(|| {
                 state.absorb(schema, updates)?;
                 state.complete(frontier)
             })
             .py()?;
+        // Registered while the state is still locked: the ids are never outside a root.
         Ok((!fresh.is_empty()).then(|| PyCaptureBatch {
-            schema: self.schema(),
+            schema: self.schema_of(state),
             time_dims: self.time_dims,
-            updates: fresh,
+            updates: frozen(fresh),
         }))
     }
 
-    fn schema(&self) -> Vec<DType> {
-        self.inner
+    fn schema_of(&self, state: &CaptureState) -> Vec<DType> {
+        state
             .schema()
             .map(|s| s.to_vec())
             .unwrap_or_else(|| vec![DType::Int64; self.width])
     }
 
     /// `(columns, diffs)`.
-    fn untimed_batch<'py>(&self, py: Python<'py>, upd: &Updates) -> PyResult<Bound<'py, PyTuple>> {
-        let cols = rows_to_arrow_py(py, &self.schema(), &upd.rows)?;
+    fn untimed_batch<'py>(
+        &self,
+        py: Python<'py>,
+        schema: &[DType],
+        upd: &Updates,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let cols = rows_to_arrow_py(py, schema, &upd.rows)?;
         let diffs = PyArray1::from_slice(py, &upd.diffs);
         PyTuple::new(py, [cols.into_any(), diffs.into_any()])
     }
@@ -76,7 +90,13 @@ impl PyCaptureState {
     fn new(label: &str, columns: Vec<String>, time_dims: usize, keep: &str) -> PyResult<Self> {
         let mode = CaptureMode::parse(keep).py()?;
         Ok(PyCaptureState {
-            inner: CaptureState::new(label, mode, &columns, time_dims),
+            inner: {
+                let inner = Arc::new(Mutex::new(CaptureState::new(
+                    label, mode, &columns, time_dims,
+                )));
+                ddflow_core::string_gc::register(&inner);
+                inner
+            },
             width: columns.len(),
             time_dims,
         })
@@ -92,6 +112,8 @@ impl PyCaptureState {
         diffs: Bound<'py, PyAny>,
         frontier: Vec<Vec<i64>>,
     ) -> PyResult<Option<PyCaptureBatch>> {
+        // A safe point before the conversion interns the columns.
+        ddflow_core::string_gc::collect_if_due();
         let what = "capture";
         let cols = columns
             .iter()
@@ -114,8 +136,9 @@ impl PyCaptureState {
     /// Everything kept: `History`: `(columns, times, diffs)` of every completed update;
     /// `State`: `(columns, times, diffs)` of the accumulated collection (times all zero).
     fn kept<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let kept = self.inner.kept();
-        let cols = words_to_arrow_py(py, &self.schema(), &kept.columns)?;
+        let g = self.st();
+        let kept = g.kept();
+        let cols = words_to_arrow_py(py, &self.schema_of(&g), &kept.columns)?;
         let times = coords_to_py(py, &kept.coords, kept.dims)?;
         let diffs = PyArray1::from_slice(py, &kept.diffs);
         PyTuple::new(py, [cols.into_any(), times, diffs.into_any()])
@@ -124,33 +147,35 @@ impl PyCaptureState {
     /// The accumulated collection at a completed `time`: `(columns, diffs)`.
     fn at<'py>(&mut self, py: Python<'py>, time: Vec<i64>) -> PyResult<Bound<'py, PyTuple>> {
         let t = time_from_list(&time, self.time_dims, "at")?;
-        let acc = self.inner.at(&t).py()?;
-        self.untimed_batch(py, &acc)
+        let mut g = self.st();
+        let acc = g.at(&t).py()?;
+        self.untimed_batch(py, &self.schema_of(&g), &acc)
     }
 
     /// The accumulated collection of everything completed: `(columns, diffs)`.
     fn state<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let acc = self.inner.state().py()?;
-        self.untimed_batch(py, &acc)
+        let mut g = self.st();
+        let acc = g.state().py()?;
+        self.untimed_batch(py, &self.schema_of(&g), &acc)
     }
 
     /// The record dtypes (`None` before the first update).
     fn dtypes(&self) -> Option<Vec<&'static str>> {
-        self.inner
+        self.st()
             .schema()
             .map(|s| s.iter().map(|d| d.name()).collect())
     }
 
     /// The least upper bound of the completed updates' times (`None` before any).
     fn completed_upper(&self) -> Option<Vec<i64>> {
-        self.inner
+        self.st()
             .completed_upper()
             .map(|t| t.0[..self.time_dims].iter().map(|&c| c as i64).collect())
     }
 
     /// Heap bytes held.
     fn heap_bytes(&self) -> usize {
-        self.inner.heap_bytes()
+        self.st().heap_bytes()
     }
 }
 
@@ -160,21 +185,29 @@ impl PyCaptureState {
 pub struct PyCaptureBatch {
     schema: Vec<DType>,
     time_dims: usize,
-    updates: Updates,
+    /// Registered with the string collector (read without a lock: never changed).
+    updates: Arc<Frozen<Updates>>,
+}
+
+/// `updates` as a registered, read-only root of the string collector.
+fn frozen(updates: Updates) -> Arc<Frozen<Updates>> {
+    let f = Arc::new(Frozen(updates));
+    ddflow_core::string_gc::register(&f);
+    f
 }
 
 #[pymethods]
 impl PyCaptureBatch {
     /// Number of updates.
     fn __len__(&self) -> usize {
-        self.updates.len()
+        self.updates.0.len()
     }
 
     /// `(columns, times (n, time_dims), diffs)`, converted now.
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyIterator>> {
-        let cols = rows_to_arrow_py(py, &self.schema, &self.updates.rows)?;
-        let times = times_to_py(py, &self.updates.times, self.time_dims, false)?;
-        let diffs = PyArray1::from_slice(py, &self.updates.diffs);
+        let cols = rows_to_arrow_py(py, &self.schema, &self.updates.0.rows)?;
+        let times = times_to_py(py, &self.updates.0.times, self.time_dims, false)?;
+        let diffs = PyArray1::from_slice(py, &self.updates.0.diffs);
         PyTuple::new(py, [cols.into_any(), times, diffs.into_any()])?.try_iter()
     }
 }

@@ -16,7 +16,7 @@ use ddflow_core::engine::plan::Plan;
 use ddflow_core::{Error, Result as CoreResult};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Callbacks into Python through one dispatcher function.
 struct PyCallbacks {
@@ -154,12 +154,19 @@ const PASSES_PER_SLICE: usize = 256;
 /// A running dataflow.
 #[pyclass(name = "Engine", module = "ddflow._core")]
 pub struct PyEngine {
-    engine: ddflow_core::engine::Engine,
+    /// Shared with the string collector's registry of roots (`ddflow_core::string_gc`),
+    /// which marks the strings the engine holds when it can lock it.
+    engine: Arc<Mutex<ddflow_core::engine::Engine>>,
     callbacks: Arc<PyCallbacks>,
     time_dims: usize,
 }
 
 impl PyEngine {
+    /// The engine, locked for the call (a collection that finds it locked is given up).
+    fn eng(&self) -> MutexGuard<'_, ddflow_core::engine::Engine> {
+        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Runs `f` on the engine with the GIL released and maps errors, re-raising a pending
     /// Python exception from a user function as itself.
     fn run<T: Send>(
@@ -167,7 +174,10 @@ impl PyEngine {
         py: Python<'_>,
         f: impl FnOnce(&mut ddflow_core::engine::Engine) -> CoreResult<T> + Send,
     ) -> PyResult<T> {
-        let engine = &mut self.engine;
+        // A safe point: this thread holds no string ids yet.
+        ddflow_core::string_gc::collect_if_due();
+        let mut guard = self.eng();
+        let engine = &mut *guard;
         self.callbacks.pending.lock().expect("slot").take();
         let r = crate::errors::without_gil_core(py, || f(engine));
         match r {
@@ -199,6 +209,8 @@ impl PyEngine {
             pending: Mutex::new(None),
         });
         let engine = ddflow_core::engine::Engine::new(plan, workers, callbacks.clone()).py()?;
+        let engine = Arc::new(Mutex::new(engine));
+        ddflow_core::string_gc::register(&engine);
         Ok(PyEngine {
             engine,
             callbacks,
@@ -215,6 +227,8 @@ impl PyEngine {
         times: Bound<'_, PyAny>,
         diffs: Bound<'_, PyAny>,
     ) -> PyResult<()> {
+        // A safe point before the conversion interns the columns (see `run`).
+        ddflow_core::string_gc::collect_if_due();
         let what = format!("input node {input_node}");
         let cols = columns
             .iter()
@@ -233,23 +247,23 @@ impl PyEngine {
             self.time_dims,
             &format!("advance_to of input node {input_node}"),
         )?;
-        self.engine.advance_input(input_node, t).py()
+        self.eng().advance_input(input_node, t).py()
     }
 
     /// Closes an input.
     fn close_input(&mut self, input_node: usize) -> PyResult<()> {
-        self.engine.close_input(input_node).py()
+        self.eng().close_input(input_node).py()
     }
 
     /// Sets the memory limit in bytes (`None`: no limit).
     #[pyo3(signature = (limit))]
     fn set_memory_limit(&mut self, limit: Option<usize>) {
-        self.engine.set_memory_limit(limit);
+        self.eng().set_memory_limit(limit);
     }
 
     /// The memory limit in bytes (`None`: no limit).
     fn memory_limit(&self) -> Option<usize> {
-        self.engine.memory_limit()
+        self.eng().memory_limit()
     }
 
     /// One scheduling pass; returns whether another pass may make progress.
@@ -278,7 +292,7 @@ impl PyEngine {
 
     /// The frontier at a node's inputs, as lists of outer time coordinates.
     fn frontier(&self, node: usize) -> PyResult<Vec<Vec<i64>>> {
-        let f = self.engine.frontier(node).py()?;
+        let f = self.eng().frontier(node).py()?;
         let mut v: Vec<Vec<i64>> = f
             .elements()
             .iter()
@@ -294,7 +308,9 @@ impl PyEngine {
         py: Python<'py>,
         node: usize,
     ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-        let c = self.engine.capture_take(node).py()?;
+        // The engine stays locked while the strings are read (no collection meanwhile).
+        let mut g = self.eng();
+        let c = g.capture_take(node).py()?;
         let cols = c
             .columns
             .iter()
@@ -315,8 +331,10 @@ impl PyEngine {
         node: usize,
         mut state: PyRefMut<'py, PyCaptureState>,
     ) -> PyResult<Option<PyCaptureBatch>> {
-        let (schema, updates) = self.engine.capture_take_updates(node).py()?;
-        let frontier = self.engine.frontier(node).py()?;
+        // The engine stays locked until `state` (a root itself) holds the updates.
+        let mut g = self.eng();
+        let (schema, updates) = g.capture_take_updates(node).py()?;
+        let frontier = g.frontier(node).py()?;
         state.poll_with(py, schema, updates, &frontier)
     }
 
@@ -325,15 +343,15 @@ impl PyEngine {
     /// followed by one iteration coordinate per `iterate` around the node.
     #[allow(clippy::type_complexity)]
     fn errors_take(&mut self) -> Vec<(usize, String, String, String, Vec<i64>, i64)> {
-        let plan = self.engine.plan();
+        let mut g = self.eng();
+        let plan = g.plan();
         let dims: Vec<usize> = plan
             .nodes
             .iter()
             .map(|n| plan.time_dims + plan.scopes[n.scope].depth)
             .collect();
         let plan_labels: Vec<String> = plan.nodes.iter().map(|n| n.label.clone()).collect();
-        self.engine
-            .errors_take()
+        g.errors_take()
             .into_iter()
             .map(|e| {
                 (
@@ -353,7 +371,8 @@ impl PyEngine {
 
     /// The operator log: one dict per operator invocation.
     fn log<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let plan = self.engine.plan();
+        let g = self.eng();
+        let plan = g.plan();
         let full_dims = |t: &ddflow_core::Time| -> Vec<i64> {
             let mut n = ddflow_core::lattice::MAX_DIMS;
             while n > self.time_dims && t.0[n - 1] == 0 {
@@ -361,7 +380,7 @@ impl PyEngine {
             }
             t.0[..n].iter().map(|&c| c as i64).collect()
         };
-        let entries = self.engine.log();
+        let entries = g.log();
         let list = PyList::empty(py);
         for e in entries {
             let d = PyDict::new(py);
@@ -389,13 +408,13 @@ impl PyEngine {
 
     /// Heap bytes held by the engine's traces.
     fn heap_bytes(&self) -> usize {
-        self.engine.heap_bytes()
+        self.eng().heap_bytes()
     }
 
     /// The dtype names of a node's columns known so far (`None` where no data has shown
     /// one yet); a capture with no update yet reports these.
     fn column_dtypes(&self, node: usize) -> Vec<Option<&'static str>> {
-        self.engine
+        self.eng()
             .column_dtypes(node)
             .into_iter()
             .map(|d| d.map(|d| d.name()))
@@ -404,40 +423,40 @@ impl PyEngine {
 
     /// Number of scheduling passes run.
     fn passes(&self) -> u64 {
-        self.engine.passes()
+        self.eng().passes()
     }
 
     /// Enables or disables the operator log (on by default).
     fn set_logging(&mut self, on: bool) {
-        self.engine.set_logging(on)
+        self.eng().set_logging(on)
     }
 
     /// Attaches another dataflow's plan (with `import_trace` nodes naming this engine's
     /// arrangements); returns the offset of its node ids in this engine.
     fn attach(&mut self, plan_json: &str) -> PyResult<usize> {
         let plan = Plan::from_json(plan_json).py()?;
-        self.engine.attach(plan).py()
+        self.eng().attach(plan).py()
     }
 
     /// A handle holding back compaction of a top-level arrangement's trace; returns its id.
     fn trace_handle(&mut self, node: usize) -> PyResult<usize> {
-        self.engine.trace_handle(node).py()
+        self.eng().trace_handle(node).py()
     }
 
     /// Moves a trace handle's frontier forward.
     fn set_handle_frontier(&mut self, handle: usize, time: Vec<i64>) -> PyResult<()> {
         let t = time_from_list(&time, self.time_dims, "trace handle set_frontier")?;
-        self.engine.set_handle_frontier(handle, t).py()
+        self.eng().set_handle_frontier(handle, t).py()
     }
 
     /// Releases a trace handle.
     fn close_handle(&mut self, handle: usize) -> PyResult<()> {
-        self.engine.close_handle(handle).py()
+        self.eng().close_handle(handle).py()
     }
 
     /// Updates stored in an arrangement's trace (all workers).
     fn trace_len(&self, node: usize) -> PyResult<usize> {
-        self.engine.trace_len(node).py()
+        self.eng().trace_len(node).py()
     }
 }
 

@@ -120,6 +120,8 @@ pub fn without_gil_core<T: Send, F: FnOnce() -> ddflow_core::Result<T> + Send>(
     py: Python<'_>,
     f: F,
 ) -> ddflow_core::Result<T> {
+    // Whatever string ids `f` holds, no collection frees them while it runs.
+    let _pin = ddflow_core::string_gc::Pin::new();
     let result = py.allow_threads(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
     result.unwrap_or_else(|payload| {
         let msg = if let Some(s) = payload.downcast_ref::<&str>() {

@@ -22,6 +22,11 @@ pub(super) struct History {
 }
 
 impl History {
+    /// Marks the kept columns' words.
+    pub fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.columns.iter().for_each(|c| marks.words(c));
+    }
+
     /// An empty history of records of `width` columns, times of `dims` coordinates.
     pub(super) fn new(width: usize, dims: usize) -> History {
         History {

@@ -61,6 +61,11 @@ impl Reader {
 }
 
 impl Arrangement {
+    /// Marks the words of the trace (see [`crate::string_gc`]).
+    pub fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.spine.mark_strings(marks);
+    }
+
     /// An empty arrangement of rows of `width` words keyed by the first `key_width`.
     pub fn new(key_width: usize, width: usize) -> Self {
         Arrangement {

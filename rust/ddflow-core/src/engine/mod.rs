@@ -170,6 +170,16 @@ impl Engine {
     }
 }
 
+impl crate::string_gc::MarkStrings for Engine {
+    /// Every word the workers hold (inputs are delivered to the workers' queues as they are
+    /// pushed, so the engine itself holds no rows).
+    fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        for w in &self.workers {
+            w.mark_strings(marks);
+        }
+    }
+}
+
 /// The consumers of each node, `(consumer node, port)`, from the input ports of each node.
 fn consumers_of(ports: &[Vec<Vec<usize>>]) -> Vec<Vec<(usize, usize)>> {
     let mut consumers = vec![Vec::new(); ports.len()];

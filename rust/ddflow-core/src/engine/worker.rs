@@ -73,6 +73,28 @@ pub struct PassCtx<'a> {
     pub memory_limit: Option<usize>,
 }
 
+impl crate::string_gc::MarkStrings for Worker {
+    /// Queued and outgoing messages, this pass's fresh batches, the traces, and each
+    /// operator's own state.
+    fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        for m in self.inbox.iter().flatten().flatten() {
+            marks.words(&m.upd.rows);
+        }
+        for (_, _, _, m) in &self.outbox {
+            marks.words(&m.upd.rows);
+        }
+        for m in self.fresh.iter().flatten() {
+            marks.words(&m.upd.rows);
+        }
+        for t in self.traces.iter().flatten() {
+            t.mark_strings(marks);
+        }
+        for op in &self.ops {
+            op.mark_strings(marks);
+        }
+    }
+}
+
 impl Worker {
     /// A worker for `plan`.
     pub fn new(plan: &Plan, index: usize, peers: usize) -> Self {

@@ -192,9 +192,9 @@ impl Binder<'_> {
                     Scalar::Int64(v) => Const::Int(*v),
                     Scalar::Float64(v) => Const::Float(*v),
                     Scalar::Bool(v) => Const::Bool(*v),
-                    Scalar::Str(v) => Const::Str(Interner::intern(v)),
+                    Scalar::Str(v) => Const::Str(Interner::intern_permanent(v)),
                     Scalar::Binary(v) => {
-                        Const::Str(Interner::intern(&crate::encoding::binary_text(v)))
+                        Const::Str(Interner::intern_permanent(&crate::encoding::binary_text(v)))
                     }
                     Scalar::Word(v, _) => Const::Int(*v),
                 };

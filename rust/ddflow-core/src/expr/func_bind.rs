@@ -115,9 +115,9 @@ pub(crate) fn bind(func: &Func, mut args: Vec<Node>, src: String) -> Result<Node
                     (Scalar::Int64(x), _) => Const::Int(*x),
                     (Scalar::Float64(x), _) => Const::Float(*x),
                     (Scalar::Bool(x), _) => Const::Bool(*x),
-                    (Scalar::Str(x), _) => Const::Str(Interner::intern(x)),
+                    (Scalar::Str(x), _) => Const::Str(Interner::intern_permanent(x)),
                     (Scalar::Binary(x), _) => {
-                        Const::Str(Interner::intern(&crate::encoding::binary_text(x)))
+                        Const::Str(Interner::intern_permanent(&crate::encoding::binary_text(x)))
                     }
                     (Scalar::Word(x, _), _) => Const::Int(*x),
                 })

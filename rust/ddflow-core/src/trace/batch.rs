@@ -40,6 +40,14 @@ pub(crate) enum Words {
 }
 
 impl Words {
+    /// Marks every word (see [`crate::string_gc`]).
+    pub(crate) fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        match self {
+            Words::U64(v) => marks.words(v),
+            Words::U32(v) => v.iter().for_each(|&w| marks.word(w as u64)),
+        }
+    }
+
     /// Narrows `words` to `u32` storage when every word fits.
     pub(crate) fn narrowed(words: Vec<u64>) -> Words {
         if words.iter().fold(0u64, |m, &w| m | w) >> 32 == 0 {
@@ -230,6 +238,12 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// Marks every key and val word (see [`crate::string_gc`]).
+    pub fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.keys.mark_strings(marks);
+        self.vals.mark_strings(marks);
+    }
+
     /// An empty batch with the given widths and description.
     pub fn empty(key_width: usize, val_width: usize, desc: Description) -> Batch {
         Builder::new(key_width, val_width).done(desc)

@@ -50,18 +50,30 @@ pub struct TraceHandle {
     id: u64,
 }
 
+impl crate::string_gc::StringRoots for Mutex<Shared> {
+    fn mark_strings(&self, marks: &mut crate::string_gc::Marks) -> bool {
+        match self.try_lock() {
+            Ok(s) => {
+                s.spine.mark_strings(marks);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
 impl TraceHandle {
     /// Wraps `spine` in a first handle whose frontier is the spine's logical frontier.
     pub fn new(spine: Spine) -> TraceHandle {
         let frontier = spine.logical_compaction().clone();
-        TraceHandle {
-            shared: Arc::new(Mutex::new(Shared {
-                spine,
-                holds: vec![(0, frontier)],
-                next_id: 1,
-            })),
-            id: 0,
-        }
+        let shared = Arc::new(Mutex::new(Shared {
+            spine,
+            holds: vec![(0, frontier)],
+            next_id: 1,
+        }));
+        // A trace's batches outlive calls: a root of the string collector.
+        crate::string_gc::register(&shared);
+        TraceHandle { shared, id: 0 }
     }
 
     fn lock(&self) -> MutexGuard<'_, Shared> {

@@ -54,6 +54,12 @@ pub(crate) fn advance(t: Time, frontier: &[Time]) -> Time {
 }
 
 impl MergeState {
+    /// Marks the words of the two batches merged (the output so far holds only theirs).
+    pub fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.a.mark_strings(marks);
+        self.b.mark_strings(marks);
+    }
+
     /// Begins merging `a` (older) with `b` (newer), compacting to `frontier`.
     ///
     /// Panics if the batches' widths differ.

@@ -69,6 +69,17 @@ fn level_of(n: usize) -> usize {
 }
 
 impl Spine {
+    /// Marks the words of every batch and merge in progress (see [`crate::string_gc`]).
+    pub fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        for level in &self.levels {
+            match level {
+                Level::Vacant => {}
+                Level::Single(b) => b.mark_strings(marks),
+                Level::Merging(m) => m.mark_strings(marks),
+            }
+        }
+    }
+
     /// An empty spine for keys of `key_width` and vals of `val_width` words.
     pub fn new(key_width: usize, val_width: usize) -> Spine {
         let m = Antichain::from_elem(Time::minimum());

@@ -40,6 +40,8 @@ impl AdvanceIteration {
 }
 
 impl Operator for AdvanceIteration {
+    /// Keeps no rows (string constants of the bound expressions are permanent).
+    fn mark_strings(&self, _marks: &mut crate::string_gc::Marks) {}
     fn run(
         &mut self,
         cx: &mut RunCtx<'_>,

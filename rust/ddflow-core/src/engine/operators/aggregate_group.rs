@@ -450,6 +450,16 @@ pub struct RunningTotals {
 }
 
 impl RunningTotals {
+    /// Marks the values the multisets hold (string ids among them).
+    pub fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        for s in &self.sets {
+            s.counts.keys().for_each(|&w| marks.word(w));
+            if let Some(t) = &s.by_text {
+                t.iter().for_each(|(_, w)| marks.word(*w));
+            }
+        }
+    }
+
     /// Zero totals for `aggs`.
     pub fn reset(&mut self, aggs: &[GroupAgg]) {
         self.count = 0;

@@ -78,6 +78,10 @@ fn reorder_schema(schema: &Schema, key: &[usize]) -> Schema {
 }
 
 impl Operator for Arrange {
+    fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.buffer.mark_strings(marks);
+    }
+
     fn run(
         &mut self,
         cx: &mut RunCtx<'_>,

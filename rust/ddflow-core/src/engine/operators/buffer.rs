@@ -30,6 +30,11 @@ pub struct Buffer {
 }
 
 impl Buffer {
+    /// Marks the words of the held updates.
+    pub fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.msgs.iter().for_each(|m| marks.words(&m.upd.rows));
+    }
+
     /// Holds `msgs`; consolidates what is held when it has doubled since the last time.
     pub fn extend(&mut self, msgs: impl IntoIterator<Item = Msg>) -> Result<()> {
         for m in msgs {

@@ -12,6 +12,10 @@ pub struct Capture {
 }
 
 impl Operator for Capture {
+    fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.data.iter().for_each(|m| marks.words(&m.upd.rows));
+    }
+
     fn run(
         &mut self,
         _cx: &mut RunCtx<'_>,

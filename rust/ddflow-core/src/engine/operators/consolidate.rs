@@ -47,6 +47,10 @@ fn merge_and_consolidate(ready: Vec<Msg>) -> Result<Vec<Msg>> {
 }
 
 impl Operator for Consolidate {
+    fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.buffer.mark_strings(marks);
+    }
+
     fn run(
         &mut self,
         _cx: &mut RunCtx<'_>,

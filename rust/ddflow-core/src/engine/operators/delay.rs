@@ -85,6 +85,13 @@ impl DelayState {
 }
 
 impl Operator for DelayState {
+    fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.held
+            .values()
+            .flatten()
+            .for_each(|m| marks.words(&m.upd.rows));
+    }
+
     fn run(
         &mut self,
         _cx: &mut RunCtx<'_>,

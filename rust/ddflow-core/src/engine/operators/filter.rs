@@ -46,6 +46,8 @@ pub fn filter_rows(predicate: &BoundExpr, upd: &Updates) -> Result<Updates> {
 }
 
 impl Operator for Filter {
+    /// Keeps no rows (string constants of the bound expressions are permanent).
+    fn mark_strings(&self, _marks: &mut crate::string_gc::Marks) {}
     fn run(
         &mut self,
         cx: &mut RunCtx<'_>,

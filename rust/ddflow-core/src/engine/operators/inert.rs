@@ -12,6 +12,8 @@ use crate::lattice::{Antichain, Time};
 pub struct Inert;
 
 impl Operator for Inert {
+    /// Keeps no rows.
+    fn mark_strings(&self, _marks: &mut crate::string_gc::Marks) {}
     fn run(
         &mut self,
         _cx: &mut RunCtx<'_>,

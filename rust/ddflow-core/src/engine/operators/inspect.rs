@@ -21,6 +21,8 @@ impl Inspect {
 }
 
 impl Operator for Inspect {
+    /// Keeps no rows.
+    fn mark_strings(&self, _marks: &mut crate::string_gc::Marks) {}
     fn run(
         &mut self,
         cx: &mut RunCtx<'_>,

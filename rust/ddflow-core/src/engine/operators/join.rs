@@ -154,6 +154,13 @@ fn overflow_errors(cx: &mut RunCtx<'_>, schema: &[DType], overflow: Vec<(Vec<u64
 }
 
 impl Operator for Join {
+    fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        for w in &self.work {
+            marks.words(&w.left.upd.rows);
+            marks.words(&w.right.upd.rows);
+        }
+    }
+
     fn run(
         &mut self,
         cx: &mut RunCtx<'_>,

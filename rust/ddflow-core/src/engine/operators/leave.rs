@@ -20,6 +20,8 @@ impl Leave {
 }
 
 impl Operator for Leave {
+    /// Keeps no rows.
+    fn mark_strings(&self, _marks: &mut crate::string_gc::Marks) {}
     fn run(
         &mut self,
         _cx: &mut RunCtx<'_>,

@@ -148,6 +148,11 @@ pub trait Operator: Send + Sync {
         0
     }
 
+    /// Marks every word the operator's state holds beyond one activation (buffered,
+    /// pending and held updates, its own trace, caches; see [`crate::string_gc`]). No
+    /// default: each operator states what it keeps.
+    fn mark_strings(&self, marks: &mut crate::string_gc::Marks);
+
     /// Takes the updates kept for the engine's caller (`capture`).
     fn take_captured(&mut self) -> Vec<Msg> {
         Vec::new()

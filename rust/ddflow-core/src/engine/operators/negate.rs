@@ -9,6 +9,8 @@ use crate::lattice::{Antichain, Time};
 pub struct Negate;
 
 impl Operator for Negate {
+    /// Keeps no rows.
+    fn mark_strings(&self, _marks: &mut crate::string_gc::Marks) {}
     fn run(
         &mut self,
         _cx: &mut RunCtx<'_>,

@@ -45,6 +45,8 @@ impl PyStage {
 }
 
 impl Operator for PyStage {
+    /// Keeps no rows.
+    fn mark_strings(&self, _marks: &mut crate::string_gc::Marks) {}
     fn run(
         &mut self,
         cx: &mut RunCtx<'_>,

@@ -60,6 +60,10 @@ impl Reduce {
 }
 
 impl Operator for Reduce {
+    fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.state.mark_strings(marks);
+    }
+
     fn run(
         &mut self,
         cx: &mut RunCtx<'_>,
@@ -279,6 +283,15 @@ pub fn rows_min_work(sweep_min: usize) -> usize {
 }
 
 impl ReduceState {
+    /// Marks what outlives an activation: the output trace, pending keys, error keys and
+    /// cached totals (the scratch buffers are refilled by every activation).
+    pub fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.out.mark_strings(marks);
+        self.pending.0.iter().for_each(|(k, _)| marks.words(k));
+        self.errors.mark_strings(marks);
+        self.cache.mark_strings(marks);
+    }
+
     /// A new reduce with an output trace keyed like its input.
     pub fn new(key_width: usize) -> Self {
         ReduceState {

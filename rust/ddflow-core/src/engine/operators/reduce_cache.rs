@@ -63,6 +63,14 @@ impl std::fmt::Debug for TotalsCache {
 }
 
 impl TotalsCache {
+    /// Marks the cached keys and the values their totals keep.
+    pub fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        for (k, e) in &self.keys {
+            marks.words(k);
+            e.carry.totals.mark_strings(marks);
+        }
+    }
+
     /// An empty cache for keys with more than `min_history` input updates.
     pub fn new(min_history: usize) -> Self {
         TotalsCache {

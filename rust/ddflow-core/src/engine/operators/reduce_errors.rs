@@ -23,6 +23,12 @@ pub struct ReduceErrors {
 }
 
 impl ReduceErrors {
+    /// Marks the keys with error histories or new error updates.
+    pub fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.hist.keys().for_each(|k| marks.words(k));
+        self.new.iter().for_each(|n| marks.words(&n.0));
+    }
+
     /// Times at which `key` changed its error state (they are interesting times for it).
     pub fn times_of(&self, key: &[u64], out: &mut Vec<Time>) {
         if self.hist.is_empty() {

@@ -32,6 +32,8 @@ fn scale(m: &Msg, factor: i64) -> Msg {
 }
 
 impl Operator for Scale {
+    /// Keeps no rows.
+    fn mark_strings(&self, _marks: &mut crate::string_gc::Marks) {}
     fn run(
         &mut self,
         _cx: &mut RunCtx<'_>,

@@ -104,6 +104,8 @@ pub fn select_rows(bound: &[BoundExpr], upd: &Updates) -> Result<Updates> {
 }
 
 impl Operator for Select {
+    /// Keeps no rows (string constants of the bound expressions are permanent).
+    fn mark_strings(&self, _marks: &mut crate::string_gc::Marks) {}
     fn run(
         &mut self,
         cx: &mut RunCtx<'_>,

@@ -273,6 +273,13 @@ fn clamp(t: i128) -> u64 {
 }
 
 impl Operator for TemporalFilter {
+    fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.held
+            .values()
+            .flatten()
+            .for_each(|m| marks.words(&m.upd.rows));
+    }
+
     fn run(
         &mut self,
         cx: &mut RunCtx<'_>,

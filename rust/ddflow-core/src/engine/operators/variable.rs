@@ -43,6 +43,8 @@ impl Variable {
 }
 
 impl Operator for Variable {
+    /// Keeps no rows.
+    fn mark_strings(&self, _marks: &mut crate::string_gc::Marks) {}
     fn run(
         &mut self,
         _cx: &mut RunCtx<'_>,

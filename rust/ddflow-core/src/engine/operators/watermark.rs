@@ -276,6 +276,13 @@ fn push_to(out: &mut Vec<Msg>, m: &Msg, i: usize, t: Time, diff: i64) {
 }
 
 impl Operator for Watermark {
+    fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.data.mark_strings(marks);
+        self.probes.mark_strings(marks);
+        let pending = self.pending.values().flatten().chain(&self.pending_null);
+        pending.for_each(|m| marks.words(&m.upd.rows));
+    }
+
     fn run(
         &mut self,
         _cx: &mut RunCtx<'_>,
