@@ -98,6 +98,7 @@ def killer(marker: str) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarra
 def main(marker: str, out: str, mode: str) -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(here)))  # the repo: tests.spark
     os.environ["PYSPARK_PYTHON"] = sys.executable
     if mode == "fused":
         from ddflow.spark.tasks.fused import FAULT_ENV
@@ -105,8 +106,7 @@ def main(marker: str, out: str, mode: str) -> None:
         os.environ[FAULT_ENV] = f"{KILL_AT}:{marker}"  # inherited by the executors' workers
     warnings.simplefilter("ignore")
     from pyspark.sql import SparkSession
-
-    from conftest import on_spark  # type: ignore[import-not-found]
+    from tests.spark.conftest import on_spark
 
     spark = (
         SparkSession.builder.master("local[2,4]")
