@@ -272,14 +272,17 @@ pub fn sweep_min_work() -> usize {
 pub const ROWS_MIN_WORK: usize = 8192;
 
 /// The row-sweep threshold of reduces built now: `DDFLOW_REDUCE_ROWS_MIN` if set to an
-/// integer (a huge value turns the row sweep off, to compare); else, when
-/// `DDFLOW_REDUCE_SWEEP_MIN` lowered the sweep's threshold below it (the tests: 0), that
-/// one; else [`ROWS_MIN_WORK`].
-pub fn rows_min_work(sweep_min: usize) -> usize {
-    std::env::var("DDFLOW_REDUCE_ROWS_MIN")
-        .ok()
-        .and_then(|s| s.trim().parse::<usize>().ok())
-        .unwrap_or(sweep_min.min(ROWS_MIN_WORK))
+/// integer (a huge value turns the row sweep off, to compare); else [`ROWS_MIN_WORK`], or
+/// `DDFLOW_REDUCE_SWEEP_MIN` when that is set lower (the tests set 0).
+pub fn rows_min_work() -> usize {
+    let env = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+    };
+    env("DDFLOW_REDUCE_ROWS_MIN").unwrap_or_else(|| {
+        env("DDFLOW_REDUCE_SWEEP_MIN").map_or(ROWS_MIN_WORK, |s| s.min(ROWS_MIN_WORK))
+    })
 }
 
 impl ReduceState {
@@ -679,7 +682,7 @@ impl Scratch {
     fn with_sweep_min(sweep_min: usize) -> Self {
         let mut s = Scratch::default();
         s.acc.sweep_min = sweep_min;
-        s.acc.rows_min = rows_min_work(sweep_min);
+        s.acc.rows_min = rows_min_work();
         s.diff.sweep_min = sweep_min;
         s
     }
