@@ -120,18 +120,40 @@ impl<T: MarkStrings + Send + Sync> StringRoots for Frozen<T> {
     }
 }
 
-fn registry() -> &'static Mutex<Vec<Weak<dyn StringRoots>>> {
-    static ROOTS: OnceLock<Mutex<Vec<Weak<dyn StringRoots>>>> = OnceLock::new();
-    ROOTS.get_or_init(|| Mutex::new(Vec::new()))
+/// The registered roots, and the length at which [`register`] next drops the dead ones.
+struct Registry {
+    roots: Vec<Weak<dyn StringRoots>>,
+    prune_at: usize,
+}
+
+impl Registry {
+    /// Drops the roots gone (a dead `Weak` still holds its allocation).
+    fn prune(&mut self) {
+        self.roots.retain(|w| w.strong_count() > 0);
+        self.prune_at = (2 * self.roots.len()).max(64);
+    }
+}
+
+fn registry() -> &'static Mutex<Registry> {
+    static ROOTS: OnceLock<Mutex<Registry>> = OnceLock::new();
+    ROOTS.get_or_init(|| {
+        Mutex::new(Registry {
+            roots: Vec::new(),
+            prune_at: 64,
+        })
+    })
 }
 
 /// Registers a root for as long as it lives (dropping the last `Arc` unregisters it).
 pub fn register<T: StringRoots + 'static>(root: &Arc<T>) {
     let weak: Weak<dyn StringRoots> = Arc::downgrade(root) as Weak<dyn StringRoots>;
-    registry()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(weak);
+    let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
+    // Pruned as it doubles: a process that makes many short-lived roots (kernel traces)
+    // while no collection falls due keeps only the live ones (amortized O(1) a root).
+    if reg.roots.len() >= reg.prune_at {
+        reg.prune();
+    }
+    reg.roots.push(weak);
 }
 
 /// Pins held now, and pins ever taken.
@@ -212,8 +234,8 @@ pub fn collect_now() -> Option<SweepStats> {
     }
     let roots: Vec<Arc<dyn StringRoots>> = {
         let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
-        reg.retain(|w| w.strong_count() > 0);
-        reg.iter().filter_map(Weak::upgrade).collect()
+        reg.prune();
+        reg.roots.iter().filter_map(Weak::upgrade).collect()
     };
     let mut marks = Marks::new(store.id_bound());
     for r in &roots {
@@ -246,4 +268,39 @@ pub fn counters() -> (u64, u64) {
 pub fn interner_size() -> (usize, usize, usize) {
     let g = global().read().unwrap_or_else(|e| e.into_inner());
     g.size()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_set_only_words_below_the_bound() {
+        let mut m = Marks::new(100);
+        m.words(&[0, 63, 64, 99, 100, u64::MAX, 1 << 40]);
+        for id in 0..100u32 {
+            assert_eq!(m.get(id), [0, 63, 64, 99].contains(&id), "{id}");
+        }
+        assert!(!m.get(100));
+    }
+
+    struct Count;
+
+    impl StringRoots for Count {
+        fn mark_strings(&self, _marks: &mut Marks) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn the_registry_drops_dead_roots_as_it_grows() {
+        let keep: Vec<Arc<Count>> = (0..10).map(|_| Arc::new(Count)).collect();
+        keep.iter().for_each(register);
+        for _ in 0..10_000 {
+            register(&Arc::new(Count));
+        }
+        let reg = registry().lock().unwrap();
+        // Other tests register roots too: the bound is loose, far below 10,000.
+        assert!(reg.roots.len() < 2_000, "{}", reg.roots.len());
+    }
 }
