@@ -91,7 +91,7 @@ def build() -> Path:
 
 def _job() -> None:
     """The archive's workload: the kinds of jobs the Spark tests run (an iterate, a join and
-    a reduce, the incremental state store), on a session configured as the tests' own."""
+    a reduce, stored state), on a session configured as the tests' own."""
     import warnings
 
     from tests.spark.conftest import local_session, on_spark
@@ -109,7 +109,6 @@ def _job() -> None:
     data = {"edges": (("src", "dst"), rows), "roots": (("node",), [(0, 0, 1)])}
     session = local_session()
     try:
-        on_spark(session, bfs, data)
         with tempfile.TemporaryDirectory() as state:
             on_spark(session, bfs, data, state=state)
     finally:
