@@ -33,9 +33,8 @@
 //! ids live data holds, is [`crate::string_gc`]): it frees every id that is neither marked,
 //! nor permanent, nor *touched* since the previous collection, then
 //!
-//! * rebuilds the id table without the freed ids, at a size fit for those left (no
-//!   tombstones: a rebuild reads only the stored hash bits, and a collection is already a
-//!   pass over every id);
+//! * removes the freed ids from the id table in one pass (backward-shift deletion, no
+//!   tombstones), or rebuilds it smaller from the stored hash bits when it is mostly empty;
 //! * puts the freed ids on a free list, so ids stay small (batches store words that fit
 //!   32 bits in half the space) and the span table never outgrows the peak of live strings;
 //! * rewrites the arena into fresh chunks when its chunks hold more than three times the
@@ -191,6 +190,35 @@ impl IdTable {
         self.len += 1;
     }
 
+    /// Removes every id `gone` accepts, in one pass over the slots: each removal shifts the
+    /// rest of its run back over the hole (backward-shift deletion: no tombstones), and the
+    /// slot is looked at again, as an entry shifted into it may be gone too. Entries that
+    /// wrap around from the start to the end were looked at already.
+    fn remove_where(&mut self, gone: impl Fn(u32) -> bool) {
+        let n = self.slots.len();
+        for i in 0..n {
+            while self.slots[i] != 0 && gone(self.slots[i] as u32 - 1) {
+                let mut hole = i;
+                let mut j = i;
+                loop {
+                    j = if j + 1 == n { 0 } else { j + 1 };
+                    let s = self.slots[j];
+                    if s == 0 {
+                        break;
+                    }
+                    let home = self.home((s >> 32) as u32);
+                    // `s` may fill the hole if the hole lies on its probe path (home .. j).
+                    if (j + n - hole) % n <= (j + n - home) % n {
+                        self.slots[hole] = s;
+                        hole = j;
+                    }
+                }
+                self.slots[hole] = 0;
+                self.len -= 1;
+            }
+        }
+    }
+
     /// A table of `slots` (hash bits above `id + 1`, each nonzero) sized for them alone.
     fn rebuilt(slots: impl Iterator<Item = u64>, len: usize) -> IdTable {
         let mut t = IdTable::default();
@@ -242,7 +270,7 @@ pub(crate) struct Store {
     fill: usize,
     /// By id; [`FREE`] for a freed id.
     spans: Vec<Span>,
-    /// Freed ids, reused last-freed first.
+    /// Freed ids, taken from the end (each sweep pushes its ids highest first).
     free: Vec<u32>,
     table: IdTable,
     /// Ids looked up or added since the last sweep.
@@ -366,7 +394,9 @@ impl Store {
         // The ids freed now, a bit each: the table rebuild tests these instead of reading
         // the spans (a random read per slot in a table much larger than the caches).
         let mut gone = vec![0u64; self.spans.len().div_ceil(64)];
-        for id in 0..self.spans.len() as u32 {
+        // Highest first, so that the free list (taken from its end) hands out the lowest
+        // freed ids first and ids stay small, without sorting it.
+        for id in (0..self.spans.len() as u32).rev() {
             let sp = self.spans[id as usize];
             if sp.is_free() {
                 continue;
@@ -384,18 +414,21 @@ impl Store {
             self.free.push(id);
             freed += 1;
         }
-        // Reused lowest first: ids stay small.
-        self.free.sort_unstable_by(|a, b| b.cmp(a));
         let live = self.spans.len() - self.free.len();
         if freed > 0 {
             let is_gone = |id: u32| gone[(id >> 6) as usize] & (1 << (id & 63)) != 0;
-            let kept = self
-                .table
-                .slots
-                .iter()
-                .copied()
-                .filter(|&s| s != 0 && !is_gone(s as u32 - 1));
-            self.table = IdTable::rebuilt(kept, live);
+            if live * 8 < self.table.slots.len() {
+                // Mostly empty: a smaller table (rebuilt from the stored hash bits).
+                let kept = self
+                    .table
+                    .slots
+                    .iter()
+                    .copied()
+                    .filter(|&s| s != 0 && !is_gone(s as u32 - 1));
+                self.table = IdTable::rebuilt(kept, live);
+            } else {
+                self.table.remove_where(is_gone);
+            }
         }
         let arena: usize = self.chunks.iter().map(String::capacity).sum();
         if arena > 3 * self.live_bytes + MAX_CHUNK {

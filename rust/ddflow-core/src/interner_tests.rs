@@ -414,3 +414,33 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn id_table_removals_keep_every_other_id_findable() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    for round in 0..20 {
+        // Hashes bunched at the ends (runs that wrap around) and in the middle.
+        let n = 500 + round * 300;
+        let hashes: Vec<u32> = (0..n)
+            .map(|i| match i % 4 {
+                0 => u32::MAX - rng.gen_range(0..200),
+                1 => rng.gen_range(0..200),
+                _ => rng.gen(),
+            })
+            .collect();
+        let mut table = IdTable::default();
+        table.reserve(n);
+        for (id, &h) in hashes.iter().enumerate() {
+            let at = table.find(h, |other| other as usize == id).unwrap_err();
+            table.put(at, h, id as u32);
+        }
+        let gone: Vec<bool> = (0..n).map(|_| rng.gen_bool(0.4)).collect();
+        table.remove_where(|id| gone[id as usize]);
+        assert_eq!(table.len, gone.iter().filter(|&&g| !g).count());
+        for (id, &h) in hashes.iter().enumerate() {
+            let found = table.find(h, |other| other as usize == id).ok();
+            assert_eq!(found.is_some(), !gone[id], "round {round}, id {id}");
+        }
+    }
+}
