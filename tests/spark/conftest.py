@@ -65,16 +65,27 @@ REMOTE = os.environ.get("DDFLOW_SPARK_REMOTE")
 starting ``local[2]`` (``tests/spark/connect/run.sh`` starts such a server and sets it)."""
 
 
-os.environ.setdefault("SPARK_SUBMIT_OPTS", java_options())
-"""Every JVM ``spark-submit`` starts from these tests (this session's, those of the jobs the
-tests run in subprocesses, Connect servers) gets the test flags (``jvm_options.py``: a
-client-compiler, serial-GC JVM and, when built, a class-data-sharing archive); a value
-already set is kept."""
+_OWN_JVM_OPTIONS = "SPARK_SUBMIT_OPTS" not in os.environ
+"""Whether these tests set ``SPARK_SUBMIT_OPTS`` (a value set before them is kept)."""
+
+
+def use_test_jvm_options() -> None:
+    """Every JVM ``spark-submit`` starts from these tests (this session's, those of the jobs
+    the tests run in subprocesses, Connect servers) gets the test flags (``jvm_options.py``:
+    a client-compiler, serial-GC JVM and the class-data-sharing archive once it is built;
+    CI builds it beside the first tests, so the flags are read again at each session
+    start). A value set before the tests is kept."""
+    if _OWN_JVM_OPTIONS:
+        os.environ["SPARK_SUBMIT_OPTS"] = java_options()
+
+
+use_test_jvm_options()
 
 
 def local_session() -> SparkSession:
     """A ``local[2]`` session configured for the tests: 2 shuffle partitions, no UI, no
     adaptive execution, executors' Python this interpreter."""
+    use_test_jvm_options()
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     with warnings.catch_warnings():
