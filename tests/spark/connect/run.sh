@@ -23,8 +23,9 @@ PORT=${DDFLOW_CONNECT_PORT:-15002}
 # operators, fused and general supersteps with their counts from job results, progress
 # lines, the checks before a run, data errors, SQL nulls (the operator cases, about a
 # minute; all of test_nulls.py passes on Connect in about 2), Arrow's logical types and
-# binary (about 30 s), incremental runs from stored state (relational and BFS, about 80 s). Other files run on Connect too
-# (time_ops, group_by) but are left to the classic run for time; those reading the
+# binary (about 30 s), an incremental BFS from stored state (about 20 s). Other tests run on
+# Connect too (the relational incremental runs, time_ops, group_by) but are left to the
+# classic run for time; those reading the
 # SparkContext (checkpoint directories, job groups, fault injection in local[2,4]) cannot. The
 # missing-ddflow test starts a classic session in a subprocess: not a Connect test.
 TESTS=(
@@ -36,7 +37,6 @@ TESTS=(
   tests/spark/test_errors.py
   tests/spark/test_nulls.py::test_null_case_on_spark_equals_embedded
   tests/spark/test_logical_types.py::test_logical_types_on_spark_equal_embedded
-  tests/spark/test_incremental_state.py::test_relational_runs_concatenate_to_the_whole_history
   "tests/spark/test_incremental_state.py::test_bfs_runs_concatenate_to_the_whole_history[broadcast]"
 )
 
