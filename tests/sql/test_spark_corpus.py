@@ -89,14 +89,21 @@ def _argument_features(obj: Any, node_op: str, out: set[str]) -> None:
             _argument_features(value, node_op, out)
 
 
-def features(text: str) -> frozenset[str]:
-    """What the plan of the query ``text`` contains: its operators, each operator's
-    expression functions, aggregate kinds and literal types (``select:op=str.slice``), and
-    each operator feeding another (``join->reduce``)."""
+@functools.cache
+def plan_nodes(query: str) -> tuple[dict[str, Any], ...]:
+    """The plan nodes of the corpus query ``query`` (built once per query)."""
+    text = corpus()[query]
     flow = dd.Dataflow()
     tables = {n: flow.new_input(dict(s), name=n)[1] for n, s in SCHEMAS.items()}
-    dd.sql(text, tables)
-    nodes = flow.plan()["nodes"]
+    dd.sql(text if isinstance(text, str) else text[0], tables)
+    return tuple(flow.plan()["nodes"])
+
+
+def features(query: str) -> frozenset[str]:
+    """What the plan of the corpus query ``query`` contains: its operators, each operator's
+    expression functions, aggregate kinds and literal types (``select:op=str.slice``), and
+    each operator feeding another (``join->reduce``)."""
+    nodes = plan_nodes(query)
     out: set[str] = set()
     for node in nodes:
         op = node["op"]
@@ -111,17 +118,12 @@ def features(text: str) -> frozenset[str]:
 @functools.cache
 def corpus_features() -> dict[str, frozenset[str]]:
     """:func:`features` of every corpus query."""
-    return {q: features(t if isinstance(t, str) else t[0]) for q, t in corpus().items()}
+    return {q: features(q) for q in corpus()}
 
 
-@functools.cache
 def plan_size(query: str) -> int:
     """The operators (nodes but inputs) of the corpus query ``query``'s plan."""
-    text = corpus()[query]
-    flow = dd.Dataflow()
-    tables = {n: flow.new_input(dict(s), name=n)[1] for n, s in SCHEMAS.items()}
-    dd.sql(text if isinstance(text, str) else text[0], tables)
-    return sum(1 for node in flow.plan()["nodes"] if node["op"] != "input")
+    return sum(1 for node in plan_nodes(query) if node["op"] != "input")
 
 
 @functools.cache
