@@ -57,18 +57,32 @@ def _read_edges(path: str, need: int) -> np.ndarray:
     return flat.reshape(-1, 2)
 
 
+def _column(table: pa.Table, name: str) -> np.ndarray:
+    """A column of int64 as numpy, shared with Arrow through DLPack: pyarrow's ``to_numpy``
+    would import pandas (some 35 MB resident) when it is installed."""
+    return np.from_dlpack(table[name].combine_chunks())
+
+
 def _history(table: pa.Table, record: str) -> np.ndarray:
     """The captured updates as an int64 (n, 4) array: record, count, time, diff."""
     return np.column_stack(
-        [table[c].to_numpy().astype(np.int64) for c in (record, "count", "time", "diff")]
+        [_column(table, c).astype(np.int64, copy=False) for c in (record, "count", "time", "diff")]
     ).reshape(-1, 4)
 
 
-def _final(hist: np.ndarray) -> list[list[int]]:
-    """The accumulated output: [record, count, multiplicity] with zeros dropped, sorted."""
+def _final(hist: np.ndarray, chunk: int = 1 << 16) -> list[list[int]]:
+    """The accumulated output: [record, count, multiplicity] with zeros dropped, sorted.
+
+    Summed in numpy a chunk of rows at a time into a dict per (record, count): a dict entry
+    per update, or ``np.unique`` over all rows at once, would hold more than the history."""
     acc: dict[tuple[int, int], int] = {}
-    for r, c, d in zip(hist[:, 0].tolist(), hist[:, 1].tolist(), hist[:, 3].tolist(), strict=True):
-        acc[(r, c)] = acc.get((r, c), 0) + d
+    for lo in range(0, len(hist), chunk):
+        part = hist[lo : lo + chunk]
+        pairs, inverse = np.unique(part[:, :2], axis=0, return_inverse=True)
+        sums = np.zeros(len(pairs), dtype=np.int64)
+        np.add.at(sums, inverse.reshape(-1), part[:, 3])
+        for (r, c), d in zip(pairs.tolist(), sums.tolist(), strict=True):
+            acc[(r, c)] = acc.get((r, c), 0) + d
     return [[r, c, m] for (r, c), m in sorted(acc.items()) if m != 0]
 
 

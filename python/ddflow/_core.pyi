@@ -424,6 +424,12 @@ class CaptureState:
     def kept(self) -> _Timed:
         """Every completed update (history), or the accumulated collection (state)."""
 
+    def kept_ordered(
+        self,
+    ) -> tuple[list[_OutColumn], npt.NDArray[np.int64], npt.NDArray[np.int64], bool]:
+        """As ``kept``, plus whether the updates come sorted by time, then record values (done
+        in Rust where the record dtypes allow it)."""
+
     def at(self, time: list[int]) -> _Untimed:
         """The accumulated collection at a completed ``time``; in ``"state"`` mode only for
         times at or after every completed update (``TimeError`` otherwise)."""

@@ -31,6 +31,27 @@ KEEP_MODES = ("history", "state")
 """What a capture keeps: every completed update, or only the current accumulated state."""
 
 
+def _numeric(values: npt.NDArray[Any], nulls: npt.NDArray[np.bool_] | None = None) -> pa.Array:
+    """A 1-D numpy array of numbers or bools as a pyarrow array, numbers without a copy.
+
+    Built from the array's buffer rather than with ``pa.array``: ``pa.array`` (and any
+    ``to_numpy``) makes pyarrow import pandas when it is installed, some 35 MB of resident
+    memory that reading a capture does not need. Other arrays go through ``pa.array``.
+    """
+    if values.ndim != 1 or values.dtype.kind not in "iufb" or not values.flags.c_contiguous:
+        return pa.array(values, mask=nulls)
+    n = len(values)
+    bitmap, null_count = None, 0
+    if nulls is not None and nulls.any():
+        bitmap = pa.py_buffer(np.packbits(~nulls, bitorder="little"))
+        null_count = int(nulls.sum())
+    if values.dtype.kind == "b":
+        data = pa.py_buffer(np.packbits(values, bitorder="little"))
+        return pa.Array.from_buffers(pa.bool_(), n, [bitmap, data], null_count)
+    typ = pa.from_numpy_dtype(values.dtype)
+    return pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(values)], null_count)
+
+
 def _arrow(column: Any) -> pa.Array:
     """A native output column as a pyarrow array: numpy, or ``(offsets, utf8)`` for strings;
     a column with nulls comes as ``{"values": either, "nulls": bool array}``."""
@@ -51,7 +72,7 @@ def _arrow(column: Any) -> pa.Array:
             pa.py_buffer(bitmap),
             int(nulls.sum()),
         )
-    return pa.array(column, mask=nulls)
+    return _numeric(column, nulls)
 
 
 class _Frontiered:
@@ -179,10 +200,8 @@ class Capture(_Frontiered):
     def _time_array(self, times: npt.NDArray[np.int64]) -> pa.Array:
         """``time``: int64 for one coordinate, ``fixed_size_list<int64>`` for tuples."""
         dims = self._dims()
-        if dims == 1:
-            return pa.array(times.reshape(-1))
-        flat = pa.array(np.ascontiguousarray(times, dtype=np.int64).reshape(-1))
-        return pa.FixedSizeListArray.from_arrays(flat, dims)
+        flat = _numeric(np.ascontiguousarray(times, dtype=np.int64).reshape(-1))
+        return flat if dims == 1 else pa.FixedSizeListArray.from_arrays(flat, dims)
 
     def _records(self, columns: list[Any]) -> list[pa.Array]:
         """Native record columns as Arrow arrays of their dtypes (a date stays a date, a
@@ -199,12 +218,12 @@ class Capture(_Frontiered):
     ) -> pa.Table:
         """A native ``(columns, times, diffs)`` batch as record columns, ``time``, ``diff``."""
         arrays = self._records(columns)
-        arrays += [self._time_array(times), pa.array(diffs)]
+        arrays += [self._time_array(times), _numeric(diffs)]
         return pa.table(arrays, names=[*self.columns, "time", "diff"])
 
     def _untimed(self, columns: list[Any], diffs: npt.NDArray[np.int64]) -> pa.Table:
         """A native ``(columns, diffs)`` batch as record columns and ``diff``."""
-        arrays = self._records(columns) + [pa.array(diffs)]
+        arrays = self._records(columns) + [_numeric(diffs)]
         return pa.table(arrays, names=[*self.columns, "diff"])
 
     def _empty(self, with_time: bool) -> pa.Table:
@@ -250,7 +269,10 @@ class Capture(_Frontiered):
         self._check_errors("updates()")
         if self._native is None or self.flow.started_engine() is None:
             return self._empty(with_time=True)
-        return self._sorted(self._timed(*self._state().kept()), with_time=True)
+        columns, times, diffs, ordered = self._state().kept_ordered()
+        table = self._timed(columns, times, diffs)
+        del columns, times, diffs
+        return table if ordered else self._sorted(table, with_time=True)
 
     def state(self) -> pa.Table:
         """The accumulated collection of every completed update: record columns and ``diff``

@@ -27,6 +27,7 @@ use history::History;
 pub use history::Kept;
 
 mod history;
+mod narrow;
 
 /// What a capture keeps of its completed updates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -228,11 +229,20 @@ impl CaptureState {
     }
 
     /// Every completed update kept, by column: in `History` mode all of them, consolidated
-    /// per `(record, time)`, in the order they completed (borrowed, no copy); in `State`
-    /// mode the accumulated collection (times the minimum) sorted by record words.
+    /// per `(record, time)`, in the order they completed; in `State` mode the accumulated
+    /// collection (times the minimum) sorted by record words.
     pub fn kept(&self) -> Kept<'_> {
         match self.mode {
-            CaptureMode::History => self.history.kept(),
+            CaptureMode::History => self.history.kept(None),
+            CaptureMode::State => Kept::from_updates(&self.state, self.dims),
+        }
+    }
+
+    /// As [`CaptureState::kept`], but in `History` mode sorted by time, then record values
+    /// where the record dtypes allow it ([`Kept::sorted`] says whether they are).
+    pub fn kept_ordered(&self) -> Kept<'_> {
+        match self.mode {
+            CaptureMode::History => self.history.kept(self.schema.as_deref().map(|s| &s[..])),
             CaptureMode::State => Kept::from_updates(&self.state, self.dims),
         }
     }

@@ -11,8 +11,8 @@
 //! subscribers drops it unread), and the history is read from the columns the core keeps.
 
 use crate::convert::{
-    column_from_py, coords_to_py, i64s_from_py, rows_to_arrow_py, time_from_list, times_from_py,
-    times_to_py, words_to_arrow_py,
+    column_from_py, coords_to_py, flat_times_to_py, i64s_from_py, rows_to_arrow_py, time_from_list,
+    times_from_py, times_to_py, words_to_arrow_py,
 };
 use crate::errors::IntoPyResult;
 use ddflow_core::capture::{CaptureMode, CaptureState};
@@ -22,7 +22,7 @@ use ddflow_core::string_gc::Frozen;
 use ddflow_core::{Antichain, Time, Updates};
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use pyo3::types::{PyIterator, PyTuple};
+use pyo3::types::{PyBool, PyIterator, PyList, PyTuple};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A capture's pending updates and what it keeps of completed ones.
@@ -142,6 +142,32 @@ impl PyCaptureState {
         let times = coords_to_py(py, &kept.coords, kept.dims)?;
         let diffs = PyArray1::from_slice(py, &kept.diffs);
         PyTuple::new(py, [cols.into_any(), times, diffs.into_any()])
+    }
+
+    /// As `kept`, plus whether the updates come sorted by time, then record values:
+    /// `(columns, times, diffs, sorted)` (sorted in Rust where the record dtypes allow).
+    fn kept_ordered<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let g = self.st();
+        let schema = self.schema_of(&g);
+        let kept = g.kept_ordered();
+        // Each column is converted, then dropped: at most one column is held twice.
+        let cols = PyList::empty(py);
+        for (d, col) in schema.iter().zip(kept.columns) {
+            cols.append(words_to_arrow_py(py, &[*d], &[col])?.get_item(0)?)?;
+        }
+        let coords: Vec<i64> = kept
+            .coords
+            .into_owned()
+            .into_iter()
+            .map(|c| c as i64)
+            .collect();
+        let times = flat_times_to_py(py, coords, kept.dims)?;
+        let diffs = PyArray1::from_vec(py, kept.diffs.into_owned());
+        let sorted = PyBool::new(py, kept.sorted).to_owned();
+        PyTuple::new(
+            py,
+            [cols.into_any(), times, diffs.into_any(), sorted.into_any()],
+        )
     }
 
     /// The accumulated collection at a completed `time`: `(columns, diffs)`.

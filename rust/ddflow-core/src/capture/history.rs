@@ -1,14 +1,20 @@
-//! A capture's completed updates in `History` mode, stored by column: one vector of core
-//! words per record column, each time's leading coordinates, and the diffs.
+//! A capture's completed updates in `History` mode, stored by column: one column of core
+//! words per record column, each time's leading coordinates, and the diffs, each in 32 bits
+//! while its words fit ([`Narrow`]).
 //!
 //! A completed batch arrives row-major and consolidated; [`History::append`] writes each of
-//! its columns once, into that column's vector (the one change from rows to columns on the
-//! way out of the engine). Reading the history ([`Kept`]) then hands out those vectors as
-//! they are: the bindings copy each into a numpy array without decoding rows again.
+//! its columns once, into that column (the one change from rows to columns on the way out
+//! of the engine). Reading the history ([`History::kept`]) hands out 64-bit copies of those
+//! columns, already in the order `Capture.updates()` presents them (by time, then record)
+//! when the record dtypes let the words be compared as values; the bindings then copy each
+//! into a numpy array without decoding rows again.
 
+use super::narrow::Narrow;
+use crate::encoding::{is_null_word, DType};
 use crate::lattice::{PartialOrder, Time};
 use crate::updates::Updates;
 use std::borrow::Cow;
+use std::cmp::Ordering;
 
 /// Completed updates, stored compactly by column: a time keeps only its leading `dims`
 /// coordinates. Batches are appended as they complete; a `(record, time)` appears at most
@@ -16,22 +22,23 @@ use std::borrow::Cow;
 #[derive(Debug, Default)]
 pub(super) struct History {
     dims: usize,
-    columns: Vec<Vec<u64>>,
-    coords: Vec<u64>,
-    diffs: Vec<i64>,
+    columns: Vec<Narrow>,
+    coords: Narrow,
+    /// Each diff's bits as a word.
+    diffs: Narrow,
 }
 
 impl History {
     /// Marks the kept columns' words.
     pub fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
-        self.columns.iter().for_each(|c| marks.words(c));
+        self.columns.iter().for_each(|c| c.mark_strings(marks));
     }
 
     /// An empty history of records of `width` columns, times of `dims` coordinates.
     pub(super) fn new(width: usize, dims: usize) -> History {
         History {
             dims,
-            columns: vec![Vec::new(); width],
+            columns: vec![Narrow::default(); width],
             ..History::default()
         }
     }
@@ -41,7 +48,11 @@ impl History {
     }
 
     fn time(&self, i: usize) -> Time {
-        Time::from_coords(&self.coords[i * self.dims..(i + 1) * self.dims])
+        let mut c = [0u64; crate::lattice::MAX_DIMS];
+        for (j, x) in c[..self.dims].iter_mut().enumerate() {
+            *x = self.coords.get(i * self.dims + j);
+        }
+        Time::from_coords(&c[..self.dims])
     }
 
     /// Appends a consolidated batch: one pass over each of its columns, its times and its
@@ -49,22 +60,97 @@ impl History {
     pub(super) fn append(&mut self, upd: &Updates) {
         let w = upd.width;
         for (c, col) in self.columns.iter_mut().enumerate() {
-            col.extend(upd.rows.iter().skip(c).step_by(w));
+            col.extend(upd.rows.iter().skip(c).step_by(w).copied());
         }
-        for t in &upd.times {
-            self.coords.extend_from_slice(&t.0[..self.dims]);
-        }
-        self.diffs.extend_from_slice(&upd.diffs);
+        let dims = self.dims;
+        self.coords
+            .extend((0..upd.len() * dims).map(|k| upd.times[k / dims].0[k % dims]));
+        self.diffs.extend(upd.diffs.iter().map(|&d| d as u64));
     }
 
-    /// The history as borrowed columns.
-    pub(super) fn kept(&self) -> Kept<'_> {
+    /// The history as 64-bit columns. With `schema` given and every record column of a
+    /// dtype whose words order as its values (int64, bool) and free of nulls, they come
+    /// sorted by time coordinates, then record columns, and `sorted` is set; otherwise in
+    /// the order the updates completed.
+    pub(super) fn kept(&self, schema: Option<&[DType]>) -> Kept<'static> {
+        let order = schema.and_then(|s| self.value_order(s));
+        let (columns, coords, diffs) = match &order {
+            Some(order) => {
+                let dims = self.dims;
+                let coords = order
+                    .iter()
+                    .flat_map(|&i| (0..dims).map(move |j| (i as usize) * dims + j))
+                    .map(|k| self.coords.get(k))
+                    .collect();
+                (
+                    self.columns.iter().map(|c| c.gather(order)).collect(),
+                    coords,
+                    self.diffs.gather(order),
+                )
+            }
+            None => (
+                self.columns
+                    .iter()
+                    .map(Narrow::to_words)
+                    .collect::<Vec<_>>(),
+                self.coords.to_words(),
+                self.diffs.to_words(),
+            ),
+        };
         Kept {
-            columns: self.columns.iter().map(|c| Cow::Borrowed(&c[..])).collect(),
+            columns: columns.into_iter().map(Cow::Owned).collect(),
             dims: self.dims,
-            coords: Cow::Borrowed(&self.coords),
-            diffs: Cow::Borrowed(&self.diffs),
+            coords: Cow::Owned(coords),
+            diffs: Cow::Owned(diffs.into_iter().map(|d| d as i64).collect()),
+            sorted: order.is_some(),
         }
+    }
+
+    /// The permutation that sorts the updates by time coordinates, then record values, if
+    /// the words of every record column compare as its values (see [`History::kept`]).
+    fn value_order(&self, schema: &[DType]) -> Option<Vec<u32>> {
+        let n = u32::try_from(self.len()).ok()?;
+        let signed: Vec<bool> = schema
+            .iter()
+            .zip(&self.columns)
+            .map(|(&d, col)| match d {
+                DType::Int64 | DType::Bool
+                    if !(0..col.len()).any(|i| is_null_word(d, col.get(i))) =>
+                {
+                    Some(d == DType::Int64)
+                }
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        if signed.len() != self.columns.len() {
+            return None;
+        }
+        let dims = self.dims;
+        let mut order: Vec<u32> = (0..n).collect();
+        order.sort_unstable_by(|&a, &b| {
+            let (a, b) = (a as usize, b as usize);
+            let by_time = (0..dims).fold(Ordering::Equal, |o, j| {
+                o.then_with(|| {
+                    self.coords
+                        .get(a * dims + j)
+                        .cmp(&self.coords.get(b * dims + j))
+                })
+            });
+            self.columns
+                .iter()
+                .zip(&signed)
+                .fold(by_time, |o, (col, &signed)| {
+                    o.then_with(|| {
+                        let (x, y) = (col.get(a), col.get(b));
+                        if signed {
+                            (x as i64).cmp(&(y as i64))
+                        } else {
+                            x.cmp(&y)
+                        }
+                    })
+                })
+        });
+        Some(order)
     }
 
     /// The updates at times `<= time`, row-major, every time the minimum (not consolidated).
@@ -75,17 +161,17 @@ impl History {
         for i in 0..self.len() {
             if self.time(i).less_equal(time) {
                 for (x, col) in row.iter_mut().zip(&self.columns) {
-                    *x = col[i];
+                    *x = col.get(i);
                 }
-                acc.push(&row, Time::minimum(), self.diffs[i]);
+                acc.push(&row, Time::minimum(), self.diffs.get(i) as i64);
             }
         }
         acc
     }
 
     pub(super) fn heap_bytes(&self) -> usize {
-        let cols: usize = self.columns.iter().map(|c| c.capacity()).sum();
-        (cols + self.coords.capacity() + self.diffs.capacity()) * 8
+        let cols: usize = self.columns.iter().map(Narrow::heap_bytes).sum();
+        cols + self.coords.heap_bytes() + self.diffs.heap_bytes()
     }
 }
 
@@ -101,6 +187,8 @@ pub struct Kept<'a> {
     pub coords: Cow<'a, [u64]>,
     /// Each update's diff.
     pub diffs: Cow<'a, [i64]>,
+    /// Whether the updates are sorted by time coordinates, then record values.
+    pub sorted: bool,
 }
 
 impl Kept<'_> {
@@ -119,6 +207,7 @@ impl Kept<'_> {
                     .collect(),
             ),
             diffs: Cow::Owned(upd.diffs.clone()),
+            sorted: false,
         }
     }
 
