@@ -58,9 +58,10 @@ def _read_edges(path: str, need: int) -> np.ndarray:
 
 
 def _column(table: pa.Table, name: str) -> np.ndarray:
-    """A column of int64 as numpy, shared with Arrow through DLPack: pyarrow's ``to_numpy``
-    would import pandas (some 35 MB resident) when it is installed."""
-    return np.from_dlpack(table[name].combine_chunks())
+    """A column of int64 as numpy, shared with Arrow through DLPack (no copy for one chunk):
+    pyarrow's ``to_numpy`` would import pandas (some 35 MB resident) when it is installed."""
+    col = table[name]
+    return np.from_dlpack(col.chunk(0) if col.num_chunks == 1 else col.combine_chunks())
 
 
 def _history(table: pa.Table, record: str) -> np.ndarray:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ddflow.persist.records import Snapshot, Tick
 from ddflow.sources import RowError, split_late
@@ -43,6 +42,10 @@ def compact(
 ) -> Snapshot | None:
     """One snapshot of source ``source``'s input holding ``layers`` (earlier snapshots) and
     ``ticks``, compacted to ``frontier`` (``None`` when it has neither rows nor errors)."""
+    # Imported here: pyarrow.compute is some 5 MB resident, and `import ddflow` imports
+    # this module for every dataflow, persistent or not.
+    import pyarrow.compute as pc
+
     floor = frontier - 1
     tables: list[pa.Table] = []
     diffs: list[npt.NDArray[np.int64]] = []

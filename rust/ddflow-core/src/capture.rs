@@ -24,10 +24,13 @@ use crate::lattice::{Antichain, Lattice, PartialOrder, Time, MAX_DIMS};
 use crate::sort::RadixSorter;
 use crate::updates::Updates;
 use history::History;
-pub use history::Kept;
+pub use history::{Kept, OrderedHistory};
 
 mod history;
 mod narrow;
+
+/// The most a capture's sorter keeps between polls.
+const SORTER_KEEP_BYTES: usize = 1 << 20;
 
 /// What a capture keeps of its completed updates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,7 +202,9 @@ impl CaptureState {
         let mut fresh = done;
         // On overflow the batches are left equivalent (see `sort::consolidate`): the
         // completed updates go back to the pending ones, nothing is lost.
-        if let Err(e) = self.sorter.consolidate_updates(&mut fresh) {
+        let sorted = self.sorter.consolidate_updates(&mut fresh);
+        self.release_sorter();
+        if let Err(e) = sorted {
             let err = self.overflow(&fresh, true).unwrap_or(e);
             rest.extend(&fresh);
             self.pending = rest;
@@ -211,7 +216,9 @@ impl CaptureState {
                 let mut state = self.state.clone();
                 state.extend(&fresh);
                 state.times.fill(Time::minimum());
-                if let Err(e) = self.sorter.consolidate_updates(&mut state) {
+                let summed = self.sorter.consolidate_updates(&mut state);
+                self.release_sorter();
+                if let Err(e) = summed {
                     let err = self.overflow(&state, false).unwrap_or(e);
                     rest.extend(&fresh);
                     self.pending = rest;
@@ -247,6 +254,13 @@ impl CaptureState {
         }
     }
 
+    /// In `History` mode, the history in the order of [`CaptureState::kept_ordered`], to be
+    /// read one column at a time; `None` in `State` mode.
+    pub fn history_ordered(&self) -> Option<OrderedHistory<'_>> {
+        (self.mode == CaptureMode::History)
+            .then(|| self.history.ordered(self.schema.as_deref().map(|s| &s[..])))
+    }
+
     /// The accumulated collection at `time` (which the caller has checked is complete): one
     /// update per record with a non-zero count, sorted by record words, times the minimum.
     ///
@@ -269,7 +283,9 @@ impl CaptureState {
             }
             CaptureMode::History => {
                 let mut acc = self.history.up_to(time);
-                if let Err(e) = self.sorter.consolidate_updates(&mut acc) {
+                let summed = self.sorter.consolidate_updates(&mut acc);
+                self.release_sorter();
+                if let Err(e) = summed {
                     return Err(self.overflow(&acc, false).unwrap_or(e));
                 }
                 Ok(acc)
@@ -282,6 +298,15 @@ impl CaptureState {
         match self.completed_upper {
             Some(upper) => self.at(&upper),
             None => Ok(Updates::new(self.pending.width)),
+        }
+    }
+
+    /// Frees the sorter's buffers when they hold more than [`SORTER_KEEP_BYTES`]: a capture
+    /// consolidates once per poll, so keeping the buffers of its largest batch saves little
+    /// and holds as much memory as that batch for the rest of the run.
+    fn release_sorter(&mut self) {
+        if self.sorter.heap_bytes() > SORTER_KEEP_BYTES {
+            self.sorter = RadixSorter::new();
         }
     }
 

@@ -26,6 +26,9 @@ pub const CHUNK: isize = 256 << 10;
 /// Bytes flushed to the shared counter by all threads.
 static SHARED: AtomicIsize = AtomicIsize::new(0);
 
+/// The most [`SHARED`] has reached since [`reset_peak`].
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+
 thread_local! {
     /// Bytes allocated minus freed by this thread and not yet added to `SHARED`.
     static LOCAL: Cell<isize> = const { Cell::new(0) };
@@ -40,7 +43,10 @@ fn count(delta: isize) {
     let flushed = LOCAL.try_with(|c| {
         let v = c.get() + delta;
         if v.unsigned_abs() > CHUNK as usize {
-            SHARED.fetch_add(v, Relaxed);
+            let now = SHARED.fetch_add(v, Relaxed) + v;
+            if v > 0 {
+                PEAK.fetch_max(now, Relaxed);
+            }
             c.set(0);
         } else {
             c.set(v);
@@ -95,6 +101,17 @@ unsafe impl GlobalAlloc for CountingAlloc {
 /// thread; `0` if [`CountingAlloc`] is not the global allocator.
 pub fn live_bytes() -> usize {
     SHARED.load(Relaxed).max(0) as usize
+}
+
+/// The most bytes live (as [`live_bytes`] counts them, to within [`CHUNK`] per thread)
+/// since [`reset_peak`] last ran.
+pub fn peak_bytes() -> usize {
+    PEAK.load(Relaxed).max(SHARED.load(Relaxed)).max(0) as usize
+}
+
+/// Restarts [`peak_bytes`] from the bytes live now.
+pub fn reset_peak() {
+    PEAK.store(SHARED.load(Relaxed), Relaxed);
 }
 
 /// The process default limit: `DDFLOW_MEMORY_LIMIT` (bytes, or a size such as `"4GB"`;

@@ -23,6 +23,7 @@ use ddflow_core::{Antichain, Time, Updates};
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyIterator, PyList, PyTuple};
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A capture's pending updates and what it keeps of completed ones.
@@ -149,21 +150,27 @@ impl PyCaptureState {
     fn kept_ordered<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let g = self.st();
         let schema = self.schema_of(&g);
-        let kept = g.kept_ordered();
-        // Each column is converted, then dropped: at most one column is held twice.
+        let Some(view) = g.history_ordered() else {
+            let kept = g.kept();
+            let cols = words_to_arrow_py(py, &schema, &kept.columns)?;
+            let times = coords_to_py(py, &kept.coords, kept.dims)?;
+            let diffs = PyArray1::from_slice(py, &kept.diffs);
+            let sorted = PyBool::new(py, false).to_owned();
+            return PyTuple::new(
+                py,
+                [cols.into_any(), times, diffs.into_any(), sorted.into_any()],
+            );
+        };
+        // One column at a time: its 64-bit words are dropped once converted.
         let cols = PyList::empty(py);
-        for (d, col) in schema.iter().zip(kept.columns) {
-            cols.append(words_to_arrow_py(py, &[*d], &[col])?.get_item(0)?)?;
+        for (c, d) in schema.iter().enumerate().take(view.width()) {
+            let words = [Cow::Owned(view.column(c))];
+            cols.append(words_to_arrow_py(py, &[*d], &words)?.get_item(0)?)?;
         }
-        let coords: Vec<i64> = kept
-            .coords
-            .into_owned()
-            .into_iter()
-            .map(|c| c as i64)
-            .collect();
-        let times = flat_times_to_py(py, coords, kept.dims)?;
-        let diffs = PyArray1::from_vec(py, kept.diffs.into_owned());
-        let sorted = PyBool::new(py, kept.sorted).to_owned();
+        let coords: Vec<i64> = view.coords().into_iter().map(|c| c as i64).collect();
+        let times = flat_times_to_py(py, coords, view.dims())?;
+        let diffs = PyArray1::from_vec(py, view.diffs());
+        let sorted = PyBool::new(py, view.sorted()).to_owned();
         PyTuple::new(
             py,
             [cols.into_any(), times, diffs.into_any(), sorted.into_any()],

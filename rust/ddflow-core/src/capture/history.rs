@@ -73,36 +73,24 @@ impl History {
     /// sorted by time coordinates, then record columns, and `sorted` is set; otherwise in
     /// the order the updates completed.
     pub(super) fn kept(&self, schema: Option<&[DType]>) -> Kept<'static> {
-        let order = schema.and_then(|s| self.value_order(s));
-        let (columns, coords, diffs) = match &order {
-            Some(order) => {
-                let dims = self.dims;
-                let coords = order
-                    .iter()
-                    .flat_map(|&i| (0..dims).map(move |j| (i as usize) * dims + j))
-                    .map(|k| self.coords.get(k))
-                    .collect();
-                (
-                    self.columns.iter().map(|c| c.gather(order)).collect(),
-                    coords,
-                    self.diffs.gather(order),
-                )
-            }
-            None => (
-                self.columns
-                    .iter()
-                    .map(Narrow::to_words)
-                    .collect::<Vec<_>>(),
-                self.coords.to_words(),
-                self.diffs.to_words(),
-            ),
-        };
+        let view = self.ordered(schema);
         Kept {
-            columns: columns.into_iter().map(Cow::Owned).collect(),
+            columns: (0..self.columns.len())
+                .map(|c| Cow::Owned(view.column(c)))
+                .collect(),
             dims: self.dims,
-            coords: Cow::Owned(coords),
-            diffs: Cow::Owned(diffs.into_iter().map(|d| d as i64).collect()),
-            sorted: order.is_some(),
+            coords: Cow::Owned(view.coords()),
+            diffs: Cow::Owned(view.diffs()),
+            sorted: view.sorted(),
+        }
+    }
+
+    /// The history in the order of [`History::kept`], read one column at a time (so that a
+    /// reader converting each column holds at most one 64-bit copy at once).
+    pub(super) fn ordered(&self, schema: Option<&[DType]>) -> OrderedHistory<'_> {
+        OrderedHistory {
+            history: self,
+            order: schema.and_then(|s| self.value_order(s)),
         }
     }
 
@@ -172,6 +160,63 @@ impl History {
     pub(super) fn heap_bytes(&self) -> usize {
         let cols: usize = self.columns.iter().map(Narrow::heap_bytes).sum();
         cols + self.coords.heap_bytes() + self.diffs.heap_bytes()
+    }
+}
+
+/// A capture's history in the order `Capture.updates()` presents it where the record dtypes
+/// allow (see [`History::kept`]), read column by column.
+#[derive(Debug)]
+pub struct OrderedHistory<'a> {
+    history: &'a History,
+    /// The permutation into time-then-record order; `None`: the order of completion.
+    order: Option<Vec<u32>>,
+}
+
+impl OrderedHistory<'_> {
+    /// Whether the updates come sorted by time coordinates, then record values.
+    pub fn sorted(&self) -> bool {
+        self.order.is_some()
+    }
+
+    /// Number of record columns.
+    pub fn width(&self) -> usize {
+        self.history.columns.len()
+    }
+
+    /// Coordinates per time.
+    pub fn dims(&self) -> usize {
+        self.history.dims
+    }
+
+    fn read(&self, col: &Narrow) -> Vec<u64> {
+        match &self.order {
+            Some(order) => col.gather(order),
+            None => col.to_words(),
+        }
+    }
+
+    /// Record column `c`'s words.
+    pub fn column(&self, c: usize) -> Vec<u64> {
+        self.read(&self.history.columns[c])
+    }
+
+    /// Each update's time, `dims` coordinates each.
+    pub fn coords(&self) -> Vec<u64> {
+        let h = self.history;
+        match &self.order {
+            Some(order) => order
+                .iter()
+                .flat_map(|&i| (0..h.dims).map(move |j| (i as usize) * h.dims + j))
+                .map(|k| h.coords.get(k))
+                .collect(),
+            None => h.coords.to_words(),
+        }
+    }
+
+    /// Each update's diff.
+    pub fn diffs(&self) -> Vec<i64> {
+        let words = self.read(&self.history.diffs);
+        words.into_iter().map(|d| d as i64).collect()
     }
 }
 

@@ -29,6 +29,7 @@ mod constant;
 pub mod dtype_links;
 pub mod errors;
 pub mod exchange;
+mod idle;
 mod input;
 pub mod live_columns;
 pub mod memory_limit;

@@ -48,15 +48,30 @@ impl Engine {
             .iter()
             .find(|m| !m.upd.is_empty())
             .map(|m| m.schema.clone());
-        let mut all = Updates::new(schema.as_ref().map(|s| s.len()).unwrap_or(ncols));
-        for m in &msgs {
-            if Some(&m.schema) != schema.as_ref() && !m.upd.is_empty() {
-                return Err(Error::Type(
-                    "batches with different dtypes reached the capture".to_string(),
-                )
-                .with_operator(&self.plan.nodes[node].label));
-            }
-            all.extend(&m.upd);
+        let width = schema.as_ref().map(|s| s.len()).unwrap_or(ncols);
+        if msgs
+            .iter()
+            .any(|m| Some(&m.schema) != schema.as_ref() && !m.upd.is_empty())
+        {
+            return Err(Error::Type(
+                "batches with different dtypes reached the capture".to_string(),
+            )
+            .with_operator(&self.plan.nodes[node].label));
+        }
+        // One batch moves as it is; several are copied into one of their exact total size,
+        // each dropped once copied (no doubling, and no second copy of the largest).
+        let mut parts: Vec<Updates> = msgs
+            .into_iter()
+            .map(|m| m.upd)
+            .filter(|u| !u.is_empty())
+            .collect();
+        if parts.len() == 1 {
+            return Ok((schema, parts.pop().unwrap_or_else(|| Updates::new(width))));
+        }
+        let total = parts.iter().map(Updates::len).sum();
+        let mut all = Updates::with_capacity(width, total);
+        for part in parts {
+            all.extend(&part);
         }
         Ok((schema, all))
     }

@@ -158,6 +158,7 @@ impl Engine {
         for _ in 0..max_passes {
             let progressed = self.step()?;
             if self.reached(&t) {
+                self.release_idle();
                 return Ok(true);
             }
             if !progressed {

@@ -496,6 +496,17 @@ pub fn with_thread_sorter<R>(f: impl FnOnce(&mut RadixSorter) -> R) -> R {
     })
 }
 
+/// Frees this thread's sorter buffers if they hold more than `keep` bytes.
+pub fn release_thread_sorter_above(keep: usize) {
+    THREAD_SORTER.with(|s| {
+        if let Ok(mut sorter) = s.try_borrow_mut() {
+            if sorter.heap_bytes() > keep {
+                *sorter = RadixSorter::new();
+            }
+        }
+    });
+}
+
 /// Frees this thread's sorter buffers (they grow back on the next sort).
 pub fn release_thread_sorter() {
     THREAD_SORTER.with(|s| {
