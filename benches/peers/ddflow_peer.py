@@ -195,7 +195,7 @@ def run_bfs(args: argparse.Namespace) -> None:
 
     hist = _history(cap.updates(), "dist")
     if args.history:
-        hist.astype("<i8").tofile(args.history)
+        hist.astype("<i8", copy=False).tofile(args.history)
     _report("bfs", args.workers, load, update, updates, hist)
 
 
@@ -225,7 +225,7 @@ def run_count(args: argparse.Namespace) -> None:
 
     hist = _history(cap.updates(), "k")
     if args.history:
-        hist.astype("<i8").tofile(args.history)
+        hist.astype("<i8", copy=False).tofile(args.history)
     n = times * keys
     _report(
         "count", args.workers, load, update, n, hist, times=times, ns_per_update=update * 1e9 / n
