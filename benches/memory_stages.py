@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         lambda: peer._run_updates(flow, edges_in, pairs, m, 0, updates, batch),
     )
     st.run("capture read (updates())", lambda: cap.updates())
+    print(f"ddflow {dd.__version__} from {Path(dd.__file__).parent}")
+    print()
     print(st.table())
     print()
     print(f"arrangements (trace updates, all workers): {_trace_lens(flow)}")
