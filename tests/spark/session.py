@@ -32,8 +32,11 @@ def use_test_jvm_options() -> None:
         os.environ["SPARK_SUBMIT_OPTS"] = java_options()
 
 
-def local_session() -> SparkSession:
-    """A ``local[2]`` session configured for the tests: 2 shuffle partitions, no UI, no
+def local_session(
+    master: str = "local[2]", partitions: int = 2, app: str = "ddflow-tests"
+) -> SparkSession:
+    """A local session configured for the tests: ``master`` (``local[2]``; ``local[2,4]``
+    retries a failed task up to 4 times), ``partitions`` shuffle partitions, no UI, no
     adaptive execution, executors' Python this interpreter."""
     use_test_jvm_options()
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -41,12 +44,12 @@ def local_session() -> SparkSession:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         session = (
-            SparkSession.builder.master("local[2]")
-            .appName("ddflow-tests")
+            SparkSession.builder.master(master)
+            .appName(app)
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.default.parallelism", "2")
+            .config("spark.sql.shuffle.partitions", str(partitions))
+            .config("spark.default.parallelism", str(partitions))
             .config("spark.driver.memory", "1g")
             .config("spark.sql.adaptive.enabled", "false")
             .getOrCreate()
