@@ -49,6 +49,12 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// Marks the words of the batches the reader reads: a reader kept across activations
+    /// (a fueled join's rest) holds batches the trace may have merged away since.
+    pub fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.cursor.mark_strings(marks);
+    }
+
     /// Appends every update of `key` to `out` as full rows (`key ++ val`), batch by batch
     /// and not consolidated (readers sum diffs themselves). Keys must be asked for in
     /// increasing order.
