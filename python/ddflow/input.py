@@ -609,11 +609,12 @@ class InputSession:
 
     def _batch_diffs(self, diffs: Any, n: int) -> npt.NDArray[np.int64]:
         what = f"{self._what()}: diffs"
+        # One diff for all: a read-only broadcast (the engine converts it once).
         if diffs is None:
-            return np.ones(n, dtype=np.int64)
+            return np.broadcast_to(np.int64(1), (n,))
         if is_int(diffs):
             check_int64(int(diffs), what)
-            return np.full(n, int(diffs), dtype=np.int64)
+            return np.broadcast_to(np.int64(int(diffs)), (n,))
         arr = to_column(diffs, what)
         if arr.dtype.kind != "i":
             raise SchemaTypeError(f"{what} must be integers, got dtype {arr.dtype}")

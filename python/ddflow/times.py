@@ -145,14 +145,16 @@ class TimeShape:
         return tuple(int(c) for c in coords)
 
     def array(self, times: object, n: int, what: str) -> npt.NDArray[np.int64]:
-        """Times for ``n`` updates as a C-contiguous int64 array of shape (n, dims).
+        """Times for ``n`` updates as an int64 array of shape (n, dims): C-contiguous, or for
+        a scalar time a read-only broadcast of its one row (no memory per update; the engine
+        converts the row once).
 
         ``times`` is a scalar time (broadcast), or an integer array of shape (n,) (1-D times)
         or (n, k). Fixes the shape if unset; checks signs.
         """
         if is_int(times) or isinstance(times, tuple):
             coords = self.normalize(times, what)
-            return np.tile(np.asarray(coords, dtype=np.int64), (n, 1))
+            return np.broadcast_to(np.asarray(coords, dtype=np.int64), (n, len(coords)))
         arr = _as_int_array(times, what)
         if arr.ndim == 1:
             arr = arr.reshape(-1, 1)

@@ -87,16 +87,58 @@ impl Engine {
         times: Vec<Time>,
         diffs: Vec<i64>,
     ) -> Result<()> {
-        let state = self.input_state(node)?.clone(); // first: refuses a node id out of range
+        let dtypes: Vec<DType> = columns.iter().map(|c| c.dtype).collect();
+        self.check_push(node, &dtypes, &times, &diffs)?;
         let name = self.input_name(node);
+        let rows = column::columns_to_rows(&columns, times.len(), &name)?;
+        drop(columns);
+        self.push_checked(node, dtypes, rows, times, diffs)
+    }
+
+    /// [`push`](Self::push) of updates already as rows (`dtypes.len()` words each, the
+    /// input's columns in order): the bindings write each column into the rows as they
+    /// convert it, so a large batch is never held as columns and rows at once.
+    pub fn push_rows(
+        &mut self,
+        node: usize,
+        dtypes: Vec<DType>,
+        rows: Vec<u64>,
+        times: Vec<Time>,
+        diffs: Vec<i64>,
+    ) -> Result<()> {
+        self.check_push(node, &dtypes, &times, &diffs)?;
+        if rows.len() != times.len() * dtypes.len() {
+            return Err(Error::Shape(format!(
+                "{}: {} row words for {} updates of {} columns",
+                self.input_name(node),
+                rows.len(),
+                times.len(),
+                dtypes.len()
+            )));
+        }
+        self.push_checked(node, dtypes, rows, times, diffs)
+    }
+
+    /// The checks of a push that do not need the rows: the input, its state, the number of
+    /// columns and diffs, the dtypes against earlier batches, the times against its frontier.
+    fn check_push(
+        &mut self,
+        node: usize,
+        schema: &[DType],
+        times: &[Time],
+        diffs: &[i64],
+    ) -> Result<()> {
+        let state = self.input_state(node)?.clone(); // first: refuses a node id out of range
+        let (closed, frontier, fixed) = (state.closed, &state.frontier, &state.schema);
+        let name = input_label(&self.plan, node);
         let ncols = self.plan.nodes[node].columns.len();
-        if state.closed {
+        if closed {
             return Err(Error::Time(format!("{name} is closed")));
         }
-        if columns.len() != ncols {
+        if schema.len() != ncols {
             return Err(Error::Shape(format!(
                 "{name}: {} columns given, the input has {ncols}",
-                columns.len()
+                schema.len()
             )));
         }
         let n = times.len();
@@ -106,13 +148,12 @@ impl Engine {
                 diffs.len()
             )));
         }
-        let schema: Vec<DType> = columns.iter().map(|c| c.dtype).collect();
-        if let Some(s) = &state.schema {
+        if let Some(s) = fixed {
             if **s != schema {
                 let cols = &self.plan.nodes[node].columns;
                 let (i, _) = s
                     .iter()
-                    .zip(&schema)
+                    .zip(schema)
                     .enumerate()
                     .find(|(_, (a, b))| a != b)
                     .unwrap_or((0, (&s[0], &s[0])));
@@ -124,15 +165,35 @@ impl Engine {
                 )));
             }
         }
-        for t in &times {
-            if !state.frontier.less_equal(t) {
+        // One time for the whole batch (a load): one comparison with the frontier.
+        let mut last = None;
+        for t in times {
+            if last == Some(t) {
+                continue;
+            }
+            last = Some(t);
+            if !frontier.less_equal(t) {
                 return Err(Error::Time(format!(
-                    "{name}: update at time {t:?} is not in the future of the input frontier {:?} (already advanced past it)",
-                    state.frontier
+                    "{name}: update at time {t:?} is not in the future of the input frontier {frontier:?} (already advanced past it)"
                 )));
             }
         }
-        let rows = column::columns_to_rows(&columns, n, &name)?;
+        Ok(())
+    }
+
+    /// Accepts a checked push: fixes the input's dtypes on its first batch (refused if the
+    /// plan links a column with one another input fixed differently) and delivers it.
+    fn push_checked(
+        &mut self,
+        node: usize,
+        schema: Vec<DType>,
+        rows: Vec<u64>,
+        times: Vec<Time>,
+        diffs: Vec<i64>,
+    ) -> Result<()> {
+        let state = self.input_state(node)?.clone();
+        let ncols = schema.len();
+        let n = times.len();
         let schema: Schema = match &state.schema {
             Some(s) => s.clone(),
             None => {

@@ -34,6 +34,11 @@ pub struct Cursor {
 }
 
 impl Cursor {
+    /// Marks the words of the batches the cursor reads (see [`crate::string_gc`]).
+    pub fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
+        self.batches.iter().for_each(|b| b.mark_strings(marks));
+    }
+
     /// A cursor over `batches` (oldest first), all with the given widths, at the first key.
     ///
     /// Panics if a batch's widths differ from `key_width` / `val_width`.

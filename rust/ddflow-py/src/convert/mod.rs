@@ -12,6 +12,8 @@
 //!   become numpy arrays in [`col_to_py`].
 //! * [`engine_columns`]: the engine's typed [`Column`]s in and out, including Arrow string
 //!   buffers (offsets and UTF-8 bytes) in both directions, and callbacks' bool masks.
+//! * [`input_rows`]: an input batch straight into the engine's rows, and times or diffs
+//!   given as one repeated row (`np.broadcast_to`) converted once.
 //! * [`times`]: times, diffs and frontiers, in and out.
 //! * [`uint64`]: the bindings' one uint64 policy ([`Unsigned`]) and the integer arrays it
 //!   governs; its module doc is where the policy is stated.
@@ -29,12 +31,14 @@
 mod columns_in;
 mod columns_out;
 mod engine_columns;
+mod input_rows;
 mod times;
 mod uint64;
 
 pub use columns_in::*;
 pub use columns_out::*;
 pub use engine_columns::*;
+pub use input_rows::*;
 pub use times::*;
 pub use uint64::*;
 

@@ -103,8 +103,8 @@ impl Operator for Arrange {
                 )));
             }
         }
-        self.buffer.extend(take_all(inputs))?;
-        let ready = self.buffer.extract_complete(frontier);
+        self.buffer.extend(take_all(inputs));
+        let ready = self.buffer.extract_complete(frontier)?;
         if ready.is_empty() {
             return Ok(Output::none());
         }

@@ -57,8 +57,8 @@ impl Operator for Consolidate {
         inputs: &mut [Vec<Msg>],
         frontier: &Antichain<Time>,
     ) -> Result<Output> {
-        self.buffer.extend(take_all(inputs))?;
-        let ready = self.buffer.extract_complete(frontier);
+        self.buffer.extend(take_all(inputs));
+        let ready = self.buffer.extract_complete(frontier)?;
         let did = !ready.is_empty();
         let msgs = merge_and_consolidate(ready)?;
         Ok(Output { msgs, did })

@@ -11,14 +11,17 @@
 //!
 //! **Fuel.** An activation emits at most `fuel` products (default [`DEFAULT_JOIN_FUEL`], or
 //! the `DDFLOW_JOIN_FUEL` environment variable when the join is built). When it runs out, the
-//! rest of the delta rule is kept as [`Work`]: pairs of same-key row ranges whose other side
-//! (the trace's key histories) is read out in that same activation, so later batches and
-//! compaction of the traces do not change it. Later activations resume it before new
+//! rest of the delta rule is kept as [`Work`]: the batch's remaining keys with a snapshot of
+//! the other trace's batches as they were in that activation (`join_trace.rs`: histories are
+//! read from it key by key as later activations get to them), or pairs of same-key row ranges
+//! of the two batches (`- dA x dB`), so later batches and compaction of the traces do not
+//! change it. Later activations resume it before new
 //! batches; until it is done the batch times it still covers are held (they hold the output
 //! frontier back) and the operator reports work left, so the scheduler runs another pass.
 //! The output is the same updates, split into more messages.
 
-use super::join_replay::{replay_products_bounded, ReplayScratch, REPLAY_MIN_SIDE};
+use super::join_replay::ReplayScratch;
+use super::join_trace::TraceProducts;
 use super::{Operator, Output, RunCtx};
 use crate::encoding::{is_null_word, DType};
 use crate::engine::arrangement::Arrangement;
@@ -45,22 +48,15 @@ pub fn join_fuel() -> usize {
 }
 
 /// A pair of same-key row ranges `[ls, le)` of the left rows and `[rs, re)` of the right.
-type Pair = [usize; 4];
+pub(super) type Pair = [usize; 4];
 
 /// Where a product sweep stopped: pair index, left row, right row.
-type Pos = (usize, usize, usize);
+pub(super) type Pos = (usize, usize, usize);
 
 /// Delta-rule products left over when an activation ran out of fuel.
 pub struct Work {
-    left: Arc<Msg>,
-    right: Arc<Msg>,
-    pairs: Vec<Pair>,
-    /// Product flavour (`Join` or `Semijoin`) and sign of every product.
-    kind: JoinKind,
-    sign: i64,
+    rest: Rest,
     key_width: usize,
-    /// Where to resume.
-    pos: Pos,
     /// Output schema.
     schema: Arc<Vec<DType>>,
     /// Lower bound of the output times still to come: the times of the batch side's rows.
@@ -68,37 +64,75 @@ pub struct Work {
 }
 
 impl Work {
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        left: Arc<Msg>,
-        right: Arc<Msg>,
-        pairs: Vec<Pair>,
-        batch_left: bool,
-        kind: JoinKind,
-        sign: i64,
-        key_width: usize,
-        pos: Pos,
-        schema: Arc<Vec<DType>>,
-    ) -> Work {
+    fn new(rest: Rest, key_width: usize, schema: Arc<Vec<DType>>) -> Work {
         // Output times are `tl v tr`, at or after the batch row's time; batch times are at or
         // after the join's frontier, while history times on the other side need not be.
         let mut lower = Antichain::new();
-        let (b, off) = if batch_left { (&left, 0) } else { (&right, 2) };
-        for p in &pairs[pos.0..] {
-            for t in &b.upd.times[p[off]..p[off + 1]] {
-                lower.insert_ref(t);
+        match &rest {
+            Rest::Pairs {
+                left,
+                right,
+                pairs,
+                batch_left,
+                pos,
+                ..
+            } => {
+                let (b, off) = if *batch_left { (left, 0) } else { (right, 2) };
+                for p in &pairs[pos.0..] {
+                    for t in &b.upd.times[p[off]..p[off + 1]] {
+                        lower.insert_ref(t);
+                    }
+                }
             }
+            Rest::Trace {
+                batch, runs, prog, ..
+            } => prog.lower(&batch.upd, runs, &mut lower),
         }
         Work {
-            left,
-            right,
-            pairs,
-            kind,
-            sign,
+            rest,
             key_width,
-            pos,
             schema,
             lower,
+        }
+    }
+
+    /// Resumes the products until they are done (`true`) or `budget` runs out.
+    fn resume(
+        &mut self,
+        out: &mut Updates,
+        scratch: &mut JoinScratch,
+        overflow: &mut Vec<(Vec<u64>, Time, i128)>,
+        budget: &mut usize,
+    ) -> Result<bool> {
+        match &mut self.rest {
+            Rest::Pairs {
+                left,
+                right,
+                pairs,
+                kind,
+                sign,
+                pos,
+                ..
+            } => {
+                let (kw, row) = (self.key_width, &mut scratch.row);
+                let stop = products(
+                    &left.upd, &right.upd, pairs, *pos, kw, *kind, *sign, out, row, overflow,
+                    budget,
+                );
+                if let Some(p) = stop {
+                    *pos = p;
+                }
+                Ok(stop.is_none())
+            }
+            Rest::Trace {
+                batch,
+                runs,
+                other,
+                prog,
+            } => {
+                let other = other.as_ref().map(|m| &m.upd);
+                prog.run(&batch.upd, runs, other, out, scratch, overflow, budget)
+            }
         }
     }
 }
@@ -156,8 +190,21 @@ fn overflow_errors(cx: &mut RunCtx<'_>, schema: &[DType], overflow: Vec<(Vec<u64
 impl Operator for Join {
     fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
         for w in &self.work {
-            marks.words(&w.left.upd.rows);
-            marks.words(&w.right.upd.rows);
+            match &w.rest {
+                Rest::Pairs { left, right, .. } => {
+                    marks.words(&left.upd.rows);
+                    marks.words(&right.upd.rows);
+                }
+                Rest::Trace {
+                    batch, other, prog, ..
+                } => {
+                    marks.words(&batch.upd.rows);
+                    if let Some(o) = other {
+                        marks.words(&o.upd.rows);
+                    }
+                    prog.mark_strings(marks);
+                }
+            }
         }
     }
 
@@ -212,26 +259,11 @@ impl Operator for Join {
             };
             let mut out = Updates::new(w.schema.len());
             let mut overflow = Vec::new();
-            let mut scratch = Vec::new();
-            let stop = products(
-                &w.left.upd,
-                &w.right.upd,
-                &w.pairs,
-                w.pos,
-                w.key_width,
-                w.kind,
-                w.sign,
-                &mut out,
-                &mut scratch,
-                &mut overflow,
-                &mut budget,
-            );
+            let mut scratch = JoinScratch::default();
+            let done = w.resume(&mut out, &mut scratch, &mut overflow, &mut budget)?;
             let schema = w.schema.clone();
-            match stop {
-                Some(p) => w.pos = p,
-                None => {
-                    self.work.pop_front();
-                }
+            if done {
+                self.work.pop_front();
             }
             overflow_errors(cx, &schema, overflow);
             if !out.is_empty() {
@@ -270,17 +302,7 @@ impl Operator for Join {
         )?;
         overflow_errors(cx, &out_schema, overflow);
         for r in rest {
-            self.work.push_back(Work::new(
-                r.left,
-                r.right,
-                r.pairs,
-                r.batch_left,
-                r.kind,
-                r.sign,
-                kw,
-                r.pos,
-                out_schema.clone(),
-            ));
+            self.work.push_back(Work::new(r, kw, out_schema.clone()));
         }
         msgs.push(Msg {
             schema: out_schema,
@@ -305,7 +327,10 @@ impl Operator for Join {
         let pending = self
             .work
             .iter()
-            .map(|w| w.left.upd.len() + w.right.upd.len())
+            .map(|w| match &w.rest {
+                Rest::Pairs { left, right, .. } => left.upd.len() + right.upd.len(),
+                Rest::Trace { batch, prog, .. } => batch.upd.len() + prog.held_len(),
+            })
             .sum();
         (0, pending)
     }
@@ -335,7 +360,7 @@ pub fn key_runs(b: &Updates, kw: usize) -> Vec<(usize, usize)> {
 /// Emits the products of `pairs` of left rows `l` and right rows `r` from position `from`
 /// until `budget` products have been emitted. Returns where it stopped, or `None` when done.
 #[allow(clippy::too_many_arguments)]
-fn products(
+pub(super) fn products(
     l: &Updates,
     r: &Updates,
     pairs: &[Pair],
@@ -384,20 +409,31 @@ fn products(
 
 /// Buffers of one activation's products: an output row being built, and history replay's.
 #[derive(Default)]
-struct JoinScratch {
-    row: Vec<u64>,
-    replay: ReplayScratch,
+pub(super) struct JoinScratch {
+    pub(super) row: Vec<u64>,
+    pub(super) replay: ReplayScratch,
 }
 
 /// Products not emitted yet when [`join_delta_fueled`] ran out of budget.
-pub struct Rest {
-    left: Arc<Msg>,
-    right: Arc<Msg>,
-    pairs: Vec<Pair>,
-    batch_left: bool,
-    kind: JoinKind,
-    sign: i64,
-    pos: Pos,
+pub enum Rest {
+    /// Pairs of same-key row ranges of two batches (`- dA x dB`), from `pos` on.
+    Pairs {
+        left: Arc<Msg>,
+        right: Arc<Msg>,
+        pairs: Vec<Pair>,
+        batch_left: bool,
+        kind: JoinKind,
+        sign: i64,
+        pos: Pos,
+    },
+    /// A batch's key runs with the other side's trace, as far as `prog` got; `other` is the
+    /// other side's new batch when it is taken out of the histories.
+    Trace {
+        batch: Arc<Msg>,
+        runs: Vec<(usize, usize)>,
+        other: Option<Arc<Msg>>,
+        prog: Box<TraceProducts>,
+    },
 }
 
 /// A batch as rows plus, when the caller has one, a shared handle to them (kept by [`Rest`]
@@ -415,8 +451,9 @@ fn shared(b: Batch<'_>) -> Arc<Msg> {
 }
 
 /// Products of a batch's key runs with the other side's key histories (`dA x B` when
-/// `batch_left`, else `A x dB`). When `budget` runs out, the remaining histories are read
-/// out and the rest is returned.
+/// `batch_left`, else `A x dB`; `minus`: the other side's new batch, taken out of each
+/// history, with its shared handle). When `budget` runs out, the rest is returned: the
+/// remaining key runs and a snapshot of the trace (`join_trace.rs`).
 #[allow(clippy::too_many_arguments)]
 fn batch_x_trace(
     batch: Batch<'_>,
@@ -431,120 +468,28 @@ fn batch_x_trace(
     overflow: &mut Vec<(Vec<u64>, Time, i128)>,
     budget: &mut usize,
     shared_batch: &mut Option<Arc<Msg>>,
-    mut minus: Option<Minus<'_>>,
+    minus: Option<(Batch<'_>, &mut Option<Arc<Msg>>)>,
 ) -> Result<Option<Rest>> {
-    let rows = batch.0;
-    let w = rows.width;
-    let mut hist = Updates::new(trace.width);
-    let mut tmp = Updates::new(trace.width);
-    let mut reader = trace.reader();
-    for (k, &(s, e)) in runs.iter().enumerate() {
-        hist.clear();
-        let key = &rows.rows[s * w..s * w + kw];
-        let other = minus.as_mut().and_then(|m| m.run_of(key));
-        read_key(&mut reader, key, other, &mut hist, &mut tmp)?;
-        let n = hist.len();
-        let (l, r, pair) = if batch_left {
-            (rows, &hist, [s, e, 0, n])
-        } else {
-            (&hist, rows, [0, n, s, e])
-        };
-        // Long histories on both sides: walk them in time order (`join_replay.rs`). A
-        // product outside i64, or more products than the fuel left (replay gives up as soon
-        // as it has made that many, so a hot key never holds more in memory), leaves the
-        // key to the pairwise products below, which stop when the fuel runs out.
-        if *budget > 0 && e - s >= REPLAY_MIN_SIDE && n >= REPLAY_MIN_SIDE {
-            let (lr, rr) = ((pair[0], pair[1]), (pair[2], pair[3]));
-            let mark = out.len();
-            let sc = &mut scratch.replay;
-            match replay_products_bounded(l, lr, r, rr, kw, kind, sign, out, sc, *budget) {
-                Some(k) => {
-                    *budget -= k;
-                    continue;
-                }
-                _ => out.truncate(mark),
-            }
-        }
-        let Some(pos) = products(
-            l,
-            r,
-            &[pair],
-            (0, 0, 0),
-            kw,
-            kind,
-            sign,
-            out,
-            &mut scratch.row,
-            overflow,
-            budget,
-        ) else {
-            continue;
-        };
-        // Out of fuel: keep this key's history and read out those of the remaining keys.
-        let mut pairs = vec![pair];
-        for &(s, e) in &runs[k + 1..] {
-            let off = hist.len();
-            let key = &rows.rows[s * w..s * w + kw];
-            let other = minus.as_mut().and_then(|m| m.run_of(key));
-            read_key(&mut reader, key, other, &mut hist, &mut tmp)?;
-            let n = hist.len();
-            if n > off {
-                pairs.push(if batch_left {
-                    [s, e, off, n]
-                } else {
-                    [off, n, s, e]
-                });
-            }
-        }
-        let b = shared_batch.get_or_insert_with(|| shared(batch)).clone();
-        let h = Arc::new(Msg {
-            schema: Arc::new(Vec::new()),
-            upd: hist,
-        });
-        let (left, right) = if batch_left { (b, h) } else { (h, b) };
-        return Ok(Some(Rest {
-            left,
-            right,
-            pairs,
-            batch_left,
-            kind,
-            sign,
-            pos,
-        }));
+    let reader = trace.reader();
+    let subtract = minus.is_some();
+    let mut prog = TraceProducts::new(reader, trace.width, subtract, batch_left, kind, sign, kw);
+    let other_rows = minus.as_ref().map(|(b, _)| b.0);
+    if prog.run(batch.0, runs, other_rows, out, scratch, overflow, budget)? {
+        return Ok(None);
     }
-    Ok(None)
-}
-
-/// The other side's new batch, taken out of its trace's key histories in `dA x B`: the
-/// delta rule is then `dA x (B - dB) + A x dB`, with no `- dA x dB` term whose products
-/// cancel some of the others' (a pair arriving in one activation was emitted three times).
-struct Minus<'a> {
-    rows: &'a Updates,
-    runs: &'a [(usize, usize)],
-    kw: usize,
-    /// The next run to look at (the batch's keys are looked up in ascending order).
-    next: usize,
-}
-
-impl<'a> Minus<'a> {
-    /// The rows of the batch with key `key`, as `(rows, start, end)`.
-    fn run_of(&mut self, key: &[u64]) -> Option<(&'a Updates, usize, usize)> {
-        let w = self.rows.width;
-        while self.next < self.runs.len() {
-            let (s, e) = self.runs[self.next];
-            match self.rows.rows[s * w..s * w + self.kw].cmp(key) {
-                std::cmp::Ordering::Less => self.next += 1,
-                std::cmp::Ordering::Equal => return Some((self.rows, s, e)),
-                std::cmp::Ordering::Greater => return None,
-            }
-        }
-        None
-    }
+    let b = shared_batch.get_or_insert_with(|| shared(batch)).clone();
+    let other = minus.map(|(o, sh)| sh.get_or_insert_with(|| shared(o)).clone());
+    Ok(Some(Rest::Trace {
+        batch: b,
+        runs: runs.to_vec(),
+        other,
+        prog: Box::new(prog),
+    }))
 }
 
 /// Appends `key`'s history in the trace to `hist`, minus the rows `other` (a batch's rows
 /// of that key, which the trace holds too) when given.
-fn read_key(
+pub(super) fn read_key(
     reader: &mut crate::engine::arrangement::Reader,
     key: &[u64],
     other: Option<(&Updates, usize, usize)>,
@@ -640,12 +585,7 @@ pub fn join_delta_fueled(
     // dB is taken out of B's histories in dA x B (then there is no - dA x dB term), unless
     // a diff of dB cannot be negated.
     let subtract = !b_rows.is_empty() && !b_rows.diffs.contains(&i64::MIN);
-    let minus = subtract.then_some(Minus {
-        rows: b_rows,
-        runs: &runs_b,
-        kw,
-        next: 0,
-    });
+    let minus = subtract.then_some((db, &mut shared_b));
     // dA x (B - dB), or dA x B
     if let Some(r) = batch_x_trace(
         da,
@@ -717,7 +657,7 @@ pub fn join_delta_fueled(
         overflow,
         budget,
     ) {
-        rest.push(Rest {
+        rest.push(Rest::Pairs {
             left: shared_a.get_or_insert_with(|| shared(da)).clone(),
             right: shared_b.get_or_insert_with(|| shared(db)).clone(),
             pairs,

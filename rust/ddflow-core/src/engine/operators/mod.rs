@@ -13,7 +13,9 @@
 //! * [`select`], [`filter`], [`advance`] (`advance_iteration`): bound expressions;
 //! * [`python`]: `map_py`, `flat_map_py`, `filter_py`; [`inspect`] (`inspect_py`);
 //! * [`delay`], [`consolidate`], [`arrange`]: hold updates until their time completes;
-//! * [`join`]: `join`, `semijoin`, `antijoin` of two arrangements (delta rule);
+//! * [`join`]: `join`, `semijoin`, `antijoin` of two arrangements (delta rule), with
+//!   [`join_replay`] (long key histories walked in time order) and [`join_trace`] (a
+//!   batch's products with the other trace, resumable when the fuel runs out);
 //! * [`reduce`]: `reduce` over an arrangement, with [`reduce_chain`] (keys whose times are
 //!   totally ordered), [`reduce_cache`] (running totals of large keys kept across
 //!   activations), [`reduce_index`] (a key's history indexed for accumulation),
@@ -43,6 +45,7 @@ pub mod inert;
 pub mod inspect;
 pub mod join;
 pub mod join_replay;
+pub mod join_trace;
 pub mod leave;
 pub mod negate;
 pub mod passthrough;

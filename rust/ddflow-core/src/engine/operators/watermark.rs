@@ -290,11 +290,11 @@ impl Operator for Watermark {
         frontier: &Antichain<Time>,
     ) -> Result<Output> {
         if let Some(port) = inputs.get_mut(1) {
-            self.probes.extend(std::mem::take(port))?;
+            self.probes.extend(std::mem::take(port));
         }
-        self.data.extend(take_all(inputs))?;
-        let data = self.data.extract_complete(frontier);
-        let probes = self.probes.extract_complete(frontier);
+        self.data.extend(take_all(inputs));
+        let data = self.data.extract_complete(frontier)?;
+        let probes = self.probes.extract_complete(frontier)?;
         if data.is_empty() && probes.is_empty() {
             return Ok(Output::none());
         }
