@@ -2,6 +2,7 @@
 
     python benches/persistence.py [--nodes 100000] [--edges 1000000] [--files 100]
         [--rows-per-poll 50000] [--kills 20] [--only-crash] [--out benches/results/persistence.md]
+        [--runs rebuild,ckpt10,ckpt1,restart,rebuild1] [--no-crash] [--append]
 
 The job: BFS from node 0 over a random graph whose edges arrive from Parquet files (``files``
 files, read ``rows-per-poll`` rows per tick of the run loop), distances written to a Parquet
@@ -24,6 +25,11 @@ itself; the ratios are of CPU time, as the machine is shared):
 
 The table goes to ``--out`` with the command, the machine and the load average;
 ``--only-crash`` runs only the crash tests and replaces only their section of ``--out``.
+``--runs`` makes only the job runs named (in the order above; ``restart`` needs ``ckpt10``),
+e.g. ``--runs rebuild,ckpt10,restart,rebuild1`` on a graph where checkpointing every second
+takes too long; ``--no-crash`` skips the crash tests; ``--append`` adds the table to ``--out``
+as a section headed with the graph's size (before the crash tests, replacing a section of the
+same heading) instead of replacing the file.
 """
 
 from __future__ import annotations
