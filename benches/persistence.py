@@ -2,6 +2,7 @@
 
     python benches/persistence.py [--nodes 100000] [--edges 1000000] [--files 100]
         [--rows-per-poll 50000] [--kills 20] [--only-crash] [--out benches/results/persistence.md]
+        [--runs rebuild,ckpt10,ckpt1,restart,rebuild1] [--no-crash] [--append]
 
 The job: BFS from node 0 over a random graph whose edges arrive from Parquet files (``files``
 files, read ``rows-per-poll`` rows per tick of the run loop), distances written to a Parquet
@@ -24,6 +25,11 @@ itself; the ratios are of CPU time, as the machine is shared):
 
 The table goes to ``--out`` with the command, the machine and the load average;
 ``--only-crash`` runs only the crash tests and replaces only their section of ``--out``.
+``--runs`` makes only the job runs named (in the order above; ``restart`` needs ``ckpt10``),
+e.g. ``--runs rebuild,ckpt10,restart,rebuild1`` on a graph where checkpointing every second
+takes too long; ``--no-crash`` skips the crash tests; ``--append`` adds the table to ``--out``
+as a section headed with the graph's size (before the crash tests, replacing a section of the
+same heading) instead of replacing the file.
 """
 
 from __future__ import annotations
@@ -255,45 +261,52 @@ def main() -> None:
     parser.add_argument("--rows-per-poll", type=int, default=50_000)
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--only-crash", action="store_true", help="run only the crash tests")
+    parser.add_argument(
+        "--runs",
+        type=_runs,
+        default=RUNS,
+        help=f"the job runs to make, comma-separated, of {','.join(RUNS)} (default: all); "
+        "restart needs ckpt10",
+    )
+    parser.add_argument("--no-crash", action="store_true", help="skip the crash tests")
+    parser.add_argument(
+        "--append",
+        action="store_true",
+        help="add the table as a section of --out (before its crash tests) instead of "
+        "replacing the file",
+    )
     parser.add_argument("--out", default=str(ROOT / "benches/results/persistence.md"))
     args = parser.parse_args()
     if args.only_crash:
         _only_crash(args.kills, Path(args.out))
         return
     loads = [load()]
+    crash: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ddflow-persistence-") as tmp:
         directory = Path(tmp)
         _write_graph(directory, args.nodes, args.edges, args.files)
-        per_poll = args.rows_per_poll
-        rows = [("rebuild (no persistence)", _run(directory, "o0", "-", "10s", per_poll))]
-        rows.append(
-            ("checkpoint every 10 s", _run(directory, "o1", str(directory / "s1"), "10s", per_poll))
-        )
-        rows.append(
-            ("checkpoint every 1 s", _run(directory, "o2", str(directory / "s2"), "1s", per_poll))
-        )
-        state_bytes = sum(f.stat().st_size for f in (directory / "s1").rglob("*") if f.is_file())
-        restart = _run(directory, "o1", str(directory / "s1"), "10s", per_poll)
-        rows.append(("restart from the 10 s checkpoint", restart))
-        whole = _run(directory, "o3", "-", "10s", args.edges + 1)
-        rows.append(("rebuild, every edge in one tick", whole))
-        same = (
-            _distances(directory / "o0")
-            == _distances(directory / "o1")
-            == _distances(directory / "o2")
-            == _distances(directory / "o3")
-        )
+        rows, same, state_bytes = _job_runs(directory, args.runs, args.rows_per_poll, args.edges)
         loads.append(load())
-        crash = _crash_section(directory, args.kills, f"--kills {args.kills}")
-        loads.append(load())
+        if not args.no_crash:
+            crash = _crash_section(directory, args.kills, f"--kills {args.kills}")
+            loads.append(load())
         shutil.rmtree(directory, ignore_errors=True)
-    base = rows[0][1]["cpu"]
     command = (
         f"python benches/persistence.py --nodes {args.nodes} --edges {args.edges} "
-        f"--files {args.files} --rows-per-poll {args.rows_per_poll} --kills {args.kills}"
+        f"--files {args.files} --rows-per-poll {args.rows_per_poll}"
+    )
+    if args.runs != RUNS:
+        command += f" --runs {','.join(args.runs)}"
+    command += " --no-crash" if args.no_crash else f" --kills {args.kills}"
+    if args.append:
+        command += " --append"
+    heading = (
+        f"## Restart against rebuild: {args.nodes:,} nodes, {args.edges:,} edges"
+        if args.append
+        else "# Persistence: checkpoint cost, restart, crash test"
     )
     lines = [
-        "# Persistence: checkpoint cost, restart, crash test",
+        heading,
         "",
         f"Command: `{command}`. Machine: {cpu()}, 2 cores; commit {commit()}; "
         f"load average (1/5/15 min) {', then '.join(loads)}.",
@@ -306,27 +319,123 @@ def main() -> None:
         "the wall time mostly says how busy the other processes were (the load average above), "
         "so the ratios are of CPU time. Wall time includes waiting for `fsync`.",
         "",
-        "| run | wall (s) | CPU (s) | CPU vs rebuild | peak RSS (MB) |",
+        *_table(rows, same, state_bytes),
+        "",
+        *crash,
+    ]
+    if args.append:
+        _insert_section(Path(args.out), lines)
+    else:
+        Path(args.out).write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+RUNS = ("rebuild", "ckpt10", "ckpt1", "restart", "rebuild1")
+_NAMES = {
+    "rebuild": "rebuild (no persistence)",
+    "ckpt10": "checkpoint every 10 s",
+    "ckpt1": "checkpoint every 1 s",
+    "restart": "restart from the 10 s checkpoint",
+    "rebuild1": "rebuild, every edge in one tick",
+}
+
+
+def _runs(text: str) -> tuple[str, ...]:
+    """``--runs``: the names given, in the order the runs are made (restart needs ckpt10)."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in RUNS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"--runs: unknown run {', '.join(unknown) or '(none given)'}; "
+            f"choose from {','.join(RUNS)}"
+        )
+    if "restart" in names and "ckpt10" not in names:
+        raise argparse.ArgumentTypeError("--runs: restart needs ckpt10 (its checkpoint)")
+    return tuple(n for n in RUNS if n in names)
+
+
+def _job_runs(
+    directory: Path, runs: tuple[str, ...], per_poll: int, edges: int
+) -> tuple[list[tuple[str, dict[str, float]]], bool, int]:
+    """The job runs chosen, each its own process: the rows of the table, whether every run's
+    distances are the same, the bytes in the 10 s checkpoint directory (0 without it)."""
+    settings = {
+        "rebuild": ("o0", "-", "10s", per_poll),
+        "ckpt10": ("o1", str(directory / "s1"), "10s", per_poll),
+        "ckpt1": ("o2", str(directory / "s2"), "1s", per_poll),
+        "restart": ("o1", str(directory / "s1"), "10s", per_poll),
+        "rebuild1": ("o3", "-", "10s", edges + 1),
+    }
+    rows = []
+    state_bytes = 0
+    for name in runs:
+        rows.append((name, _run(directory, *settings[name])))
+        print(name, json.dumps(rows[-1][1]), load(), file=sys.stderr, flush=True)
+        if name == "ckpt10":
+            s1 = directory / "s1"
+            state_bytes = sum(f.stat().st_size for f in s1.rglob("*") if f.is_file())
+    outputs = sorted({settings[name][0] for name in runs})
+    distances = [_distances(directory / out) for out in outputs]
+    same = all(d == distances[0] for d in distances[1:])
+    return rows, same, state_bytes
+
+
+def _table(rows: list[tuple[str, dict[str, float]]], same: bool, state_bytes: int) -> list[str]:
+    """The table of the job runs and what it says, as lines."""
+    by_name = dict(rows)
+    base = by_name.get("rebuild", rows[0][1])["cpu"]
+    base_name = "rebuild" if "rebuild" in by_name else _NAMES[rows[0][0]]
+    lines = [
+        f"| run | wall (s) | CPU (s) | CPU vs {base_name} | peak RSS (MB) |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
     for name, r in rows:
         lines.append(
-            f"| {name} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['cpu'] / base:.2f}x "
+            f"| {_NAMES[name]} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['cpu'] / base:.2f}x "
             f"| {r['rss_mb']:.0f} |"
         )
-    lines += [
-        "",
-        f"All four runs' distances are the same: {same}. The 10 s checkpoint directory "
-        f"holds {state_bytes / 1e6:.1f} MB. A restart replays the compacted inputs through the "
-        "engine in one batch (it does not load arrangements yet): "
-        f"{rows[3][1]['cpu'] / base:.2f}x the rebuild's CPU time, which reads the same rows tick "
-        f"by tick, and {rows[3][1]['cpu'] / rows[4][1]['cpu']:.2f}x that of a rebuild that reads "
-        "every edge in one tick.",
-        "",
-        *crash,
-    ]
-    Path(args.out).write_text("\n".join(lines))
-    print("\n".join(lines))
+    outputs = len({n for n in by_name if n != "restart"})
+    words = {1: "The run's", 2: "Both runs'", 3: "All three runs'", 4: "All four runs'"}
+    text = f"{words.get(outputs, f'All {outputs} runs')} distances are the same: {same}."
+    if "ckpt10" in by_name:
+        text += f" The 10 s checkpoint directory holds {state_bytes / 1e6:.1f} MB."
+    if "restart" in by_name:
+        restart = by_name["restart"]["cpu"]
+        text += (
+            " A restart replays the compacted inputs through the engine in one batch (it does "
+            "not load arrangements yet):"
+        )
+        parts = []
+        if "rebuild" in by_name:
+            parts.append(
+                f" {restart / by_name['rebuild']['cpu']:.2f}x the rebuild's CPU time, which "
+                "reads the same rows tick by tick"
+            )
+        if "rebuild1" in by_name:
+            parts.append(
+                f" {restart / by_name['rebuild1']['cpu']:.2f}x that of a rebuild that reads "
+                "every edge in one tick"
+            )
+        text += ", and".join(parts) + "." if parts else " no rebuild ran."
+    return [*lines, "", text]
+
+
+def _insert_section(out: Path, lines: list[str]) -> None:
+    """Adds ``lines`` to ``out`` as a section: before its crash tests, or at its end; a section
+    with the same heading is replaced."""
+    text = out.read_text() if out.exists() else ""
+    heading = lines[0]
+    if heading in text:
+        head, rest = text.split(heading, 1)
+        after = rest.find("\n## ")
+        text = head.rstrip("\n") + ("\n\n" + rest[after + 1 :] if after >= 0 else "\n")
+    section = "\n".join(lines).rstrip("\n") + "\n\n"
+    if _CRASH_HEADING in text:
+        at = text.index(_CRASH_HEADING)
+        text = text[:at] + section + text[at:]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    out.write_text(text)
 
 
 _CRASH_HEADING = "## Crash tests"
