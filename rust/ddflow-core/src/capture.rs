@@ -209,7 +209,7 @@ impl CaptureState {
             CaptureMode::State => {
                 let mut state = self.state.clone();
                 state.extend(&fresh);
-                state.times.fill(Time::minimum());
+                state.times = crate::updates::TimeColumn::repeat(Time::minimum(), state.len());
                 if let Err(e) = self.sorter.consolidate_updates(&mut state) {
                     let err = self.overflow(&state, false).unwrap_or(e);
                     rest.extend(&fresh);
