@@ -31,9 +31,14 @@ VENV=$(cd "$VENV" && pwd)
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
   "pyspark[connect,pipelines]==$PYSPARK4" "grpcio==1.85.3" "grpcio-status==1.85.3" \
   "protobuf==7.36.2" "googleapis-common-protos==1.76.0" "zstandard==0.25.0" >&2
-ddflow_dir=$("$PY" -c "import ddflow, os; print(os.path.dirname(ddflow.__file__))")
-site=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-ln -sfn "$ddflow_dir" "$site/ddflow"
-"$VENV/bin/python" -c "import ddflow, pyspark; print('ddflow', ddflow.__version__, 'from', \
-  ddflow.__file__, 'pyspark', pyspark.__version__)" >&2
+# Before ddflow is installed (.ci/run makes this venv beside its build), the link waits for
+# the next call.
+if ddflow_dir=$("$PY" -c "import ddflow, os; print(os.path.dirname(ddflow.__file__))" 2>/dev/null); then
+  site=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  ln -sfn "$ddflow_dir" "$site/ddflow"
+  "$VENV/bin/python" -c "import ddflow, pyspark; print('ddflow', ddflow.__version__, 'from', \
+    ddflow.__file__, 'pyspark', pyspark.__version__)" >&2
+else
+  echo "($PY cannot import ddflow yet: run this again once it is installed, to link it)" >&2
+fi
 echo "$VENV"

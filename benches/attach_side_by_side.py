@@ -374,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     flush(loadavg())
     args.out.with_suffix(".json").write_text(json.dumps(slim(raw), indent=1))
-    write_chart(args.out)
+    write_chart(args.out, kind="attach_side_by_side")
     print("\n".join(table + [""] + lat_table))
     print(f"wrote {args.out}")
     return 0 if ok else 1

@@ -216,7 +216,7 @@ def _write_table(out: Path, results: list[Result], base: float) -> None:
         f"* date: {when}; baseline (import ddflow, numpy, pyarrow): {base:,.0f} MB peak\n\n"
         f"{table(results)}\n\nEach row's command:\n\n{commands}\n"
     )
-    write_chart(out)
+    write_chart(out, kind="bfs_table")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -460,11 +460,16 @@ def draw_text(kind: str, text: str, png: Path, md: Path | None = None) -> Path:
 
 
 def write_chart(
-    md: str | Path, text: str | None = None, png: str | Path | None = None
+    md: str | Path,
+    text: str | None = None,
+    png: str | Path | None = None,
+    kind: str | None = None,
 ) -> Path | None:
     """The chart of the table at ``md`` (or of ``text``), written beside it as ``.png``.
 
-    For the benchmark scripts: a chart of :data:`CHARTED` is also copied to the docs
+    For the benchmark scripts: ``kind`` names the table's kind (one of :data:`KINDS`), so a
+    table written under any name gets its chart; without it, the kind comes from the file
+    name (:func:`kind_of`). A chart of :data:`CHARTED` is also copied to the docs
     (``docs/img/benchmarks``); when matplotlib is missing, prints how to draw the chart later
     and returns None instead of failing the run.
     """
@@ -475,7 +480,11 @@ def write_chart(
     except ImportError as e:
         print(f"chart skipped ({e}); later: python -m benches.charts {md}", file=sys.stderr)
         return None
-    draw_text(kind_of(md).name, md.read_text() if text is None else text, out, md)
+    if kind is None:
+        kind = kind_of(md).name
+    elif all(k.name != kind for k in KINDS):
+        raise ValueError(f"no chart kind {kind!r}: known kinds are {[k.name for k in KINDS]}")
+    draw_text(kind, md.read_text() if text is None else text, out, md)
     print(f"wrote {out}")
     if png is None and md.resolve().parent == RESULTS and md.stem in CHARTED:
         DOCS_IMG.mkdir(parents=True, exist_ok=True)

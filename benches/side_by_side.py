@@ -535,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(row_table(rows, outcomes) if rows else []))
     print("\n".join(micro_table(micro) if micro else []))
     print(f"wrote {args.out}")
-    write_chart(args.out)
+    write_chart(args.out, kind="side_by_side")
     failed = [o.label for o in outcomes + micro if not o.ok]
     if failed:
         print("CHECKS FAILED: " + ", ".join(failed), file=sys.stderr)

@@ -4,12 +4,14 @@
 RSS and writes ``benches/results/soak.md``.
 
 ``python benches/soak.py [--minutes 10] [--warmup 2] [--batch 2000] [--step-ms 50]
-[--users 10000] [--pages 200] [--sample 2] [--out benches/results/soak.md]``
+[--users 10000] [--user-churn 0] [--pages 200] [--sample 2] [--out benches/results/soak.md]``
 
 Events ``(ts, user, page)``: ``ts`` a ``timestamp[ms]`` that advances ``--step-ms`` of
 *simulated* event time per event (faster than wall time, so hourly windows close within
-the run), users and pages drawn from bounded pools (the string interner keeps every string
-it has seen, so unbounded ids would grow memory by design). The source is *timed*: each
+the run), pages drawn from a pool of ``--pages``, users from a pool of ``--users`` ids that
+slides forward by ``--user-churn`` new ids per tick: with churn, user ids never seen before
+keep arriving and old ones stop for good, so the string interner must free the strings no
+trace holds any more (``ddflow.memory``) for memory to stay flat. The source is *timed*: each
 event's logical time is its ``ts`` in milliseconds (as a source's ``time_column=`` gives),
 so ``now()`` is the simulated clock, and one tick of the run loop pushes one batch.
 
@@ -35,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 import ddflow as dd
+from ddflow.memory import string_memory
 from ddflow.sources import Source, SourceBatch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -65,11 +68,15 @@ class Clicks(Source):
     name = "clicks"
     timed = True
 
-    def __init__(self, batch: int, step_ms: int, users: int, pages: int, seed: int) -> None:
+    def __init__(
+        self, batch: int, step_ms: int, users: int, churn: int, pages: int, seed: int
+    ) -> None:
         self.batch = batch
         self.step_ms = step_ms
         self.rng = np.random.default_rng(seed)
-        self.users = np.array([f"u{i}" for i in range(users)], dtype=object)
+        self.users = users
+        self.churn = churn
+        self.first_user = 0
         self.pages = np.array([f"/page/{i}" for i in range(pages)], dtype=object)
         self.next_ms = START_MS
         self.events = 0
@@ -79,10 +86,12 @@ class Clicks(Source):
         self.next_ms = int(ts[-1]) + self.step_ms
         # Zipf-like popularity: a few pages get most clicks.
         page = np.minimum(self.rng.zipf(1.3, self.batch) - 1, len(self.pages) - 1)
+        user = self.first_user + self.rng.integers(0, self.users, self.batch)
+        self.first_user += self.churn
         table = pa.table(
             {
                 "ts": pa.array(ts, pa.timestamp("ms")),
-                "user": pa.array(self.users[self.rng.integers(0, len(self.users), self.batch)]),
+                "user": pa.array(np.char.add("u", user.astype(str))),
                 "page": pa.array(self.pages[page]),
             }
         )
@@ -130,6 +139,8 @@ class Sample:
     """The engine's heap bytes (``flow.metrics().heap_bytes``: traces and operator state)."""
     events: int
     clock_ms: int
+    strings: int
+    """Distinct strings the interner holds (``ddflow.memory.string_memory()``)."""
 
     @property
     def simulated_hours(self) -> float:
@@ -142,7 +153,8 @@ def main() -> None:
     p.add_argument("--warmup", type=float, default=2.0, help="minutes before RSS counts")
     p.add_argument("--batch", type=int, default=2000)
     p.add_argument("--step-ms", type=int, default=50)
-    p.add_argument("--users", type=int, default=10_000)
+    p.add_argument("--users", type=int, default=10_000, help="size of the user id pool")
+    p.add_argument("--user-churn", type=int, default=0, help="new user ids per tick")
     p.add_argument("--pages", type=int, default=200)
     p.add_argument("--sample", type=float, default=2.0, help="seconds between RSS samples")
     p.add_argument("--seed", type=int, default=0)
@@ -150,15 +162,23 @@ def main() -> None:
     args = p.parse_args()
 
     flow = dd.Dataflow(log=False)
-    source = Clicks(args.batch, args.step_ms, args.users, args.pages, args.seed)
+    source = Clicks(args.batch, args.step_ms, args.users, args.user_churn, args.pages, args.seed)
     seen = build(flow, source)
     samples: list[Sample] = []
     start = time.monotonic()
 
     def sample() -> None:
         heap = flow.metrics().heap_bytes
+        strings = string_memory()["strings"]
         samples.append(
-            Sample(time.monotonic() - start, rss_bytes(), heap, source.events, source.next_ms)
+            Sample(
+                time.monotonic() - start,
+                rss_bytes(),
+                heap,
+                source.events,
+                source.next_ms,
+                strings,
+            )
         )
 
     def after_tick(_: Any) -> None:
@@ -168,7 +188,7 @@ def main() -> None:
             if samples[-1].seconds >= args.minutes * 60:
                 flow.stop()
 
-    samples.append(Sample(0.0, rss_bytes(), 0, 0, START_MS))
+    samples.append(Sample(0.0, rss_bytes(), 0, 0, START_MS, string_memory()["strings"]))
     flow.run(progress=after_tick)
     wall = time.monotonic() - start
     report(args, samples, source.events, wall, seen)
@@ -183,6 +203,7 @@ def report(
 ) -> None:
     """Writes the results file and prints it."""
     mb = 1 << 20
+    strings = string_memory()
     warm = [s for s in samples if s.seconds >= args.warmup * 60] or samples[-1:]
     hi, lo = max(s.rss for s in warm), min(s.rss for s in warm)
     ratio = hi / lo
@@ -201,8 +222,9 @@ def report(
         f"The stream: {args.batch} events per tick, each {args.step_ms} ms of simulated event "
         f"time after the last (the source is timed: logical time = event time in ms, so "
         f"simulated time runs far faster than wall time and hourly windows close within the "
-        f"run), {args.users} users and {args.pages} pages (bounded pools: the string interner "
-        f"does not free strings yet, so unbounded ids would grow memory by design). Views: "
+        f"run), {args.pages} pages, users from a pool of {args.users:,} ids that slides "
+        f"forward by {args.user_churn:,} new ids per tick (about "
+        f"{args.users + args.user_churn * (events // args.batch):,} user ids in all). Views: "
         f"`filter(col('ts') + duration('1m') > now())` then a count per page, and "
         f"`with_watermark('ts', '1m').group_by_dynamic('ts', every='1h', group_by='page', "
         f"emit='final')` with count and count_distinct(user), its rows kept for two hours "
@@ -222,18 +244,21 @@ def report(
         if peaks
         else "",
         f"The engine's heap (traces and operator state) after the warm-up: max "
-        f"{heap_hi / mb:.1f} MB, min {heap_lo / mb:.1f} MB.",
+        f"{heap_hi / mb:.1f} MB, min {heap_lo / mb:.1f} MB. Strings interned after the warm-up: "
+        f"max {max(s.strings for s in warm):,}, min {min(s.strings for s in warm):,} "
+        f"({strings['collections']:,} collections freed {strings['freed']:,} strings in all).",
         "",
         "| minute | RSS at its end (MB) | max in it | min in it | engine heap at its end (MB) "
-        "| events | simulated hours |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| strings interned at its end | events | simulated hours |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for minute in range(1, int(samples[-1].seconds // 60) + 1):
         inside = [s for s in samples if minute - 1 <= s.seconds / 60 < minute]
         end = inside[-1]
         lines.append(
             f"| {minute} | {end.rss / mb:.1f} | {max(s.rss for s in inside) / mb:.1f} | "
-            f"{min(s.rss for s in inside) / mb:.1f} | {end.heap / mb:.1f} | {end.events:,} | "
+            f"{min(s.rss for s in inside) / mb:.1f} | {end.heap / mb:.1f} | {end.strings:,} | "
+            f"{end.events:,} | "
             f"{end.simulated_hours:.2f} |"
         )
     text = "\n".join(lines) + "\n"

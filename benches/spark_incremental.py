@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out != "-":
         with open(args.out, "a") as f:
             f.write("\n" + report)
-        write_chart(args.out)
+        write_chart(args.out, kind="spark_incremental")
     return 1 if failed else 0
 
 

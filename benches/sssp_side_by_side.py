@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         _write(args.out, head, start_load, loadavg() + " (partial)", args.updates, table, checks)
     _write(args.out, head, start_load, loadavg(), args.updates, table, checks)
     args.out.with_suffix(".json").write_text(json.dumps(slim(raw), indent=1))
-    write_chart(args.out)
+    write_chart(args.out, kind="sssp_side_by_side")
     print("\n".join(table))
     print(f"wrote {args.out}")
     return 0 if ok else 1

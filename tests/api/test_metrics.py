@@ -33,9 +33,9 @@ def _node(flow: dd.Dataflow, op: str) -> int:
     return int(node)
 
 
-def _push(session: dd.InputSession, n: int, keys: int, time: int) -> None:
+def _push(session: dd.InputSession, n: int, keys: int, time: int, start: int = 0) -> None:
     k = np.arange(n, dtype=np.int64) % keys
-    v = np.arange(n, dtype=np.int64)
+    v = np.arange(start, start + n, dtype=np.int64)
     session.update_batch(pa.table({"k": k, "v": v}), times=time)
 
 
@@ -45,7 +45,7 @@ def test_counts_match_the_data() -> None:
     _push(session, 1000, 7, 0)
     session.advance_to(1)
     flow.run_until(1)
-    _push(session, 500, 7, 1)
+    _push(session, 500, 7, 1, start=1000)  # records distinct from time 0's
     session.advance_to(2)
     flow.run_until(2)
     m = flow.metrics()

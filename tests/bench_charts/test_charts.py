@@ -306,6 +306,19 @@ def test_write_chart_beside_the_table(tmp_path: Path, capsys: pytest.CaptureFixt
     assert png_size((tmp_path / "bfs_table.png").read_bytes())[0] >= 600
 
 
+def test_write_chart_of_a_table_under_any_name(tmp_path: Path) -> None:
+    """A benchmark script names its table's kind, so ``--out`` can be any file name; an
+    unknown kind is refused naming the known ones."""
+    md = tmp_path / "my run.md"
+    shutil.copyfile(RESULTS / "side_by_side.md", md)
+    with pytest.raises(ValueError, match="no chart for my run.md"):
+        charts.write_chart(md)
+    assert charts.write_chart(md, kind="side_by_side") == tmp_path / "my run.png"
+    assert png_size((tmp_path / "my run.png").read_bytes())[0] >= 600
+    with pytest.raises(ValueError, match="no chart kind 'sbs'.*side_by_side"):
+        charts.write_chart(md, kind="sbs")
+
+
 def test_bfs_table_out_writes_the_table_and_its_chart(tmp_path: Path) -> None:
     from benches import bfs_table
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -26,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 import ddflow as dd
 from ddflow.spark import SparkResult, run_on_spark
 
-from .jvm_options import java_options
+from .session import local_session, use_test_jvm_options
 
 Build = Callable[[dd.Dataflow], tuple[dict[str, dd.InputSession], list[dd.Collection]]]
 """Builds a dataflow: returns its inputs by name and its outputs."""
@@ -65,44 +64,7 @@ REMOTE = os.environ.get("DDFLOW_SPARK_REMOTE")
 starting ``local[2]`` (``tests/spark/connect/run.sh`` starts such a server and sets it)."""
 
 
-_OWN_JVM_OPTIONS = "SPARK_SUBMIT_OPTS" not in os.environ
-"""Whether these tests set ``SPARK_SUBMIT_OPTS`` (a value set before them is kept)."""
-
-
-def use_test_jvm_options() -> None:
-    """Every JVM ``spark-submit`` starts from these tests (this session's, those of the jobs
-    the tests run in subprocesses, Connect servers) gets the test flags (``jvm_options.py``:
-    a client-compiler, serial-GC JVM and the class-data-sharing archive once it is built;
-    CI builds it beside the first tests, so the flags are read again at each session
-    start). A value set before the tests is kept."""
-    if _OWN_JVM_OPTIONS:
-        os.environ["SPARK_SUBMIT_OPTS"] = java_options()
-
-
 use_test_jvm_options()
-
-
-def local_session() -> SparkSession:
-    """A ``local[2]`` session configured for the tests: 2 shuffle partitions, no UI, no
-    adaptive execution, executors' Python this interpreter."""
-    use_test_jvm_options()
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        session = (
-            SparkSession.builder.master("local[2]")
-            .appName("ddflow-tests")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.default.parallelism", "2")
-            .config("spark.driver.memory", "1g")
-            .config("spark.sql.adaptive.enabled", "false")
-            .getOrCreate()
-        )
-        session.sparkContext.setLogLevel("ERROR")
-    return session
 
 
 @pytest.fixture(scope="session")

@@ -105,20 +105,10 @@ def main(marker: str, out: str, mode: str) -> None:
 
         os.environ[FAULT_ENV] = f"{KILL_AT}:{marker}"  # inherited by the executors' workers
     warnings.simplefilter("ignore")
-    from pyspark.sql import SparkSession
     from tests.spark.conftest import on_spark
+    from tests.spark.session import local_session
 
-    spark = (
-        SparkSession.builder.master("local[2,4]")
-        .appName("ddflow-fault-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.default.parallelism", "4")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.adaptive.enabled", "false")
-        .getOrCreate()
-    )
+    spark = local_session("local[2,4]", partitions=4, app="ddflow-fault-test")
     spark.sparkContext.setLogLevel("OFF")
     build = builder(killer(marker) if mode == "map" else None)
     rows, result = on_spark(spark, build, history())

@@ -1,0 +1,114 @@
+//! Tests of [`Arrangement`]'s full merges: a trace merged whole as its compaction frontier
+//! moves keeps every accumulation in the future of that frontier, and equals the trace the
+//! spine's own merges leave.
+
+use super::Arrangement;
+use crate::lattice::{Antichain, PartialOrder, Time};
+use crate::updates::Updates;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+/// Rows `(key, val)` and their summed diffs at time `t`: the updates at or before `t`.
+fn accumulate(u: &Updates, t: &Time) -> BTreeMap<Vec<u64>, i64> {
+    let mut acc = BTreeMap::new();
+    for i in 0..u.len() {
+        if u.times[i].less_equal(t) {
+            *acc.entry(u.row(i).to_vec()).or_insert(0) += u.diffs[i];
+        }
+    }
+    acc.retain(|_, d| *d != 0);
+    acc
+}
+
+/// Sorts and consolidates a batch by (row, time), as the engine inserts them.
+fn sorted(mut ups: Vec<(u64, u64, Time, i64)>) -> Updates {
+    ups.sort_by_key(|&(k, v, t, _)| (k, v, t));
+    let mut u = Updates::new(2);
+    for (k, v, t, d) in ups {
+        let n = u.len();
+        if n > 0 && u.row(n - 1) == [k, v] && u.times[n - 1] == t {
+            u.diffs[n - 1] += d;
+            if u.diffs[n - 1] == 0 {
+                u.truncate(n - 1);
+            }
+        } else {
+            u.push(&[k, v], t, d);
+        }
+    }
+    u
+}
+
+/// Batch `s` holds times `(s, y)`; after it the compaction frontier moves to
+/// `{(c, d)}` with `c <= s + 1` (never back). Returns the trace and every update inserted.
+fn run(
+    ratio: usize,
+    batches: &[Vec<(u64, u64, u64, i64)>],
+    moves: &[(u64, u64)],
+) -> (Arrangement, Updates, Antichain<Time>) {
+    let mut a = Arrangement::new(1, 2);
+    a.set_full_merge_ratio(ratio);
+    let mut all = Updates::new(2);
+    let mut frontier = Antichain::from_elem(Time::minimum());
+    for (s, ups) in batches.iter().enumerate() {
+        let s = s as u64;
+        let b = sorted(
+            ups.iter()
+                .map(|&(k, v, y, d)| (k, v, Time::from_coords(&[s, y]), d))
+                .collect(),
+        );
+        all.extend(&b);
+        a.insert(&b, &Antichain::from_elem(Time::from_coords(&[s + 1, 0])));
+        let (c, d) = moves[s as usize];
+        let next = Time::from_coords(&[c.min(s + 1), d]);
+        if frontier.less_equal(&next) {
+            frontier = Antichain::from_elem(next);
+            a.set_compaction(&frontier);
+        }
+    }
+    (a, all, frontier)
+}
+
+proptest! {
+    /// At every time in the future of the final compaction frontier, the trace with full
+    /// merges (ratio 1 and 4) accumulates to the inserted updates, as the trace without.
+    #[test]
+    fn full_merges_keep_accumulations(
+        batches in prop::collection::vec(
+            prop::collection::vec((0u64..4, 0u64..3, 0u64..4, -2i64..3), 0..12), 1..12),
+        moves in prop::collection::vec((0u64..14, 0u64..4), 12),
+        probes in prop::collection::vec((0u64..14, 0u64..6), 1..8),
+    ) {
+        let (plain, all, frontier) = run(0, &batches, &moves);
+        for ratio in [1, 4] {
+            let (merged, _, f) = run(ratio, &batches, &moves);
+            prop_assert_eq!(&f, &frontier);
+            let (p, m) = (plain.to_updates(), merged.to_updates());
+            for &(x, y) in &probes {
+                let t = Time::from_coords(&[x, y]);
+                if !frontier.less_equal(&t) {
+                    continue;
+                }
+                let want = accumulate(&all, &t);
+                prop_assert_eq!(&accumulate(&p, &t), &want);
+                prop_assert_eq!(&accumulate(&m, &t), &want);
+            }
+        }
+    }
+}
+
+/// With ratio 2, moving the frontier once the updates inserted on top of the first batch
+/// reach half the trace merges it into one batch; with ratio 0 the spine keeps one per
+/// level (batches of decreasing size).
+#[test]
+fn ratio_merges_whole() {
+    let sizes = [1u64, 32, 16, 8, 4, 2];
+    let batches: Vec<Vec<(u64, u64, u64, i64)>> = sizes
+        .iter()
+        .map(|&n| (0..n).map(|i| (i % 5, i % 3, i % 2, 1)).collect())
+        .collect();
+    let moves: Vec<(u64, u64)> = (0..sizes.len() as u64).map(|s| (s, 0)).collect();
+    let (merged, _, _) = run(2, &batches, &moves);
+    assert_eq!(merged.n_batches(), 1);
+    let (plain, _, _) = run(0, &batches, &moves);
+    assert!(plain.n_batches() > 1, "{} batches", plain.n_batches());
+}
