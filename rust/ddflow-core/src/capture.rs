@@ -215,7 +215,7 @@ impl CaptureState {
             CaptureMode::State => {
                 let mut state = self.state.clone();
                 state.extend(&fresh);
-                state.times.fill(Time::minimum());
+                state.times = crate::updates::TimeColumn::repeat(Time::minimum(), state.len());
                 let summed = self.sorter.consolidate_updates(&mut state);
                 self.release_sorter();
                 if let Err(e) = summed {

@@ -36,6 +36,7 @@ pub mod lattice;
 pub mod memory;
 pub mod sort;
 pub mod string_gc;
+pub mod time_column;
 pub mod times;
 pub mod trace;
 pub mod updates;

@@ -7,6 +7,7 @@
 
 use crate::error::{Error, Result};
 use crate::lattice::Time;
+pub use crate::time_column::TimeColumn;
 
 /// A columnar batch of updates.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -15,8 +16,8 @@ pub struct Updates {
     pub width: usize,
     /// Row words, `len() * width` of them.
     pub rows: Vec<u64>,
-    /// One time per row.
-    pub times: Vec<Time>,
+    /// One time per row (held as one time while all rows share it: [`TimeColumn`]).
+    pub times: TimeColumn,
     /// One signed count per row.
     pub diffs: Vec<i64>,
 }
@@ -27,7 +28,7 @@ impl Updates {
         Updates {
             width,
             rows: Vec::new(),
-            times: Vec::new(),
+            times: TimeColumn::new(),
             diffs: Vec::new(),
         }
     }
@@ -37,7 +38,7 @@ impl Updates {
         Updates {
             width,
             rows: Vec::with_capacity(n * width),
-            times: Vec::with_capacity(n),
+            times: TimeColumn::new(),
             diffs: Vec::with_capacity(n),
         }
     }
@@ -60,7 +61,7 @@ impl Updates {
         Ok(Updates {
             width,
             rows,
-            times,
+            times: times.into(),
             diffs,
         })
     }
@@ -96,7 +97,7 @@ impl Updates {
     pub fn extend(&mut self, other: &Updates) {
         debug_assert_eq!(self.width, other.width);
         self.rows.extend_from_slice(&other.rows);
-        self.times.extend_from_slice(&other.times);
+        self.times.extend(&other.times);
         self.diffs.extend_from_slice(&other.diffs);
     }
 

@@ -7,8 +7,8 @@
 
 use crate::capture::{PyCaptureBatch, PyCaptureState};
 use crate::convert::{
-    bools_from_py, column_from_py, column_to_py, i64s_from_py, repeated_or, rows_from_py,
-    time_from_list, times_from_py, times_to_py,
+    batch_diffs, batch_times, bools_from_py, column_from_py, column_to_py, i64s_from_py,
+    rows_from_py, time_from_list, times_to_py,
 };
 use crate::errors::{to_py_err, IntoPyResult};
 use ddflow_core::engine::column::{Callbacks, Column, Payload, Reply};
@@ -231,10 +231,8 @@ impl PyEngine {
         ddflow_core::string_gc::collect_if_due();
         let what = format!("input node {input_node}");
         let (dtypes, rows, n) = rows_from_py(&columns, &what)?;
-        let dims = self.time_dims;
-        let times = repeated_or(&times, n, |t| times_from_py(t, dims, &what))?;
-        let what_diffs = format!("{what}: diffs");
-        let diffs = repeated_or(&diffs, n, |d| i64s_from_py(d, &what_diffs))?;
+        let times = batch_times(&times, n, self.time_dims, &what)?;
+        let diffs = batch_diffs(&diffs, n, &format!("{what}: diffs"))?;
         self.run(py, move |e| {
             e.push_rows(input_node, dtypes, rows, times, diffs)
         })

@@ -10,7 +10,7 @@ use super::Engine;
 use crate::encoding::DType;
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Time};
-use crate::updates::Updates;
+use crate::updates::{TimeColumn, Updates};
 use std::sync::Arc;
 
 /// State of one input of the dataflow.
@@ -88,6 +88,7 @@ impl Engine {
         diffs: Vec<i64>,
     ) -> Result<()> {
         let dtypes: Vec<DType> = columns.iter().map(|c| c.dtype).collect();
+        let times = TimeColumn::from(times);
         self.check_push(node, &dtypes, &times, &diffs)?;
         let name = self.input_name(node);
         let rows = column::columns_to_rows(&columns, times.len(), &name)?;
@@ -103,7 +104,7 @@ impl Engine {
         node: usize,
         dtypes: Vec<DType>,
         rows: Vec<u64>,
-        times: Vec<Time>,
+        times: TimeColumn,
         diffs: Vec<i64>,
     ) -> Result<()> {
         self.check_push(node, &dtypes, &times, &diffs)?;
@@ -125,7 +126,7 @@ impl Engine {
         &mut self,
         node: usize,
         schema: &[DType],
-        times: &[Time],
+        times: &TimeColumn,
         diffs: &[i64],
     ) -> Result<()> {
         let state = self.input_state(node)?.clone(); // first: refuses a node id out of range
@@ -188,7 +189,7 @@ impl Engine {
         node: usize,
         schema: Vec<DType>,
         rows: Vec<u64>,
-        times: Vec<Time>,
+        times: TimeColumn,
         diffs: Vec<i64>,
     ) -> Result<()> {
         let state = self.input_state(node)?.clone();

@@ -27,7 +27,7 @@ impl Engine {
         };
         Ok(Captured {
             columns,
-            times: all.times,
+            times: all.times.into_vec(),
             diffs: all.diffs,
         })
     }

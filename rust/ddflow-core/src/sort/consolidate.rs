@@ -42,6 +42,8 @@ fn overflow_error(what: String, total: i128) -> Error {
 pub fn consolidate_sorted(updates: &mut Updates) -> Result<()> {
     let w = updates.width;
     let n = updates.len();
+    // A column held as one time stays so: only its length changes.
+    let one_time = updates.times.same().is_some();
     let mut err = None;
     let mut out = 0;
     let mut i = 0;
@@ -69,7 +71,9 @@ pub fn consolidate_sorted(updates: &mut Updates) -> Result<()> {
             // Slots `out..` are at most `j`, and every copy writes row `i` itself, so the
             // source row stays intact even when `out` reaches `i`.
             rows.copy_within(i * w..(i + 1) * w, out * w);
-            times[out] = t;
+            if !one_time {
+                times[out] = t;
+            }
             diffs[out] = d;
             out += 1;
         });

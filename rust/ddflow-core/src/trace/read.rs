@@ -122,11 +122,11 @@ fn advance_by(mut u: Updates, frontier: &Antichain<Time>, rows_sorted: bool) -> 
     }
     let f = frontier.elements();
     let mut changed = false;
-    for t in u.times.iter_mut() {
+    u.times.map_each(|t| {
         let a = t.advance_by(f);
         changed |= a != *t;
         *t = a;
-    }
+    });
     if changed {
         if rows_sorted {
             with_thread_sorter(|s| s.consolidate_updates(&mut u))?;

@@ -39,7 +39,7 @@ impl Operator for Inspect {
                 let payload = Payload::Inspect {
                     names: names.clone(),
                     columns: rows_to_columns(&sub.schema, &sub.upd),
-                    times: sub.upd.times.clone(),
+                    times: sub.upd.times.clone().into_vec(),
                     time_dims: self.time_dims,
                     diffs: sub.upd.diffs.clone(),
                 };

@@ -79,7 +79,7 @@ impl Work {
             } => {
                 let (b, off) = if *batch_left { (left, 0) } else { (right, 2) };
                 for p in &pairs[pos.0..] {
-                    for t in &b.upd.times[p[off]..p[off + 1]] {
+                    for t in b.upd.times.range_iter(p[off]..p[off + 1]) {
                         lower.insert_ref(t);
                     }
                 }

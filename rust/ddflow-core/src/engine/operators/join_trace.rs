@@ -195,7 +195,7 @@ impl TraceProducts {
             .into_iter()
             .chain(runs[self.next.min(runs.len())..].iter().copied())
         {
-            for t in &batch.times[s..e] {
+            for t in batch.times.range_iter(s..e) {
                 lower.insert_ref(t);
             }
         }

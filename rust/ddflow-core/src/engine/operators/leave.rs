@@ -30,9 +30,7 @@ impl Operator for Leave {
     ) -> Result<Output> {
         let mut msgs = take_all(inputs);
         for m in msgs.iter_mut() {
-            for t in m.upd.times.iter_mut() {
-                t.0[self.coord] = 0;
-            }
+            m.upd.times.map_each(|t| t.0[self.coord] = 0);
         }
         Ok(Output::pass(msgs))
     }

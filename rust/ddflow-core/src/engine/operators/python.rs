@@ -134,7 +134,7 @@ fn py_reply(kind: PyKind, label: &str, m: &Msg, reply: Reply, ncols: usize) -> R
                         idx.len()
                     )));
                 }
-                let mut times = Vec::with_capacity(out_n);
+                let mut times = crate::updates::TimeColumn::new();
                 let mut diffs = Vec::with_capacity(out_n);
                 for &i in &idx {
                     if i < 0 || i as usize >= n {

@@ -124,7 +124,7 @@ fn slice(m: &Msg, lo: usize, hi: usize) -> Msg {
         upd: Updates {
             width: w,
             rows: m.upd.rows[lo * w..hi * w].to_vec(),
-            times: m.upd.times[lo..hi].to_vec(),
+            times: m.upd.times.iter().skip(lo).take(hi - lo).copied().collect(),
             diffs: m.upd.diffs[lo..hi].to_vec(),
         },
     }

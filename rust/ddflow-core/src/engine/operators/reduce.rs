@@ -389,7 +389,7 @@ impl ReduceState {
         let mut batch_keys = super::join::key_runs(inp.batch, kw).into_iter().peekable();
         let batch_key = |s: usize| &inp.batch.rows[s * bw..s * bw + kw];
         let batch_work = |s: usize, e: usize| {
-            let mut ts: Vec<Time> = inp.batch.times[s..e].to_vec();
+            let mut ts: Vec<Time> = inp.batch.times.range_iter(s..e).copied().collect();
             ts.sort_unstable();
             ts.dedup();
             (batch_key(s).to_vec(), ts)

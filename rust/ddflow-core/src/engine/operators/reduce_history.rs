@@ -49,7 +49,10 @@ fn consolidate_tail(u: &mut Updates, from: usize, kw: usize, sc: &mut TailScratc
     if from >= u.len() {
         return;
     }
-    let two_d = u.times[from..].iter().all(|t| t.0[2] == 0 && t.0[3] == 0);
+    let two_d = u
+        .times
+        .range_iter(from..u.len())
+        .all(|t| t.0[2] == 0 && t.0[3] == 0);
     if w <= kw + 1 && two_d {
         let p = &mut sc.packed;
         p.clear();
@@ -203,7 +206,7 @@ impl Histories {
         self.input
             .rows
             .extend_from_slice(&batch.rows[lo * w..hi * w]);
-        self.input.times.extend_from_slice(&batch.times[lo..hi]);
+        self.input.times.extend_range(&batch.times, lo..hi);
         self.input.diffs.extend_from_slice(&batch.diffs[lo..hi]);
         self.read_output_and_edits(key, output, errors)
     }
