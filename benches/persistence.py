@@ -280,7 +280,7 @@ def main() -> None:
     if args.only_crash:
         _only_crash(args.kills, Path(args.out))
         return
-    loads = [load()]
+    loads, at = [load()], commit()
     crash: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ddflow-persistence-") as tmp:
         directory = Path(tmp)
@@ -308,7 +308,7 @@ def main() -> None:
     lines = [
         heading,
         "",
-        f"Command: `{command}`. Machine: {cpu()}, 2 cores; commit {commit()}; "
+        f"Command: `{command}`. Machine: {cpu()}, 2 cores; commit {at}; "
         f"load average (1/5/15 min) {', then '.join(loads)}.",
         "",
         f"BFS from node 0 over {args.nodes:,} nodes and {args.edges:,} random edges read from "
