@@ -9,7 +9,9 @@
 //!
 //! Reading by index, iterating, `first`/`last` and `len` never write the column out. A slice
 //! of it (`Deref` to `[Time]`, e.g. `&times[a..b]`) does, once, into a cache kept with the
-//! column; mutable access (`DerefMut`, [`make_mut`](TimeColumn::make_mut)) turns it into a
+//! column and kept in step with it while it grows or shrinks at its one time (so a column
+//! sliced after each push costs what a vector would, not a write-out per slice: a key's
+//! histories appended one after another and sliced each time were quadratic); mutable access (`DerefMut`, [`make_mut`](TimeColumn::make_mut)) turns it into a
 //! vector for good.
 
 use crate::lattice::Time;
@@ -137,9 +139,16 @@ impl TimeColumn {
         match &mut self.repr {
             Repr::Each(v) => return v.push(t),
             Repr::Same { time, len, slice } if *len == 0 || *time == t => {
+                if *len == 0 {
+                    slice.take();
+                }
                 *time = t;
                 *len += 1;
-                slice.take();
+                // A written-out cache grows with the column, as a vector would: a column
+                // sliced while it grows is never written out again from the start.
+                if let Some(v) = slice.get_mut() {
+                    v.push(t);
+                }
                 return;
             }
             Repr::Same { .. } => {}
@@ -155,9 +164,14 @@ impl TimeColumn {
         }
         if let (Repr::Same { time, len, slice }, Some(t)) = (&mut self.repr, other.same()) {
             if *len == 0 || time == t {
+                if *len == 0 {
+                    slice.take();
+                }
                 *time = *t;
                 *len += other.len();
-                slice.take();
+                if let Some(v) = slice.get_mut() {
+                    v.resize(*len, *t);
+                }
                 return;
             }
         }
@@ -180,7 +194,9 @@ impl TimeColumn {
             Repr::Same { len, slice, .. } => {
                 if n < *len {
                     *len = n;
-                    slice.take();
+                    if let Some(v) = slice.get_mut() {
+                        v.truncate(n);
+                    }
                 }
             }
             Repr::Each(v) => v.truncate(n),
@@ -516,6 +532,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_sliced_column_keeps_its_written_out_times_in_step() {
+        let mut c = TimeColumn::new();
+        c.push(Time::scalar(7));
+        assert_eq!(c[..].len(), 1);
+        for n in 2..=1000 {
+            c.push(Time::scalar(7));
+            assert_eq!(c[..].len(), n);
+        }
+        // Grown by pushes, not written out again (a write-out has exactly the length).
+        assert!(c.capacity() > c.len());
+        c.truncate(10);
+        assert_eq!(&c[..], &vec![Time::scalar(7); 10][..]);
+        c.extend(&TimeColumn::repeat(Time::scalar(7), 5));
+        assert_eq!(&c[..], &vec![Time::scalar(7); 15][..]);
+        assert_eq!(c.same(), Some(&Time::scalar(7)));
+        c.clear();
+        c.push(Time::scalar(3));
+        assert_eq!(&c[..], &[Time::scalar(3)][..]);
     }
 
     #[test]

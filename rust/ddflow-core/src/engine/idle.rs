@@ -69,11 +69,17 @@ mod tests {
     fn trims_only_after_enough_was_freed() {
         assert!(!trim_allocator(usize::MAX));
         // Other tests run engines (which trim and restart the peak) on other threads, so
-        // only what holds whatever they do is checked: a live block counts in the peak.
+        // only what holds whatever they do is checked: a live block counts in the peak, to
+        // within what other threads have counted but not yet flushed (`CHUNK` each, as in
+        // `memory`'s own test of a large allocation).
         let block = vec![1u8; 32 << 20];
         std::hint::black_box(&block);
         if memory::live_bytes() > 0 {
-            assert!(memory::peak_bytes() >= 32 << 20);
+            let peak = memory::peak_bytes();
+            assert!(
+                peak + 64 * memory::CHUNK as usize >= 32 << 20,
+                "peak {peak}"
+            );
         }
         drop(block);
         trim_allocator(16 << 20);

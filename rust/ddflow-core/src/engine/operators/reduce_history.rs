@@ -185,8 +185,11 @@ impl Histories {
             *self.out_offs.last_mut().expect("offsets") = self.outputs.len();
         }
         self.edits.clear();
-        self.edits.extend_from_slice(&self.input.times);
-        self.edits.extend_from_slice(&self.outputs.times[out_lo..]);
+        // Iterated, not sliced: a column held as one time is not written out.
+        self.edits.extend(self.input.times.iter());
+        let out_hi = self.outputs.len();
+        self.edits
+            .extend(self.outputs.times.range_iter(out_lo..out_hi));
         errors.times_of(key, &mut self.edits);
     }
 
@@ -224,8 +227,11 @@ impl Histories {
         output.key_history(key, &mut self.outputs);
         self.out_offs.push(self.outputs.len());
         self.edits.clear();
-        self.edits.extend_from_slice(&self.input.times);
-        self.edits.extend_from_slice(&self.outputs.times[out_lo..]);
+        // Iterated, not sliced: a column held as one time is not written out.
+        self.edits.extend(self.input.times.iter());
+        let out_hi = self.outputs.len();
+        self.edits
+            .extend(self.outputs.times.range_iter(out_lo..out_hi));
         errors.times_of(key, &mut self.edits);
         out_lo
     }
