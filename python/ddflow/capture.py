@@ -269,11 +269,7 @@ class Capture(_Frontiered):
         self._check_errors("updates()")
         if self._native is None or self.flow.started_engine() is None:
             return self._empty(with_time=True)
-        state = self._state()
-        if hasattr(state, "kept_ordered"):
-            columns, times, diffs, ordered = state.kept_ordered()
-        else:  # a native module built before kept_ordered: sorted below, in pyarrow
-            (columns, times, diffs), ordered = state.kept(), False
+        columns, times, diffs, ordered = self._state().kept_ordered()
         table = self._timed(columns, times, diffs)
         del columns, times, diffs
         return table if ordered else self._sorted(table, with_time=True)
