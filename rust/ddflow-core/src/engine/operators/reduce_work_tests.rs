@@ -40,7 +40,7 @@ struct Step {
     compact: bool,
 }
 
-/// Per activation: the output updates `(row, time, diff)` and the error updates.
+/// Per activation: the output updates `(row, time, diff)` and the error updates (sorted).
 type Emitted = (Vec<Vec<(Vec<u64>, Time, i64)>>, Vec<Vec<String>>);
 
 fn run(agg: &Agg, steps: &[Step], chunk: usize) -> Emitted {
@@ -83,7 +83,11 @@ fn run(agg: &Agg, steps: &[Step], chunk: usize) -> Emitted {
                 .map(|i| (out.row(i).to_vec(), out.times[i], out.diffs[i]))
                 .collect(),
         );
-        errs.push(st.errors.new.drain(..).map(|e| format!("{e:?}")).collect());
+        // Error updates are a collection: phases 1 and 3 add them in their own key orders,
+        // so a chunked activation interleaves them differently.
+        let mut e: Vec<String> = st.errors.new.drain(..).map(|e| format!("{e:?}")).collect();
+        e.sort();
+        errs.push(e);
         if step.compact {
             input.set_compaction(&frontier);
             st.out.set_compaction(&frontier);
