@@ -23,6 +23,7 @@
 
 use super::builder::Builder;
 use super::description::Description;
+use super::time_vec::{self, TimeVec};
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Time};
 use crate::sort::RadixSorter;
@@ -204,8 +205,8 @@ impl Words {
 pub(crate) enum Times {
     /// Every update has this time.
     Single(Time),
-    /// One time per update.
-    Each(Vec<Time>),
+    /// One time per update (8 bytes each while they fit, see `time_vec.rs`).
+    Each(TimeVec),
 }
 
 /// Update diffs: implicit ones, sparse exceptions to one, or one per update.
@@ -504,7 +505,7 @@ impl Batch {
     pub fn time(&self, u: usize) -> Time {
         match &self.times {
             Times::Single(t) => *t,
-            Times::Each(v) => v[u],
+            Times::Each(v) => v.get(u),
         }
     }
 
@@ -531,12 +532,22 @@ impl Batch {
                     f(*t, 1);
                 }
             }
-            (Times::Each(ts), Diffs::Dense(ds)) => {
+            (Times::Each(TimeVec::Narrow(ts)), Diffs::Dense(ds)) => {
+                for (p, d) in ts[range.clone()].iter().zip(&ds[range]) {
+                    f(time_vec::wide(*p), *d);
+                }
+            }
+            (Times::Each(TimeVec::Wide(ts)), Diffs::Dense(ds)) => {
                 for (t, d) in ts[range.clone()].iter().zip(&ds[range]) {
                     f(*t, *d);
                 }
             }
-            (Times::Each(ts), Diffs::Ones) => {
+            (Times::Each(TimeVec::Narrow(ts)), Diffs::Ones) => {
+                for p in ts[range].iter() {
+                    f(time_vec::wide(*p), 1);
+                }
+            }
+            (Times::Each(TimeVec::Wide(ts)), Diffs::Ones) => {
                 for t in ts[range].iter() {
                     f(*t, 1);
                 }
@@ -580,7 +591,7 @@ impl Batch {
             bytes += o.capacity() * std::mem::size_of::<usize>();
         }
         if let Times::Each(t) = &self.times {
-            bytes += t.capacity() * std::mem::size_of::<Time>();
+            bytes += t.heap_bytes();
         }
         match &self.diffs {
             Diffs::Ones => {}

@@ -54,6 +54,7 @@ pub mod merge;
 pub mod read;
 pub mod spine;
 mod static_batch;
+mod time_vec;
 
 pub use batch::Batch;
 pub use builder::Builder;
