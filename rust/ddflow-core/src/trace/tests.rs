@@ -112,8 +112,15 @@ fn accumulate(u: &Updates, probe: &Time) -> BTreeMap<Vec<u64>, i64> {
     m
 }
 
+/// Past `u32`: a batch holding such a time keeps full times (`time_vec.rs`).
+const WIDE: u64 = 1 << 32;
+
+/// Mostly small times; some with a first coordinate past `u32` (after every small one).
 fn time2() -> impl Strategy<Value = Time> {
-    (0u64..5, 0u64..4).prop_map(|(a, b)| Time::from_coords(&[a, b]))
+    prop_oneof![
+        6 => (0u64..5, 0u64..4).prop_map(|(a, b)| Time::from_coords(&[a, b])),
+        1 => (0u64..3, 0u64..4).prop_map(|(a, b)| Time::from_coords(&[WIDE + a, b])),
+    ]
 }
 
 fn updates2() -> impl Strategy<Value = Updates> {
@@ -128,7 +135,7 @@ fn updates2() -> impl Strategy<Value = Updates> {
 
 fn probes() -> Vec<Time> {
     let mut p = Vec::new();
-    for a in 0..7 {
+    for a in (0..7).chain(WIDE..WIDE + 4) {
         for b in 0..6 {
             p.push(Time::from_coords(&[a, b]));
         }
