@@ -12,7 +12,8 @@
 //! * when every `(key, val)` has exactly one update, `val_offs` is omitted (val `v` owns
 //!   update `v`);
 //! * when every update has the same time (e.g. static data at the least time, or data
-//!   compacted to one frontier time), the time is stored once;
+//!   compacted to one frontier time), the time is stored once; otherwise times of the form
+//!   `[x, y, 0, 0]` with `x`, `y` below 2^32 take 8 bytes each (`time_vec.rs`), others 32;
 //! * diffs equal to 1 are implicit: no diff vector if all are 1, a sparse list of
 //!   exceptions if few are not, a dense vector otherwise.
 //!
