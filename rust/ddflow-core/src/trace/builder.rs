@@ -14,6 +14,7 @@
 
 use super::batch::{Batch, Diffs, Times, Words};
 use super::description::Description;
+use super::diff_buf::DiffBuf;
 use super::merge::advance;
 use super::time_vec::TimeVec;
 use crate::lattice::Time;
@@ -42,8 +43,8 @@ pub struct Builder {
     time0: Time,
     /// Per-update times once two differ (8 bytes each while they fit, `time_vec.rs`).
     times: Option<TimeVec>,
-    /// `None` while every diff is 1.
-    diffs: Option<Vec<i64>>,
+    /// Implicit ones, then exceptions, then one per update (`diff_buf.rs`).
+    diffs: DiffBuf,
     /// Capacity hint for materialized update layers.
     cap: usize,
 }
@@ -89,7 +90,7 @@ impl Builder {
             n: 0,
             time0: Time::minimum(),
             times: None,
-            diffs: None,
+            diffs: DiffBuf::Ones,
             cap: updates,
         }
     }
@@ -128,13 +129,6 @@ impl Builder {
     }
 
     #[cold]
-    fn materialize_diffs(&mut self) {
-        let mut d = Vec::with_capacity(self.cap.max(self.n + 1));
-        d.resize(self.n, 1);
-        self.diffs = Some(d);
-    }
-
-    #[cold]
     fn materialize_val_offs(&mut self) {
         let mut o = Vec::with_capacity(self.cap.max(self.n_vals + 2));
         o.extend(0..=self.n_vals);
@@ -154,12 +148,7 @@ impl Builder {
         if let Some(t) = &mut self.times {
             t.push(time);
         }
-        if diff != 1 && self.diffs.is_none() {
-            self.materialize_diffs();
-        }
-        if let Some(d) = &mut self.diffs {
-            d.push(diff);
-        }
+        self.diffs.push(self.n, diff, self.cap);
         self.n += 1;
     }
 
@@ -167,14 +156,9 @@ impl Builder {
     /// kept exact instead: `diff` becomes a further update at the same `time`.
     #[inline]
     pub(crate) fn add_to_last(&mut self, time: Time, diff: i64) {
-        if self.diffs.is_none() {
-            self.materialize_diffs();
-        }
-        let d = self.diffs.as_mut().expect("materialized");
-        let last = d.last_mut().expect("no update to add to");
-        match last.checked_add(diff) {
-            Some(v) => *last = v,
-            None => self.push_update(time, diff),
+        assert!(self.n > 0, "no update to add to");
+        if !self.diffs.add_to_last(self.n - 1, diff) {
+            self.push_update(time, diff);
         }
     }
 
@@ -208,23 +192,7 @@ impl Builder {
     #[inline]
     pub fn seal_val(&mut self) {
         let start = self.val_start();
-        if let Some(d) = &mut self.diffs {
-            let mut w = start;
-            for r in start..self.n {
-                if d[r] != 0 {
-                    d[w] = d[r];
-                    if let Some(t) = &mut self.times {
-                        t.move_back(r, w);
-                    }
-                    w += 1;
-                }
-            }
-            d.truncate(w);
-            if let Some(t) = &mut self.times {
-                t.truncate(w);
-            }
-            self.n = w;
-        }
+        self.n = self.diffs.drop_zeros(start, self.n, self.times.as_mut());
         self.close_val(start);
     }
 
@@ -305,23 +273,8 @@ impl Builder {
                 }
             }
         }
-        match &batch.diffs {
-            Diffs::Ones => {
-                if let Some(d) = &mut self.diffs {
-                    d.extend(std::iter::repeat_n(1, count));
-                }
-            }
-            diffs => {
-                if self.diffs.is_none() {
-                    self.materialize_diffs();
-                }
-                let out = self.diffs.as_mut().expect("materialized");
-                match diffs {
-                    Diffs::Dense(d) => out.extend_from_slice(&d[u0..u1]),
-                    _ => batch.for_each_update(u0..u1, |_, d| out.push(d)),
-                }
-            }
-        }
+        self.diffs
+            .extend_from(&batch.diffs, (u0, u1), ubase, self.cap);
         self.n += count;
     }
 
@@ -355,7 +308,7 @@ impl Builder {
             + self.key_offs.capacity() * std::mem::size_of::<usize>()
             + self.val_offs.as_ref().map_or(0, |o| o.capacity()) * std::mem::size_of::<usize>()
             + self.times.as_ref().map_or(0, |t| t.heap_bytes())
-            + self.diffs.as_ref().map_or(0, |d| d.capacity()) * 8
+            + self.diffs.heap_bytes()
     }
 
     /// Finishes the batch (all keys and vals must be sealed), choosing compact layers.
@@ -410,7 +363,7 @@ impl Builder {
             vals: narrow(vals),
             val_offs,
             times,
-            diffs: diffs.map_or(Diffs::Ones, compact_diffs),
+            diffs: diffs.finish(n),
         }
     }
 }

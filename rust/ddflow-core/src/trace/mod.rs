@@ -49,6 +49,7 @@ pub mod batch;
 pub mod builder;
 pub mod cursor;
 pub mod description;
+mod diff_buf;
 pub mod handle;
 pub mod merge;
 pub mod read;
