@@ -13,6 +13,9 @@
 //!   update `v`);
 //! * when every update has the same time (e.g. static data at the least time, or data
 //!   compacted to one frontier time), the time is stored once;
+//! * when the updates have at most [`MAX_INDEXED_TIMES`] distinct times (a merge of a few
+//!   ticks, a compacted batch with a few live times), each is stored once and every update
+//!   holds a one-byte index into them instead of its own time;
 //! * diffs equal to 1 are implicit: no diff vector if all are 1, a sparse list of
 //!   exceptions if few are not, a dense vector otherwise.
 //!
@@ -199,13 +202,81 @@ impl Words {
     }
 }
 
-/// Update times: one per update, or a single time shared by all.
+/// The most distinct times a batch stores as [`Times::Indexed`] (one-byte indices).
+pub(crate) const MAX_INDEXED_TIMES: usize = 16;
+
+/// Update times: one per update, a single time shared by all, or a few distinct times.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Times {
     /// Every update has this time.
     Single(Time),
     /// One time per update.
     Each(Vec<Time>),
+    /// Update `u` has time `distinct[idx[u]]` (at most [`MAX_INDEXED_TIMES`] distinct).
+    Indexed { distinct: Vec<Time>, idx: Vec<u8> },
+}
+
+impl Times {
+    /// The compact form of one time per update: one time, a few indexed, or each its own.
+    pub(crate) fn compacted(mut times: Vec<Time>) -> Times {
+        let Some(&t0) = times.first() else {
+            return Times::Single(Time::minimum());
+        };
+        let mut distinct = vec![t0];
+        let mut idx = Vec::new();
+        let mut last = 0u8;
+        for (u, t) in times.iter().enumerate() {
+            if distinct[last as usize] == *t {
+                if !idx.is_empty() {
+                    idx.push(last);
+                }
+                continue;
+            }
+            let found = match distinct.iter().position(|d| d == t) {
+                Some(i) => i,
+                None if distinct.len() < MAX_INDEXED_TIMES => {
+                    distinct.push(*t);
+                    distinct.len() - 1
+                }
+                None => {
+                    times.shrink_to_fit();
+                    return Times::Each(times);
+                }
+            };
+            if idx.is_empty() {
+                idx = Vec::with_capacity(times.len());
+                idx.resize(u, 0u8);
+            }
+            last = found as u8;
+            idx.push(last);
+        }
+        if distinct.len() == 1 {
+            Times::Single(t0)
+        } else {
+            Times::Indexed { distinct, idx }
+        }
+    }
+
+    /// Time of update `u`.
+    #[inline]
+    pub(crate) fn get(&self, u: usize) -> Time {
+        match self {
+            Times::Single(t) => *t,
+            Times::Each(v) => v[u],
+            Times::Indexed { distinct, idx } => distinct[idx[u] as usize],
+        }
+    }
+
+    /// Heap bytes held.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        match self {
+            Times::Single(_) => 0,
+            Times::Each(t) => t.capacity() * std::mem::size_of::<Time>(),
+            Times::Indexed { distinct, idx } => {
+                distinct.capacity() * std::mem::size_of::<Time>() + idx.capacity()
+            }
+        }
+    }
 }
 
 /// Update diffs: implicit ones, sparse exceptions to one, or one per update.
@@ -412,7 +483,7 @@ impl Batch {
     pub fn single_time(&self) -> Option<Time> {
         match self.times {
             Times::Single(t) => Some(t),
-            Times::Each(_) => None,
+            Times::Each(_) | Times::Indexed { .. } => None,
         }
     }
 
@@ -502,10 +573,7 @@ impl Batch {
     /// Time of update `u`.
     #[inline]
     pub fn time(&self, u: usize) -> Time {
-        match &self.times {
-            Times::Single(t) => *t,
-            Times::Each(v) => v[u],
-        }
+        self.times.get(u)
     }
 
     /// Diff of update `u` (a binary search for sparse diffs; prefer
@@ -539,6 +607,16 @@ impl Batch {
             (Times::Each(ts), Diffs::Ones) => {
                 for t in ts[range].iter() {
                     f(*t, 1);
+                }
+            }
+            (Times::Indexed { distinct, idx }, Diffs::Ones) => {
+                for &i in idx[range].iter() {
+                    f(distinct[i as usize], 1);
+                }
+            }
+            (Times::Indexed { distinct, idx }, Diffs::Dense(ds)) => {
+                for (&i, d) in idx[range.clone()].iter().zip(&ds[range]) {
+                    f(distinct[i as usize], *d);
                 }
             }
             (_, Diffs::Sparse { idx, diffs }) => {
@@ -579,9 +657,7 @@ impl Batch {
         if let Some(o) = &self.val_offs {
             bytes += o.capacity() * std::mem::size_of::<usize>();
         }
-        if let Times::Each(t) = &self.times {
-            bytes += t.capacity() * std::mem::size_of::<Time>();
-        }
+        bytes += self.times.heap_bytes();
         match &self.diffs {
             Diffs::Ones => {}
             Diffs::Sparse { idx, diffs } => {

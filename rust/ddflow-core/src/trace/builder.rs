@@ -12,7 +12,7 @@
 //!     seal_key()          // drops the key if it has no vals
 //! ```
 
-use super::batch::{Batch, Diffs, Times, Words};
+use super::batch::{Batch, Diffs, Times, Words, MAX_INDEXED_TIMES};
 use super::description::Description;
 use super::merge::advance;
 use crate::lattice::Time;
@@ -302,6 +302,22 @@ impl Builder {
                     Some(f) => out.extend(ts[u0..u1].iter().map(|&t| advance(t, f))),
                 }
             }
+            Times::Indexed { distinct, idx } => {
+                if self.times.is_none() {
+                    self.materialize_times();
+                }
+                let out = self.times.as_mut().expect("materialized");
+                match frontier {
+                    None => out.extend(idx[u0..u1].iter().map(|&i| distinct[i as usize])),
+                    Some(f) => {
+                        let mut advanced = [Time::minimum(); MAX_INDEXED_TIMES];
+                        for (a, &t) in advanced.iter_mut().zip(distinct) {
+                            *a = advance(t, f);
+                        }
+                        out.extend(idx[u0..u1].iter().map(|&i| advanced[i as usize]));
+                    }
+                }
+            }
         }
         match &batch.diffs {
             Diffs::Ones => {
@@ -385,15 +401,7 @@ impl Builder {
         };
         let times = match times {
             None => Times::Single(time0),
-            Some(t) => match t.first() {
-                None => Times::Single(Time::minimum()),
-                Some(t0) if t.iter().all(|x| x == t0) => Times::Single(*t0),
-                Some(_) => {
-                    let mut t = t;
-                    t.shrink_to_fit();
-                    Times::Each(t)
-                }
-            },
+            Some(t) => Times::compacted(t),
         };
         let times = if n == 0 {
             Times::Single(Time::minimum())
