@@ -12,7 +12,7 @@
 //!     seal_key()          // drops the key if it has no vals
 //! ```
 
-use super::batch::{Batch, Diffs, Times, Words};
+use super::batch::{Batch, Diffs, Times, Words, MAX_INDEXED_TIMES};
 use super::description::Description;
 use super::diff_buf::DiffBuf;
 use super::merge::advance;
@@ -272,6 +272,19 @@ impl Builder {
                     Some(f) => out.extend_mapped(ts, u0..u1, |t| advance(t, f)),
                 }
             }
+            Times::Indexed { distinct, idx } => {
+                if self.times.is_none() {
+                    self.materialize_times();
+                }
+                let out = self.times.as_mut().expect("materialized");
+                let mut advanced = [Time::minimum(); MAX_INDEXED_TIMES];
+                for (a, &t) in advanced.iter_mut().zip(distinct) {
+                    *a = frontier.map_or(t, |f| advance(t, f));
+                }
+                for &i in &idx[u0..u1] {
+                    out.push(advanced[i as usize]);
+                }
+            }
         }
         self.diffs
             .extend_from(&batch.diffs, (u0, u1), ubase, self.cap);
@@ -340,14 +353,7 @@ impl Builder {
         };
         let times = match times {
             None => Times::Single(time0),
-            Some(t) if t.len() == 0 => Times::Single(Time::minimum()),
-            Some(mut t) => match t.all_equal() {
-                Some(t0) => Times::Single(t0),
-                None => {
-                    t.shrink_to_fit();
-                    Times::Each(t)
-                }
-            },
+            Some(t) => Times::compacted(t),
         };
         let times = if n == 0 {
             Times::Single(Time::minimum())
