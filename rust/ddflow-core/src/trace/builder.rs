@@ -14,7 +14,6 @@
 
 use super::batch::{Batch, Diffs, Times, Words, MAX_INDEXED_TIMES};
 use super::description::Description;
-use super::diff_buf::DiffBuf;
 use super::merge::advance;
 use super::time_vec::TimeVec;
 use crate::lattice::Time;
@@ -43,8 +42,8 @@ pub struct Builder {
     time0: Time,
     /// Per-update times once two differ (8 bytes each while they fit, `time_vec.rs`).
     times: Option<TimeVec>,
-    /// Implicit ones, then exceptions, then one per update (`diff_buf.rs`).
-    diffs: DiffBuf,
+    /// `None` while every diff is 1.
+    diffs: Option<Vec<i64>>,
     /// Capacity hint for materialized update layers.
     cap: usize,
 }
@@ -90,7 +89,7 @@ impl Builder {
             n: 0,
             time0: Time::minimum(),
             times: None,
-            diffs: DiffBuf::Ones,
+            diffs: None,
             cap: updates,
         }
     }
@@ -129,6 +128,13 @@ impl Builder {
     }
 
     #[cold]
+    fn materialize_diffs(&mut self) {
+        let mut d = Vec::with_capacity(self.cap.max(self.n + 1));
+        d.resize(self.n, 1);
+        self.diffs = Some(d);
+    }
+
+    #[cold]
     fn materialize_val_offs(&mut self) {
         let mut o = Vec::with_capacity(self.cap.max(self.n_vals + 2));
         o.extend(0..=self.n_vals);
@@ -148,7 +154,12 @@ impl Builder {
         if let Some(t) = &mut self.times {
             t.push(time);
         }
-        self.diffs.push(self.n, diff, self.cap);
+        if diff != 1 && self.diffs.is_none() {
+            self.materialize_diffs();
+        }
+        if let Some(d) = &mut self.diffs {
+            d.push(diff);
+        }
         self.n += 1;
     }
 
@@ -156,9 +167,14 @@ impl Builder {
     /// kept exact instead: `diff` becomes a further update at the same `time`.
     #[inline]
     pub(crate) fn add_to_last(&mut self, time: Time, diff: i64) {
-        assert!(self.n > 0, "no update to add to");
-        if !self.diffs.add_to_last(self.n - 1, diff) {
-            self.push_update(time, diff);
+        if self.diffs.is_none() {
+            self.materialize_diffs();
+        }
+        let d = self.diffs.as_mut().expect("materialized");
+        let last = d.last_mut().expect("no update to add to");
+        match last.checked_add(diff) {
+            Some(v) => *last = v,
+            None => self.push_update(time, diff),
         }
     }
 
@@ -192,7 +208,23 @@ impl Builder {
     #[inline]
     pub fn seal_val(&mut self) {
         let start = self.val_start();
-        self.n = self.diffs.drop_zeros(start, self.n, self.times.as_mut());
+        if let Some(d) = &mut self.diffs {
+            let mut w = start;
+            for r in start..self.n {
+                if d[r] != 0 {
+                    d[w] = d[r];
+                    if let Some(t) = &mut self.times {
+                        t.move_back(r, w);
+                    }
+                    w += 1;
+                }
+            }
+            d.truncate(w);
+            if let Some(t) = &mut self.times {
+                t.truncate(w);
+            }
+            self.n = w;
+        }
         self.close_val(start);
     }
 
@@ -286,8 +318,23 @@ impl Builder {
                 }
             }
         }
-        self.diffs
-            .extend_from(&batch.diffs, (u0, u1), ubase, self.cap);
+        match &batch.diffs {
+            Diffs::Ones => {
+                if let Some(d) = &mut self.diffs {
+                    d.extend(std::iter::repeat_n(1, count));
+                }
+            }
+            diffs => {
+                if self.diffs.is_none() {
+                    self.materialize_diffs();
+                }
+                let out = self.diffs.as_mut().expect("materialized");
+                match diffs {
+                    Diffs::Dense(d) => out.extend_from_slice(&d[u0..u1]),
+                    _ => batch.for_each_update(u0..u1, |_, d| out.push(d)),
+                }
+            }
+        }
         self.n += count;
     }
 
@@ -321,7 +368,7 @@ impl Builder {
             + self.key_offs.capacity() * std::mem::size_of::<usize>()
             + self.val_offs.as_ref().map_or(0, |o| o.capacity()) * std::mem::size_of::<usize>()
             + self.times.as_ref().map_or(0, |t| t.heap_bytes())
-            + self.diffs.heap_bytes()
+            + self.diffs.as_ref().map_or(0, |d| d.capacity()) * 8
     }
 
     /// Finishes the batch (all keys and vals must be sealed), choosing compact layers.
@@ -369,7 +416,7 @@ impl Builder {
             vals: narrow(vals),
             val_offs,
             times,
-            diffs: diffs.finish(n),
+            diffs: diffs.map_or(Diffs::Ones, compact_diffs),
         }
     }
 }

@@ -49,7 +49,6 @@ pub mod batch;
 pub mod builder;
 pub mod cursor;
 pub mod description;
-mod diff_buf;
 pub mod handle;
 pub mod merge;
 pub mod read;
