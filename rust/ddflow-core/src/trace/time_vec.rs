@@ -136,17 +136,6 @@ impl TimeVec {
         }
     }
 
-    /// The time every entry has, if all are equal and there is at least one.
-    pub(crate) fn all_equal(&self) -> Option<Time> {
-        match self {
-            TimeVec::Narrow(v) => v
-                .first()
-                .filter(|&p| v.iter().all(|x| x == p))
-                .map(|&p| wide(p)),
-            TimeVec::Wide(v) => v.first().filter(|&t| v.iter().all(|x| x == t)).copied(),
-        }
-    }
-
     /// Releases spare capacity.
     pub(crate) fn shrink_to_fit(&mut self) {
         match self {
