@@ -1,0 +1,44 @@
+"""``ddflow.memory.trim_memory``: freed pages the allocator kept go back to the system once
+the resident memory beyond ddflow's heap has grown, and not before (the process' resident
+set size, from ``/proc/self/statm``, is the oracle)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+from ddflow.memory import trim_memory
+
+pytestmark = [
+    pytest.mark.timeout(60),
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim"),
+]
+
+MB = 1 << 20
+
+
+def rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def test_freed_pages_go_back_once_the_slack_grew() -> None:
+    time.sleep(0.02)
+    trim_memory()  # whatever is due now; then the least slack is what is resident now
+    time.sleep(0.02)
+    assert not trim_memory(), "nothing grew"
+    # 40 MB of 100 KB blocks (below glibc's mmap threshold: from its heap), each followed by
+    # a small block that stays, so freeing the large ones leaves holes, not a shorter heap.
+    keep, free = [], []
+    for i in range(400):
+        free.append(bytes(range(256)) * 400)
+        keep.append(bytes([i % 256]) * 2000)
+    before = rss()
+    del free
+    time.sleep(0.2)  # past five times the first trim's duration, even on a loaded machine
+    assert rss() > before - 20 * MB, "glibc returned the holes by itself"
+    assert trim_memory()
+    assert rss() < before - 20 * MB
+    assert len(keep) == 400
