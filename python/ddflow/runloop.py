@@ -320,6 +320,8 @@ class RunLoop:
                 flow.poll_errors().add(
                     _raw(a.session.node, label, a.source.name, e, 0) for e in errors
                 )
+        # The inputs hold the rows now: free the Arrow tables before the engine runs on them.
+        restored.snapshots.clear()
         for tick in restored.ticks:
             for k, batch in tick.batches:
                 self._push(flow, self.attached[k], batch, tick.now, tick.frontier)
@@ -505,8 +507,21 @@ def _push_rows(
 
 
 def _push_snapshot(session: InputSession, snapshot: Snapshot) -> list[RowError]:
-    """Pushes a snapshot's rows with their times and counts, one origin at a time (a row
-    the input refuses is named by its origin); returns the refused rows."""
+    """Pushes a snapshot's rows with their times and counts; returns the refused rows.
+
+    All rows go in one batch, with one time and implicit counts where they are all equal (a
+    restart's layers mostly are: the input then holds no per-row times). Only when the
+    input refuses a row are they pushed again one origin at a time, so that each refused
+    row is named by its origin (nothing went in from the refused batch)."""
+    times: int | npt.NDArray[np.int64] = snapshot.times
+    if len(snapshot.times) and (snapshot.times == snapshot.times[0]).all():
+        times = int(snapshot.times[0])
+    diffs = None if (snapshot.diffs == 1).all() else snapshot.diffs
+    try:
+        session.push_from_source(snapshot.table, times, diffs)
+        return []
+    except (InvalidValueError, builtins.OverflowError):
+        pass
     order = np.argsort(snapshot.origin, kind="stable")
     codes = snapshot.origin[order]
     table = snapshot.table.take(pa.array(order))

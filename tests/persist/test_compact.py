@@ -1,6 +1,7 @@
 """Compaction equals its naive reference: every accepted row once per copy, its time moved
 up to ``frontier - 1`` when before it, equal (row, time) counts summed; late rows and bad
-rows kept as errors; layers merged give what compacting their ticks at once gives.
+rows kept as errors; layers merged give what compacting their ticks at once gives, and a
+layer advanced to a later frontier gives what compacting its ticks to that frontier gives.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddflow.persist.compact import compact
+from ddflow.persist.compact import advance, compact
 from ddflow.persist.records import Snapshot, Tick
 from ddflow.sources import RowError, SourceBatch
 
@@ -95,3 +96,17 @@ def test_compaction_equals_the_naive_reference(ticks: list[Tick], frontier: int,
     assert _state(merged) == _naive(ticks, frontier + 1)
     if merged is not None:
         assert all(merged.origins[o] in {"f1", "f2", "f3"} for o in merged.origin.tolist())
+
+
+@settings(max_examples=150, deadline=None)
+@given(_ticks(), st.integers(1, 12), st.integers(0, 6))
+def test_an_advanced_layer_equals_compaction_to_the_later_frontier(
+    ticks: list[Tick], frontier: int, later: int
+) -> None:
+    snapshot = compact(0, [], ticks, frontier)
+    if snapshot is None:
+        return
+    advanced = advance(snapshot, frontier + later)
+    assert _state(advanced) == _naive(ticks, frontier + later - 1)
+    assert all(e.time is not None and e.time >= frontier + later - 1 for e in advanced.errors)
+    assert len(advanced.errors) == len(snapshot.errors)

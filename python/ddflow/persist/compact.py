@@ -17,6 +17,8 @@ their compacted times, so a restarted dataflow's error log still names them.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
@@ -24,7 +26,7 @@ import pyarrow as pa
 from ddflow.persist.records import Snapshot, Tick
 from ddflow.sources import RowError, split_late
 
-__all__ = ["compact"]
+__all__ = ["advance", "compact"]
 
 _TIME, _ORIGIN, _ROW, _DIFF = "\x00time", "\x00origin", "\x00row", "\x00diff"
 
@@ -111,6 +113,22 @@ def compact(
         np.asarray(grouped[f"{_DIFF}_sum"].to_numpy(), dtype=np.int64),
         errors,
     )
+
+
+def advance(snapshot: Snapshot, frontier: int) -> Snapshot:
+    """``snapshot`` with every time before ``frontier`` moved up to ``frontier - 1``.
+
+    A restart applies it to every layer with the last checkpoint's frontier: each layer was
+    compacted to its own checkpoint's frontier, and the later frontier holds for all of them
+    (every output before it was delivered), so the layers replay at one time and the engine
+    rebuilds its state in one pass rather than one pass per layer."""
+    floor = frontier - 1
+    if not len(snapshot.times) or int(snapshot.times.min()) >= floor:
+        times = snapshot.times
+    else:
+        times = np.maximum(snapshot.times, floor)
+    errors = [_moved(e, e.time if e.time is not None else floor, floor) for e in snapshot.errors]
+    return dataclasses.replace(snapshot, times=times, errors=errors)
 
 
 def _moved(e: RowError, time: int, floor: int) -> RowError:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ddflow.errors import PersistenceError, PlanError
-from ddflow.persist.compact import compact
+from ddflow.persist.compact import advance, compact
 from ddflow.persist.hand import Frontier, HandBatch, HandRecord, snapshot_of
 from ddflow.persist.records import Snapshot, Tick
 from ddflow.persist.segment import (
@@ -209,8 +209,14 @@ class Journal:
     # -- restart ------------------------------------------------------------------------------
 
     def restore(self) -> Restored:
-        """The snapshots and ticks to replay (checked, in order)."""
-        snapshots = [Snapshot.of(read_segment(self.root / n)) for n in self.manifest["snapshots"]]
+        """The snapshots and ticks to replay (checked, in order). The snapshots' times are
+        advanced to the last checkpoint's frontier (:func:`~ddflow.persist.compact.advance`),
+        the ticks logged after it keep theirs (their outputs may not have been delivered)."""
+        since = self.manifest["since"]
+        snapshots = [
+            advance(Snapshot.of(read_segment(self.root / n)), since)
+            for n in self.manifest["snapshots"]
+        ]
         logs = sorted(f for f in self.log_dir.iterdir() if _LOG.fullmatch(f.name))
         entries: list[Tick | HandRecord] = []
         expected = self.manifest["log_after"] + 1

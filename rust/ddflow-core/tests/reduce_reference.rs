@@ -283,6 +283,21 @@ proptest! {
         std::env::set_var("DDFLOW_REDUCE_SWEEP_MIN", "0");
         check(agg, 2, &upd, per_step)?;
     }
+
+    /// The same with every key its own chunk of an activation (`reduce_work.rs`: phases 1-3
+    /// run chunk by chunk and the output goes into the trace at the end). Read when a reduce
+    /// is built, like the sweep's variable: other tests may then run chunked too.
+    #[test]
+    fn reduce_chunked_matches_reference_1d(agg in agg(), upd in updates(1), per_step in 1u64..5) {
+        std::env::set_var("DDFLOW_REDUCE_CHUNK_KEYS", "1");
+        check(agg, 1, &upd, per_step)?;
+    }
+
+    #[test]
+    fn reduce_chunked_matches_reference_2d(agg in agg(), upd in updates(2), per_step in 1u64..4) {
+        std::env::set_var("DDFLOW_REDUCE_CHUNK_KEYS", "1");
+        check(agg, 2, &upd, per_step)?;
+    }
 }
 
 /// Many times on few keys in one batch (the case the one-pass path exists for).

@@ -13,6 +13,11 @@
 //!   update `v`);
 //! * when every update has the same time (e.g. static data at the least time, or data
 //!   compacted to one frontier time), the time is stored once;
+//! * when the updates have at most [`MAX_INDEXED_TIMES`] distinct times (a merge of a few
+//!   ticks, a compacted batch with a few live times), each is stored once and every update
+//!   holds a one-byte index into them instead of its own time;
+//! * otherwise times of the form `[x, y, 0, 0]` with `x`, `y` below 2^32 take 8 bytes each
+//!   (`time_vec.rs`), others 32;
 //! * diffs equal to 1 are implicit: no diff vector if all are 1, a sparse list of
 //!   exceptions if few are not, a dense vector otherwise.
 //!
@@ -23,6 +28,7 @@
 
 use super::builder::Builder;
 use super::description::Description;
+use super::time_vec::{self, TimeVec};
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Time};
 use crate::sort::RadixSorter;
@@ -199,13 +205,83 @@ impl Words {
     }
 }
 
-/// Update times: one per update, or a single time shared by all.
+/// The most distinct times a batch stores as [`Times::Indexed`] (one-byte indices).
+pub(crate) const MAX_INDEXED_TIMES: usize = 16;
+
+/// Update times: one per update, a single time shared by all, or a few distinct times.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Times {
     /// Every update has this time.
     Single(Time),
-    /// One time per update.
-    Each(Vec<Time>),
+    /// One time per update (8 bytes each while they fit, see `time_vec.rs`).
+    Each(TimeVec),
+    /// Update `u` has time `distinct[idx[u]]` (at most [`MAX_INDEXED_TIMES`] distinct).
+    Indexed { distinct: Vec<Time>, idx: Vec<u8> },
+}
+
+impl Times {
+    /// The compact form of one time per update: one time, a few indexed, or each its own.
+    pub(crate) fn compacted(mut times: TimeVec) -> Times {
+        if times.len() == 0 {
+            return Times::Single(Time::minimum());
+        }
+        let t0 = times.get(0);
+        let mut distinct = vec![t0];
+        let mut idx = Vec::new();
+        let mut last = 0u8;
+        for u in 0..times.len() {
+            let t = &times.get(u);
+            if distinct[last as usize] == *t {
+                if !idx.is_empty() {
+                    idx.push(last);
+                }
+                continue;
+            }
+            let found = match distinct.iter().position(|d| d == t) {
+                Some(i) => i,
+                None if distinct.len() < MAX_INDEXED_TIMES => {
+                    distinct.push(*t);
+                    distinct.len() - 1
+                }
+                None => {
+                    times.shrink_to_fit();
+                    return Times::Each(times);
+                }
+            };
+            if idx.is_empty() {
+                idx = Vec::with_capacity(times.len());
+                idx.resize(u, 0u8);
+            }
+            last = found as u8;
+            idx.push(last);
+        }
+        if distinct.len() == 1 {
+            Times::Single(t0)
+        } else {
+            Times::Indexed { distinct, idx }
+        }
+    }
+
+    /// Time of update `u`.
+    #[inline]
+    pub(crate) fn get(&self, u: usize) -> Time {
+        match self {
+            Times::Single(t) => *t,
+            Times::Each(v) => v.get(u),
+            Times::Indexed { distinct, idx } => distinct[idx[u] as usize],
+        }
+    }
+
+    /// Heap bytes held.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        match self {
+            Times::Single(_) => 0,
+            Times::Each(t) => t.heap_bytes(),
+            Times::Indexed { distinct, idx } => {
+                distinct.capacity() * std::mem::size_of::<Time>() + idx.capacity()
+            }
+        }
+    }
 }
 
 /// Update diffs: implicit ones, sparse exceptions to one, or one per update.
@@ -412,7 +488,7 @@ impl Batch {
     pub fn single_time(&self) -> Option<Time> {
         match self.times {
             Times::Single(t) => Some(t),
-            Times::Each(_) => None,
+            Times::Each(_) | Times::Indexed { .. } => None,
         }
     }
 
@@ -502,10 +578,7 @@ impl Batch {
     /// Time of update `u`.
     #[inline]
     pub fn time(&self, u: usize) -> Time {
-        match &self.times {
-            Times::Single(t) => *t,
-            Times::Each(v) => v[u],
-        }
+        self.times.get(u)
     }
 
     /// Diff of update `u` (a binary search for sparse diffs; prefer
@@ -531,14 +604,34 @@ impl Batch {
                     f(*t, 1);
                 }
             }
-            (Times::Each(ts), Diffs::Dense(ds)) => {
+            (Times::Each(TimeVec::Narrow(ts)), Diffs::Dense(ds)) => {
+                for (p, d) in ts[range.clone()].iter().zip(&ds[range]) {
+                    f(time_vec::wide(*p), *d);
+                }
+            }
+            (Times::Each(TimeVec::Wide(ts)), Diffs::Dense(ds)) => {
                 for (t, d) in ts[range.clone()].iter().zip(&ds[range]) {
                     f(*t, *d);
                 }
             }
-            (Times::Each(ts), Diffs::Ones) => {
+            (Times::Each(TimeVec::Narrow(ts)), Diffs::Ones) => {
+                for p in ts[range].iter() {
+                    f(time_vec::wide(*p), 1);
+                }
+            }
+            (Times::Each(TimeVec::Wide(ts)), Diffs::Ones) => {
                 for t in ts[range].iter() {
                     f(*t, 1);
+                }
+            }
+            (Times::Indexed { distinct, idx }, Diffs::Ones) => {
+                for &i in idx[range].iter() {
+                    f(distinct[i as usize], 1);
+                }
+            }
+            (Times::Indexed { distinct, idx }, Diffs::Dense(ds)) => {
+                for (&i, d) in idx[range.clone()].iter().zip(&ds[range]) {
+                    f(distinct[i as usize], *d);
                 }
             }
             (_, Diffs::Sparse { idx, diffs }) => {
@@ -579,9 +672,7 @@ impl Batch {
         if let Some(o) = &self.val_offs {
             bytes += o.capacity() * std::mem::size_of::<usize>();
         }
-        if let Times::Each(t) = &self.times {
-            bytes += t.capacity() * std::mem::size_of::<Time>();
-        }
+        bytes += self.times.heap_bytes();
         match &self.diffs {
             Diffs::Ones => {}
             Diffs::Sparse { idx, diffs } => {

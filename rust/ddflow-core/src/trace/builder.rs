@@ -12,9 +12,10 @@
 //!     seal_key()          // drops the key if it has no vals
 //! ```
 
-use super::batch::{Batch, Diffs, Times, Words};
+use super::batch::{Batch, Diffs, Times, Words, MAX_INDEXED_TIMES};
 use super::description::Description;
 use super::merge::advance;
+use super::time_vec::TimeVec;
 use crate::lattice::Time;
 use std::ops::Range;
 
@@ -39,7 +40,8 @@ pub struct Builder {
     n: usize,
     /// The time of every update while `times` is not materialized.
     time0: Time,
-    times: Option<Vec<Time>>,
+    /// Per-update times once two differ (8 bytes each while they fit, `time_vec.rs`).
+    times: Option<TimeVec>,
     /// `None` while every diff is 1.
     diffs: Option<Vec<i64>>,
     /// Capacity hint for materialized update layers.
@@ -120,8 +122,8 @@ impl Builder {
 
     #[cold]
     fn materialize_times(&mut self) {
-        let mut t = Vec::with_capacity(self.cap.max(self.n + 1));
-        t.resize(self.n, self.time0);
+        let mut t = TimeVec::with_capacity(self.cap.max(self.n + 1));
+        t.push_n(self.time0, self.n);
         self.times = Some(t);
     }
 
@@ -212,7 +214,7 @@ impl Builder {
                 if d[r] != 0 {
                     d[w] = d[r];
                     if let Some(t) = &mut self.times {
-                        t[w] = t[r];
+                        t.move_back(r, w);
                     }
                     w += 1;
                 }
@@ -289,7 +291,7 @@ impl Builder {
                     }
                 }
                 if let Some(ts) = &mut self.times {
-                    ts.extend(std::iter::repeat_n(t, count));
+                    ts.push_n(t, count);
                 }
             }
             Times::Each(ts) => {
@@ -298,8 +300,21 @@ impl Builder {
                 }
                 let out = self.times.as_mut().expect("materialized");
                 match frontier {
-                    None => out.extend_from_slice(&ts[u0..u1]),
-                    Some(f) => out.extend(ts[u0..u1].iter().map(|&t| advance(t, f))),
+                    None => out.extend_from(ts, u0..u1),
+                    Some(f) => out.extend_mapped(ts, u0..u1, |t| advance(t, f)),
+                }
+            }
+            Times::Indexed { distinct, idx } => {
+                if self.times.is_none() {
+                    self.materialize_times();
+                }
+                let out = self.times.as_mut().expect("materialized");
+                let mut advanced = [Time::minimum(); MAX_INDEXED_TIMES];
+                for (a, &t) in advanced.iter_mut().zip(distinct) {
+                    *a = frontier.map_or(t, |f| advance(t, f));
+                }
+                for &i in &idx[u0..u1] {
+                    out.push(advanced[i as usize]);
                 }
             }
         }
@@ -352,7 +367,7 @@ impl Builder {
             + self.vals.heap_bytes()
             + self.key_offs.capacity() * std::mem::size_of::<usize>()
             + self.val_offs.as_ref().map_or(0, |o| o.capacity()) * std::mem::size_of::<usize>()
-            + self.times.as_ref().map_or(0, |t| t.capacity()) * std::mem::size_of::<Time>()
+            + self.times.as_ref().map_or(0, |t| t.heap_bytes())
             + self.diffs.as_ref().map_or(0, |d| d.capacity()) * 8
     }
 
@@ -385,15 +400,7 @@ impl Builder {
         };
         let times = match times {
             None => Times::Single(time0),
-            Some(t) => match t.first() {
-                None => Times::Single(Time::minimum()),
-                Some(t0) if t.iter().all(|x| x == t0) => Times::Single(*t0),
-                Some(_) => {
-                    let mut t = t;
-                    t.shrink_to_fit();
-                    Times::Each(t)
-                }
-            },
+            Some(t) => Times::compacted(t),
         };
         let times = if n == 0 {
             Times::Single(Time::minimum())

@@ -2,7 +2,7 @@
 //!
 //! * [`Description`]: the `lower`, `upper` and `since` frontiers of a batch.
 //! * [`Batch`]: an immutable layer keys -> vals -> (time, diff), shared as `Arc<Batch>`,
-//!   with compact forms (u32 words, single time, implicit unit diffs); built by
+//!   with compact forms (u32 words, single or 8-byte times, implicit unit diffs); built by
 //!   [`Builder`], [`Batch::from_sorted`] or [`Batch::from_static_pairs`].
 //! * [`Spine`]: a trace, as batches of geometrically decreasing size with fueled merges
 //!   that advance times by the compaction frontier.
@@ -54,6 +54,7 @@ pub mod merge;
 pub mod read;
 pub mod spine;
 mod static_batch;
+mod time_vec;
 
 pub use batch::Batch;
 pub use builder::Builder;

@@ -112,8 +112,15 @@ fn accumulate(u: &Updates, probe: &Time) -> BTreeMap<Vec<u64>, i64> {
     m
 }
 
+/// Past `u32`: a batch holding such a time keeps full times (`time_vec.rs`).
+const WIDE: u64 = 1 << 32;
+
+/// Mostly small times; some with a first coordinate past `u32` (after every small one).
 fn time2() -> impl Strategy<Value = Time> {
-    (0u64..5, 0u64..4).prop_map(|(a, b)| Time::from_coords(&[a, b]))
+    prop_oneof![
+        6 => (0u64..5, 0u64..4).prop_map(|(a, b)| Time::from_coords(&[a, b])),
+        1 => (0u64..3, 0u64..4).prop_map(|(a, b)| Time::from_coords(&[WIDE + a, b])),
+    ]
 }
 
 fn updates2() -> impl Strategy<Value = Updates> {
@@ -128,7 +135,7 @@ fn updates2() -> impl Strategy<Value = Updates> {
 
 fn probes() -> Vec<Time> {
     let mut p = Vec::new();
-    for a in 0..7 {
+    for a in (0..7).chain(WIDE..WIDE + 4) {
         for b in 0..6 {
             p.push(Time::from_coords(&[a, b]));
         }
@@ -329,4 +336,55 @@ fn spine_len_counts_merges_in_progress() {
     assert_eq!(s.n_batches(), 1);
     assert_eq!(s.len(), 200);
     assert_eq!(s.batches()[0].n_vals(), 100);
+}
+
+proptest! {
+    /// The compact time layers hold every update's time: one time, a few indexed (at most
+    /// `MAX_INDEXED_TIMES` distinct), or each its own.
+    #[test]
+    fn compacted_times_hold_every_time(
+        picks in proptest::collection::vec(0usize..24, 0..200),
+        pool in proptest::collection::vec(time2(), 24),
+    ) {
+        use crate::trace::batch::{Times, MAX_INDEXED_TIMES};
+        let times: Vec<Time> = picks.iter().map(|&i| pool[i]).collect();
+        let mut distinct = times.clone();
+        distinct.sort();
+        distinct.dedup();
+        let mut tv = crate::trace::time_vec::TimeVec::with_capacity(times.len());
+        times.iter().for_each(|&t| tv.push(t));
+        let compacted = Times::compacted(tv);
+        for (u, t) in times.iter().enumerate() {
+            prop_assert_eq!(compacted.get(u), *t);
+        }
+        match &compacted {
+            Times::Single(_) => prop_assert!(distinct.len() <= 1),
+            Times::Indexed { distinct: d, idx } => {
+                prop_assert!(distinct.len() > 1 && distinct.len() <= MAX_INDEXED_TIMES);
+                prop_assert_eq!(d.len(), distinct.len());
+                prop_assert_eq!(idx.len(), times.len());
+            }
+            Times::Each(v) => {
+                prop_assert!(distinct.len() > MAX_INDEXED_TIMES);
+                prop_assert_eq!((0..v.len()).map(|u| v.get(u)).collect::<Vec<_>>(), times.clone());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_batch_of_two_ticks_holds_a_byte_per_time() {
+    let mut u = Updates::new(2);
+    for k in 0..1000u64 {
+        u.push(&[k, k + 1], Time::from_coords(&[k % 2]), 1);
+    }
+    let b = Batch::from_updates(u.clone(), 1, Description::scalar(0, 2)).unwrap();
+    assert!(matches!(
+        b.times,
+        crate::trace::batch::Times::Indexed { .. }
+    ));
+    // Keys, vals (u32), key offsets and a byte per time: about 17 bytes per update, where
+    // one time per update would add 32.
+    assert!(b.heap_bytes() < 1000 * 20, "{} bytes", b.heap_bytes());
+    assert_eq!(b.to_updates(), u); // pushed sorted, one update per row
 }

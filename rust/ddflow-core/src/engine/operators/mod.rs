@@ -59,6 +59,7 @@ pub mod reduce_history;
 pub mod reduce_index;
 pub mod reduce_python;
 pub mod reduce_rows;
+pub mod reduce_work;
 pub mod scale;
 pub mod select;
 pub mod temporal_filter;

@@ -8,8 +8,9 @@
 //! difference against the operator's accumulated output at that time emitted. Times still in
 //! the future of the frontier are kept as pending (they hold back the output frontier).
 //!
-//! An activation ([`ReduceState::activate`]) runs in phases:
-//! * `ReduceState::collect_work`: the keys with new input or complete pending times;
+//! An activation ([`ReduceState::activate`]) takes the keys with new input or complete
+//! pending times in key-ordered chunks (`reduce_work.rs`, so that its per-key structures hold
+//! one chunk's keys) and runs each chunk through three phases:
 //! * phase 1, `ReduceState::candidate_groups`: per key, its histories
 //!   (`Histories::read_key`) and candidate times (`KeyAccum::candidate_times`), then per
 //!   complete time the input accumulated there and the aggregate's desired output
@@ -20,7 +21,8 @@
 //! * phase 2 (`reduce_python.rs`): Python aggregates, evaluated in one callback for all
 //!   (key, time) groups of the activation;
 //! * phase 3, `ReduceState::output_differences`: per key and group, the desired output
-//!   minus the accumulated output (`OutputDiff`), emitted and added to the output trace.
+//!   minus the accumulated output (`OutputDiff`), appended to the activation's output,
+//!   which is consolidated and added to the output trace once every chunk is done.
 
 use super::aggregate;
 use super::reduce_cache::{carry_min_history, BatchKeys, TotalsCache};
@@ -30,9 +32,10 @@ use super::reduce_history::Histories;
 use super::reduce_index::Indexed;
 use super::reduce_python::PyGroups;
 use super::reduce_rows::{self, RowsKey, RowsScratch};
+use super::reduce_work::{chunk_keys, WorkSource};
 use super::{Operator, Output, RunCtx};
 use crate::encoding::DType;
-use crate::engine::arrangement::Arrangement;
+use crate::engine::arrangement::{Arrangement, Reader};
 use crate::engine::column::{Callbacks, Msg};
 use crate::engine::errors::{render_row, ErrorUpdate};
 use crate::engine::plan::Agg;
@@ -166,6 +169,8 @@ pub struct ReduceState {
     pub errors: ReduceErrors,
     /// Running input totals of large keys of linear aggregates (`reduce_cache.rs`).
     pub cache: TotalsCache,
+    /// Keys per chunk of an activation (`reduce_work.rs`).
+    chunk_keys: usize,
 }
 
 /// Everything a reduce activation reads.
@@ -304,7 +309,14 @@ impl ReduceState {
             scratch: Scratch::with_sweep_min(sweep_min_work()),
             errors: Default::default(),
             cache: TotalsCache::new(carry_min_history()),
+            chunk_keys: chunk_keys(),
         }
+    }
+
+    /// Sets the keys per chunk (tests compare chunked activations with whole ones).
+    #[cfg(test)]
+    pub(super) fn set_chunk_keys(&mut self, n: usize) {
+        self.chunk_keys = n.max(1);
     }
 
     /// Sets the row-sweep threshold (tests compare the row sweep with the general path).
@@ -323,19 +335,13 @@ impl ReduceState {
     /// On error (a failing Python reducer, an overflow) nothing is lost: the new batch's
     /// (key, time) pairs join the pending set, so a later activation redoes the work.
     pub fn activate(&mut self, inp: &ReduceInput<'_>) -> Result<Updates> {
-        let mut work = Vec::new();
+        let mut src = WorkSource::new(inp.batch, inp.key_width, std::mem::take(&mut self.pending));
         let mut still_pending = Pending::default();
-        let result = self.activate_inner(inp, &mut work, &mut still_pending);
+        let result = self.activate_inner(inp, &mut src, &mut still_pending);
         if result.is_err() {
-            // Everything that was pending or new is in `work` or `still_pending`: keep it all
+            // Everything that was pending or new is in `src` or `still_pending`: keep it all
             // pending (re-examining a time whose output is already right emits nothing).
-            for (key, times) in work {
-                for t in times {
-                    still_pending.push(&key, t);
-                }
-            }
-            still_pending.normalize();
-            self.pending = still_pending;
+            self.pending = src.restore(still_pending);
             // Totals carried past this batch do not match the output trace, which did not
             // take it (the batch's times are redone from pending work).
             self.cache.clear();
@@ -343,10 +349,13 @@ impl ReduceState {
         result
     }
 
+    /// Phases 1-3 over the keys with work, a chunk of at most `chunk_keys` keys at a time
+    /// (`reduce_work.rs`); the output of every chunk is consolidated and added to the output
+    /// trace at the end, so a failure in a later chunk leaves the trace as it was.
     fn activate_inner(
         &mut self,
         inp: &ReduceInput<'_>,
-        work: &mut Vec<(Vec<u64>, Vec<Time>)>,
+        src: &mut WorkSource<'_>,
         still_pending: &mut Pending,
     ) -> Result<Updates> {
         if self.out_dtypes.is_none() {
@@ -355,72 +364,45 @@ impl ReduceState {
                 self.out = Arrangement::new(inp.key_width, inp.key_width + d.len());
             }
         }
-        self.collect_work(inp, work, still_pending);
         // Buffers reused across activations (no regrowth per activation).
         let mut sc = std::mem::take(&mut self.scratch);
-        let mut py = PyGroups::default();
-        let result = self
-            .candidate_groups(inp, work, still_pending, &mut sc, &mut py)
-            .and_then(|output| {
-                self.python_aggregates(inp, work, &mut sc.desired, &py)?;
-                self.output_differences(inp, work, &mut sc, output)
-            });
+        let mut work = std::mem::take(&mut sc.work);
+        let mut cursors = Cursors {
+            input: inp.trace.reader(),
+            output: self.out.reader(),
+            batch: BatchKeys::new(inp.batch, inp.key_width),
+        };
+        let mut output = Updates::new(self.out.width);
+        let mut result = Ok(());
+        while !src.is_done() {
+            src.next_chunk(self.chunk_keys, inp.frontier, &mut work, still_pending);
+            let mut py = PyGroups::default();
+            result = self
+                .candidate_groups(
+                    inp,
+                    &work,
+                    still_pending,
+                    &mut sc,
+                    &mut py,
+                    (&mut cursors, &mut output),
+                )
+                .and_then(|()| {
+                    self.python_aggregates(inp, &work, &mut sc.desired, &py)?;
+                    self.output_differences(inp, &work, &mut sc, &mut output)
+                });
+            if result.is_err() {
+                break;
+            }
+        }
+        work.clear();
+        sc.work = work;
         self.scratch = sc;
-        let output = result?;
+        result?;
+        crate::engine::util::consolidate(&mut output)?;
+        self.out.insert(&output, inp.frontier);
         still_pending.normalize();
         self.pending = std::mem::take(still_pending);
         Ok(output)
-    }
-
-    /// The keys with work this activation, in key order: the new batch's keys (with their
-    /// times) merged with the pending keys that have a complete pending time; the other
-    /// pending keys go to `still_pending` untouched.
-    #[inline]
-    fn collect_work(
-        &mut self,
-        inp: &ReduceInput<'_>,
-        work: &mut Vec<(Vec<u64>, Vec<Time>)>,
-        still_pending: &mut Pending,
-    ) {
-        let kw = inp.key_width;
-        let bw = inp.batch.width;
-        // Keys with work: new batch keys (in key order), merged with pending keys that have a
-        // complete pending time; the other pending keys stay pending untouched.
-        let mut batch_keys = super::join::key_runs(inp.batch, kw).into_iter().peekable();
-        let batch_key = |s: usize| &inp.batch.rows[s * bw..s * bw + kw];
-        let batch_work = |s: usize, e: usize| {
-            let mut ts: Vec<Time> = inp.batch.times.range_iter(s..e).copied().collect();
-            ts.sort_unstable();
-            ts.dedup();
-            (batch_key(s).to_vec(), ts)
-        };
-        for (key, mut times) in std::mem::take(&mut self.pending).0 {
-            while let Some(&(s, e)) = batch_keys.peek() {
-                if batch_key(s) >= key.as_slice() {
-                    break;
-                }
-                work.push(batch_work(s, e));
-                batch_keys.next();
-            }
-            match batch_keys.peek() {
-                Some(&(s, e)) if batch_key(s) == key.as_slice() => {
-                    let (k, mut ts) = batch_work(s, e);
-                    ts.extend_from_slice(&times);
-                    ts.sort_unstable();
-                    ts.dedup();
-                    work.push((k, ts));
-                    batch_keys.next();
-                }
-                _ if times.iter().any(|t| !inp.frontier.less_equal(t)) => {
-                    times.sort_unstable();
-                    work.push((key, times));
-                }
-                _ => still_pending.insert(key, times),
-            }
-        }
-        for (s, e) in batch_keys {
-            work.push(batch_work(s, e));
-        }
     }
 
     /// Phase 1: per key with work, its histories and candidate (interesting) times; the
@@ -435,18 +417,21 @@ impl ReduceState {
         still_pending: &mut Pending,
         sc: &mut Scratch,
         py: &mut PyGroups,
-    ) -> Result<Updates> {
+        (cursors, output): (&mut Cursors<'_>, &mut Updates),
+    ) -> Result<()> {
         let Scratch {
             desired, hist, acc, ..
         } = sc;
         let out_width = self.out.width;
         desired.clear();
         hist.reset(inp.batch.width, out_width);
-        let (mut reader_in, mut reader_out) = (inp.trace.reader(), self.out.reader());
+        let Cursors {
+            input: reader_in,
+            output: reader_out,
+            batch: batch_keys,
+        } = cursors;
         let builtin = is_builtin(inp.agg);
         let carries = reduce_chain::carries(inp.agg, inp.val_dtypes);
-        let mut batch_keys = BatchKeys::new(inp.batch, inp.key_width);
-        let mut output = Updates::new(out_width);
         for (ki, (key, new_times)) in work.iter().enumerate() {
             // Per key: a hot key's histories and candidate times can grow without bound.
             crate::memory::check()?;
@@ -456,16 +441,16 @@ impl ReduceState {
                     inp,
                     (key, new_times),
                     batch_keys.range(key),
-                    (hist, &mut reader_out),
+                    (hist, reader_out),
                     &mut acc.chain,
-                    &mut output,
+                    output,
                     still_pending,
                 )
             {
                 hist.two_d.push(false);
                 continue;
             }
-            let out_lo = hist.read_key(key, (&mut reader_in, &mut reader_out), &self.errors);
+            let out_lo = hist.read_key(key, (reader_in, reader_out), &self.errors);
             let pending_keys = still_pending.0.len();
             if builtin
                 && self.reduce_chain_key(
@@ -473,7 +458,7 @@ impl ReduceState {
                     (key, new_times),
                     (hist, out_lo),
                     &mut acc.chain,
-                    &mut output,
+                    output,
                     still_pending,
                 )
             {
@@ -490,14 +475,7 @@ impl ReduceState {
             if builtin
                 && hist.input.len() * acc.cands.len() > acc.rows_min
                 && !self.errors.has_history(key)
-                && self.reduce_rows_key(
-                    inp,
-                    key,
-                    (hist, out_lo),
-                    acc,
-                    &mut output,
-                    still_pending,
-                )?
+                && self.reduce_rows_key(inp, key, (hist, out_lo), acc, output, still_pending)?
             {
                 continue;
             }
@@ -511,7 +489,7 @@ impl ReduceState {
                 still_pending,
             )?;
         }
-        Ok(output)
+        Ok(())
     }
 
     /// A key of a built-in aggregate whose times (its edit times in `hist` and `new_times`),
@@ -615,23 +593,24 @@ impl ReduceState {
         Ok(true)
     }
 
-    /// Phase 3: per key in time order, the differences between the groups' desired output
-    /// and the accumulated output (see [`OutputDiff::key_differences`]); consolidated and
-    /// added to the output arrangement.
+    /// Phase 3: per key of the chunk in time order, the differences between the groups'
+    /// desired output and the accumulated output (see [`OutputDiff::key_differences`]),
+    /// appended to `output`.
     #[inline]
     fn output_differences(
         &mut self,
         inp: &ReduceInput<'_>,
         work: &[(Vec<u64>, Vec<Time>)],
         sc: &mut Scratch,
-        mut output: Updates,
-    ) -> Result<Updates> {
-        // A Python reducer may have fixed the output width only now; the chain path, which
-        // wrote to `output` already, runs only for built-in aggregates.
+        output: &mut Updates,
+    ) -> Result<()> {
+        // A Python reducer may have fixed the output width only now (in the first chunk,
+        // before any output); the chain path, which wrote to `output` already, runs only for
+        // built-in aggregates.
         let out_width = self.out.width;
         if output.width != out_width {
             debug_assert!(output.is_empty());
-            output = Updates::new(out_width);
+            *output = Updates::new(out_width);
         }
         let Scratch {
             desired,
@@ -655,19 +634,19 @@ impl ReduceState {
                 (&hist.outputs, lo, hi),
                 hist.two_d[ki],
                 &mut self.errors,
-                &mut output,
+                output,
             )?;
             gi += n;
         }
-        crate::engine::util::consolidate(&mut output)?;
-        self.out.insert(&output, inp.frontier);
-        Ok(output)
+        Ok(())
     }
 }
 
 /// Per-activation buffers of a reduce, kept between activations so that they do not regrow.
 #[derive(Default)]
 struct Scratch {
+    /// The chunk's keys with work and their times (`reduce_work.rs`).
+    work: Vec<(Vec<u64>, Vec<Time>)>,
     /// Phase 1's complete (key, time) groups and their desired output (phases 2 and 3 read it).
     desired: Desired,
     /// The histories phase 1 reads (the output histories again in phase 3).
@@ -692,6 +671,14 @@ impl std::fmt::Debug for Scratch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Scratch")
     }
+}
+
+/// What an activation walks forward through its chunks in key order: readers of the input
+/// and output traces and the batch's rows per key.
+pub(super) struct Cursors<'a> {
+    input: Reader,
+    output: Reader,
+    batch: BatchKeys<'a>,
 }
 
 /// A complete (key, time) of an activation: the key's output should be its desired rows

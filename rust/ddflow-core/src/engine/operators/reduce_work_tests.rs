@@ -1,0 +1,132 @@
+//! Tests of `reduce_work`: a reduce whose activations run chunk by chunk (1, 2 or 3 keys
+//! at a time) emits exactly the updates and error updates of one that takes every key at
+//! once, over many activations with one- and two-dimensional times, pending times (the
+//! reduce's frontier lagging behind its input), sums that overflow int64, compaction, and
+//! keys in the batch, pending, or both.
+
+use crate::encoding::DType;
+use crate::engine::arrangement::Arrangement;
+use crate::engine::column::NoCallbacks;
+use crate::engine::operators::reduce::{ReduceInput, ReduceState};
+use crate::engine::plan::Agg;
+use crate::lattice::{Antichain, Time};
+use crate::updates::Updates;
+use proptest::prelude::*;
+
+const VALS: [i64; 6] = [-3, 0, 2, 5, i64::MAX / 2 + 7, i64::MAX];
+
+fn agg(kind: usize) -> Agg {
+    let json = match kind {
+        0 => r#"{"kind":"count"}"#,
+        1 => r#"{"kind":"sum","column":0}"#,
+        2 => r#"{"kind":"min","column":0}"#,
+        3 => r#"{"kind":"top_k","k":2,"column":0,"descending":true}"#,
+        4 => r#"{"kind":"distinct"}"#,
+        _ => {
+            r#"{"kind":"group","aggs":[{"kind":"count"},{"kind":"sum","column":0},{"kind":"mean","column":0}]}"#
+        }
+    };
+    serde_json::from_str(json).expect("agg")
+}
+
+/// One activation: updates `(key, val, epoch offset, iteration, diff)` (the offset taken
+/// modulo `advance`), how far the input frontier moves, how far the reduce's frontier stays
+/// behind it, and whether both traces compact.
+#[derive(Clone, Debug)]
+struct Step {
+    ups: Vec<(u64, i64, u64, u64, i64)>,
+    advance: u64,
+    lag: u64,
+    compact: bool,
+}
+
+/// Per activation: the output updates `(row, time, diff)` and the error updates (sorted).
+type Emitted = (Vec<Vec<(Vec<u64>, Time, i64)>>, Vec<Vec<String>>);
+
+fn run(agg: &Agg, steps: &[Step], chunk: usize) -> Emitted {
+    let mut input = Arrangement::new(1, 2);
+    let mut st = ReduceState::new(1);
+    st.set_chunk_keys(chunk);
+    let (mut upper, mut reduce_at) = (0u64, 0u64);
+    let (mut outs, mut errs) = (Vec::new(), Vec::new());
+    let names = ["k".to_string(), "v".to_string()];
+    for step in steps {
+        let mut batch = Updates::new(2);
+        if step.advance > 0 {
+            for &(k, v, de, i, d) in &step.ups {
+                let t = Time([upper + de % step.advance, i, 0, 0]);
+                batch.push(&[k, v as u64], t, d);
+            }
+        }
+        crate::engine::util::consolidate(&mut batch).expect("consolidate");
+        upper += step.advance;
+        input.insert(&batch, &Antichain::from_elem(Time::scalar(upper)));
+        reduce_at = reduce_at.max(upper.saturating_sub(step.lag));
+        let frontier = Antichain::from_elem(Time::scalar(reduce_at));
+        let out = st
+            .activate(&ReduceInput {
+                agg,
+                key_width: 1,
+                key_dtypes: &[DType::Int64],
+                val_dtypes: &[DType::Int64],
+                key_names: &names[..1],
+                val_names: &names[1..],
+                trace: &input,
+                batch: &batch,
+                frontier: &frontier,
+                callbacks: &NoCallbacks,
+                label: "reduce",
+            })
+            .expect("activate");
+        outs.push(
+            (0..out.len())
+                .map(|i| (out.row(i).to_vec(), out.times[i], out.diffs[i]))
+                .collect(),
+        );
+        // Error updates are a collection: phases 1 and 3 add them in their own key orders,
+        // so a chunked activation interleaves them differently.
+        let mut e: Vec<String> = st.errors.new.drain(..).map(|e| format!("{e:?}")).collect();
+        e.sort();
+        errs.push(e);
+        if step.compact {
+            input.set_compaction(&frontier);
+            st.out.set_compaction(&frontier);
+        }
+    }
+    (outs, errs)
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let up = (0u64..6, 0usize..VALS.len(), 0u64..3, 0u64..3, 0usize..4)
+        .prop_map(|(k, v, de, i, d)| (k, VALS[v], de, i, [-2, -1, 1, 2][d]));
+    (
+        prop::collection::vec(up, 0..14),
+        0u64..4,
+        prop_oneof![3 => Just(0u64), 2 => 1u64..3],
+        any::<bool>(),
+    )
+        .prop_map(|(ups, advance, lag, compact)| Step {
+            ups,
+            advance,
+            lag,
+            compact,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Chunks of 1, 2 or 3 keys change no output or error update, with the last step
+    /// closing the reduce's lag (every pending time is then processed).
+    #[test]
+    fn chunks_change_nothing(
+        kind in 0usize..6,
+        mut steps in prop::collection::vec(step(), 1..12),
+        chunk in 1usize..4,
+    ) {
+        steps.push(Step { ups: Vec::new(), advance: 1, lag: 0, compact: false });
+        let agg = agg(kind);
+        let want = run(&agg, &steps, usize::MAX);
+        prop_assert_eq!(run(&agg, &steps, chunk), want);
+    }
+}
