@@ -19,8 +19,8 @@ Outputs go to ``dd.subscribe`` callbacks that count rows and keep nothing (their
 keep the current state only: the per-page counts, and one row per page and closed window).
 RSS (``psutil`` if installed, else ``/proc/self/status``), the engine's heap bytes and the
 Rust live bytes are read after a tick of the run loop at least every ``--sample`` seconds;
-after ``--warmup`` minutes the max/min ratio says whether memory stays flat (within 10%), and the peak per
-minute whether it creeps.
+after ``--warmup`` minutes the max/min ratio says whether memory stays flat (within 10%),
+and the peak per minute whether it creeps.
 """
 
 from __future__ import annotations
