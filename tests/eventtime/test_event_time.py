@@ -393,8 +393,8 @@ def test_the_expiry_holds_each_read_row_once_until_its_window_closes(workers: in
     w = c.with_watermark("ts", lateness=0)
     hourly = w.group_by_dynamic("ts", every=1 << 20, group_by="k", emit="final")
     final = hourly.agg(n=dd.count(), s=dd.sum("x"), hi=dd.max(dd.col("x") * 2)).capture()
-    n = 1 << 14
-    rows = [(i, "ab"[i % 2], i % 3, f"note {i}") for i in range(n)]
+    n, base = 1 << 14, 1 << 40  # event times far above string ids (marked conservatively)
+    rows = [(base + i, "ab"[i % 2], i % 3, f"note {i}") for i in range(n)]
     for i, row in enumerate(rows):  # every record at a time of its own
         session.update_at(row, i)
     session.advance_to(n)
@@ -404,7 +404,7 @@ def test_the_expiry_holds_each_read_row_once_until_its_window_closes(workers: in
     # Six distinct (k, x) in the open window: a few hundred bytes, not 2^14 rows of words.
     assert expire.heap_bytes < 4096
     assert final.updates().num_rows == 0  # the window is open
-    session.update_at((1 << 21, "a", 0, "closes"), n)  # the watermark passes its end
+    session.update_at((base + (1 << 21), "a", 0, "closes"), n)  # the watermark passes its end
     session.advance_to(n + 2)
     flow.run_until(n + 2)
     want = Counter(k for _, k, _, _ in rows)
@@ -413,7 +413,7 @@ def test_the_expiry_holds_each_read_row_once_until_its_window_closes(workers: in
         for r in final.updates().to_pylist()
     }
     sums = {k: sum(x for _, kk, x, _ in rows if kk == k) for k in "ab"}
-    assert got == {k: (want[k], sums[k], 4, 0, 1) for k in "ab"}
+    assert got == {k: (want[k], sums[k], 4, base, 1) for k in "ab"}
     # Released; it holds the new window's one record (in room for 64).
     assert flow.metrics().operator(expire.node).heap_bytes < 4096
 
