@@ -101,7 +101,8 @@ def test_without_the_log_only_sizes_and_frontiers() -> None:
 def test_heap_bytes_per_node() -> None:
     flow, session, _ = _flow(log=False)
     assert all(o.heap_bytes == 0 == o.queued_bytes for o in flow.metrics().operators)
-    _push(session, 10_000, 50, 0)
+    big = 1 << 40  # values far above string ids (the string collector marks conservatively)
+    _push(session, 10_000, 50, 0, start=big)
     session.advance_to(1)
     flow.run_until(1)
     m = flow.metrics()
@@ -110,7 +111,7 @@ def test_heap_bytes_per_node() -> None:
     assert arrange.heap_bytes >= 10_000 * 4 and reduce.heap_bytes > 0
     assert sum(o.heap_bytes for o in m.operators) == m.heap_bytes
     assert all(o.queued_bytes == 0 for o in m.operators)  # run_until took every input
-    _push(session, 1000, 50, 1, start=10_000)
+    _push(session, 1000, 50, 1, start=big + 10_000)
     session.advance_to(2)
     waiting = flow.metrics()
     # Pushed, not yet run: 1,000 rows of two words and a diff wait at the arrange.
