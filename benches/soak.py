@@ -17,10 +17,10 @@ so ``now()`` is the simulated clock, and one tick of the run loop pushes one bat
 
 Outputs go to ``dd.subscribe`` callbacks that count rows and keep nothing (their captures
 keep the current state only: the per-page counts, and one row per page and closed window).
-RSS (``psutil`` if installed, else ``/proc/self/status``) and the engine's heap bytes are
-read after a tick of the run loop at least every ``--sample`` seconds; after ``--warmup``
-minutes the max/min ratio says whether memory stays flat (within 10%), and the peak per
-minute whether it creeps.
+RSS (``psutil`` if installed, else ``/proc/self/status``), the engine's heap bytes and the
+Rust live bytes are read after a tick of the run loop at least every ``--sample`` seconds;
+after ``--warmup`` minutes the max/min ratio says whether memory stays flat (within 10%),
+and the peak per minute whether it creeps.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 import ddflow as dd
-from ddflow.memory import string_memory
+from ddflow.memory import live_bytes, string_memory
 from ddflow.sources import Source, SourceBatch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -141,6 +141,9 @@ class Sample:
     clock_ms: int
     strings: int
     """Distinct strings the interner holds (``ddflow.memory.string_memory()``)."""
+    live: int = 0
+    """Bytes live in ddflow's Rust heap (``ddflow.memory.live_bytes()``: the engine's state,
+    the interner, sorter scratch, captures)."""
 
     @property
     def simulated_hours(self) -> float:
@@ -178,6 +181,7 @@ def main() -> None:
                 source.events,
                 source.next_ms,
                 strings,
+                live_bytes(),
             )
         )
 
@@ -208,6 +212,7 @@ def report(
     hi, lo = max(s.rss for s in warm), min(s.rss for s in warm)
     ratio = hi / lo
     heap_hi, heap_lo = max(s.heap for s in warm), min(s.heap for s in warm)
+    live_hi, live_lo = max(s.live for s in warm), min(s.live for s in warm)
     minutes = range(int(args.warmup) + 1, int(samples[-1].seconds // 60) + 1)
     peaks = [max(s.rss for s in samples if m - 1 <= s.seconds / 60 < m) for m in minutes]
     cmd = "python benches/soak.py " + " ".join(sys.argv[1:])
@@ -246,7 +251,9 @@ def report(
         f"The engine's heap (traces and operator state) after the warm-up: max "
         f"{heap_hi / mb:.1f} MB, min {heap_lo / mb:.1f} MB. Strings interned after the warm-up: "
         f"max {max(s.strings for s in warm):,}, min {min(s.strings for s in warm):,} "
-        f"({strings['collections']:,} collections freed {strings['freed']:,} strings in all).",
+        f"({strings['collections']:,} collections freed {strings['freed']:,} strings in all). "
+        f"Rust live bytes (`ddflow.memory.live_bytes()`) after the warm-up: max "
+        f"{live_hi / mb:.1f} MB, min {live_lo / mb:.1f} MB.",
         "",
         "| minute | RSS at its end (MB) | max in it | min in it | engine heap at its end (MB) "
         "| strings interned at its end | events | simulated hours |",

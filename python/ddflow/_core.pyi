@@ -358,6 +358,10 @@ class Engine:
     def heap_bytes(self) -> int:
         """Heap bytes held by the engine's traces."""
 
+    def node_heap_bytes(self) -> list[tuple[int, int]]:
+        """Heap bytes per plan node, summed over workers: ``(state, queued)`` (its trace and
+        operator state; the updates waiting at its inputs)."""
+
     def passes(self) -> int:
         """Number of scheduling passes run."""
 
@@ -450,6 +454,10 @@ class CaptureState:
 
 def memory_live_bytes() -> int:
     """Bytes live in ddflow's Rust heap across the process."""
+
+def trim_memory() -> bool:
+    """Gives the allocator's free pages back to the system when the resident memory beyond
+    ddflow's heap grew since the last time; whether it did."""
 
 def default_memory_limit() -> int | None:
     """The process default limit (``DDFLOW_MEMORY_LIMIT``, else 80% of the machine's)."""

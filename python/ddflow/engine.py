@@ -153,6 +153,11 @@ class AttachedEngine:
         """Heap bytes of the shared engine's traces."""
         return int(self.engine.heap_bytes())
 
+    def node_heap_bytes(self) -> list[tuple[int, int]]:
+        """Heap bytes of each of the attached dataflow's nodes: ``(state, queued)``."""
+        mine = self.engine.node_heap_bytes()[self.offset : self.offset + self.nodes]
+        return [(int(s), int(q)) for s, q in mine]
+
     def trace_handle(self, node: int) -> int:
         """A trace handle on one of the attached dataflow's arrangements."""
         return int(self.engine.trace_handle(node + self.offset))

@@ -9,6 +9,11 @@ per-key work, interesting times) check as they go; past the limit the run stops 
 Python objects and numpy arrays that Python allocated are not counted; the Rust-owned arrays
 handed to Python (captured columns) are, until they are freed.
 
+Freed memory goes back to the system (glibc's ``malloc_trim``) when an engine's
+``run_until`` completes, if 8 MB of its heap were freed since the last trim or the process'
+resident memory beyond it grew by 2 MB; the run loop checks again after each tick's delivery
+(:func:`trim_memory`).
+
 String values live once each in a process-wide interner; strings no live dataflow, capture
 or kernel trace holds are freed by collections that run as the interner grows
 (:func:`string_memory` reports its size, :func:`collect_strings` runs one now).
@@ -31,6 +36,7 @@ __all__ = [
     "collect_strings",
     "resolve_memory_limit",
     "string_memory",
+    "trim_memory",
 ]
 
 MemoryLimit = int | str | None
@@ -44,6 +50,15 @@ ENV_VAR = "DDFLOW_MEMORY_LIMIT"
 def live_bytes() -> int:
     """Bytes live in ddflow's Rust heap across the process (all dataflows and kernels)."""
     return int(_core.memory_live_bytes())
+
+
+def trim_memory() -> bool:
+    """Gives the allocator's free pages back to the system if the process' resident memory
+    beyond ddflow's heap grew by 2 MB since the last trim (otherwise cheap: the resident size
+    is read at most every millisecond, and a trim waits five times the last one's duration);
+    whether it trimmed. Engines do this when ``run_until`` completes, the run loop after
+    each tick's delivery."""
+    return bool(_core.trim_memory())
 
 
 def string_memory() -> dict[str, int]:

@@ -8,7 +8,8 @@ engine already reports.
 * **arrangement records**: the updates an ``arrange`` node's trace holds, summed over
   workers (``None`` for other nodes: the engine reports trace sizes for arrangements only).
   Bytes are reported for the engine as a whole (:attr:`Metrics.heap_bytes`: every trace,
-  arrangements and reduce outputs).
+  arrangements and reduce outputs) and per node (**heap bytes**: its trace and operator
+  state, such as a watermark's pending rows; **queued bytes**: updates waiting at its inputs).
 * **frontier** and **frontier lag**: the frontier at the node's inputs (times it may still
   see), and, for int times, how far it trails the inputs' frontier (``input_frontier``
   minus the node's least frontier time; 0 once the node has caught up or is complete).
@@ -63,6 +64,11 @@ class OperatorMetrics:
     frontier_lag: int | None = None
     """How far the node trails the inputs' frontier, for int times: ``input_frontier``
     minus the node's least outer time (0 when caught up or complete)."""
+    heap_bytes: int = 0
+    """Heap bytes the node holds between activations: its trace (``arrange``, a reduce's
+    output) and its operator state (pending rows, caches), summed over workers."""
+    queued_bytes: int = 0
+    """Heap bytes of the updates waiting at the node's inputs."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,8 @@ _SCHEMA = pa.schema(
         pa.field("arrangement_records", pa.int64()),
         pa.field("frontier", pa.list_(pa.list_(pa.int64()))),
         pa.field("frontier_lag", pa.int64()),
+        pa.field("heap_bytes", pa.int64()),
+        pa.field("queued_bytes", pa.int64()),
     ]
 )
 
@@ -138,6 +146,7 @@ def collect(
     int_times = dims == 1
     inputs = [s for s in sessions if not s.closed] if engine is not None else []
     input_frontier = min(int(s._current()[0]) for s in inputs) if int_times and inputs else None
+    node_bytes = engine.node_heap_bytes() if engine is not None else [(0, 0)] * n
     operators = []
     for node in range(n):
         spec = plan[node]
@@ -163,6 +172,8 @@ def collect(
                 arrangement_records=records,
                 frontier=frontier,
                 frontier_lag=_lag(input_frontier, frontier),
+                heap_bytes=node_bytes[node][0],
+                queued_bytes=node_bytes[node][1],
             )
         )
     return Metrics(

@@ -54,6 +54,7 @@ from ddflow.errorlog import ErrorLog, RawError
 from ddflow.errors import InvalidValueError, PlanError
 from ddflow.gate import EngineGate
 from ddflow.input import InputSession
+from ddflow.memory import trim_memory
 from ddflow.persist.hand import HandBatch, arrow_columns, replay_hand
 from ddflow.persist.journal import Journal
 from ddflow.persist.records import Snapshot, Tick
@@ -256,6 +257,7 @@ class RunLoop:
                 assert target is not None
                 frontier = target
                 flow.run_until(target)
+                trim_memory()  # what the delivery freed, before the next tick reuses it
             self.rows_read += rows
             self.frontier = frontier
             self._report(False)

@@ -21,7 +21,8 @@ collection returned by ``with_watermark`` on the same column: a window's row app
 at the first logical time whose records bring the watermark to the window's end or past
 it, and is never retracted (records with event times below the watermark are dropped as
 late, so a passed window cannot change). For ``group_by_dynamic``, the window's records are
-then retracted from its reduce one logical time later (``watermark`` in ``"expire"`` mode;
+then retracted from its reduce one logical time later (``watermark`` in ``"expire"`` mode,
+which holds each open window's records, only the columns the aggregates read, until then;
 the final output drops that retraction), so only open windows keep state. Windows over a
 collection without a watermark never close.
 
@@ -39,7 +40,7 @@ from typing import Any, Generic, Literal, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from ddflow.aggregates import Aggregate, reducer
+from ddflow.aggregates import Aggregate, ColumnAggregate, CountAggregate, reducer
 from ddflow.aggregates import max as agg_max
 from ddflow.aggregates import min as agg_min
 from ddflow.builder import Node, PlanBuilder
@@ -213,26 +214,48 @@ class DynamicGroupBy(Generic[H]):
                 end = _shift(start, period.value, every.temporal)
                 part = steps.with_columns(node, {"window_start": start, "window_end": end})
                 parts.append(steps.filter(part, col(ts) < col("window_end")))
-            if self._wm is not None:
-                parts.append(_expired(steps, parts, self._wm, every))
             windows = parts[0]
             if len(parts) > 1:
                 windows = builder.add(ConcatOp(), parts, parts[0].columns, label)
             keys = (*_WINDOW, *self._keys)
+            if self._wm is not None:
+                windows = _read_only(steps, windows, keys, (*aggs, *named.values()))
+                expired = _expired(steps, windows, self._wm, every)
+                windows = builder.add(ConcatOp(), [windows, expired], windows.columns, label)
             rows = group_aggregate(builder, windows, keys, aggs, named, label)
             if self._wm is not None:
                 rows = _final(steps, rows, self._wm, event_time_expr("window_end", every), every)
             return self._wrap(rows)
 
 
-def _expired(steps: _Steps, parts: list[Node], wm: WatermarkInfo, every: Span) -> Node:
-    """The records of ``parts`` (their windows) retracted one logical time after the
-    watermark passes their window's end, when the window's final row is out: fed to the
-    reduce beside them, they empty its state for closed windows."""
+def _read_only(
+    steps: _Steps, windows: Node, keys: tuple[str, ...], aggs: Sequence[Aggregate]
+) -> Node:
+    """``windows`` restricted to the keys and the columns the aggregates read (plain
+    columns only: expressions are still computed by ``group_aggregate``), or ``windows``
+    itself when it has no other column or an aggregate names a column it lacks (reported
+    by ``group_aggregate``). The expiry holds each open window's records until it closes:
+    without the event time and the unread columns, records of one window that differ only
+    there are held once, with their count."""
+    read = set(keys)
+    for agg in aggs:
+        if isinstance(agg, ColumnAggregate | CountAggregate):
+            if agg.expr is not None:
+                read.update(agg.expr.columns())
+            elif agg.column is not None:
+                read.add(agg.column)
+        else:
+            return windows  # not a group aggregate: group_aggregate says so
+    if not read <= set(windows.columns) or len(read) == len(windows.columns):
+        return windows
+    return steps.select(windows, {c: col(c) for c in windows.columns if c in read})
+
+
+def _expired(steps: _Steps, windows: Node, wm: WatermarkInfo, every: Span) -> Node:
+    """The records of ``windows`` retracted one logical time after the watermark passes
+    their window's end, when the window's final row is out: fed to the reduce beside them,
+    they empty its state for closed windows."""
     builder, label = steps.builder, f"{steps.label} (expire)"
-    windows = parts[0]
-    if len(parts) > 1:
-        windows = builder.add(ConcatOp(), parts, parts[0].columns, label)
     end = fresh_name("__end_event_time", windows.columns)
     probes = steps.with_columns(windows, {end: event_time_expr("window_end", every)})
     op = WatermarkOp(wm.et_index, wm.lateness.value, "expire", len(windows.columns))

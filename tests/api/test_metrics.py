@@ -98,6 +98,32 @@ def test_without_the_log_only_sizes_and_frontiers() -> None:
     assert m.operator(_node(flow, "arrange")).arrangement_records == 100
 
 
+def test_heap_bytes_per_node() -> None:
+    flow, session, _ = _flow(log=False)
+    assert all(o.heap_bytes == 0 == o.queued_bytes for o in flow.metrics().operators)
+    big = 1 << 40  # values far above string ids (the string collector marks conservatively)
+    _push(session, 10_000, 50, 0, start=big)
+    session.advance_to(1)
+    flow.run_until(1)
+    m = flow.metrics()
+    arrange, reduce = m.operator(_node(flow, "arrange")), m.operator(_node(flow, "reduce"))
+    # 10,000 distinct values under 50 keys: at least a narrow (4-byte) word each.
+    assert arrange.heap_bytes >= 10_000 * 4 and reduce.heap_bytes > 0
+    assert sum(o.heap_bytes for o in m.operators) == m.heap_bytes
+    assert all(o.queued_bytes == 0 for o in m.operators)  # run_until took every input
+    _push(session, 1000, 50, 1, start=big + 10_000)
+    session.advance_to(2)
+    waiting = flow.metrics()
+    # Pushed, not yet run: 1,000 rows of two words and a diff wait at the arrange.
+    assert waiting.operator(arrange.node).queued_bytes >= 1000 * 3 * 8
+    assert waiting.operator(arrange.node).heap_bytes == arrange.heap_bytes
+    flow.run_until(2)
+    done = flow.metrics()
+    assert done.operator(arrange.node).heap_bytes > arrange.heap_bytes
+    assert all(o.queued_bytes == 0 for o in done.operators)
+    assert done.table()["heap_bytes"].to_pylist() == [o.heap_bytes for o in done.operators]
+
+
 def _scrape(url: str) -> dict[tuple[str, str], float]:
     """``(sample name, node)`` -> value ("" for samples without a node label)."""
     text = urllib.request.urlopen(url, timeout=10).read().decode()

@@ -382,6 +382,42 @@ def test_final_windows_drop_the_state_of_closed_windows(workers: int) -> None:
     assert updates_held >= 100 * 3  # emit="updates" keeps every window
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_expiry_holds_each_read_row_once_until_its_window_closes(workers: int) -> None:
+    """An open window's records wait in its expiry until it closes. Held without the event
+    time and the columns no aggregate reads, records that differ only there are held once
+    with their count, and released when the window closes (the test above checks that
+    the retraction empties the window's reduce)."""
+    flow = dd.Dataflow(workers=workers)
+    session, c = flow.new_input({"ts": "int64", "k": "str", "x": "int64", "note": "str"})
+    w = c.with_watermark("ts", lateness=0)
+    hourly = w.group_by_dynamic("ts", every=1 << 20, group_by="k", emit="final")
+    final = hourly.agg(n=dd.count(), s=dd.sum("x"), hi=dd.max(dd.col("x") * 2)).capture()
+    n, base = 1 << 14, 1 << 40  # event times far above string ids (marked conservatively)
+    rows = [(base + i, "ab"[i % 2], i % 3, f"note {i}") for i in range(n)]
+    for i, row in enumerate(rows):  # every record at a time of its own
+        session.update_at(row, i)
+    session.advance_to(n)
+    flow.run_until(n)
+    ops = flow.metrics().operators
+    (expire,) = [o for o in ops if o.op == "watermark" and o.label.endswith("(expire)")]
+    # Six distinct (k, x) in the open window: a few hundred bytes, not 2^14 rows of words.
+    assert expire.heap_bytes < 4096
+    assert final.updates().num_rows == 0  # the window is open
+    session.update_at((base + (1 << 21), "a", 0, "closes"), n)  # the watermark passes its end
+    session.advance_to(n + 2)
+    flow.run_until(n + 2)
+    want = Counter(k for _, k, _, _ in rows)
+    got = {
+        r["k"]: (r["n"], r["s"], r["hi"], r["window_start"], r["diff"])
+        for r in final.updates().to_pylist()
+    }
+    sums = {k: sum(x for _, kk, x, _ in rows if kk == k) for k in "ab"}
+    assert got == {k: (want[k], sums[k], 4, base, 1) for k in "ab"}
+    # Released; it holds the new window's one record (in room for 64).
+    assert flow.metrics().operator(expire.node).heap_bytes < 4096
+
+
 def test_a_duration_lateness_on_an_integer_column_is_an_error_update() -> None:
     flow = dd.Dataflow()
     session, c = flow.new_input({"ts": "int64"})

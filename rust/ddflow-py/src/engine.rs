@@ -409,6 +409,12 @@ impl PyEngine {
         self.eng().heap_bytes()
     }
 
+    /// Heap bytes per plan node: `(state, queued)` (traces and operator state; updates
+    /// waiting at its inputs), summed over workers.
+    fn node_heap_bytes(&self) -> Vec<(usize, usize)> {
+        self.eng().node_heap_bytes()
+    }
+
     /// The dtype names of a node's columns known so far (`None` where no data has shown
     /// one yet); a capture with no update yet reports these.
     fn column_dtypes(&self, node: usize) -> Vec<Option<&'static str>> {

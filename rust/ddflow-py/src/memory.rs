@@ -52,8 +52,17 @@ fn collect_strings() -> Option<usize> {
     ddflow_core::string_gc::collect_now().map(|s| s.freed)
 }
 
+/// `_core.trim_memory()`: gives the allocator's free pages back to the system when the
+/// resident memory beyond ddflow's heap grew since the last time (`engine::trim_slack`);
+/// whether it did.
+#[pyfunction]
+fn trim_memory() -> bool {
+    ddflow_core::engine::trim_slack()
+}
+
 /// Registers the functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(trim_memory, m)?)?;
     m.add_function(wrap_pyfunction!(memory_live_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(default_memory_limit, m)?)?;
     m.add_function(wrap_pyfunction!(machine_memory_limit, m)?)?;

@@ -42,6 +42,7 @@ mod schedule;
 pub mod util;
 pub mod worker;
 
+pub use idle::trim_slack;
 pub use outputs::Captured;
 
 use crate::error::{Error, Result};

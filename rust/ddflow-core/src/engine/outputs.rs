@@ -124,6 +124,24 @@ impl Engine {
             .sum()
     }
 
+    /// Heap bytes per plan node, summed over workers: `(state, queued)`, the node's trace
+    /// and operator state (what [`Engine::heap_bytes`] sums), and the updates waiting at its
+    /// inputs (sent by upstream operators, not yet taken).
+    pub fn node_heap_bytes(&self) -> Vec<(usize, usize)> {
+        let mut bytes = vec![(0, 0); self.plan.nodes.len()];
+        for w in &self.workers {
+            for (node, b) in bytes.iter_mut().enumerate() {
+                if let Some(t) = w.traces.get(node).and_then(|t| t.as_ref()) {
+                    b.0 += t.heap_bytes();
+                }
+                b.0 += w.ops.get(node).map_or(0, |op| op.heap_bytes());
+                let queued = w.inbox.get(node).into_iter().flatten().flatten();
+                b.1 += queued.map(|m| m.upd.heap_bytes()).sum::<usize>();
+            }
+        }
+        bytes
+    }
+
     /// Updates stored in the trace of arrange node `node`, summed over workers.
     pub fn trace_len(&self, node: usize) -> Result<usize> {
         let t = self

@@ -32,6 +32,7 @@ use crate::engine::column::Msg;
 use crate::engine::util::consolidate;
 use crate::error::Result;
 use crate::lattice::{Antichain, Time};
+use crate::updates::{TimeColumn, Updates};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -200,12 +201,14 @@ impl Watermark {
                 msgs.last_mut().expect("pushed")
             }
         };
+        reserve_a_quarter(&mut p.upd);
         p.upd.push(m.upd.row(i), Time::minimum(), m.upd.diffs[i]);
         // A window's row changes with every record: consolidate whenever the rows waiting
         // under one value reach a power of two (amortized, and rows that cancel go).
         let n = p.upd.len();
         if n >= 32 && n.is_power_of_two() {
             consolidate(&mut p.upd)?;
+            compact_held(&mut p.upd);
         }
         Ok(())
     }
@@ -250,6 +253,29 @@ impl Watermark {
     /// Every message of pending rows.
     fn pending_msgs(&self) -> impl Iterator<Item = &Msg> {
         self.pending.values().flatten().chain(&self.pending_null)
+    }
+}
+
+/// Held rows grow by a quarter (at least 64 rows) when full, not by doubling: an open
+/// window's rows are held until it closes, so the spare room of a doubled vector would be
+/// up to half of them again, for the whole window.
+fn reserve_a_quarter(upd: &mut Updates) {
+    if upd.diffs.len() == upd.diffs.capacity() {
+        let more = (upd.diffs.len() / 4).max(64);
+        upd.diffs.reserve_exact(more);
+        upd.rows.reserve_exact(more * upd.width);
+    }
+}
+
+/// Held rows after a consolidation: as one time again (a sort writes the times out, 32
+/// bytes a row, and the times of held rows mean nothing), and in a quarter more room than
+/// they fill when they fill less than half of it (rows that cancelled went).
+fn compact_held(upd: &mut Updates) {
+    upd.times = TimeColumn::repeat(Time::minimum(), upd.len());
+    let n = upd.diffs.len();
+    if 2 * n < upd.diffs.capacity() {
+        upd.diffs.shrink_to(n + n / 4);
+        upd.rows.shrink_to((n + n / 4) * upd.width);
     }
 }
 
@@ -473,6 +499,38 @@ mod tests {
                 assert_eq!(flat(&got), want[e], "case {case} {emit:?} time by time");
             }
         }
+    }
+
+    #[test]
+    fn held_rows_take_their_words_and_counts_only() {
+        // 2^14 probes at times of their own, under one probe value the watermark has not
+        // reached: distinct rows are held in about their words and a count each (no
+        // 32-byte time), rows that repeat about once with their count.
+        let n = 1u64 << 14;
+        let distinct: Vec<_> = (0..n).map(|i| (1_000, i, i, 1)).collect();
+        let mut op = Watermark::new(0, 0, Emit::Expire, 0);
+        assert!(run(&mut op, Vec::new(), msgs(&distinct, &[])).is_empty());
+        let (_, held) = op.sizes();
+        assert_eq!(held, n as usize);
+        assert!(
+            op.heap_bytes() <= n as usize * 3 * 8 * 5 / 4 + 4096,
+            "{}",
+            op.heap_bytes()
+        );
+        let repeated: Vec<_> = (0..n).map(|i| (1_000, i % 3, i, 1)).collect();
+        let mut op = Watermark::new(0, 0, Emit::Expire, 0);
+        assert!(run(&mut op, Vec::new(), msgs(&repeated, &[])).is_empty());
+        // Consolidated whenever they reach 32 again: three rows and at most 29 since.
+        assert!(op.sizes().1 <= 32, "{}", op.sizes().1);
+        assert!(op.heap_bytes() < 4096, "{}", op.heap_bytes());
+        // Released (negated, one time later) with their counts once the watermark passes.
+        let data = msgs(&[(2_000, 0, n, 1)], &[]);
+        let out = flat(&run(&mut op, data, Vec::new()));
+        let want: Vec<_> = (0..3)
+            .map(|tag| (vec![1_000, tag], t(n + 1), -((n - tag + 2) as i64 / 3)))
+            .collect();
+        assert_eq!(out, want);
+        assert_eq!(op.sizes().1, 0);
     }
 
     #[test]
