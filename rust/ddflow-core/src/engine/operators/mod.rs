@@ -59,6 +59,8 @@ pub mod reduce_history;
 pub mod reduce_index;
 pub mod reduce_python;
 pub mod reduce_rows;
+#[cfg(test)]
+pub(crate) mod reduce_test_activation;
 pub mod reduce_work;
 pub mod scale;
 pub mod select;

@@ -4,12 +4,11 @@
 //! and come back, pending times, compaction, and keys that switch between carried and not.
 
 use super::{TotalsCache, CARRY_MIN_HISTORY};
-use crate::encoding::DType;
 use crate::engine::arrangement::Arrangement;
-use crate::engine::column::NoCallbacks;
-use crate::engine::operators::reduce::{ReduceInput, ReduceState};
+use crate::engine::operators::reduce::ReduceState;
+use crate::engine::operators::reduce_test_activation::activate;
 use crate::engine::plan::Agg;
-use crate::lattice::{Antichain, Time};
+use crate::lattice::Time;
 use crate::updates::Updates;
 use proptest::prelude::*;
 
@@ -62,7 +61,6 @@ fn run(agg: &Agg, steps: &[Step], carry_min: usize) -> Emitted {
     st.cache = TotalsCache::new(carry_min);
     let (mut upper, mut reduce_at) = (0u64, 0u64);
     let (mut outs, mut errs) = (Vec::new(), Vec::new());
-    let names = ["k".to_string(), "v".to_string()];
     for step in steps {
         let mut batch = Updates::new(2);
         if step.advance > 0 {
@@ -70,36 +68,19 @@ fn run(agg: &Agg, steps: &[Step], carry_min: usize) -> Emitted {
                 batch.push(&[k, v as u64], Time::scalar(upper + dt % step.advance), d);
             }
         }
-        crate::engine::util::consolidate(&mut batch).expect("consolidate");
         upper += step.advance;
-        input.insert(&batch, &Antichain::from_elem(Time::scalar(upper)));
         reduce_at = reduce_at.max(upper.saturating_sub(step.lag));
-        let frontier = Antichain::from_elem(Time::scalar(reduce_at));
-        let out = st
-            .activate(&ReduceInput {
-                agg,
-                key_width: 1,
-                key_dtypes: &[DType::Int64],
-                val_dtypes: &[DType::Int64],
-                key_names: &names[..1],
-                val_names: &names[1..],
-                trace: &input,
-                batch: &batch,
-                frontier: &frontier,
-                callbacks: &NoCallbacks,
-                label: "reduce",
-            })
-            .expect("activate");
-        outs.push(
-            (0..out.len())
-                .map(|i| (out.row(i).to_vec(), out.times[i], out.diffs[i]))
-                .collect(),
+        let (out, err) = activate(
+            &mut st,
+            &mut input,
+            agg,
+            batch,
+            Time::scalar(upper),
+            Time::scalar(reduce_at),
+            step.compact,
         );
-        errs.push(st.errors.new.drain(..).map(|e| format!("{e:?}")).collect());
-        if step.compact {
-            input.set_compaction(&frontier);
-            st.out.set_compaction(&frontier);
-        }
+        outs.push(out);
+        errs.push(err);
     }
     (outs, errs, st.cache.hits)
 }

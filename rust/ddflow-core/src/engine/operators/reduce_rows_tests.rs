@@ -3,12 +3,12 @@
 //! frontiers (pending times), retractions, multiplicities, compaction, and sums and counts
 //! that leave int64 (the row sweep then leaves the key to the general path).
 
-use crate::encoding::{encode_i64, DType};
+use crate::encoding::encode_i64;
 use crate::engine::arrangement::Arrangement;
-use crate::engine::column::NoCallbacks;
-use crate::engine::operators::reduce::{ReduceInput, ReduceState};
+use crate::engine::operators::reduce::ReduceState;
+use crate::engine::operators::reduce_test_activation::activate;
 use crate::engine::plan::Agg;
-use crate::lattice::{Antichain, Time};
+use crate::lattice::Time;
 use crate::updates::Updates;
 use proptest::prelude::*;
 
@@ -53,7 +53,6 @@ fn run(agg: &Agg, steps: &[Step], rows_min: usize) -> Emitted {
     st.set_rows_min(rows_min);
     let (mut upper, mut reduce_at) = (0u64, 0u64);
     let (mut outs, mut errs) = (Vec::new(), Vec::new());
-    let names = ["k".to_string(), "v".to_string()];
     for step in steps {
         let mut batch = Updates::new(2);
         if step.advance > 0 {
@@ -62,39 +61,19 @@ fn run(agg: &Agg, steps: &[Step], rows_min: usize) -> Emitted {
                 batch.push(&[k, encode_i64(v)], t, d);
             }
         }
-        crate::engine::util::consolidate(&mut batch).expect("consolidate");
         upper += step.advance;
-        input.insert(
-            &batch,
-            &Antichain::from_elem(Time::from_coords(&[upper, 0])),
-        );
         reduce_at = reduce_at.max(upper.saturating_sub(step.lag));
-        let frontier = Antichain::from_elem(Time::from_coords(&[reduce_at, 0]));
-        let out = st
-            .activate(&ReduceInput {
-                agg,
-                key_width: 1,
-                key_dtypes: &[DType::Int64],
-                val_dtypes: &[DType::Int64],
-                key_names: &names[..1],
-                val_names: &names[1..],
-                trace: &input,
-                batch: &batch,
-                frontier: &frontier,
-                callbacks: &NoCallbacks,
-                label: "reduce",
-            })
-            .expect("activate");
-        outs.push(
-            (0..out.len())
-                .map(|i| (out.row(i).to_vec(), out.times[i], out.diffs[i]))
-                .collect(),
+        let (out, err) = activate(
+            &mut st,
+            &mut input,
+            agg,
+            batch,
+            Time::from_coords(&[upper, 0]),
+            Time::from_coords(&[reduce_at, 0]),
+            step.compact,
         );
-        errs.push(st.errors.new.drain(..).map(|e| format!("{e:?}")).collect());
-        if step.compact {
-            input.set_compaction(&frontier);
-            st.out.set_compaction(&frontier);
-        }
+        outs.push(out);
+        errs.push(err);
     }
     (outs, errs)
 }
