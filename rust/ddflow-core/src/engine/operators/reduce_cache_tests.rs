@@ -6,7 +6,7 @@
 use super::{TotalsCache, CARRY_MIN_HISTORY};
 use crate::engine::arrangement::Arrangement;
 use crate::engine::operators::reduce::ReduceState;
-use crate::engine::operators::reduce_test_activation::activate;
+use crate::engine::operators::reduce_test_activation::{activate, step, Step};
 use crate::engine::plan::Agg;
 use crate::lattice::Time;
 use crate::updates::Updates;
@@ -40,22 +40,15 @@ fn agg(kind: usize) -> Agg {
     serde_json::from_str(json).expect("agg")
 }
 
-/// One activation: updates `(key, val, time offset, diff)` at the input frontier plus their
-/// offset (taken modulo `advance`), how far the input frontier moves, how far the reduce's
-/// frontier stays behind it (its times stay pending), and whether both traces compact.
-#[derive(Clone, Debug)]
-struct Step {
-    ups: Vec<(u64, i64, u64, i64)>,
-    advance: u64,
-    lag: u64,
-    compact: bool,
-}
+/// An update `(key, val, time offset, diff)` at the input frontier plus its offset (taken
+/// modulo the step's `advance`).
+type Up = (u64, i64, u64, i64);
 
 /// What a run emitted: per activation its output updates `(row, time, diff)` and its error
 /// updates; and the carried passes.
 type Emitted = (Vec<Vec<(Vec<u64>, Time, i64)>>, Vec<Vec<String>>, u64);
 
-fn run(agg: &Agg, steps: &[Step], carry_min: usize) -> Emitted {
+fn run(agg: &Agg, steps: &[Step<Up>], carry_min: usize) -> Emitted {
     let mut input = Arrangement::new(1, 2);
     let mut st = ReduceState::new(1);
     st.cache = TotalsCache::new(carry_min);
@@ -85,31 +78,15 @@ fn run(agg: &Agg, steps: &[Step], carry_min: usize) -> Emitted {
     (outs, errs, st.cache.hits)
 }
 
-fn step() -> impl Strategy<Value = Step> {
+fn random_step() -> impl Strategy<Value = Step<Up>> {
     let up = (0u64..3, 0usize..VALS.len(), 0u64..3, 0usize..DIFFS.len())
         .prop_map(|(k, v, dt, d)| (k, VALS[v], dt, DIFFS[d]));
-    (
-        prop::collection::vec(up, 0..12),
-        0u64..4,
-        prop_oneof![4 => Just(0u64), 1 => 1u64..3],
-        any::<bool>(),
-    )
-        .prop_map(|(ups, advance, lag, compact)| Step {
-            ups,
-            advance,
-            lag,
-            compact,
-        })
+    step(up, 12, prop_oneof![4 => Just(0u64), 1 => 1u64..3])
 }
 
 /// The steps, then one that closes the reduce's lag.
-fn with_flush(mut steps: Vec<Step>) -> Vec<Step> {
-    steps.push(Step {
-        ups: Vec::new(),
-        advance: 1,
-        lag: 0,
-        compact: false,
-    });
+fn with_flush(mut steps: Vec<Step<Up>>) -> Vec<Step<Up>> {
+    steps.push(Step::closing());
     steps
 }
 
@@ -121,7 +98,7 @@ proptest! {
     #[test]
     fn carried_totals_change_nothing(
         kind in 0usize..3,
-        steps in prop::collection::vec(step(), 1..14),
+        steps in prop::collection::vec(random_step(), 1..14),
         carry_min in prop_oneof![Just(0usize), Just(3usize)],
     ) {
         let agg = agg(kind);

@@ -6,7 +6,7 @@
 use crate::encoding::encode_i64;
 use crate::engine::arrangement::Arrangement;
 use crate::engine::operators::reduce::ReduceState;
-use crate::engine::operators::reduce_test_activation::activate;
+use crate::engine::operators::reduce_test_activation::{activate, step, Step};
 use crate::engine::plan::Agg;
 use crate::lattice::Time;
 use crate::updates::Updates;
@@ -32,22 +32,14 @@ fn agg(kind: usize) -> Agg {
     serde_json::from_str(json).expect("agg")
 }
 
-/// One activation: updates `(key, val, x offset, y, diff)` at or after the input frontier
-/// (the first coordinate offset taken modulo `advance`), how far the input frontier's
-/// first coordinate moves, how far the reduce's frontier stays behind it, and whether both
-/// traces compact.
-#[derive(Clone, Debug)]
-struct Step {
-    ups: Vec<(u64, i64, u64, u64, i64)>,
-    advance: u64,
-    lag: u64,
-    compact: bool,
-}
+/// An update `(key, val, x offset, y, diff)` at or after the input frontier (the first
+/// coordinate offset taken modulo the step's `advance`).
+type Up = (u64, i64, u64, u64, i64);
 
 /// Per activation: its output updates `(row, time, diff)` and its error updates.
 type Emitted = (Vec<Vec<(Vec<u64>, Time, i64)>>, Vec<Vec<String>>);
 
-fn run(agg: &Agg, steps: &[Step], rows_min: usize) -> Emitted {
+fn run(agg: &Agg, steps: &[Step<Up>], rows_min: usize) -> Emitted {
     let mut input = Arrangement::new(1, 2);
     let mut st = ReduceState::new(1);
     st.set_rows_min(rows_min);
@@ -78,7 +70,7 @@ fn run(agg: &Agg, steps: &[Step], rows_min: usize) -> Emitted {
     (outs, errs)
 }
 
-fn step() -> impl Strategy<Value = Step> {
+fn random_step() -> impl Strategy<Value = Step<Up>> {
     let up = (
         0u64..2,
         0usize..VALS.len(),
@@ -87,18 +79,7 @@ fn step() -> impl Strategy<Value = Step> {
         0usize..DIFFS.len(),
     )
         .prop_map(|(k, v, dx, y, d)| (k, VALS[v], dx, y, DIFFS[d]));
-    (
-        prop::collection::vec(up, 0..16),
-        0u64..4,
-        prop_oneof![3 => Just(0u64), 2 => 1u64..4],
-        any::<bool>(),
-    )
-        .prop_map(|(ups, advance, lag, compact)| Step {
-            ups,
-            advance,
-            lag,
-            compact,
-        })
+    step(up, 16, prop_oneof![3 => Just(0u64), 2 => 1u64..4])
 }
 
 proptest! {
@@ -108,9 +89,9 @@ proptest! {
     #[test]
     fn row_sweep_matches_general_path(
         kind in 0usize..7,
-        mut steps in prop::collection::vec(step(), 1..10),
+        mut steps in prop::collection::vec(random_step(), 1..10),
     ) {
-        steps.push(Step { ups: Vec::new(), advance: 1, lag: 0, compact: false });
+        steps.push(Step::closing());
         let agg = agg(kind);
         let (want_out, want_err) = run(&agg, &steps, usize::MAX);
         let (out, err) = run(&agg, &steps, 0);

@@ -1,5 +1,6 @@
-//! Test support shared by the reduce's tests: one activation of a [`ReduceState`] on a batch
-//! of `(key, val)` updates over an input arrangement, and what it emitted.
+//! Test support shared by the reduce's tests: random steps (updates, frontier moves, lag,
+//! compaction) and one activation of a [`ReduceState`] on a batch of `(key, val)` updates
+//! over an input arrangement, with what it emitted.
 
 use crate::encoding::DType;
 use crate::engine::arrangement::Arrangement;
@@ -8,6 +9,7 @@ use crate::engine::operators::reduce::{ReduceInput, ReduceState};
 use crate::engine::plan::Agg;
 use crate::lattice::{Antichain, Time};
 use crate::updates::Updates;
+use proptest::prelude::*;
 
 /// The output updates `(row, time, diff)` of one activation.
 pub(crate) type Output = Vec<(Vec<u64>, Time, i64)>;
@@ -53,4 +55,49 @@ pub(crate) fn activate(
         st.out.set_compaction(&frontier);
     }
     (output, errors)
+}
+
+/// One activation of a random test: its updates (the test's own tuples), how far the input
+/// frontier moves, how far the reduce's frontier stays behind it (its times stay pending),
+/// and whether both traces compact after it.
+#[derive(Clone, Debug)]
+pub(crate) struct Step<U> {
+    pub(crate) ups: Vec<U>,
+    pub(crate) advance: u64,
+    pub(crate) lag: u64,
+    pub(crate) compact: bool,
+}
+
+impl<U> Step<U> {
+    /// A step with no updates that closes the reduce's lag (every pending time is then
+    /// processed).
+    pub(crate) fn closing() -> Step<U> {
+        Step {
+            ups: Vec::new(),
+            advance: 1,
+            lag: 0,
+            compact: false,
+        }
+    }
+}
+
+/// Random steps: up to `max_ups` updates drawn from `up`, the frontier moving 0 to 3, the
+/// reduce lagging by `lag`.
+pub(crate) fn step<U: Clone + std::fmt::Debug>(
+    up: impl Strategy<Value = U>,
+    max_ups: usize,
+    lag: impl Strategy<Value = u64>,
+) -> impl Strategy<Value = Step<U>> {
+    (
+        prop::collection::vec(up, 0..max_ups),
+        0u64..4,
+        lag,
+        any::<bool>(),
+    )
+        .prop_map(|(ups, advance, lag, compact)| Step {
+            ups,
+            advance,
+            lag,
+            compact,
+        })
 }

@@ -6,7 +6,7 @@
 
 use crate::engine::arrangement::Arrangement;
 use crate::engine::operators::reduce::ReduceState;
-use crate::engine::operators::reduce_test_activation::activate;
+use crate::engine::operators::reduce_test_activation::{activate, step, Step};
 use crate::engine::plan::Agg;
 use crate::lattice::Time;
 use crate::updates::Updates;
@@ -28,21 +28,14 @@ fn agg(kind: usize) -> Agg {
     serde_json::from_str(json).expect("agg")
 }
 
-/// One activation: updates `(key, val, epoch offset, iteration, diff)` (the offset taken
-/// modulo `advance`), how far the input frontier moves, how far the reduce's frontier stays
-/// behind it, and whether both traces compact.
-#[derive(Clone, Debug)]
-struct Step {
-    ups: Vec<(u64, i64, u64, u64, i64)>,
-    advance: u64,
-    lag: u64,
-    compact: bool,
-}
+/// An update `(key, val, epoch offset, iteration, diff)` (the offset taken modulo the
+/// step's `advance`).
+type Up = (u64, i64, u64, u64, i64);
 
 /// Per activation: the output updates `(row, time, diff)` and the error updates (sorted).
 type Emitted = (Vec<Vec<(Vec<u64>, Time, i64)>>, Vec<Vec<String>>);
 
-fn run(agg: &Agg, steps: &[Step], chunk: usize) -> Emitted {
+fn run(agg: &Agg, steps: &[Step<Up>], chunk: usize) -> Emitted {
     let mut input = Arrangement::new(1, 2);
     let mut st = ReduceState::new(1);
     st.set_chunk_keys(chunk);
@@ -76,21 +69,10 @@ fn run(agg: &Agg, steps: &[Step], chunk: usize) -> Emitted {
     (outs, errs)
 }
 
-fn step() -> impl Strategy<Value = Step> {
+fn random_step() -> impl Strategy<Value = Step<Up>> {
     let up = (0u64..6, 0usize..VALS.len(), 0u64..3, 0u64..3, 0usize..4)
         .prop_map(|(k, v, de, i, d)| (k, VALS[v], de, i, [-2, -1, 1, 2][d]));
-    (
-        prop::collection::vec(up, 0..14),
-        0u64..4,
-        prop_oneof![3 => Just(0u64), 2 => 1u64..3],
-        any::<bool>(),
-    )
-        .prop_map(|(ups, advance, lag, compact)| Step {
-            ups,
-            advance,
-            lag,
-            compact,
-        })
+    step(up, 14, prop_oneof![3 => Just(0u64), 2 => 1u64..3])
 }
 
 proptest! {
@@ -101,10 +83,10 @@ proptest! {
     #[test]
     fn chunks_change_nothing(
         kind in 0usize..6,
-        mut steps in prop::collection::vec(step(), 1..12),
+        mut steps in prop::collection::vec(random_step(), 1..12),
         chunk in 1usize..4,
     ) {
-        steps.push(Step { ups: Vec::new(), advance: 1, lag: 0, compact: false });
+        steps.push(Step::closing());
         let agg = agg(kind);
         let want = run(&agg, &steps, usize::MAX);
         prop_assert_eq!(run(&agg, &steps, chunk), want);
