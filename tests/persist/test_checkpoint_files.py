@@ -212,3 +212,34 @@ def test_a_restart_replays_every_snapshot_layer_at_the_last_checkpoint(tmp_path:
             key = (row["k"], row["v"])
             accumulated[key] = accumulated.get(key, 0) + d
     assert accumulated == {(0, 1): 1, (1, 1): 1, (2, 1): 1, (7, 2): 3}
+
+
+def test_a_restored_snapshot_row_the_input_refuses_is_named_and_the_rest_go_in_once() -> None:
+    """A snapshot goes into its input as one batch; when the input refuses a row, the
+    snapshot is pushed again origin by origin (nothing of the refused batch went in), the
+    refused row is returned naming its file and row, and every other row goes in once."""
+    import numpy as np
+    import pyarrow as pa
+
+    from ddflow.persist.records import Snapshot
+    from ddflow.runloop import _push_snapshot
+
+    flow = dd.Dataflow(log=False)
+    inp, rows = flow.new_input({"k": "int64", "s": "str"})
+    capture = rows.capture()
+    text = pa.array([b"ok", b"\xff\xfe", b"fine"], pa.binary()).view(pa.string())
+    table = pa.table({"k": pa.array([1, 2, 3], pa.int64()), "s": text})
+    one = np.ones(3, np.int64)
+    snapshot = Snapshot(
+        0, table, ["a.csv", "b.csv"], np.array([0, 1, 0], np.int32),
+        np.array([1, 7, 2], np.int64), 4 * one, one, [],
+    )  # fmt: skip
+    (error,) = _push_snapshot(inp, snapshot)
+    assert (error.origin, error.row, error.column) == ("b.csv", 7, "s")
+    inp.advance_to(5)
+    flow.run_until(5)
+    got = capture.updates().to_pylist()
+    assert got == [
+        {"k": 1, "s": "ok", "time": 4, "diff": 1},
+        {"k": 3, "s": "fine", "time": 4, "diff": 1},
+    ]
