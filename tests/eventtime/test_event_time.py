@@ -13,6 +13,8 @@ import random
 from collections import Counter
 from typing import Any
 
+import pyarrow as pa
+import numpy as np
 import pytest
 
 import ddflow as dd
@@ -380,6 +382,40 @@ def test_final_windows_drop_the_state_of_closed_windows(workers: int) -> None:
     (_, final_held), (_, updates_held) = arranged  # built in this order
     assert final_held <= 3 * 10  # the open window's records: closed ones expired
     assert updates_held >= 100 * 3  # emit="updates" keeps every window
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_closed_windows_rows_leave_the_arrangement_the_tick_after_it_closes(
+    workers: int,
+) -> None:
+    """A window's close retracts all its rows from the window arrangement within a tick (a
+    timed source: the watermark passes the window's end inside the tick); the next tick
+    merges the retractions with the rows they cancel, so the arrangement holds the open
+    window's rows and one tick's more, never a closed window's as well (they stayed until
+    a quarter of the trace was inserted again: half a window here)."""
+    flow = dd.Dataflow(workers=workers)
+    session, c = flow.new_input({"ts": "int64", "u": "int64"})
+    w = c.with_watermark("ts", lateness=0)
+    span, per_tick = 10, 100  # a window spans 10 ticks of 100 distinct rows
+    final = w.group_by_dynamic("ts", every=span * 1000, emit="final")
+    out = final.agg(users=dd.count_distinct("u")).capture()
+    (arrange,) = [n["id"] for n in flow.builder.plan.nodes if n["op"] == "arrange"]
+    held = []
+    base = 1 << 40  # values far above string ids (the string collector marks conservatively)
+    for t in range(5 * span):
+        ts = np.arange(t * 1000, (t + 1) * 1000, 1000 // per_tick, dtype=np.int64)
+        u = base + t * per_tick + np.arange(per_tick, dtype=np.int64)
+        # Each record at its event time (a timed source): a window closes within a tick.
+        session.update_batch(pa.table({"ts": ts, "u": u}), times=ts)
+        session.advance_to((t + 1) * 1000)
+        flow.run_until((t + 1) * 1000)
+        held.append(flow.metrics().operator(arrange).arrangement_records or 0)
+    assert out.updates().num_rows == 4  # four windows closed, each once
+    for t, n in enumerate(held):
+        if t % span == 0 and t > 0:  # a close: the closed window, its retractions, a tick
+            assert n <= (2 * span + 1) * per_tick, (t, held)
+        else:  # the open window's rows, nothing else
+            assert n == (t % span + 1) * per_tick, (t, held)
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -25,8 +25,12 @@ pub struct Arrangement {
     /// Dtypes of the rows (key columns first), fixed by the first batch.
     pub schema: Option<Schema>,
     spine: Spine,
-    /// Updates inserted since the trace was last merged into one compacted batch.
+    /// Updates the compaction frontier has passed since the trace was last merged into one
+    /// compacted batch (counted when it passes their batch's upper).
     since_full: usize,
+    /// Batches inserted (their upper and length) that the compaction frontier has not yet
+    /// passed: a merge cannot compact them yet (see [`Arrangement::set_compaction`]).
+    ahead: Vec<(Antichain<Time>, usize)>,
     /// See [`full_merge_ratio`].
     full_merge_ratio: usize,
 }
@@ -84,6 +88,7 @@ impl Arrangement {
             schema: None,
             spine: Spine::new(key_width, width - key_width),
             since_full: 0,
+            ahead: Vec::new(),
             full_merge_ratio: full_merge_ratio(),
         }
     }
@@ -106,12 +111,31 @@ impl Arrangement {
     /// Sets the frontier that merges advance times to. A frontier that is not in the future
     /// of the current one is ignored (compaction never goes back).
     ///
-    /// When the frontier moves and the updates inserted since the trace was last one batch
-    /// reach `1 / FULL_MERGE_RATIO` of its size, every batch is merged into one, advanced to
-    /// the new frontier (see [`full_merge_ratio`]).
+    /// When the frontier moves and the updates it has passed since the trace was last one
+    /// batch reach `1 / FULL_MERGE_RATIO` of its size, every batch is merged into one,
+    /// advanced to the new frontier (see [`full_merge_ratio`]).
+    ///
+    /// An inserted batch counts once the frontier has passed its upper (the frontier
+    /// dominates it), when a merge can compact it, not when it is inserted: the frontier the
+    /// engine sets trails the inserts (the readers' frontier as of their previous
+    /// activation). A window's close (`group_by_dynamic(emit="final")`) retracts a whole
+    /// window in one insert; counted on insert, it brought about a full merge that could
+    /// not cancel the retractions yet, and they then waited beside the rows they cancel
+    /// until a quarter of the trace was inserted again (20 of the 36 ticks of an hour in
+    /// `benches/soak.py`, 4 of the trace's 5.5 MB). Counted once passed, the merge comes
+    /// when it cancels them.
     pub fn set_compaction(&mut self, frontier: &Antichain<Time>) {
         if self.spine.logical_compaction() != frontier {
             let _ = self.spine.set_logical_compaction(frontier);
+            let mut passed = 0;
+            self.ahead.retain(|(upper, n)| {
+                let done = upper.dominates(frontier);
+                if done {
+                    passed += n;
+                }
+                !done
+            });
+            self.since_full += passed;
             let ratio = self.full_merge_ratio;
             if self.spine.n_batches() <= 1 {
                 self.since_full = 0;
@@ -145,8 +169,13 @@ impl Arrangement {
             .expect("engine batches are sorted and consolidated");
         // The first batch of an empty trace is its base (a static graph): merging it again
         // pays off only once as much again has been inserted on top of it.
-        if !self.spine.is_empty() {
-            self.since_full += b.len();
+        if !self.spine.is_empty() && !b.is_empty() {
+            if self.ahead.len() >= MAX_AHEAD {
+                // Uppers only grow: the first two count once the second's is passed.
+                let (_, n) = self.ahead.remove(0);
+                self.ahead[0].1 += n;
+            }
+            self.ahead.push((upper.clone(), b.len()));
         }
         self.spine.insert(Arc::new(b));
     }
@@ -169,6 +198,10 @@ impl Arrangement {
         self.spine.to_updates().0
     }
 }
+
+/// Batches an arrangement tracks until the compaction frontier passes them (a trace
+/// handle can hold the frontier back for many inserts); beyond, the oldest two count as one.
+const MAX_AHEAD: usize = 32;
 
 /// Default of [`full_merge_ratio`].
 pub const FULL_MERGE_RATIO: usize = 4;

@@ -96,9 +96,9 @@ proptest! {
     }
 }
 
-/// With ratio 2, moving the frontier once the updates inserted on top of the first batch
-/// reach half the trace merges it into one batch; with ratio 0 the spine keeps one per
-/// level (batches of decreasing size).
+/// With ratio 4, moving the frontier past the updates inserted on top of the first batch
+/// once they reach a quarter of the trace merges it into one batch; with ratio 0 the spine
+/// keeps one per level (batches of decreasing size).
 #[test]
 fn ratio_merges_whole() {
     let sizes = [1u64, 32, 16, 8, 4, 2];
@@ -107,8 +107,84 @@ fn ratio_merges_whole() {
         .map(|&n| (0..n).map(|i| (i % 5, i % 3, i % 2, 1)).collect())
         .collect();
     let moves: Vec<(u64, u64)> = (0..sizes.len() as u64).map(|s| (s, 0)).collect();
-    let (merged, _, _) = run(2, &batches, &moves);
+    let past = Antichain::from_elem(Time::from_coords(&[sizes.len() as u64 + 1, 0]));
+    let (mut merged, _, _) = run(4, &batches, &moves);
+    merged.set_compaction(&past);
     assert_eq!(merged.n_batches(), 1);
-    let (plain, _, _) = run(0, &batches, &moves);
+    let (mut plain, _, _) = run(0, &batches, &moves);
+    plain.set_compaction(&past);
     assert!(plain.n_batches() > 1, "{} batches", plain.n_batches());
+}
+
+/// A batch counts toward a full merge once the frontier has passed its upper: a frontier
+/// that stays behind it merges nothing, the one that passes it merges the trace whole.
+#[test]
+fn a_batch_counts_once_the_frontier_passes_it() {
+    let t = |s: u64| Time::from_coords(&[s, 0]);
+    let upto = |s: u64| Antichain::from_elem(t(s));
+    let mut a = Arrangement::new(1, 2);
+    a.set_full_merge_ratio(4);
+    a.insert(&sorted((0..8).map(|k| (k, 0, t(0), 1)).collect()), &upto(1));
+    a.insert(
+        &sorted((8..12).map(|k| (k, 0, t(1), 1)).collect()),
+        &upto(5),
+    );
+    a.set_compaction(&upto(1));
+    a.set_compaction(&upto(4));
+    assert_eq!(
+        a.n_batches(),
+        2,
+        "merged before the frontier passed the batch"
+    );
+    a.set_compaction(&upto(5));
+    assert_eq!(a.n_batches(), 1);
+}
+
+/// A window's close: every row of the trace retracted in one insert, at a time the
+/// compaction frontier has not reached (it trails the inserts, as the engine's does: the
+/// readers' frontier as of their previous activation). The full merge the retractions
+/// bring about then cannot cancel them; they count once the frontier passes their batch,
+/// and that move merges the trace again: nothing of the window is left. The
+/// accumulations agree with the inserted updates.
+#[test]
+fn retractions_inserted_ahead_of_the_frontier_cancel_once_it_passes_them() {
+    // Step `s` inserts at time 10s + 5 up to 10(s + 1); the frontier then moves to 10s.
+    let at = |s: u64| Time::from_coords(&[10 * s + 5, 0]);
+    let upto = |x: u64| Antichain::from_elem(Time::from_coords(&[x, 0]));
+    let mut a = Arrangement::new(1, 2);
+    a.set_full_merge_ratio(4);
+    let mut all = Updates::new(2);
+    let mut insert = |a: &mut Arrangement, s: u64, ups: Vec<(u64, u64, Time, i64)>| {
+        let b = sorted(ups);
+        all.extend(&b);
+        a.insert(&b, &upto(10 * (s + 1)));
+        a.set_compaction(&upto(10 * s));
+    };
+    let row = |s: u64, i: u64| (s * 100 + i, i % 7);
+    for s in 0..10 {
+        let ups = (0..100)
+            .map(|i| (row(s, i).0, row(s, i).1, at(s), 1))
+            .collect();
+        insert(&mut a, s, ups);
+    }
+    let close = (0..10)
+        .flat_map(|s| (0..100).map(move |i| (row(s, i).0, row(s, i).1, at(10), -1)))
+        .collect();
+    insert(&mut a, 10, close);
+    assert!(
+        a.len() >= 2000,
+        "cancelled before the frontier reached them"
+    );
+    insert(
+        &mut a,
+        11,
+        (0..10).map(|i| (5_000 + i, 0, at(11), 1)).collect(),
+    );
+    assert_eq!(
+        a.len(),
+        10,
+        "the window's rows and retractions are still held"
+    );
+    let end = Time::from_coords(&[200, 0]);
+    assert_eq!(accumulate(&a.to_updates(), &end), accumulate(&all, &end));
 }

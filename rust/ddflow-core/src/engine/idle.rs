@@ -18,9 +18,14 @@
 //! megabytes per step, never 8 at once, and glibc kept the freed pages resident between
 //! windows: RSS swung by 15 MB for 7 MB of live heap swing. Both are cheap next to a step:
 //! a check of a counter, a look at `/proc/self/statm` at most every [`SLACK_CHECK_EVERY`],
-//! and a trim (about 1 ms for a 150 MB process, 10 ms and more on a loaded machine) only
-//! after megabytes were freed, at most once per [`TRIM_COST_SHARE`] times the previous
-//! one's duration.
+//! and a trim (about 0.3 ms of CPU for a 150 MB process) only after megabytes were freed,
+//! once the process has spent [`TRIM_COST_SHARE`] times the previous trim's CPU time since
+//! it.
+//!
+//! Both sides of that rule are CPU time, not wall time: on a loaded machine a trim that is
+//! preempted takes 10-100 ms of wall time for the same 0.3 ms of work, and a wall-clock
+//! rule then held the next trim back for up to a second (20 ticks of `benches/soak.py`,
+//! 11 MB of freed pages resident meanwhile) without saving any work.
 
 use super::Engine;
 use crate::memory;
@@ -40,8 +45,8 @@ pub const TRIM_SLACK_BYTES: usize = 2 << 20;
 /// How often, at most, an idle engine reads the resident memory.
 pub const SLACK_CHECK_EVERY: Duration = Duration::from_millis(1);
 
-/// A trim for slack waits at least this many times the previous trim's duration after it
-/// (trims then take at most a sixth of the time).
+/// A trim for slack waits until the process has spent at least this many times the
+/// previous trim's CPU time since it (trims then take at most a sixth of the CPU time).
 pub const TRIM_COST_SHARE: u32 = 5;
 
 impl Engine {
@@ -65,8 +70,9 @@ pub struct Slack {
     /// The least slack seen since the last trim (`None` before the first look).
     least: Option<usize>,
     checked: Option<Instant>,
-    trimmed: Option<Instant>,
-    /// How long the last trim took.
+    /// The process' CPU time when the last trim ended.
+    trimmed: Option<Duration>,
+    /// The CPU time the last trim took.
     cost: Duration,
 }
 
@@ -93,22 +99,24 @@ impl Slack {
         true
     }
 
-    /// Whether a trim is due at `now` with `slack` bytes resident beyond the live heap:
-    /// the slack grew by [`TRIM_SLACK_BYTES`] from its least since the last trim, and that
-    /// trim was at least [`TRIM_COST_SHARE`] times its own duration ago.
-    pub fn due(&mut self, now: Instant, slack: usize) -> bool {
+    /// Whether a trim is due with `slack` bytes resident beyond the live heap when the
+    /// process has used `cpu` of CPU time: the slack grew by [`TRIM_SLACK_BYTES`] from its
+    /// least since the last trim, and the process has spent at least [`TRIM_COST_SHARE`]
+    /// times that trim's CPU time since it.
+    pub fn due(&mut self, cpu: Duration, slack: usize) -> bool {
         let least = self.least.map_or(slack, |l| l.min(slack));
         self.least = Some(least);
         let cheap = self
             .trimmed
-            .is_none_or(|t| now.duration_since(t) >= self.cost * TRIM_COST_SHARE);
+            .is_none_or(|t| cpu.saturating_sub(t) >= self.cost * TRIM_COST_SHARE);
         slack >= least + TRIM_SLACK_BYTES && cheap
     }
 
-    /// A trim ran from `start` to `end`, leaving `slack` bytes beyond the live heap.
-    pub fn trimmed(&mut self, start: Instant, end: Instant, slack: usize) {
-        self.trimmed = Some(end);
-        self.cost = end.duration_since(start);
+    /// A trim took `cost` of CPU time and ended when the process had used `cpu`, leaving
+    /// `slack` bytes beyond the live heap.
+    pub fn trimmed(&mut self, cpu: Duration, cost: Duration, slack: usize) {
+        self.trimmed = Some(cpu);
+        self.cost = cost;
         self.least = Some(slack);
     }
 }
@@ -135,14 +143,63 @@ pub fn trim_slack() -> bool {
     let Some(slack) = resident_slack() else {
         return false;
     };
-    if !s.due(now, slack) {
+    if !s.due(cpu_time(Clock::Process), slack) {
         return false;
     }
     memory::reset_peak();
+    let start = cpu_time(Clock::Thread);
     release_free_pages();
-    let end = Instant::now();
-    s.trimmed(now, end, resident_slack().unwrap_or(0));
+    let cost = cpu_time(Clock::Thread).saturating_sub(start);
+    s.trimmed(
+        cpu_time(Clock::Process),
+        cost,
+        resident_slack().unwrap_or(0),
+    );
     true
+}
+
+/// Which CPU clock [`cpu_time`] reads.
+#[derive(Clone, Copy, Debug)]
+enum Clock {
+    /// Every thread of the process.
+    Process,
+    /// The calling thread (a trim runs on it alone).
+    Thread,
+}
+
+/// CPU time used so far by the process or the calling thread (`clock_gettime`).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn cpu_time(clock: Clock) -> Duration {
+    #[repr(C)]
+    struct Timespec {
+        tv_sec: std::ffi::c_long,
+        tv_nsec: std::ffi::c_long,
+    }
+    extern "C" {
+        fn clock_gettime(clock: std::ffi::c_int, ts: *mut Timespec) -> std::ffi::c_int;
+    }
+    const CLOCK_PROCESS_CPUTIME_ID: std::ffi::c_int = 2;
+    const CLOCK_THREAD_CPUTIME_ID: std::ffi::c_int = 3;
+    let id = match clock {
+        Clock::Process => CLOCK_PROCESS_CPUTIME_ID,
+        Clock::Thread => CLOCK_THREAD_CPUTIME_ID,
+    };
+    let mut ts = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    if unsafe { clock_gettime(id, &mut ts) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// CPU time: unknown off Linux with glibc, where the resident size is unknown too (so
+/// [`trim_slack`] never gets as far as asking).
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn cpu_time(_: Clock) -> Duration {
+    Duration::ZERO
 }
 
 /// The process' resident bytes beyond the live Rust heap (`None` where unknown).
@@ -222,30 +279,49 @@ mod tests {
     }
 
     #[test]
-    fn slack_is_due_after_it_grew_and_the_last_trim_was_cheap_enough() {
+    fn slack_is_due_after_it_grew_and_the_process_spent_enough_cpu_since_the_last_trim() {
         let t0 = Instant::now();
-        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let cpu = Duration::from_millis;
         let mut s = Slack::new();
-        assert!(s.look(at(0)));
+        assert!(s.look(t0));
         let soon = t0 + SLACK_CHECK_EVERY / 2;
         assert!(!s.look(soon), "looked again within SLACK_CHECK_EVERY");
         assert!(s.look(t0 + SLACK_CHECK_EVERY));
         let (base, step) = (100 << 20, TRIM_SLACK_BYTES);
-        assert!(!s.due(at(10), base), "the first look only sets the least");
-        assert!(!s.due(at(20), base + step - 1));
+        assert!(!s.due(cpu(10), base), "the first look only sets the least");
+        assert!(!s.due(cpu(20), base + step - 1));
         assert!(
-            !s.due(at(30), base - step),
+            !s.due(cpu(30), base - step),
             "a smaller slack lowers the least"
         );
-        assert!(s.due(at(40), base), "a step above the least");
-        // A trim of 5 ms leaves `base`: the next one is due a step above that, 25 ms later.
-        s.trimmed(at(40), at(45), base);
-        assert!(!s.due(at(60), base + step - 1));
+        assert!(s.due(cpu(40), base), "a step above the least");
+        // A trim of 5 ms of CPU ending at 45 ms leaves `base`: the next one is due a step
+        // above that, once the process has spent 25 ms more, however long the wall clock.
+        s.trimmed(cpu(45), cpu(5), base);
+        assert!(!s.due(cpu(60), base + step - 1));
         assert!(
-            !s.due(at(65), base + 4 * step),
-            "within 5 times the last trim's 5 ms"
+            !s.due(cpu(65), base + 4 * step),
+            "within 5 times the last trim's 5 ms of CPU"
         );
-        assert!(s.due(at(70), base + 4 * step));
+        assert!(s.due(cpu(70), base + 4 * step));
+    }
+
+    #[test]
+    fn cpu_clocks_move_forward_with_work() {
+        let (p0, t0) = (cpu_time(Clock::Process), cpu_time(Clock::Thread));
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+        let (p1, t1) = (cpu_time(Clock::Process), cpu_time(Clock::Thread));
+        assert!(p1 >= p0 && t1 >= t0, "{p0:?} -> {p1:?}, {t0:?} -> {t1:?}");
+        if cfg!(all(target_os = "linux", target_env = "gnu")) {
+            assert!(t1 > t0, "the thread's CPU clock did not move: {t0:?}");
+            assert!(
+                p1 >= t1,
+                "the process used less CPU ({p1:?}) than one thread ({t1:?})"
+            );
+        }
     }
 
     #[test]
