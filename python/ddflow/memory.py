@@ -56,8 +56,8 @@ def trim_memory() -> bool:
     """Gives the allocator's free pages back to the system if the process' resident memory
     beyond ddflow's heap grew by 2 MB since the last trim (otherwise cheap: the resident size
     is read at most every millisecond, and a trim waits until the process has spent five
-    times the last one's CPU time since it); whether it trimmed. Engines do this when ``run_until`` completes, the run loop after
-    each tick's delivery."""
+    times the last one's CPU time since it); whether it trimmed. Engines do this when
+    ``run_until`` completes, the run loop after each tick's delivery."""
     return bool(_core.trim_memory())
 
 

@@ -13,8 +13,8 @@ import random
 from collections import Counter
 from typing import Any
 
-import pyarrow as pa
 import numpy as np
+import pyarrow as pa
 import pytest
 
 import ddflow as dd
