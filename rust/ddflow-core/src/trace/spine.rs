@@ -206,6 +206,51 @@ impl Spine {
             .sum()
     }
 
+    /// Bytes of the stored batches that live in mapped spill files.
+    pub fn spilled_bytes(&self) -> usize {
+        self.levels
+            .iter()
+            .map(|l| match l {
+                Level::Vacant => 0,
+                Level::Single(b) => b.spilled_bytes(),
+                Level::Merging(m) => m.older().spilled_bytes() + m.newer().spilled_bytes(),
+            })
+            .sum()
+    }
+
+    /// Spills cold batches to files in `dir` (see `spill.rs`), largest first, until at
+    /// least `want` heap bytes were freed or none is left: batches that are not inputs of a
+    /// merge in progress, hold at least `min_bytes` of heap and are not spilled yet. Returns
+    /// the heap bytes the spine no longer holds (a batch also held elsewhere, by a cursor or
+    /// as an operator's fresh batch, is freed when that holder lets go). The batches read
+    /// the same after as before.
+    pub fn spill(&mut self, dir: &std::path::Path, want: usize, min_bytes: usize) -> Result<usize> {
+        let mut cold: Vec<(usize, usize)> = self
+            .levels
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| match l {
+                Level::Single(b) if !b.is_spilled() && b.heap_bytes() >= min_bytes.max(1) => {
+                    Some((b.heap_bytes(), i))
+                }
+                _ => None,
+            })
+            .collect();
+        cold.sort_unstable_by(|a, b| b.cmp(a));
+        let mut freed = 0;
+        for (bytes, i) in cold {
+            if freed >= want {
+                break;
+            }
+            if let Level::Single(b) = &self.levels[i] {
+                let spilled = Arc::new(b.spill(dir)?);
+                freed += bytes.saturating_sub(spilled.heap_bytes());
+                self.levels[i] = Level::Single(spilled);
+            }
+        }
+        Ok(freed)
+    }
+
     /// Number of readable batches (merge inputs counted separately).
     pub fn n_batches(&self) -> usize {
         self.levels
