@@ -33,13 +33,13 @@ mod idle;
 mod input;
 pub mod live_columns;
 pub mod memory_limit;
-pub mod spill;
 pub mod operators;
 mod outputs;
 pub mod plan;
 pub mod plans;
 pub mod progress;
 mod schedule;
+pub mod spill;
 pub mod util;
 pub mod worker;
 

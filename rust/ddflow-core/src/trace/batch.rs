@@ -218,7 +218,10 @@ pub(crate) enum Times {
     /// One time per update (8 bytes each while they fit, see `time_vec.rs`).
     Each(TimeVec),
     /// Update `u` has time `distinct[idx[u]]` (at most [`MAX_INDEXED_TIMES`] distinct).
-    Indexed { distinct: Vec<Time>, idx: Stored<u8> },
+    Indexed {
+        distinct: Vec<Time>,
+        idx: Stored<u8>,
+    },
 }
 
 impl Times {
@@ -295,7 +298,10 @@ pub(crate) enum Diffs {
     /// Every diff is 1.
     Ones,
     /// Diffs are 1 except at the (increasing) update indices `idx`, which have `diffs`.
-    Sparse { idx: Stored<usize>, diffs: Stored<i64> },
+    Sparse {
+        idx: Stored<usize>,
+        diffs: Stored<i64>,
+    },
     /// One diff per update.
     Dense(Stored<i64>),
 }

@@ -125,8 +125,8 @@ impl Sections {
                 format!("truncated: {len} bytes, shorter than its header ({lens_end} bytes)"),
             ));
         }
-        let map = Mapping::new(&file, len)
-            .map_err(|e| spill_error(path, format!("cannot map: {e}")))?;
+        let map =
+            Mapping::new(&file, len).map_err(|e| spill_error(path, format!("cannot map: {e}")))?;
         let bytes = map.bytes();
         let word = |at: usize| u32::from_ne_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
         if &bytes[..8] != MAGIC {
@@ -169,7 +169,10 @@ impl Sections {
         if crc != word(16) {
             return Err(spill_error(
                 path,
-                format!("checksum mismatch (stored {:08x}, read {crc:08x})", word(16)),
+                format!(
+                    "checksum mismatch (stored {:08x}, read {crc:08x})",
+                    word(16)
+                ),
             ));
         }
         Ok(Sections {
@@ -213,7 +216,11 @@ impl Words {
 impl Batch {
     /// The batch's big vectors as bytes, in the order [`Batch::remapped`] takes them.
     fn layers(&self) -> Vec<&[u8]> {
-        let mut out = vec![self.keys.bytes(), self.key_offs.as_bytes(), self.vals.bytes()];
+        let mut out = vec![
+            self.keys.bytes(),
+            self.key_offs.as_bytes(),
+            self.vals.bytes(),
+        ];
         if let Some(o) = &self.val_offs {
             out.push(o.as_bytes());
         }

@@ -163,7 +163,11 @@ fn spilling_frees_the_spine_heap() {
     let (updates, _) = s.to_updates();
     let freed = s.spill(&dir(), usize::MAX, 0).unwrap();
     assert!(freed > 0 && freed <= before, "freed {freed} of {before}");
-    assert!(s.heap_bytes() < before / 10, "{} of {before}", s.heap_bytes());
+    assert!(
+        s.heap_bytes() < before / 10,
+        "{} of {before}",
+        s.heap_bytes()
+    );
     assert!(s.spilled_bytes() > 0);
     assert_eq!(s.to_updates().0, updates);
     // Nothing left to spill.
@@ -185,7 +189,9 @@ fn written(name: &str) -> (PathBuf, Vec<usize>) {
 }
 
 fn map_error(path: &Path, lens: &[usize]) -> String {
-    let err = Sections::map(path, lens).err().expect("a damaged file must not map");
+    let err = Sections::map(path, lens)
+        .err()
+        .expect("a damaged file must not map");
     std::fs::remove_file(path).unwrap();
     assert!(matches!(err, Error::Spill(_)), "{err}");
     let msg = err.to_string();
@@ -245,5 +251,8 @@ fn an_unwritable_directory_is_an_error_naming_the_file() {
     let err = b.spill(&missing).unwrap_err();
     assert!(matches!(err, Error::Spill(_)), "{err}");
     let msg = err.to_string();
-    assert!(msg.contains("no-such-directory") && msg.contains("cannot write"), "{msg}");
+    assert!(
+        msg.contains("no-such-directory") && msg.contains("cannot write"),
+        "{msg}"
+    );
 }
