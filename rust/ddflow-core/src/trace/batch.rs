@@ -61,7 +61,7 @@ impl Words {
         if words.iter().fold(0u64, |m, &w| m | w) >> 32 == 0 {
             Words::U32(words.iter().map(|&w| w as u32).collect())
         } else {
-            Words::U64(words.into())
+            Words::U64(words)
         }
     }
 

@@ -113,7 +113,7 @@ impl<T: Pod> Stored<T> {
         let bytes = len * std::mem::size_of::<T>();
         assert!(offset + bytes <= map.len, "mapped slice outside its file");
         assert!(
-            (map.ptr as usize + offset) % std::mem::align_of::<T>() == 0,
+            (map.ptr as usize + offset).is_multiple_of(std::mem::align_of::<T>()),
             "mapped slice misaligned"
         );
         Stored::Mapped {
