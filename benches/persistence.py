@@ -28,7 +28,9 @@ itself; the ratios are of CPU time, as the machine is shared):
 The table goes to ``--out`` with the command, the machine and the load average;
 ``--only-crash`` runs only the crash tests and replaces only their section of ``--out``.
 Each run also reports its peak anonymous resident memory (``RssAnon`` sampled every 20 ms:
-the heap, without the page cache of mapped spill files) and the bytes it spilled.
+the heap, without the page cache of mapped spill files), the peak of ddflow's own heap
+(``ddflow.memory.live_bytes()``, sampled alike; printed by the run, not in the table) and
+the bytes it spilled.
 ``--runs`` makes only the job runs named (in the order above; ``restart`` needs ``ckpt10``;
 all but ``limited`` by default),
 e.g. ``--runs rebuild,ckpt10,restart,rebuild1`` on a graph where checkpointing every second
@@ -67,13 +69,14 @@ def _job(edges: str, roots: str, out: str, state: str, interval: str, per_poll: 
 
     import ddflow as dd
     from ddflow.io.filesource import FileSource
-    from ddflow.memory import spilled_bytes_total
+    from ddflow.memory import live_bytes, spilled_bytes_total
 
-    anon_peak = [0]
+    anon_peak, heap_peak = [0], [0]
     done = threading.Event()
 
     def sample_anon() -> None:
         while not done.wait(0.02):
+            heap_peak[0] = max(heap_peak[0], live_bytes())
             for line in Path("/proc/self/status").read_text().splitlines():
                 if line.startswith("RssAnon:"):
                     anon_peak[0] = max(anon_peak[0], int(line.split()[1]))
@@ -101,6 +104,7 @@ def _job(edges: str, roots: str, out: str, state: str, interval: str, per_poll: 
         "cpu": cpu,
         "rss_mb": usage.ru_maxrss / 1024,
         "anon_mb": anon_peak[0] / 1024,
+        "heap_mb": heap_peak[0] / 1e6,
         "spilled_mb": spilled_bytes_total() / 1e6,
     }
     print(json.dumps(result))
