@@ -218,34 +218,51 @@ impl Spine {
             .sum()
     }
 
-    /// Spills cold batches to files in `dir` (see `spill.rs`), largest first, until at
-    /// least `want` heap bytes were freed or none is left: batches that are not inputs of a
-    /// merge in progress, hold at least `min_bytes` of heap and are not spilled yet. Returns
-    /// the heap bytes the spine no longer holds (a batch also held elsewhere, by a cursor or
-    /// as an operator's fresh batch, is freed when that holder lets go). The batches read
-    /// the same after as before.
+    /// Spills batches to files in `dir` (see `spill.rs`), largest first, until at least
+    /// `want` heap bytes were freed or none is left: batches not spilled yet that hold at
+    /// least `min_bytes` of heap, lone batches and inputs of merges in progress alike (a
+    /// merge reads on from the same positions in the spilled copy; what it has written so
+    /// far stays on the heap). Returns the heap bytes the spine no longer holds (a batch also
+    /// held elsewhere, by a cursor or as an operator's fresh batch, is freed when that holder
+    /// lets go). The batches read the same after as before.
     pub fn spill(&mut self, dir: &std::path::Path, want: usize, min_bytes: usize) -> Result<usize> {
-        let mut cold: Vec<(usize, usize)> = self
-            .levels
-            .iter()
-            .enumerate()
-            .filter_map(|(i, l)| match l {
-                Level::Single(b) if !b.is_spilled() && b.heap_bytes() >= min_bytes.max(1) => {
-                    Some((b.heap_bytes(), i))
+        // (heap bytes, level, which: 0 a lone batch, 1 a merge's older input, 2 its newer).
+        let mut cold: Vec<(usize, usize, u8)> = Vec::new();
+        let mut consider = |b: &Batch, i: usize, which: u8| {
+            if !b.is_spilled() && b.heap_bytes() >= min_bytes.max(1) {
+                cold.push((b.heap_bytes(), i, which));
+            }
+        };
+        for (i, l) in self.levels.iter().enumerate() {
+            match l {
+                Level::Vacant => {}
+                Level::Single(b) => consider(b, i, 0),
+                Level::Merging(m) => {
+                    consider(m.older(), i, 1);
+                    consider(m.newer(), i, 2);
                 }
-                _ => None,
-            })
-            .collect();
+            }
+        }
         cold.sort_unstable_by(|a, b| b.cmp(a));
         let mut freed = 0;
-        for (bytes, i) in cold {
+        for (bytes, i, which) in cold {
             if freed >= want {
                 break;
             }
-            if let Level::Single(b) = &self.levels[i] {
-                let spilled = Arc::new(b.spill(dir)?);
-                freed += bytes.saturating_sub(spilled.heap_bytes());
-                self.levels[i] = Level::Single(spilled);
+            match (&mut self.levels[i], which) {
+                (Level::Single(b), _) => {
+                    let spilled = Arc::new(b.spill(dir)?);
+                    freed += bytes.saturating_sub(spilled.heap_bytes());
+                    *b = spilled;
+                }
+                (Level::Merging(m), which) => {
+                    let newer = which == 2;
+                    let input = if newer { m.newer() } else { m.older() };
+                    let spilled = Arc::new(input.spill(dir)?);
+                    freed += bytes.saturating_sub(spilled.heap_bytes());
+                    m.replace_input(newer, spilled);
+                }
+                (Level::Vacant, _) => {}
             }
         }
         Ok(freed)
