@@ -9,9 +9,10 @@ use crate::updates::Updates;
 use proptest::prelude::*;
 use std::sync::Arc;
 
-/// A directory for this test process's spill files (each is unlinked once mapped).
+/// A directory for the tests' spill files (each is unlinked once mapped; the files the
+/// damage tests write carry the process id and are removed by them).
 fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ddflow-spill-tests-{}", std::process::id()));
+    let d = std::env::temp_dir().join("ddflow-spill-tests");
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -182,7 +183,7 @@ fn written(name: &str) -> (PathBuf, Vec<usize>) {
     let b = Batch::from_static_pairs(&src, &dst).unwrap();
     let layers = b.layers();
     let lens: Vec<usize> = layers.iter().map(|l| l.len()).collect();
-    let path = dir().join(name);
+    let path = dir().join(format!("{}-{name}", std::process::id()));
     let _ = std::fs::remove_file(&path);
     write_sections(&path, &layers).unwrap();
     (path, lens)
