@@ -152,6 +152,23 @@ impl Operator for Reduce {
     fn heap_bytes(&self) -> usize {
         self.state.out.heap_bytes() + self.state.cache.heap_bytes()
     }
+
+    fn output_trace_bytes(&self) -> usize {
+        self.state.out.heap_bytes()
+    }
+
+    fn spilled_bytes(&self) -> usize {
+        self.state.out.spilled_bytes()
+    }
+
+    fn spill_output(
+        &mut self,
+        dir: &std::path::Path,
+        want: usize,
+        min_bytes: usize,
+    ) -> crate::error::Result<usize> {
+        self.state.out.spill(dir, want, min_bytes)
+    }
 }
 
 /// State of one reduce operator (per worker).
