@@ -154,6 +154,10 @@ pub trait Operator: Send + Sync {
         0
     }
 
+    /// Frees per-activation buffers kept for reuse once they hold more than `keep` bytes
+    /// (an idle engine's, see `idle.rs`).
+    fn release_scratch(&mut self, _keep: usize) {}
+
     /// Marks every word the operator's state holds beyond one activation (buffered,
     /// pending and held updates, its own trace, caches; see [`crate::string_gc`]). No
     /// default: each operator states what it keeps.

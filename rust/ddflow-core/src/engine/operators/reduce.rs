@@ -150,7 +150,13 @@ impl Operator for Reduce {
     }
 
     fn heap_bytes(&self) -> usize {
-        self.state.out.heap_bytes() + self.state.cache.heap_bytes()
+        self.state.out.heap_bytes()
+            + self.state.cache.heap_bytes()
+            + self.state.scratch.chunk_bytes()
+    }
+
+    fn release_scratch(&mut self, keep: usize) {
+        self.state.scratch.release_above(keep);
     }
 }
 
@@ -664,6 +670,32 @@ impl Scratch {
         s.acc.rows_min = rows_min_work();
         s.diff.sweep_min = sweep_min;
         s
+    }
+
+    /// Heap bytes of the buffers that grow with an activation's chunk of keys: the work
+    /// list, the desired groups and the histories (the others hold one key's worth).
+    fn chunk_bytes(&self) -> usize {
+        let work = self.work.capacity() * size_of::<(Vec<u64>, Vec<Time>)>()
+            + self
+                .work
+                .iter()
+                .map(|(k, ts)| k.capacity() * 8 + ts.capacity() * size_of::<Time>())
+                .sum::<usize>();
+        let d = &self.desired;
+        let desired = d.groups.capacity() * size_of::<Group>()
+            + (d.rows.capacity() + d.counts.capacity()) * 8;
+        work + desired + self.hist.heap_bytes()
+    }
+
+    /// Frees the chunk buffers when they hold more than `keep` bytes: an activation of many
+    /// keys grows them, and the next ones (of an idle engine's next `run_until`) are
+    /// usually smaller.
+    fn release_above(&mut self, keep: usize) {
+        if self.chunk_bytes() > keep {
+            self.work = Vec::new();
+            self.desired = Desired::default();
+            self.hist = Histories::default();
+        }
     }
 }
 
