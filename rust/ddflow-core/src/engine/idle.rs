@@ -34,8 +34,11 @@ use std::time::{Duration, Instant};
 /// Sorter buffers a thread keeps between `run_until` calls.
 pub const IDLE_SORTER_KEEP_BYTES: usize = 1 << 20;
 
-/// Per-activation buffers an operator keeps between `run_until` calls.
-pub const IDLE_SCRATCH_KEEP_BYTES: usize = 1 << 20;
+/// Per-activation buffers an operator keeps between `run_until` calls. The 1k/2k BFS's
+/// `min` grows 1-2.5 MB of them at batches of 1,000, kept (freed from 1 MB on, every
+/// `run_until` regrew them: twice the system time, page faults and the trims that follow),
+/// and 7-13 MB at batches of 10,000, freed.
+pub const IDLE_SCRATCH_KEEP_BYTES: usize = 4 << 20;
 
 /// Bytes freed since the peak that make an idle engine trim the allocator.
 pub const TRIM_MIN_BYTES: usize = 8 << 20;

@@ -150,13 +150,11 @@ impl Operator for Reduce {
     }
 
     fn heap_bytes(&self) -> usize {
-        self.state.out.heap_bytes()
-            + self.state.cache.heap_bytes()
-            + self.state.scratch.chunk_bytes()
+        self.state.out.heap_bytes() + self.state.cache.heap_bytes() + self.state.scratch_bytes()
     }
 
     fn release_scratch(&mut self, keep: usize) {
-        self.state.scratch.release_above(keep);
+        self.state.release_scratch(keep);
     }
 }
 
@@ -329,6 +327,17 @@ impl ReduceState {
     #[cfg(test)]
     pub(super) fn set_rows_min(&mut self, n: usize) {
         self.scratch.acc.rows_min = n;
+    }
+
+    /// Heap bytes of the buffers an activation grows with its chunk of keys and keeps for
+    /// the next one.
+    pub fn scratch_bytes(&self) -> usize {
+        self.scratch.chunk_bytes()
+    }
+
+    /// Frees those buffers if they hold more than `keep` bytes (an idle engine's).
+    pub fn release_scratch(&mut self, keep: usize) {
+        self.scratch.release_above(keep);
     }
 
     /// Whether some pending time is complete with respect to `frontier`.
