@@ -6,10 +6,13 @@
 # links in the ddflow the main interpreter imports (the installed wheel or the editable
 # tree). Prints the venv's directory.
 #
+# The main interpreter's packages are seen through a .pth file naming its site directories,
+# not through `venv --system-site-packages`: when the main interpreter is itself a venv,
+# the latter would show the base installation's packages instead of the venv's.
+#
 #   VENV=$(.ci/venv_spark4.sh)          # PYTHON= picks the main interpreter
 #
-# Environment: DDFLOW_SPARK4_VENV (default .ci/venv-spark4, git-ignored). A venv made
-# without the main site packages (as an older run.sh made it) is made again.
+# Environment: DDFLOW_SPARK4_VENV (default .ci/venv-spark4, git-ignored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,13 +22,24 @@ VENV=${DDFLOW_SPARK4_VENV:-.ci/venv-spark4}
 # on it, classic and Connect.
 PYSPARK4="4.3.0"
 
-if [ -x "$VENV/bin/python" ] && ! grep -q "include-system-site-packages = true" "$VENV/pyvenv.cfg"; then
+# A venv made with the system's site packages (as an older version of this script made it)
+# is made again.
+if [ -x "$VENV/bin/python" ] && grep -q "include-system-site-packages = true" "$VENV/pyvenv.cfg"; then
   rm -rf "$VENV"
 fi
 if [ ! -x "$VENV/bin/python" ]; then
-  "$PY" -m venv --system-site-packages "$VENV" >&2
+  "$PY" -m venv "$VENV" >&2
 fi
 VENV=$(cd "$VENV" && pwd)
+# The main interpreter's site directories, after the venv's own (as system site packages
+# would be), each added with its own .pth files processed.
+site=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+"$PY" -c "
+import site, sysconfig
+dirs = dict.fromkeys([*site.getsitepackages(), sysconfig.get_paths()['purelib'],
+                      sysconfig.get_paths()['platlib']])
+print('import site; ' + '; '.join(f'site.addsitedir({d!r})' for d in dirs))
+" >"$site/ddflow-main-interpreter.pth"
 # Connect's client libraries pinned as resolved for 4.3.0; PyYAML (for spark-pipelines) comes
 # with the main interpreter's mkdocs.
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
@@ -34,7 +48,6 @@ VENV=$(cd "$VENV" && pwd)
 # Before ddflow is installed (.ci/run makes this venv beside its build), the link waits for
 # the next call.
 if ddflow_dir=$("$PY" -c "import ddflow, os; print(os.path.dirname(ddflow.__file__))" 2>/dev/null); then
-  site=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
   ln -sfn "$ddflow_dir" "$site/ddflow"
   "$VENV/bin/python" -c "import ddflow, pyspark; print('ddflow', ddflow.__version__, 'from', \
     ddflow.__file__, 'pyspark', pyspark.__version__)" >&2

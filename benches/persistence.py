@@ -12,10 +12,12 @@ itself; the ratios are of CPU time, as the machine is shared):
 1. **rebuild**: the job without persistence;
 2. **checkpoint every 10 s**, then **every 1 s**: the same job, persistent (every tick logged
    to disk before the engine runs on it, the log compacted at each checkpoint);
-3. **restart**: the job again on the checkpoint of (2), with nothing new to read: it rebuilds
+3. **limited**: the rebuild under ``--memory-limit`` (512 MB by default, through
+   ``DDFLOW_MEMORY_LIMIT``): past 70% of it the engine spills cold trace batches to disk;
+4. **restart**: the job again on the checkpoint of (2), with nothing new to read: it rebuilds
    the operators by replaying the compacted inputs, then stops; beside it, a rebuild that
    reads every edge in one tick (what the replay amounts to);
-4. **crash tests**, each killed with SIGKILL ``kills`` times at random points and restarted
+5. **crash tests**, each killed with SIGKILL ``kills`` times at random points and restarted
    each time: the file pipeline of ``tests/persist`` (CSV files to Parquet sinks) and the
    program feeding its inputs by hand (``tests/persist/hand_pipeline.py``), each compared
    with an uninterrupted run; the Postgres pipeline (``tests/persist/pg_crash.py``: a
@@ -25,7 +27,12 @@ itself; the ratios are of CPU time, as the machine is shared):
 
 The table goes to ``--out`` with the command, the machine and the load average;
 ``--only-crash`` runs only the crash tests and replaces only their section of ``--out``.
-``--runs`` makes only the job runs named (in the order above; ``restart`` needs ``ckpt10``),
+Each run also reports its peak anonymous resident memory (``RssAnon`` sampled every 20 ms:
+the heap, without the page cache of mapped spill files), the peak of ddflow's own heap
+(``ddflow.memory.live_bytes()``, sampled alike; printed by the run, not in the table) and
+the bytes it spilled.
+``--runs`` makes only the job runs named (in the order above; ``restart`` needs ``ckpt10``;
+all but ``limited`` by default),
 e.g. ``--runs rebuild,ckpt10,restart,rebuild1`` on a graph where checkpointing every second
 takes too long; ``--no-crash`` skips the crash tests; ``--append`` adds the table to ``--out``
 as a section headed with the graph's size (before the crash tests, replacing a section of the
@@ -36,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import shutil
@@ -57,9 +65,24 @@ from benches.machine import commit, cpu, load  # noqa: E402
 
 def _job(edges: str, roots: str, out: str, state: str, interval: str, per_poll: int) -> None:
     """One run of the BFS job (in this process); prints its wall time and peak RSS."""
+    import threading
+
     import ddflow as dd
     from ddflow.io.filesource import FileSource
+    from ddflow.memory import live_bytes, spilled_bytes_total
 
+    anon_peak, heap_peak = [0], [0]
+    done = threading.Event()
+
+    def sample_anon() -> None:
+        while not done.wait(0.02):
+            heap_peak[0] = max(heap_peak[0], live_bytes())
+            for line in Path("/proc/self/status").read_text().splitlines():
+                if line.startswith("RssAnon:"):
+                    anon_peak[0] = max(anon_peak[0], int(line.split()[1]))
+
+    sampler = threading.Thread(target=sample_anon, daemon=True)
+    sampler.start()
     FileSource.rows_per_poll = per_poll
     start = time.monotonic()
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -74,7 +97,17 @@ def _job(edges: str, roots: str, out: str, state: str, interval: str, per_poll: 
     wall = time.monotonic() - start
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu = usage.ru_utime + usage.ru_stime - cpu_at_start
-    print(json.dumps({"wall": wall, "cpu": cpu, "rss_mb": usage.ru_maxrss / 1024}))
+    done.set()
+    sampler.join()
+    result = {
+        "wall": wall,
+        "cpu": cpu,
+        "rss_mb": usage.ru_maxrss / 1024,
+        "anon_mb": anon_peak[0] / 1024,
+        "heap_mb": heap_peak[0] / 1e6,
+        "spilled_mb": spilled_bytes_total() / 1e6,
+    }
+    print(json.dumps(result))
 
 
 def _hand_job(state: str, steps: int, rows: int) -> None:
@@ -141,7 +174,14 @@ def _write_graph(directory: Path, nodes: int, edges: int, files: int) -> None:
     pq.write_table(pa.table({"node": pa.array([0], pa.int64())}), directory / "roots" / "r.parquet")
 
 
-def _run(directory: Path, out: str, state: str, interval: str, per_poll: int) -> dict[str, float]:
+def _run(
+    directory: Path,
+    out: str,
+    state: str,
+    interval: str,
+    per_poll: int,
+    memory_limit: str | None = None,
+) -> dict[str, float]:
     command = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -153,7 +193,10 @@ def _run(directory: Path, out: str, state: str, interval: str, per_poll: int) ->
         interval,
         str(per_poll),
     ]
-    done = subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True)
+    env = dict(os.environ)
+    if memory_limit is not None:
+        env["DDFLOW_MEMORY_LIMIT"] = memory_limit
+    done = subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True, env=env)
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -264,11 +307,16 @@ def main() -> None:
     parser.add_argument(
         "--runs",
         type=_runs,
-        default=RUNS,
-        help=f"the job runs to make, comma-separated, of {','.join(RUNS)} (default: all); "
-        "restart needs ckpt10",
+        default=DEFAULT_RUNS,
+        help=f"the job runs to make, comma-separated, of {','.join(RUNS)} (default: all but "
+        "limited); restart needs ckpt10",
     )
     parser.add_argument("--no-crash", action="store_true", help="skip the crash tests")
+    parser.add_argument(
+        "--memory-limit",
+        default="512MB",
+        help="the limit of the 'limited' run (default 512MB)",
+    )
     parser.add_argument(
         "--append",
         action="store_true",
@@ -285,7 +333,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ddflow-persistence-") as tmp:
         directory = Path(tmp)
         _write_graph(directory, args.nodes, args.edges, args.files)
-        rows, same, state_bytes = _job_runs(directory, args.runs, args.rows_per_poll, args.edges)
+        rows, same, state_bytes = _job_runs(
+            directory, args.runs, args.rows_per_poll, args.edges, args.memory_limit
+        )
         loads.append(load())
         if not args.no_crash:
             crash = _crash_section(directory, args.kills, f"--kills {args.kills}")
@@ -295,8 +345,10 @@ def main() -> None:
         f"python benches/persistence.py --nodes {args.nodes} --edges {args.edges} "
         f"--files {args.files} --rows-per-poll {args.rows_per_poll}"
     )
-    if args.runs != RUNS:
+    if args.runs != DEFAULT_RUNS:
         command += f" --runs {','.join(args.runs)}"
+    if "limited" in args.runs:
+        command += f" --memory-limit {args.memory_limit}"
     command += " --no-crash" if args.no_crash else f" --kills {args.kills}"
     if args.append:
         command += " --append"
@@ -330,9 +382,11 @@ def main() -> None:
     print("\n".join(lines))
 
 
-RUNS = ("rebuild", "ckpt10", "ckpt1", "restart", "rebuild1")
+RUNS = ("rebuild", "limited", "ckpt10", "ckpt1", "restart", "rebuild1")
+DEFAULT_RUNS = tuple(r for r in RUNS if r != "limited")
 _NAMES = {
     "rebuild": "rebuild (no persistence)",
+    "limited": "rebuild under the memory limit",
     "ckpt10": "checkpoint every 10 s",
     "ckpt1": "checkpoint every 1 s",
     "restart": "restart from the 10 s checkpoint",
@@ -355,16 +409,17 @@ def _runs(text: str) -> tuple[str, ...]:
 
 
 def _job_runs(
-    directory: Path, runs: tuple[str, ...], per_poll: int, edges: int
+    directory: Path, runs: tuple[str, ...], per_poll: int, edges: int, memory_limit: str
 ) -> tuple[list[tuple[str, dict[str, float]]], bool, int]:
     """The job runs chosen, each its own process: the rows of the table, whether every run's
     distances are the same, the bytes in the 10 s checkpoint directory (0 without it)."""
     settings = {
-        "rebuild": ("o0", "-", "10s", per_poll),
-        "ckpt10": ("o1", str(directory / "s1"), "10s", per_poll),
-        "ckpt1": ("o2", str(directory / "s2"), "1s", per_poll),
-        "restart": ("o1", str(directory / "s1"), "10s", per_poll),
-        "rebuild1": ("o3", "-", "10s", edges + 1),
+        "rebuild": ("o0", "-", "10s", per_poll, None),
+        "limited": ("o4", "-", "10s", per_poll, memory_limit),
+        "ckpt10": ("o1", str(directory / "s1"), "10s", per_poll, None),
+        "ckpt1": ("o2", str(directory / "s2"), "1s", per_poll, None),
+        "restart": ("o1", str(directory / "s1"), "10s", per_poll, None),
+        "rebuild1": ("o3", "-", "10s", edges + 1, None),
     }
     rows = []
     state_bytes = 0
@@ -386,13 +441,14 @@ def _table(rows: list[tuple[str, dict[str, float]]], same: bool, state_bytes: in
     base = by_name.get("rebuild", rows[0][1])["cpu"]
     base_name = "rebuild" if "rebuild" in by_name else _NAMES[rows[0][0]]
     lines = [
-        f"| run | wall (s) | CPU (s) | CPU vs {base_name} | peak RSS (MB) |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        f"| run | wall (s) | CPU (s) | CPU vs {base_name} | peak RSS (MB) "
+        "| peak anon RSS (MB) | spilled (MB) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, r in rows:
         lines.append(
             f"| {_NAMES[name]} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['cpu'] / base:.2f}x "
-            f"| {r['rss_mb']:.0f} |"
+            f"| {r['rss_mb']:.0f} | {r.get('anon_mb', 0):.0f} | {r.get('spilled_mb', 0):.0f} |"
         )
     outputs = len({n for n in by_name if n != "restart"})
     words = {1: "The run's", 2: "Both runs'", 3: "All three runs'", 4: "All four runs'"}

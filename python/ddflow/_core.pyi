@@ -374,6 +374,13 @@ class Engine:
     def memory_limit(self) -> int | None:
         """The memory limit in bytes (``None``: no limit)."""
 
+    def set_spill_dir(self, dir: str | None) -> None:
+        """Sets the directory cold trace batches are spilled to (``None``: the default,
+        ``DDFLOW_SPILL_DIR`` or the system's temporary directory)."""
+
+    def spilled_bytes(self) -> int:
+        """Bytes of the engine's traces held in spill files (mapped, not on the heap)."""
+
     def attach(self, plan_json: str) -> int:
         """Attaches another dataflow's plan (its ``import_trace`` nodes name this engine's
         top-level arrangements); returns the offset of its node ids in this engine."""
@@ -454,6 +461,9 @@ class CaptureState:
 
 def memory_live_bytes() -> int:
     """Bytes live in ddflow's Rust heap across the process."""
+
+def spilled_bytes_total() -> int:
+    """Bytes written to spill files by this process so far."""
 
 def trim_memory() -> bool:
     """Gives the allocator's free pages back to the system when the resident memory beyond

@@ -15,6 +15,7 @@ time shape, errors).
 from __future__ import annotations
 
 import json
+import os
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -324,6 +325,8 @@ class Dataflow:
                 native = type(self).engine_factory(plan_json, self.workers, self.builder.functions)
                 if self.memory_limit != default_memory_limit():
                     native.set_memory_limit(self.memory_limit)
+                if self.persistence is not None:
+                    native.set_spill_dir(os.path.join(self.persistence.path, "spill"))
                 self._engine_obj = cast(Engine, GatedEngine(native, self._gate))
                 if not self._log:
                     self._engine_obj.set_logging(False)

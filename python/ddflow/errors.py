@@ -23,6 +23,7 @@ __all__ = [
     "UserFunctionError",
     "InternalError",
     "MemoryLimitError",
+    "SpillError",
     "ReentrancyError",
     "DataError",
     "PersistenceError",
@@ -87,6 +88,13 @@ class UserFunctionError(DdflowError, ValueError):
 
 class InternalError(DdflowError, RuntimeError):
     """A bug in ddflow (a Rust panic caught at the boundary)."""
+
+
+class SpillError(DdflowError, OSError):
+    """A spill file could not be written or mapped, or failed its checks (magic, lengths,
+    checksum). Spill files hold cold trace batches on disk under a ``memory_limit``; the
+    message names the file.
+    """
 
 
 class MemoryLimitError(DdflowError, MemoryError):

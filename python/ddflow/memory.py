@@ -14,6 +14,13 @@ Freed memory goes back to the system (glibc's ``malloc_trim``) when an engine's
 resident memory beyond it grew by 2 MB; the run loop checks again after each tick's delivery
 (:func:`trim_memory`).
 
+Past 70% of the limit an engine spills cold trace batches (the largest traces' batches that
+no merge is reading) to files it maps back read-only, until its heap is back near 50% of the
+limit: the persistence path's ``spill/`` when the dataflow persists, else ``DDFLOW_SPILL_DIR``,
+else the system's temporary directory. Each file is unlinked as soon as it is mapped, so
+nothing is left on disk after the dataflow ends or crashes; mapped pages are page cache the
+system can drop, not heap (:func:`spilled_bytes_total`).
+
 String values live once each in a process-wide interner; strings no live dataflow, capture
 or kernel trace holds are freed by collections that run as the interner grows
 (:func:`string_memory` reports its size, :func:`collect_strings` runs one now).
@@ -33,6 +40,7 @@ __all__ = [
     "MemoryLimit",
     "default_memory_limit",
     "live_bytes",
+    "spilled_bytes_total",
     "collect_strings",
     "resolve_memory_limit",
     "string_memory",
@@ -50,6 +58,11 @@ ENV_VAR = "DDFLOW_MEMORY_LIMIT"
 def live_bytes() -> int:
     """Bytes live in ddflow's Rust heap across the process (all dataflows and kernels)."""
     return int(_core.memory_live_bytes())
+
+
+def spilled_bytes_total() -> int:
+    """Bytes written to spill files by this process so far (all dataflows)."""
+    return int(_core.spilled_bytes_total())
 
 
 def trim_memory() -> bool:

@@ -22,6 +22,7 @@ EXPECTED = [
     (dd.errors.UserFunctionError, ValueError, None),
     (dd.errors.InternalError, RuntimeError, None),
     (dd.errors.MemoryLimitError, MemoryError, None),
+    (dd.errors.SpillError, OSError, None),
     (dd.errors.OverflowError, OverflowError, "example_op"),
 ]
 

@@ -44,17 +44,23 @@ def test_chosen_runs_appended_as_a_section(tmp_path: Path) -> None:
         "| restart from the 10 s checkpoint",
         "| rebuild, every edge in one tick",
     ]
-    assert rows[0].endswith("CPU vs checkpoint every 10 s | peak RSS (MB) |")
+    assert rows[0].endswith(
+        "CPU vs checkpoint every 10 s | peak RSS (MB) | peak anon RSS (MB) | spilled (MB) |"
+    )
     assert " 1.00x " in rows[1]
     assert "Both runs' distances are the same: True." in text
     assert "x that of a rebuild that reads every edge in one tick." in text
     assert "--runs ckpt10,restart,rebuild1 --no-crash --append`" in text
     # a second run replaces the section instead of adding another
-    again = bench(*SMALL, "--runs", "rebuild", "--no-crash", "--append", "--out", str(out))
+    limited = ["--runs", "rebuild,limited", "--memory-limit", "256MB"]
+    again = bench(*SMALL, *limited, "--no-crash", "--append", "--out", str(out))
     assert again.returncode == 0, again.stderr
     text = out.read_text()
     assert text.count(heading) == 1
     assert "| rebuild (no persistence) |" in text and "| restart from" not in text
+    assert "| rebuild under the memory limit |" in text
+    assert "--runs rebuild,limited --memory-limit 256MB --no-crash --append`" in text
+    assert "Both runs' distances are the same: True." in text
     assert text.endswith("## Crash tests\n\nThe crash tests.\n")
 
 

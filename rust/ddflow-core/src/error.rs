@@ -50,6 +50,10 @@ pub enum Error {
     /// stopped before the allocator could fail.
     #[error("memory limit exceeded: {0}")]
     MemoryLimit(String),
+    /// A spill file (cold trace batches written to disk under a memory limit, see
+    /// `trace/spill.rs`) could not be written or mapped, or failed its checks.
+    #[error("spill error: {0}")]
+    Spill(String),
     /// `error`, raised while the operator (or capture) labelled `operator` ran: reads
     /// `"<kind>: operator <label>: <message>"`.
     #[error("{}: operator {operator}: {}", error.prefix(), error.message())]
@@ -107,7 +111,8 @@ impl Error {
             | Error::DivisionByZero(m)
             | Error::User(m)
             | Error::Internal(m)
-            | Error::MemoryLimit(m) => m,
+            | Error::MemoryLimit(m)
+            | Error::Spill(m) => m,
             Error::Operator { error, .. } => error.message(),
         }
     }
@@ -128,6 +133,7 @@ impl Error {
             Error::User(m) => Error::User(wrap(m)),
             Error::Internal(m) => Error::Internal(wrap(m)),
             Error::MemoryLimit(m) => Error::MemoryLimit(wrap(m)),
+            Error::Spill(m) => Error::Spill(wrap(m)),
             Error::Operator { operator, error } => Error::Operator {
                 operator,
                 error: Box::new(error.context(ctx)),
@@ -150,6 +156,7 @@ impl Error {
             Error::User(_) => "user function error",
             Error::Internal(_) => "internal error",
             Error::MemoryLimit(_) => "memory limit exceeded",
+            Error::Spill(_) => "spill error",
             Error::Operator { error, .. } => error.prefix(),
         }
     }

@@ -85,6 +85,7 @@ impl Lattice for u64 {
 /// assert_eq!(a.meet(&b), Time::minimum());
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[repr(transparent)]
 pub struct Time(pub [u64; MAX_DIMS]);
 
 impl Time {

@@ -264,6 +264,17 @@ impl PyEngine {
         self.eng().memory_limit()
     }
 
+    /// Sets the directory cold trace batches are spilled to (`None`: the default).
+    #[pyo3(signature = (dir))]
+    fn set_spill_dir(&mut self, dir: Option<std::path::PathBuf>) {
+        self.eng().set_spill_dir(dir);
+    }
+
+    /// Bytes of the engine's traces held in spill files.
+    fn spilled_bytes(&self) -> usize {
+        self.eng().spilled_bytes()
+    }
+
     /// One scheduling pass; returns whether another pass may make progress.
     fn step(&mut self, py: Python<'_>) -> PyResult<bool> {
         self.run(py, |e| e.step())

@@ -25,6 +25,7 @@ pub fn class_name(err: &Error) -> &'static str {
         Error::User(_) => "UserFunctionError",
         Error::Internal(_) => "InternalError",
         Error::MemoryLimit(_) => "MemoryLimitError",
+        Error::Spill(_) => "SpillError",
         Error::Operator { error, .. } => class_name(error),
     }
 }
@@ -59,6 +60,7 @@ fn examples() -> Vec<Error> {
         Error::User("example".into()),
         Error::Internal("example".into()),
         Error::MemoryLimit("example".into()),
+        Error::Spill("example".into()),
         Error::Overflow("example".into()).with_operator("example_op"),
     ];
     for e in &all {
@@ -75,6 +77,7 @@ fn examples() -> Vec<Error> {
             | Error::User(_)
             | Error::Internal(_)
             | Error::MemoryLimit(_)
+            | Error::Spill(_)
             | Error::Operator { .. } => {}
         }
     }

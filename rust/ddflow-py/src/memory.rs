@@ -11,6 +11,12 @@ fn memory_live_bytes() -> usize {
     ddflow_core::memory::live_bytes()
 }
 
+/// `_core.spilled_bytes_total()`: bytes written to spill files by this process so far.
+#[pyfunction]
+fn spilled_bytes_total() -> usize {
+    ddflow_core::trace::spill::spilled_bytes_total()
+}
+
 /// `_core.default_memory_limit()`: the process default limit in bytes (`None`: none).
 #[pyfunction]
 fn default_memory_limit() -> Option<usize> {
@@ -64,6 +70,7 @@ fn trim_memory() -> bool {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trim_memory, m)?)?;
     m.add_function(wrap_pyfunction!(memory_live_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(spilled_bytes_total, m)?)?;
     m.add_function(wrap_pyfunction!(default_memory_limit, m)?)?;
     m.add_function(wrap_pyfunction!(machine_memory_limit, m)?)?;
     m.add_function(wrap_pyfunction!(parse_memory_limit, m)?)?;

@@ -103,6 +103,22 @@ impl Arrangement {
         self.spine.heap_bytes()
     }
 
+    /// Bytes of the batches held in spill files.
+    pub fn spilled_bytes(&self) -> usize {
+        self.spine.spilled_bytes()
+    }
+
+    /// Spills cold batches to `dir` until `want` heap bytes were freed (see
+    /// [`Spine::spill`]); returns the bytes freed.
+    pub fn spill(
+        &mut self,
+        dir: &std::path::Path,
+        want: usize,
+        min_bytes: usize,
+    ) -> crate::error::Result<usize> {
+        self.spine.spill(dir, want, min_bytes)
+    }
+
     /// Sets the frontier that merges advance times to. A frontier that is not in the future
     /// of the current one is ignored (compaction never goes back).
     ///

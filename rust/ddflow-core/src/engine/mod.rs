@@ -39,6 +39,7 @@ pub mod plan;
 pub mod plans;
 pub mod progress;
 mod schedule;
+pub mod spill;
 pub mod util;
 pub mod worker;
 
@@ -88,6 +89,8 @@ pub struct Engine {
     memory_limit: Option<usize>,
     /// The error that stopped the engine when it passed its memory limit.
     stopped: Option<Error>,
+    /// Where cold trace batches are spilled (`None`: the default; see `spill.rs`).
+    spill_dir: Option<std::path::PathBuf>,
 }
 
 impl Engine {
@@ -144,6 +147,7 @@ impl Engine {
             idle_merges: Default::default(),
             memory_limit: crate::memory::default_limit(),
             stopped: None,
+            spill_dir: None,
         };
         e.feed_constants(0)?;
         e.compute_frontiers();

@@ -109,6 +109,8 @@ impl Engine {
             if self.workers.len() > 1 {
                 exchange::flush(&mut self.workers);
             }
+            self.spill_if_needed()
+                .map_err(|e| e.with_operator(&self.plan.nodes[node].label))?;
             self.check_memory(node)
                 .map_err(|e| self.stop_on_memory_limit(e))?;
             if matches!(self.plan.nodes[node].op, Op::Arrange { .. }) {

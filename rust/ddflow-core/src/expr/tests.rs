@@ -702,7 +702,23 @@ fn leaf(d: DType) -> BoxedStrategy<Expr> {
 }
 
 /// Well-typed random trees of result dtype `d`.
+/// Expressions of type `d` nested at most `depth` deep. Each `(d, depth)` strategy is built
+/// once per thread and shared: built afresh, every level would build its ten or so
+/// sub-strategies again, and a strategy of depth 4 would take about 20^4 of them.
 fn arb_expr(d: DType, depth: u32) -> BoxedStrategy<Expr> {
+    thread_local! {
+        static BUILT: std::cell::RefCell<std::collections::HashMap<(DType, u32), BoxedStrategy<Expr>>> =
+            Default::default();
+    }
+    if let Some(s) = BUILT.with(|b| b.borrow().get(&(d, depth)).cloned()) {
+        return s;
+    }
+    let s = build_arb_expr(d, depth);
+    BUILT.with(|b| b.borrow_mut().insert((d, depth), s.clone()));
+    s
+}
+
+fn build_arb_expr(d: DType, depth: u32) -> BoxedStrategy<Expr> {
     if depth == 0 {
         return leaf(d);
     }

@@ -28,6 +28,7 @@
 
 use super::builder::Builder;
 use super::description::Description;
+use super::stored::Stored;
 use super::time_vec::{self, TimeVec};
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Time};
@@ -40,9 +41,9 @@ use std::ops::Range;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Words {
     /// Full-width words.
-    U64(Vec<u64>),
+    U64(Stored<u64>),
     /// Narrowed words (every word `< 2^32`).
-    U32(Vec<u32>),
+    U32(Stored<u32>),
 }
 
 impl Words {
@@ -55,7 +56,8 @@ impl Words {
     }
 
     /// Narrows `words` to `u32` storage when every word fits.
-    pub(crate) fn narrowed(words: Vec<u64>) -> Words {
+    pub(crate) fn narrowed(words: impl Into<Stored<u64>>) -> Words {
+        let words = words.into();
         if words.iter().fold(0u64, |m, &w| m | w) >> 32 == 0 {
             Words::U32(words.iter().map(|&w| w as u32).collect())
         } else {
@@ -66,9 +68,9 @@ impl Words {
     /// Empty storage with room for `words` words, narrow or not.
     pub(crate) fn with_capacity(narrow: bool, words: usize) -> Words {
         if narrow {
-            Words::U32(Vec::with_capacity(words))
+            Words::U32(Stored::with_capacity(words))
         } else {
-            Words::U64(Vec::with_capacity(words))
+            Words::U64(Stored::with_capacity(words))
         }
     }
 
@@ -216,7 +218,10 @@ pub(crate) enum Times {
     /// One time per update (8 bytes each while they fit, see `time_vec.rs`).
     Each(TimeVec),
     /// Update `u` has time `distinct[idx[u]]` (at most [`MAX_INDEXED_TIMES`] distinct).
-    Indexed { distinct: Vec<Time>, idx: Vec<u8> },
+    Indexed {
+        distinct: Vec<Time>,
+        idx: Stored<u8>,
+    },
 }
 
 impl Times {
@@ -258,7 +263,10 @@ impl Times {
         if distinct.len() == 1 {
             Times::Single(t0)
         } else {
-            Times::Indexed { distinct, idx }
+            Times::Indexed {
+                distinct,
+                idx: idx.into(),
+            }
         }
     }
 
@@ -290,9 +298,12 @@ pub(crate) enum Diffs {
     /// Every diff is 1.
     Ones,
     /// Diffs are 1 except at the (increasing) update indices `idx`, which have `diffs`.
-    Sparse { idx: Vec<usize>, diffs: Vec<i64> },
+    Sparse {
+        idx: Stored<usize>,
+        diffs: Stored<i64>,
+    },
     /// One diff per update.
-    Dense(Vec<i64>),
+    Dense(Stored<i64>),
 }
 
 /// An immutable, consolidated batch of updates indexed by key, then val (see module docs).
@@ -305,10 +316,10 @@ pub struct Batch {
     pub(crate) val_width: usize,
     pub(crate) keys: Words,
     /// `n_keys + 1` offsets into vals.
-    pub(crate) key_offs: Vec<usize>,
+    pub(crate) key_offs: Stored<usize>,
     pub(crate) vals: Words,
     /// `n_vals + 1` offsets into updates, or `None` when val `v` owns exactly update `v`.
-    pub(crate) val_offs: Option<Vec<usize>>,
+    pub(crate) val_offs: Option<Stored<usize>>,
     pub(crate) times: Times,
     pub(crate) diffs: Diffs,
 }

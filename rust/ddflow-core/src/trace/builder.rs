@@ -394,7 +394,7 @@ impl Builder {
         let val_offs = match val_offs {
             Some(mut o) if n != n_vals => {
                 o.shrink_to_fit();
-                Some(o)
+                Some(o.into())
             }
             _ => None,
         };
@@ -412,7 +412,7 @@ impl Builder {
             key_width,
             val_width,
             keys: narrow(keys),
-            key_offs,
+            key_offs: key_offs.into(),
             vals: narrow(vals),
             val_offs,
             times,
@@ -452,10 +452,13 @@ pub(crate) fn compact_diffs(diffs: Vec<i64>) -> Diffs {
                 ds.push(d);
             }
         }
-        Diffs::Sparse { idx, diffs: ds }
+        Diffs::Sparse {
+            idx: idx.into(),
+            diffs: ds.into(),
+        }
     } else {
         let mut d = diffs;
         d.shrink_to_fit();
-        Diffs::Dense(d)
+        Diffs::Dense(d.into())
     }
 }

@@ -101,6 +101,18 @@ impl MergeState {
         &self.b
     }
 
+    /// Replaces the older (`newer == false`) or newer input with `batch`, which must read
+    /// exactly as it (a spilled copy, see `spill.rs`): the merge goes on from the same
+    /// positions.
+    pub(crate) fn replace_input(&mut self, newer: bool, batch: Arc<Batch>) {
+        let input = if newer { &mut self.b } else { &mut self.a };
+        debug_assert!(
+            **input == *batch,
+            "a merge input replaced by a different batch"
+        );
+        *input = batch;
+    }
+
     /// The frontier times are advanced by.
     pub fn frontier(&self) -> &Antichain<Time> {
         &self.frontier

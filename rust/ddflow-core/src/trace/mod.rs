@@ -10,6 +10,8 @@
 //! * [`TraceHandle`]: a shared, thread-safe reader of a spine with its own compaction
 //!   frontier; the spine compacts to the meet of all handles' frontiers.
 //! * [`Cursor`]: a key-ordered, merged view over a spine's batches.
+//! * `spill`: a batch written to a file and read back through a memory map
+//!   ([`Batch::spill`], [`Spine::spill`]), for state larger than the memory limit.
 //!
 //! Rows are `u64` words: an arranged row is a key (`key_width` words) followed by a val
 //! (`val_width` words). Times are [`Time`](crate::lattice::Time), diffs `i64`. Batches are
@@ -52,8 +54,10 @@ pub mod description;
 pub mod handle;
 pub mod merge;
 pub mod read;
+pub mod spill;
 pub mod spine;
 mod static_batch;
+mod stored;
 mod time_vec;
 
 pub use batch::Batch;

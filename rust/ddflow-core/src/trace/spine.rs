@@ -206,6 +206,68 @@ impl Spine {
             .sum()
     }
 
+    /// Bytes of the stored batches that live in mapped spill files.
+    pub fn spilled_bytes(&self) -> usize {
+        self.levels
+            .iter()
+            .map(|l| match l {
+                Level::Vacant => 0,
+                Level::Single(b) => b.spilled_bytes(),
+                Level::Merging(m) => m.older().spilled_bytes() + m.newer().spilled_bytes(),
+            })
+            .sum()
+    }
+
+    /// Spills batches to files in `dir` (see `spill.rs`), largest first, until at least
+    /// `want` heap bytes were freed or none is left: batches not spilled yet that hold at
+    /// least `min_bytes` of heap, lone batches and inputs of merges in progress alike (a
+    /// merge reads on from the same positions in the spilled copy; what it has written so
+    /// far stays on the heap). Returns the heap bytes the spine no longer holds (a batch also
+    /// held elsewhere, by a cursor or as an operator's fresh batch, is freed when that holder
+    /// lets go). The batches read the same after as before.
+    pub fn spill(&mut self, dir: &std::path::Path, want: usize, min_bytes: usize) -> Result<usize> {
+        // (heap bytes, level, which: 0 a lone batch, 1 a merge's older input, 2 its newer).
+        let mut cold: Vec<(usize, usize, u8)> = Vec::new();
+        let mut consider = |b: &Batch, i: usize, which: u8| {
+            if !b.is_spilled() && b.heap_bytes() >= min_bytes.max(1) {
+                cold.push((b.heap_bytes(), i, which));
+            }
+        };
+        for (i, l) in self.levels.iter().enumerate() {
+            match l {
+                Level::Vacant => {}
+                Level::Single(b) => consider(b, i, 0),
+                Level::Merging(m) => {
+                    consider(m.older(), i, 1);
+                    consider(m.newer(), i, 2);
+                }
+            }
+        }
+        cold.sort_unstable_by(|a, b| b.cmp(a));
+        let mut freed = 0;
+        for (bytes, i, which) in cold {
+            if freed >= want {
+                break;
+            }
+            match (&mut self.levels[i], which) {
+                (Level::Single(b), _) => {
+                    let spilled = Arc::new(b.spill(dir)?);
+                    freed += bytes.saturating_sub(spilled.heap_bytes());
+                    *b = spilled;
+                }
+                (Level::Merging(m), which) => {
+                    let newer = which == 2;
+                    let input = if newer { m.newer() } else { m.older() };
+                    let spilled = Arc::new(input.spill(dir)?);
+                    freed += bytes.saturating_sub(spilled.heap_bytes());
+                    m.replace_input(newer, spilled);
+                }
+                (Level::Vacant, _) => {}
+            }
+        }
+        Ok(freed)
+    }
+
     /// Number of readable batches (merge inputs counted separately).
     pub fn n_batches(&self) -> usize {
         self.levels

@@ -57,8 +57,8 @@ impl<K: Copy + PartialEq> Runs<K> {
             Diffs::Ones
         } else if self.dup_idx.len() * 4 <= n {
             Diffs::Sparse {
-                idx: self.dup_idx,
-                diffs: self.dup_cnt,
+                idx: self.dup_idx.into(),
+                diffs: self.dup_cnt.into(),
             }
         } else {
             let mut d = vec![1i64; n];
@@ -116,7 +116,7 @@ impl Batch {
             }
             drop(packed);
             let (k, ko, v, d) = runs.finish();
-            (Words::U32(k), ko, Words::U32(v), d)
+            (Words::U32(k.into()), ko, Words::U32(v.into()), d)
         } else {
             let mut pairs: Vec<(u64, u64)> =
                 src.iter().zip(dst.iter()).map(|(&s, &d)| (s, d)).collect();
@@ -141,7 +141,7 @@ impl Batch {
             key_width: 1,
             val_width: 1,
             keys,
-            key_offs,
+            key_offs: key_offs.into(),
             vals,
             val_offs: None,
             times: Times::Single(Time::minimum()),

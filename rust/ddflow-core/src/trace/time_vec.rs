@@ -6,15 +6,16 @@
 //! from then on as full times. On the 1M/10M BFS the `min`'s input trace holds 3.5M updates
 //! with distinct times: 111 MB of times at 32 bytes, written out whole by every merge of it.
 
+use super::stored::Stored;
 use crate::lattice::Time;
 
 /// Times of a batch's updates, in update order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum TimeVec {
     /// Every time has coordinates `[x, y, 0, 0]` with `x` and `y` below 2^32.
-    Narrow(Vec<[u32; 2]>),
+    Narrow(Stored<[u32; 2]>),
     /// Full times.
-    Wide(Vec<Time>),
+    Wide(Stored<Time>),
 }
 
 /// `t` as two `u32`s, if it fits.
@@ -38,7 +39,7 @@ pub(crate) fn wide(p: [u32; 2]) -> Time {
 impl TimeVec {
     /// An empty vector with room for `cap` narrow times.
     pub(crate) fn with_capacity(cap: usize) -> Self {
-        TimeVec::Narrow(Vec::with_capacity(cap))
+        TimeVec::Narrow(Stored::with_capacity(cap))
     }
 
     /// Number of times.
@@ -65,7 +66,7 @@ impl TimeVec {
         if let TimeVec::Narrow(v) = self {
             let mut w = Vec::with_capacity(v.capacity().max(v.len() + 1));
             w.extend(v.iter().map(|&p| wide(p)));
-            *self = TimeVec::Wide(w);
+            *self = TimeVec::Wide(w.into());
         }
     }
 
@@ -123,8 +124,8 @@ impl TimeVec {
     #[inline]
     pub(crate) fn move_back(&mut self, from: usize, to: usize) {
         match self {
-            TimeVec::Narrow(v) => v[to] = v[from],
-            TimeVec::Wide(v) => v[to] = v[from],
+            TimeVec::Narrow(v) => v.vec_mut().copy_within(from..from + 1, to),
+            TimeVec::Wide(v) => v.vec_mut().copy_within(from..from + 1, to),
         }
     }
 

@@ -158,6 +158,28 @@ pub trait Operator: Send + Sync {
     /// (an idle engine's, see `idle.rs`).
     fn release_scratch(&mut self, _keep: usize) {}
 
+    /// Heap bytes of the operator's own output trace (`reduce`), which
+    /// [`Operator::spill_output`] can spill.
+    fn output_trace_bytes(&self) -> usize {
+        0
+    }
+
+    /// Bytes of the operator's own output trace held in spill files.
+    fn spilled_bytes(&self) -> usize {
+        0
+    }
+
+    /// Spills cold batches of the operator's own output trace (see
+    /// [`crate::trace::Spine::spill`]); returns the heap bytes freed.
+    fn spill_output(
+        &mut self,
+        _dir: &std::path::Path,
+        _want: usize,
+        _min_bytes: usize,
+    ) -> crate::error::Result<usize> {
+        Ok(0)
+    }
+
     /// Marks every word the operator's state holds beyond one activation (buffered,
     /// pending and held updates, its own trace, caches; see [`crate::string_gc`]). No
     /// default: each operator states what it keeps.

@@ -156,6 +156,23 @@ impl Operator for Reduce {
     fn release_scratch(&mut self, keep: usize) {
         self.state.release_scratch(keep);
     }
+
+    fn output_trace_bytes(&self) -> usize {
+        self.state.out.heap_bytes()
+    }
+
+    fn spilled_bytes(&self) -> usize {
+        self.state.out.spilled_bytes()
+    }
+
+    fn spill_output(
+        &mut self,
+        dir: &std::path::Path,
+        want: usize,
+        min_bytes: usize,
+    ) -> crate::error::Result<usize> {
+        self.state.out.spill(dir, want, min_bytes)
+    }
 }
 
 /// State of one reduce operator (per worker).

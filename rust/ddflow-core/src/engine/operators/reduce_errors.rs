@@ -103,7 +103,9 @@ fn bisect(
 ) -> Result<()> {
     match call(lo, hi) {
         Ok(()) => Ok(()),
-        Err(e @ (Error::Internal(_) | Error::Plan(_) | Error::MemoryLimit(_))) => Err(e),
+        Err(
+            e @ (Error::Internal(_) | Error::Plan(_) | Error::MemoryLimit(_) | Error::Spill(_)),
+        ) => Err(e),
         Err(e) if hi - lo == 1 => {
             failed.push((lo, e.to_string()));
             Ok(())
