@@ -64,24 +64,34 @@ def _column(table: pa.Table, name: str) -> np.ndarray:
     return np.from_dlpack(col.chunk(0) if col.num_chunks == 1 else col.combine_chunks())
 
 
-def _history(table: pa.Table, record: str) -> np.ndarray:
-    """The captured updates as an int64 (n, 4) array: record, count, time, diff."""
-    return np.column_stack(
-        [_column(table, c).astype(np.int64, copy=False) for c in (record, "count", "time", "diff")]
-    ).reshape(-1, 4)
+def _history(table: pa.Table, record: str) -> list[np.ndarray]:
+    """The captured updates as four int64 columns: record, count, time, diff (views of the
+    table's buffers while they are int64 and in one chunk)."""
+    return [
+        _column(table, c).astype(np.int64, copy=False) for c in (record, "count", "time", "diff")
+    ]
 
 
-def _final(hist: np.ndarray, chunk: int = 1 << 16) -> list[list[int]]:
+def _write_history(cols: list[np.ndarray], path: str, chunk: int = 1 << 16) -> None:
+    """Writes the updates as little-endian int64 rows ``(record, count, time, diff)``, a chunk
+    of rows at a time (a whole (n, 4) array would be a second copy of the history)."""
+    with open(path, "wb") as f:
+        for lo in range(0, len(cols[0]), chunk):
+            np.column_stack([c[lo : lo + chunk] for c in cols]).astype("<i8", copy=False).tofile(f)
+
+
+def _final(cols: list[np.ndarray], chunk: int = 1 << 16) -> list[list[int]]:
     """The accumulated output: [record, count, multiplicity] with zeros dropped, sorted.
 
     Summed in numpy a chunk of rows at a time into a dict per (record, count): a dict entry
     per update, or ``np.unique`` over all rows at once, would hold more than the history."""
+    rec, cnt, _, diff = cols
     acc: dict[tuple[int, int], int] = {}
-    for lo in range(0, len(hist), chunk):
-        part = hist[lo : lo + chunk]
-        pairs, inverse = np.unique(part[:, :2], axis=0, return_inverse=True)
+    for lo in range(0, len(rec), chunk):
+        part = np.column_stack([rec[lo : lo + chunk], cnt[lo : lo + chunk]])
+        pairs, inverse = np.unique(part, axis=0, return_inverse=True)
         sums = np.zeros(len(pairs), dtype=np.int64)
-        np.add.at(sums, inverse.reshape(-1), part[:, 3])
+        np.add.at(sums, inverse.reshape(-1), diff[lo : lo + chunk])
         for (r, c), d in zip(pairs.tolist(), sums.tolist(), strict=True):
             acc[(r, c)] = acc.get((r, c), 0) + d
     return [[r, c, m] for (r, c), m in sorted(acc.items()) if m != 0]
@@ -106,7 +116,7 @@ def _report(
     load: float,
     update: float,
     units: int,
-    hist: np.ndarray,
+    hist: list[np.ndarray],
     **extra: object,
 ) -> None:
     result = {
@@ -117,7 +127,7 @@ def _report(
         "update_s": update,
         "updates": units,
         "updates_per_s": units / update if update > 0 else float("inf"),
-        "changes": len(hist),
+        "changes": len(hist[0]),
         "peak_rss_mb": peak_rss_mb(),
         "final": _final(hist),
         **extra,
@@ -195,7 +205,7 @@ def run_bfs(args: argparse.Namespace) -> None:
 
     hist = _history(cap.updates(), "dist")
     if args.history:
-        hist.astype("<i8", copy=False).tofile(args.history)
+        _write_history(hist, args.history)
     _report("bfs", args.workers, load, update, updates, hist)
 
 
@@ -225,7 +235,7 @@ def run_count(args: argparse.Namespace) -> None:
 
     hist = _history(cap.updates(), "k")
     if args.history:
-        hist.astype("<i8", copy=False).tofile(args.history)
+        _write_history(hist, args.history)
     n = times * keys
     _report(
         "count", args.workers, load, update, n, hist, times=times, ns_per_update=update * 1e9 / n

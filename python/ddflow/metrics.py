@@ -66,7 +66,8 @@ class OperatorMetrics:
     minus the node's least outer time (0 when caught up or complete)."""
     heap_bytes: int = 0
     """Heap bytes the node holds between activations: its trace (``arrange``, a reduce's
-    output) and its operator state (pending rows, caches), summed over workers."""
+    output) and its operator state (pending rows, caches, a reduce's buffers kept for its
+    next activation), summed over workers."""
     queued_bytes: int = 0
     """Heap bytes of the updates waiting at the node's inputs."""
 

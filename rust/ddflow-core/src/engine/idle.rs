@@ -1,15 +1,18 @@
 //! What an engine gives back when a `run_until` completes: per-step buffers that outgrew a
 //! small job, and the free memory the C allocator keeps.
 //!
-//! Two things keep memory resident after a step that needed it and no longer does:
+//! Three things keep memory resident after a step that needed it and no longer does:
 //! * each thread's radix sorter (`sort::with_thread_sorter`) keeps its buffers for the next
 //!   sort, sized by the largest batch it has sorted (up to 64 MB);
+//! * operators keep per-activation buffers for the next activation (a `reduce`'s work list,
+//!   desired groups and histories), sized by the largest chunk of keys it processed;
 //! * glibc's `malloc` keeps freed memory inside its heap, and its dynamic mmap threshold
 //!   moves large blocks into that heap after the first large free, so a step's transient
 //!   buffers stay in the resident set after they are freed.
 //!
-//! When `run_until` reaches its time, [`Engine::release_idle`] frees the sorter buffers above
-//! [`IDLE_SORTER_KEEP_BYTES`] on every thread that ran workers, and returns the free pages
+//! When `run_until` reaches its time, [`Engine::release_idle`] frees operator buffers above
+//! [`IDLE_SCRATCH_KEEP_BYTES`] and the sorter buffers above [`IDLE_SORTER_KEEP_BYTES`] on
+//! every thread that ran workers, and returns the free pages
 //! to the system (`malloc_trim`) when at least [`TRIM_MIN_BYTES`] of the Rust heap were
 //! freed since the last trim, or when the process' resident memory beyond the Rust heap
 //! grew by [`TRIM_SLACK_BYTES`] since its least after the last trim ([`Slack`]). The second
@@ -36,6 +39,12 @@ use std::time::{Duration, Instant};
 /// Sorter buffers a thread keeps between `run_until` calls.
 pub const IDLE_SORTER_KEEP_BYTES: usize = 1 << 20;
 
+/// Per-activation buffers an operator keeps between `run_until` calls. The 1k/2k BFS's
+/// `min` grows 1-2.5 MB of them at batches of 1,000, kept (freed from 1 MB on, every
+/// `run_until` regrew them: twice the system time, page faults and the trims that follow),
+/// and 7-13 MB at batches of 10,000, freed.
+pub const IDLE_SCRATCH_KEEP_BYTES: usize = 4 << 20;
+
 /// Bytes freed since the peak that make an idle engine trim the allocator.
 pub const TRIM_MIN_BYTES: usize = 8 << 20;
 
@@ -52,6 +61,9 @@ pub const TRIM_COST_SHARE: u32 = 5;
 impl Engine {
     /// Frees the buffers an idle engine need not keep (see the module comment).
     pub(super) fn release_idle(&mut self) {
+        for op in self.workers.iter_mut().flat_map(|w| w.ops.iter_mut()) {
+            op.release_scratch(IDLE_SCRATCH_KEEP_BYTES);
+        }
         sort::release_thread_sorter_above(IDLE_SORTER_KEEP_BYTES);
         if self.workers.len() > 1 {
             rayon::broadcast(|_| sort::release_thread_sorter_above(IDLE_SORTER_KEEP_BYTES));

@@ -32,7 +32,9 @@
 //! chunk). When a chunk and the element index fit one `u64` together, the sort moves plain
 //! `u64`s (`key << idx_bits | idx`); otherwise it moves `(key, idx)` pairs. Chunks are
 //! sorted least significant first with stable passes, then rows, times and diffs are
-//! gathered once.
+//! gathered once: into scratch columns swapped with the batch's for a small batch, in place
+//! along the permutation's cycles from [`IN_PLACE_MIN_BYTES`] on (no second copy of a large
+//! batch).
 //!
 //! Inputs below a measured threshold use `sort_unstable` (see [`SMALL_PAIRS`],
 //! [`SMALL_U64`], [`SMALL_UPDATES`]).
@@ -80,6 +82,13 @@ pub const SMALL_UPDATES: usize = 96;
 /// (`RadixSorter::trim`).
 pub const KEEP_BYTES: usize = 64 << 20;
 
+/// From this many bytes of updates on, [`RadixSorter::sort_updates`] moves them into order
+/// in place, along the permutation's cycles, instead of gathering them into scratch columns
+/// (which then held a second copy of the batch until the sorter was trimmed: 18 MB for the
+/// 320,000 output updates of the count micro-case). Below it, the gather's sequential
+/// writes into reused buffers are the cheaper way, and what it keeps is small.
+pub const IN_PLACE_MIN_BYTES: usize = 4 << 20;
+
 /// A radix sorter with reusable scratch buffers.
 ///
 /// Keep one per operator (or thread) and call it repeatedly: buffers grow to the largest
@@ -112,6 +121,10 @@ pub struct RadixSorter {
     chunks: Vec<(usize, u32)>,
     /// Overrides the small-input thresholds (benchmarks, tests).
     min_radix: Option<usize>,
+    /// Overrides [`IN_PLACE_MIN_BYTES`] (tests).
+    in_place_min: Option<usize>,
+    /// Which updates [`permute_in_place`] has put in place, a bit each.
+    placed: Vec<u64>,
 }
 
 /// `buf` as a scratch slice of length `n` (grown with copies of `fill` when shorter).
@@ -195,6 +208,13 @@ impl RadixSorter {
             min_radix: Some(n),
             ..Self::default()
         }
+    }
+
+    /// A sorter that reorders updates in place from `bytes` bytes of updates on, instead
+    /// of [`IN_PLACE_MIN_BYTES`] (tests: `0` always does).
+    pub fn with_in_place_from(mut self, bytes: usize) -> Self {
+        self.in_place_min = Some(bytes);
+        self
     }
 
     /// Sorts pairs by `(key, val)`.
@@ -398,10 +418,36 @@ impl RadixSorter {
         true
     }
 
-    /// Reorders rows, times and diffs by `self.perm` (through the scratch buffers, which are
-    /// swapped with the batch's columns).
+    /// Reorders rows, times and diffs by `self.perm`: in place when the batch is large (see
+    /// [`IN_PLACE_MIN_BYTES`]), else through the scratch buffers, which are swapped with the
+    /// batch's columns.
     fn gather(&mut self, updates: &mut Updates) {
         let w = updates.width;
+        // A column whose values are all equal (one time for a whole load, diffs all 1) is
+        // already in order: it is not moved (for 10M updates, 320 MB of times not rewritten).
+        let move_times = updates.times.first().is_some_and(|t0| {
+            updates.times.same().is_none() && !updates.times.iter().all(|t| t == t0)
+        });
+        let move_diffs = updates
+            .diffs
+            .first()
+            .is_some_and(|d0| !updates.diffs.iter().all(|d| d == d0));
+        let n = updates.len();
+        let bytes = n
+            * (w * 8
+                + if move_times { size_of::<Time>() } else { 0 }
+                + if move_diffs { 8 } else { 0 });
+        if bytes >= self.in_place_min.unwrap_or(IN_PLACE_MIN_BYTES) {
+            permute_in_place(
+                updates,
+                &self.perm,
+                &mut self.placed,
+                move_times,
+                move_diffs,
+            );
+            self.trim();
+            return;
+        }
         self.rows_buf.clear();
         self.times_buf.clear();
         self.diffs_buf.clear();
@@ -427,21 +473,15 @@ impl RadixSorter {
             }
         }
         std::mem::swap(&mut self.rows_buf, &mut updates.rows);
-        // A column whose values are all equal (one time for a whole load, diffs all 1) is
-        // already in order: skip its gather (for 10M updates, 320 MB of times not rewritten).
-        if let Some(t0) = updates.times.first() {
-            if updates.times.same().is_none() && !updates.times.iter().all(|t| t == t0) {
-                self.times_buf
-                    .extend(perm.iter().map(|&p| updates.times[p as usize]));
-                std::mem::swap(&mut self.times_buf, updates.times.make_mut());
-            }
+        if move_times {
+            self.times_buf
+                .extend(perm.iter().map(|&p| updates.times[p as usize]));
+            std::mem::swap(&mut self.times_buf, updates.times.make_mut());
         }
-        if let Some(d0) = updates.diffs.first() {
-            if !updates.diffs.iter().all(|d| d == d0) {
-                self.diffs_buf
-                    .extend(perm.iter().map(|&p| updates.diffs[p as usize]));
-                std::mem::swap(&mut self.diffs_buf, &mut updates.diffs);
-            }
+        if move_diffs {
+            self.diffs_buf
+                .extend(perm.iter().map(|&p| updates.diffs[p as usize]));
+            std::mem::swap(&mut self.diffs_buf, &mut updates.diffs);
         }
         // The old columns are not needed any more: free them now if large (see `trim`).
         self.trim();
@@ -457,6 +497,7 @@ impl RadixSorter {
             *self = RadixSorter {
                 lsd,
                 min_radix,
+                in_place_min: self.in_place_min,
                 ..RadixSorter::default()
             };
         }
@@ -501,6 +542,70 @@ impl RadixSorter {
             + self.rows_buf.capacity() * 8
             + self.times_buf.capacity() * std::mem::size_of::<Time>()
             + self.diffs_buf.capacity() * 8
+            + self.placed.capacity() * 8
+    }
+}
+
+/// Moves update `perm[j]` to position `j` for every `j`, in place: each cycle of the
+/// permutation is walked once, its first update held aside while the others move up (an
+/// update is read just before its slot is written, so the write finds the line cached).
+/// `placed` (a bit per update) marks the positions already written. Rows always move; times
+/// and diffs only when asked (a column of equal values is in order as it is).
+fn permute_in_place(
+    updates: &mut Updates,
+    perm: &[u32],
+    placed: &mut Vec<u64>,
+    move_times: bool,
+    move_diffs: bool,
+) {
+    let n = perm.len();
+    let w = updates.width;
+    placed.clear();
+    placed.resize(n.div_ceil(64), 0);
+    let Updates {
+        rows, times, diffs, ..
+    } = updates;
+    let mut times = move_times.then(|| times.make_mut());
+    let mut row = vec![0u64; w];
+    for i in 0..n {
+        if placed[i / 64] & (1 << (i % 64)) != 0 {
+            continue;
+        }
+        placed[i / 64] |= 1 << (i % 64);
+        let mut k = perm[i] as usize;
+        if k == i {
+            continue;
+        }
+        row.copy_from_slice(&rows[i * w..(i + 1) * w]);
+        let time = times.as_ref().map(|t| t[i]);
+        let diff = diffs[i];
+        let mut j = i;
+        while k != i {
+            match w {
+                1 => rows[j] = rows[k],
+                2 => {
+                    rows[2 * j] = rows[2 * k];
+                    rows[2 * j + 1] = rows[2 * k + 1];
+                }
+                _ => rows.copy_within(k * w..(k + 1) * w, j * w),
+            }
+            if let Some(t) = times.as_mut() {
+                t[j] = t[k];
+            }
+            if move_diffs {
+                diffs[j] = diffs[k];
+            }
+            placed[k / 64] |= 1 << (k % 64);
+            j = k;
+            k = perm[j] as usize;
+        }
+        rows[j * w..(j + 1) * w].copy_from_slice(&row);
+        if let (Some(t), Some(time)) = (times.as_mut(), time) {
+            t[j] = time;
+        }
+        if move_diffs {
+            diffs[j] = diff;
+        }
     }
 }
 

@@ -7,12 +7,15 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 
-/// Sorters to check: the default one and ones forcing radix sort on tiny inputs.
-fn sorters() -> [RadixSorter; 3] {
+/// Sorters to check: the default one, ones forcing radix sort on tiny inputs, and ones
+/// reordering updates in place whatever their size.
+fn sorters() -> [RadixSorter; 5] {
     [
         RadixSorter::new(),
         RadixSorter::with_min_radix_len(0),
         RadixSorter::with_min_radix_len(3),
+        RadixSorter::new().with_in_place_from(0),
+        RadixSorter::with_min_radix_len(0).with_in_place_from(0),
     ]
 }
 
@@ -249,14 +252,17 @@ fn sort_updates_large_multi_chunk() {
             u.push(&row, t, rng.gen_range(-2..=2));
         }
         let expected = reference_sort(&u);
-        let mut sorted = u.clone();
-        RadixSorter::new().sort_updates(&mut sorted);
-        assert_eq!(sorted, expected);
-        let mut consolidated = u;
-        RadixSorter::new()
-            .consolidate_updates(&mut consolidated)
-            .unwrap();
-        assert_eq!(consolidated, reference_consolidate(&expected));
+        // In place whatever the size, through scratch columns whatever the size, and the
+        // default (in place from `IN_PLACE_MIN_BYTES`: the last of these batches).
+        for in_place_from in [0, usize::MAX, IN_PLACE_MIN_BYTES] {
+            let sorter = || RadixSorter::new().with_in_place_from(in_place_from);
+            let mut sorted = u.clone();
+            sorter().sort_updates(&mut sorted);
+            assert_eq!(sorted, expected);
+            let mut consolidated = u.clone();
+            sorter().consolidate_updates(&mut consolidated).unwrap();
+            assert_eq!(consolidated, reference_consolidate(&expected));
+        }
     }
 }
 

@@ -154,6 +154,10 @@ pub trait Operator: Send + Sync {
         0
     }
 
+    /// Frees per-activation buffers kept for reuse once they hold more than `keep` bytes
+    /// (an idle engine's, see `idle.rs`).
+    fn release_scratch(&mut self, _keep: usize) {}
+
     /// Heap bytes of the operator's own output trace (`reduce`), which
     /// [`Operator::spill_output`] can spill.
     fn output_trace_bytes(&self) -> usize {

@@ -150,7 +150,11 @@ impl Operator for Reduce {
     }
 
     fn heap_bytes(&self) -> usize {
-        self.state.out.heap_bytes() + self.state.cache.heap_bytes()
+        self.state.out.heap_bytes() + self.state.cache.heap_bytes() + self.state.scratch_bytes()
+    }
+
+    fn release_scratch(&mut self, keep: usize) {
+        self.state.release_scratch(keep);
     }
 
     fn output_trace_bytes(&self) -> usize {
@@ -340,6 +344,17 @@ impl ReduceState {
     #[cfg(test)]
     pub(super) fn set_rows_min(&mut self, n: usize) {
         self.scratch.acc.rows_min = n;
+    }
+
+    /// Heap bytes of the buffers an activation grows with its chunk of keys and keeps for
+    /// the next one.
+    pub fn scratch_bytes(&self) -> usize {
+        self.scratch.chunk_bytes()
+    }
+
+    /// Frees those buffers if they hold more than `keep` bytes (an idle engine's).
+    pub fn release_scratch(&mut self, keep: usize) {
+        self.scratch.release_above(keep);
     }
 
     /// Whether some pending time is complete with respect to `frontier`.
@@ -681,6 +696,32 @@ impl Scratch {
         s.acc.rows_min = rows_min_work();
         s.diff.sweep_min = sweep_min;
         s
+    }
+
+    /// Heap bytes of the buffers that grow with an activation's chunk of keys: the work
+    /// list, the desired groups and the histories (the others hold one key's worth).
+    fn chunk_bytes(&self) -> usize {
+        let work = self.work.capacity() * size_of::<(Vec<u64>, Vec<Time>)>()
+            + self
+                .work
+                .iter()
+                .map(|(k, ts)| k.capacity() * 8 + ts.capacity() * size_of::<Time>())
+                .sum::<usize>();
+        let d = &self.desired;
+        let desired = d.groups.capacity() * size_of::<Group>()
+            + (d.rows.capacity() + d.counts.capacity()) * 8;
+        work + desired + self.hist.heap_bytes()
+    }
+
+    /// Frees the chunk buffers when they hold more than `keep` bytes: an activation of many
+    /// keys grows them, and the next ones (of an idle engine's next `run_until`) are
+    /// usually smaller.
+    fn release_above(&mut self, keep: usize) {
+        if self.chunk_bytes() > keep {
+            self.work = Vec::new();
+            self.desired = Desired::default();
+            self.hist = Histories::default();
+        }
     }
 }
 

@@ -29,6 +29,22 @@ pub(super) struct Histories {
     tail: TailScratch,
 }
 
+impl Histories {
+    /// Heap bytes held (the buffers' capacity).
+    pub(super) fn heap_bytes(&self) -> usize {
+        let t = &self.tail;
+        self.input.heap_bytes()
+            + self.outputs.heap_bytes()
+            + self.out_offs.capacity() * 8
+            + self.edits.capacity() * size_of::<Time>()
+            + self.two_d.capacity()
+            + t.perm.capacity() * 4
+            + t.packed.capacity() * size_of::<(u64, u64, u64, i64)>()
+            + t.key.capacity() * 8
+            + t.tmp.heap_bytes()
+    }
+}
+
 /// Buffers of [`consolidate_tail`].
 #[derive(Default)]
 struct TailScratch {

@@ -2,7 +2,8 @@
 //! at a time) emits exactly the updates and error updates of one that takes every key at
 //! once, over many activations with one- and two-dimensional times, pending times (the
 //! reduce's frontier lagging behind its input), sums that overflow int64, compaction, and
-//! keys in the batch, pending, or both.
+//! keys in the batch, pending, or both. Freeing the activation's buffers between
+//! activations (an idle engine's `release_scratch`) changes nothing either.
 
 use crate::engine::arrangement::Arrangement;
 use crate::engine::operators::reduce::ReduceState;
@@ -36,6 +37,11 @@ type Up = (u64, i64, u64, u64, i64);
 type Emitted = (Vec<Vec<(Vec<u64>, Time, i64)>>, Vec<Vec<String>>);
 
 fn run(agg: &Agg, steps: &[Step<Up>], chunk: usize) -> Emitted {
+    run_releasing(agg, steps, chunk, false)
+}
+
+/// As [`run`]; with `release`, the activation buffers are freed after every activation.
+fn run_releasing(agg: &Agg, steps: &[Step<Up>], chunk: usize, release: bool) -> Emitted {
     let mut input = Arrangement::new(1, 2);
     let mut st = ReduceState::new(1);
     st.set_chunk_keys(chunk);
@@ -63,6 +69,11 @@ fn run(agg: &Agg, steps: &[Step<Up>], chunk: usize) -> Emitted {
         // Error updates are a collection: phases 1 and 3 add them in their own key orders,
         // so a chunked activation interleaves them differently.
         err.sort();
+        if release {
+            st.release_scratch(0);
+            let fresh = ReduceState::new(1).scratch_bytes();
+            assert_eq!(st.scratch_bytes(), fresh, "buffers left after a release");
+        }
         outs.push(out);
         errs.push(err);
     }
@@ -90,5 +101,19 @@ proptest! {
         let agg = agg(kind);
         let want = run(&agg, &steps, usize::MAX);
         prop_assert_eq!(run(&agg, &steps, chunk), want);
+    }
+
+    /// Freeing the activation buffers after every activation changes no output or error
+    /// update.
+    #[test]
+    fn releasing_buffers_changes_nothing(
+        kind in 0usize..6,
+        mut steps in prop::collection::vec(random_step(), 1..12),
+        chunk in prop_oneof![Just(2usize), Just(usize::MAX)],
+    ) {
+        steps.push(Step::closing());
+        let agg = agg(kind);
+        let want = run(&agg, &steps, chunk);
+        prop_assert_eq!(run_releasing(&agg, &steps, chunk, true), want);
     }
 }
