@@ -111,15 +111,21 @@ impl Engine {
 
     /// Heap bytes held by all traces (arrangements and reduce outputs).
     pub fn heap_bytes(&self) -> usize {
+        self.sum_over_traces(|t| t.heap_bytes(), |op| op.heap_bytes())
+    }
+
+    /// The sum of `of_trace` over every worker's arrangements and `of_op` over its
+    /// operators (which count the traces they own, such as a reduce's output).
+    pub(super) fn sum_over_traces(
+        &self,
+        of_trace: impl Fn(&super::arrangement::Arrangement) -> usize,
+        of_op: impl Fn(&dyn super::operators::Operator) -> usize,
+    ) -> usize {
         self.workers
             .iter()
             .map(|w| {
-                w.traces
-                    .iter()
-                    .flatten()
-                    .map(|t| t.heap_bytes())
-                    .sum::<usize>()
-                    + w.ops.iter().map(|op| op.heap_bytes()).sum::<usize>()
+                w.traces.iter().flatten().map(&of_trace).sum::<usize>()
+                    + w.ops.iter().map(|op| of_op(op.as_ref())).sum::<usize>()
             })
             .sum()
     }

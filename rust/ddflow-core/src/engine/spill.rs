@@ -42,17 +42,7 @@ impl Engine {
 
     /// Bytes of the engine's traces held in spill files (mapped, not on the heap).
     pub fn spilled_bytes(&self) -> usize {
-        self.workers
-            .iter()
-            .map(|w| {
-                w.traces
-                    .iter()
-                    .flatten()
-                    .map(|t| t.spilled_bytes())
-                    .sum::<usize>()
-                    + w.ops.iter().map(|op| op.spilled_bytes()).sum::<usize>()
-            })
-            .sum()
+        self.sum_over_traces(|t| t.spilled_bytes(), |op| op.spilled_bytes())
     }
 
     /// Spills cold trace batches if the live bytes passed [`SPILL_AT_PERCENT`] of the
