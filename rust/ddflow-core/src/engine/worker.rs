@@ -71,6 +71,8 @@ pub struct PassCtx<'a> {
     pub dtype_links: &'a DtypeLinks,
     /// The memory limit operators check against while they run (`None`: none).
     pub memory_limit: Option<usize>,
+    /// Where and when merges write large outputs through to files (see `spill.rs`).
+    pub write_through: super::spill::WriteThrough,
 }
 
 impl crate::string_gc::MarkStrings for Worker {
@@ -276,6 +278,9 @@ impl Worker {
     ) -> Result<bool> {
         let spec = &ctx.plan.nodes[node];
         let _limit = crate::memory::LimitScope::new(ctx.memory_limit);
+        let (dir, above, min_bytes) = &ctx.write_through;
+        let _write_through =
+            crate::trace::spill::WriteThroughScope::new(dir.clone(), *above, *min_bytes);
         let started = std::time::Instant::now();
         let mut inputs: Vec<Vec<Msg>> = self.inbox[node].iter_mut().map(std::mem::take).collect();
         let n_in: usize = inputs.iter().flatten().map(|m| m.upd.len()).sum();

@@ -69,7 +69,10 @@ impl MergeState {
             "merging batches of different widths"
         );
         let f = frontier.elements();
-        let builder = Builder::with_layout(
+        // A large output built while the heap is near its limit goes straight to files.
+        let out_bytes = a.heap_bytes() + a.spilled_bytes() + b.heap_bytes() + b.spilled_bytes();
+        let builder = Builder::with_layout_in(
+            super::spill::write_through_dir(out_bytes),
             a.key_width(),
             a.val_width(),
             a.keys_narrow() && b.keys_narrow(),
@@ -89,6 +92,11 @@ impl MergeState {
             builder,
             scratch: Vec::new(),
         }
+    }
+
+    /// Whether the output is written through to files (see `stored.rs`).
+    pub(crate) fn writes_through(&self) -> bool {
+        self.builder.writes_through()
     }
 
     /// The older input.
