@@ -101,6 +101,7 @@ impl Engine {
         traces.sort_unstable_by(|a, b| b.cmp(a));
         let dir = self.spill_dir();
         let mut created = false;
+        let mut swaps = Vec::new();
         for (bytes, wi, node, own) in traces {
             if want == 0 || bytes < min_bytes {
                 break;
@@ -116,14 +117,21 @@ impl Engine {
             }
             let w = &mut self.workers[wi];
             let freed = if own {
-                w.ops[node].spill_output(&dir, want, min_bytes)?
+                w.ops[node].spill_output(&dir, want, min_bytes, &mut swaps)?
             } else {
                 match w.traces[node].as_mut() {
-                    Some(t) => t.spill(&dir, want, min_bytes)?,
+                    Some(t) => t.spill(&dir, want, min_bytes, &mut swaps)?,
                     None => 0,
                 }
             };
             want = want.saturating_sub(freed);
+        }
+        if !swaps.is_empty() {
+            for w in self.workers.iter_mut() {
+                for op in w.ops.iter_mut() {
+                    op.swap_spilled(&swaps);
+                }
+            }
         }
         Ok(())
     }

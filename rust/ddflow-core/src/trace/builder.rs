@@ -131,6 +131,7 @@ impl Builder {
     }
 
     /// Whether the layers are written through to files (see [`Builder::with_layout_in`]).
+    #[cfg(test)]
     pub(crate) fn writes_through(&self) -> bool {
         self.dir.is_some()
     }

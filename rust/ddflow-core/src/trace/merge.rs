@@ -95,6 +95,7 @@ impl MergeState {
     }
 
     /// Whether the output is written through to files (see `stored.rs`).
+    #[cfg(test)]
     pub(crate) fn writes_through(&self) -> bool {
         self.builder.writes_through()
     }

@@ -207,3 +207,35 @@ fn a_spine_merging_under_the_scope_keeps_its_batches_in_files() {
     assert_eq!(s.to_updates(), plain.to_updates());
     assert!(plain.heap_bytes() > 100_000);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn a_cursor_reads_on_from_spilled_copies_swapped_in(
+        (a, b) in batch_pair_strategy(),
+        cut in 0u64..25,
+    ) {
+        let (kw, vw) = (a.key_width(), a.val_width());
+        let batches = vec![Arc::new(a), Arc::new(b)];
+        let mut plain = crate::trace::Cursor::new(kw, vw, batches.clone());
+        let mut swapped = crate::trace::Cursor::new(kw, vw, batches.clone());
+        let key = vec![cut; kw];
+        plain.seek_key(&key);
+        swapped.seek_key(&key);
+        let swaps: crate::trace::spine::Swaps = batches
+            .iter()
+            .map(|b| (b.clone(), Arc::new(b.spill(&dir()).unwrap())))
+            .collect();
+        swapped.swap_batches(&swaps);
+        prop_assert!(swapped.batches().iter().all(|b| b.is_spilled() || b.is_empty()));
+        for (old, _) in swaps.iter().filter(|(old, _)| !old.is_empty()) {
+            // Held by `batches`, `plain` and `swaps` only: the swapped cursor let go.
+            prop_assert_eq!(Arc::strong_count(old), 3);
+        }
+        // Both read on alike from the cut, after a further seek.
+        let next = vec![cut + 3; kw];
+        prop_assert_eq!(plain.seek_key(&next), swapped.seek_key(&next));
+        prop_assert_eq!(plain.to_updates(), swapped.to_updates());
+    }
+}
