@@ -41,6 +41,7 @@ impl Engine {
     /// Sets the directory spill files go to (`None`: the default, see the module docs).
     pub fn set_spill_dir(&mut self, dir: Option<PathBuf>) {
         self.spill_dir = dir;
+        self.write_through_dir = std::sync::OnceLock::new();
     }
 
     /// The directory spill files go to.
@@ -57,7 +58,11 @@ impl Engine {
     pub(super) fn write_through(&self) -> WriteThrough {
         match self.memory_limit {
             Some(limit) => (
-                Some(Arc::new(self.spill_dir())),
+                Some(
+                    self.write_through_dir
+                        .get_or_init(|| Arc::new(self.spill_dir()))
+                        .clone(),
+                ),
                 limit / 100 * SPILL_TO_PERCENT,
                 limit / 64,
             ),

@@ -438,7 +438,7 @@ impl Builder {
         let val_offs = match val_offs {
             Some(mut o) if n != n_vals => {
                 o.shrink_to_fit();
-                Some(o.into())
+                Some(o)
             }
             _ => None,
         };
@@ -456,7 +456,7 @@ impl Builder {
             key_width,
             val_width,
             keys: narrow(keys),
-            key_offs: key_offs.into(),
+            key_offs,
             vals: narrow(vals),
             val_offs,
             times,
