@@ -10,7 +10,7 @@ use super::{
 use ddflow_core::encoding::{is_null_word, DType, Interner, NULL_STR};
 use ddflow_core::engine::column::Column;
 use ddflow_core::{Error, Result as CoreResult};
-use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use std::borrow::Cow;
