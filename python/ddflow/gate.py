@@ -20,7 +20,9 @@ buffered batch is never pushed twice nor lost.
 
 from __future__ import annotations
 
-import signal
+# CPython's C module under ``signal``: its calls skip ``signal``'s enum conversions (a
+# Ctrl-C deferral costs 1.4 us instead of 27, paid by every hand-off of single updates).
+import _signal as _sig  # type: ignore[import-not-found,unused-ignore]
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -126,36 +128,50 @@ class GatedEngine:
                         "that drives the dataflow, or after the call returns"
                     ) from exc
 
+        # Kept: the next lookup finds it in the instance and skips this method (a bound
+        # method of a native object is stable for the object's life).
+        self.__dict__[name] = gated
         return gated
 
     def __repr__(self) -> str:
         return f"GatedEngine({self._engine!r})"
 
 
-@contextmanager
-def interrupts_deferred() -> Iterator[None]:
+class interrupts_deferred:  # noqa: N801 - used as a context manager, like a function
     """Holds back ``SIGINT`` (Ctrl-C) in the block, then raises it: the block runs whole.
 
     Only the main thread receives signals; elsewhere (and where ``SIGINT`` has no Python
-    handler) the block runs as is.
+    handler) the block runs as is. A class rather than a generator: the hand-off of a
+    single update pays for it (about 2 us against 30 with the ``signal`` module's wrappers).
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGINT)
-    if not callable(previous):
-        yield
-        return
-    caught: list[tuple[int, FrameType | None]] = []
 
-    def hold(signum: int, frame: FrameType | None) -> None:
-        caught.append((signum, frame))
+    __slots__ = ("_caught", "_previous")
 
-    signal.signal(signal.SIGINT, hold)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught:
-            handler: Callable[[int, FrameType | None], Any] = previous
-            handler(*caught[0])
+    def __init__(self) -> None:
+        self._previous: Callable[[int, FrameType | None], Any] | None = None
+        self._caught: list[tuple[int, FrameType | None]] = []
+
+    def _hold(self, signum: int, frame: FrameType | None) -> None:
+        self._caught.append((signum, frame))
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        previous = _sig.getsignal(_sig.SIGINT)
+        if callable(previous):
+            self._previous = previous
+            _sig.signal(_sig.SIGINT, self._hold)
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        previous = self._previous
+        if previous is None:
+            return
+        self._previous = None
+        _sig.signal(_sig.SIGINT, previous)
+        if self._caught:
+            previous(*self._caught[0])

@@ -10,7 +10,7 @@ use super::{
 use ddflow_core::encoding::{is_null_word, DType, Interner, NULL_STR};
 use ddflow_core::engine::column::Column;
 use ddflow_core::{Error, Result as CoreResult};
-use numpy::{PyArray1, PyReadonlyArray1};
+use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use std::borrow::Cow;
@@ -19,6 +19,11 @@ use std::borrow::Cow;
 /// array, a sequence, or Arrow string buffers; `what` names it in errors. uint64 is read as int64 ([`Unsigned::AsInt64`]).
 pub fn column_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
     let py = obj.py();
+    // A numpy array is read as one below; the package's own column classes are not arrays,
+    // and asking an array for their attributes would raise (and format) three errors.
+    if obj.downcast::<PyUntypedArray>().is_ok() {
+        return numpy_column(obj, what);
+    }
     // Arrow's variable-width layout (`ddflow.dtypes.Utf8Column` / `BinaryColumn`): offsets,
     // bytes and null flags; a binary value is interned as its Latin-1 text
     // (`ddflow_core::encoding::binary_text`).
@@ -65,6 +70,11 @@ pub fn column_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
             words: words.as_slice()?.to_vec(),
         });
     }
+    numpy_column(obj, what)
+}
+
+/// A column from a numpy array, or from what `numpy.asarray` makes of `obj`.
+fn numpy_column(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Column> {
     let (arr, ty) = prepare(what, obj, Unsigned::AsInt64)?;
     let dtype = ty.dtype().expect("Unsigned::AsInt64 reads uint64 as int64");
     Ok(match hold(what, &arr, ty)? {
