@@ -278,9 +278,11 @@ impl Worker {
     ) -> Result<bool> {
         let spec = &ctx.plan.nodes[node];
         let _limit = crate::memory::LimitScope::new(ctx.memory_limit);
-        let (dir, above, min_bytes) = &ctx.write_through;
-        let _write_through =
-            crate::trace::spill::WriteThroughScope::new(dir.clone(), *above, *min_bytes);
+        // Set already on the thread that runs the pass (`Engine::step`); a pool thread's.
+        let _write_through = (!crate::trace::spill::write_through_set()).then(|| {
+            let (dir, above, min_bytes) = &ctx.write_through;
+            crate::trace::spill::WriteThroughScope::new(dir.clone(), *above, *min_bytes)
+        });
         let started = std::time::Instant::now();
         let mut inputs: Vec<Vec<Msg>> = self.inbox[node].iter_mut().map(std::mem::take).collect();
         let n_in: usize = inputs.iter().flatten().map(|m| m.upd.len()).sum();

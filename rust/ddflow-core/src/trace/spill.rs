@@ -93,6 +93,11 @@ impl Drop for WriteThroughScope {
     }
 }
 
+/// Whether a [`WriteThroughScope`] with a directory is set on the calling thread.
+pub fn write_through_set() -> bool {
+    WRITE_THROUGH.with(|w| w.borrow().is_some())
+}
+
 /// The directory a merge whose output would be about `bytes` should write it through to
 /// (see `stored.rs`): set by the engine under a memory limit ([`WriteThroughScope`]), when
 /// the output is large and building it on the heap would take the live bytes past the

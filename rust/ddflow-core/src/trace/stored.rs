@@ -407,13 +407,20 @@ impl<T: Pod> Stored<T> {
     pub(crate) fn push(&mut self, x: T) {
         match self {
             Stored::Owned(v) => v.push(x),
-            Stored::Writing(f) => {
-                if !f.try_push(x) {
-                    self.vec_mut().push(x)
-                }
-            }
-            Stored::Mapped { .. } => self.vec_mut().push(x),
+            _ => self.push_cold(x),
         }
+    }
+
+    /// [`Stored::push`] to a file or a mapped vector (kept out of the heap path's loops).
+    #[cold]
+    #[inline(never)]
+    fn push_cold(&mut self, x: T) {
+        if let Stored::Writing(f) = self {
+            if f.try_push(x) {
+                return;
+            }
+        }
+        self.vec_mut().push(x)
     }
 
     /// Appends `xs`.
@@ -421,13 +428,20 @@ impl<T: Pod> Stored<T> {
     pub(crate) fn extend_from_slice(&mut self, xs: &[T]) {
         match self {
             Stored::Owned(v) => v.extend_from_slice(xs),
-            Stored::Writing(f) => {
-                if !f.try_extend_from_slice(xs) {
-                    self.vec_mut().extend_from_slice(xs)
-                }
-            }
-            Stored::Mapped { .. } => self.vec_mut().extend_from_slice(xs),
+            _ => self.extend_from_slice_cold(xs),
         }
+    }
+
+    /// [`Stored::extend_from_slice`] to a file or a mapped vector.
+    #[cold]
+    #[inline(never)]
+    fn extend_from_slice_cold(&mut self, xs: &[T]) {
+        if let Stored::Writing(f) = self {
+            if f.try_extend_from_slice(xs) {
+                return;
+            }
+        }
+        self.vec_mut().extend_from_slice(xs)
     }
 
     /// Keeps the first `len` elements.
