@@ -69,7 +69,7 @@ def _job(edges: str, roots: str, out: str, state: str, interval: str, per_poll: 
 
     import ddflow as dd
     from ddflow.io.filesource import FileSource
-    from ddflow.memory import live_bytes, peak_bytes, spilled_bytes_total
+    from ddflow.memory import live_bytes, spilled_bytes_total
 
     anon_peak, heap_peak = [0], [0]
     done = threading.Event()
@@ -83,7 +83,6 @@ def _job(edges: str, roots: str, out: str, state: str, interval: str, per_poll: 
 
     sampler = threading.Thread(target=sample_anon, daemon=True)
     sampler.start()
-    peak_bytes(reset=True)
     FileSource.rows_per_poll = per_poll
     start = time.monotonic()
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -106,7 +105,6 @@ def _job(edges: str, roots: str, out: str, state: str, interval: str, per_poll: 
         "rss_mb": usage.ru_maxrss / 1024,
         "anon_mb": anon_peak[0] / 1024,
         "heap_mb": heap_peak[0] / 1e6,
-        "heap_peak_mb": peak_bytes() / 1e6,
         "spilled_mb": spilled_bytes_total() / 1e6,
     }
     print(json.dumps(result))

@@ -462,9 +462,6 @@ class CaptureState:
 def memory_live_bytes() -> int:
     """Bytes live in ddflow's Rust heap across the process."""
 
-def memory_peak_bytes(reset: bool = False) -> int:
-    """The most bytes live in ddflow's Rust heap since the last reset (restarted if ``reset``)."""
-
 def spilled_bytes_total() -> int:
     """Bytes written to spill files by this process so far."""
 

@@ -60,13 +60,6 @@ def live_bytes() -> int:
     return int(_core.memory_live_bytes())
 
 
-def peak_bytes(reset: bool = False) -> int:
-    """The most bytes live in ddflow's Rust heap (as :func:`live_bytes` counts them, exact to
-    within 256 KB per thread) since the process started or the last ``reset=True``, which
-    then restarts the peak from the bytes live now."""
-    return int(_core.memory_peak_bytes(reset))
-
-
 def spilled_bytes_total() -> int:
     """Bytes written to spill files by this process so far (all dataflows)."""
     return int(_core.spilled_bytes_total())

@@ -11,18 +11,6 @@ fn memory_live_bytes() -> usize {
     ddflow_core::memory::live_bytes()
 }
 
-/// `_core.memory_peak_bytes(reset)`: the most bytes live in ddflow's Rust heap since the
-/// last reset (then restarts it from the bytes live now, if `reset`).
-#[pyfunction]
-#[pyo3(signature = (reset = false))]
-fn memory_peak_bytes(reset: bool) -> usize {
-    let peak = ddflow_core::memory::peak_bytes();
-    if reset {
-        ddflow_core::memory::reset_peak();
-    }
-    peak
-}
-
 /// `_core.spilled_bytes_total()`: bytes written to spill files by this process so far.
 #[pyfunction]
 fn spilled_bytes_total() -> usize {
@@ -82,7 +70,6 @@ fn trim_memory() -> bool {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trim_memory, m)?)?;
     m.add_function(wrap_pyfunction!(memory_live_bytes, m)?)?;
-    m.add_function(wrap_pyfunction!(memory_peak_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(spilled_bytes_total, m)?)?;
     m.add_function(wrap_pyfunction!(default_memory_limit, m)?)?;
     m.add_function(wrap_pyfunction!(machine_memory_limit, m)?)?;

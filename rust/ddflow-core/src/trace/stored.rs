@@ -298,7 +298,7 @@ pub(crate) enum Stored<T> {
     /// On the heap.
     Owned(Vec<T>),
     /// Being written by a builder into a file ([`Stored::shrink_to_fit`] maps it read-only).
-    Writing(FileVec<T>),
+    Writing(Box<FileVec<T>>),
     /// `len` elements at byte `offset` (aligned for `T`) of `map`.
     Mapped {
         map: Arc<Mapping>,
@@ -367,7 +367,7 @@ impl<T: Pod> Stored<T> {
     /// `dir` if given (on the heap if none, or if the file cannot be made).
     pub(crate) fn with_capacity_in(dir: Option<&Arc<PathBuf>>, cap: usize) -> Stored<T> {
         match dir.map(|d| FileVec::create(d, cap)) {
-            Some(Ok(f)) => Stored::Writing(f),
+            Some(Ok(f)) => Stored::Writing(Box::new(f)),
             _ => Stored::with_capacity(cap),
         }
     }
@@ -463,7 +463,7 @@ impl<T: Pod> Stored<T> {
                 let Stored::Writing(f) = std::mem::take(self) else {
                     unreachable!()
                 };
-                *self = f.into_mapped();
+                *self = (*f).into_mapped();
             }
             Stored::Mapped { .. } => {}
         }
@@ -535,7 +535,6 @@ impl<T> Deref for Stored<T> {
     fn deref(&self) -> &[T] {
         match self {
             Stored::Owned(v) => v,
-            Stored::Writing(f) => f.as_slice(),
             Stored::Mapped {
                 map, offset, len, ..
             } => {
@@ -543,6 +542,7 @@ impl<T> Deref for Stored<T> {
                 // borrow (we hold an Arc to it) and is never written.
                 unsafe { std::slice::from_raw_parts(map.ptr.add(*offset) as *const T, *len) }
             }
+            Stored::Writing(f) => f.as_slice(),
         }
     }
 }
