@@ -479,6 +479,18 @@ impl<T: Pod> Extend<T> for Stored<T> {
     fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
         match self {
             Stored::Owned(v) => v.extend(iter),
+            _ => self.extend_cold(iter),
+        }
+    }
+}
+
+impl<T: Pod> Stored<T> {
+    /// [`Extend::extend`] to a file or a mapped vector.
+    #[cold]
+    #[inline(never)]
+    fn extend_cold<I: IntoIterator<Item = T>>(&mut self, iter: I) {
+        match self {
+            Stored::Owned(v) => v.extend(iter),
             Stored::Writing(_) => {
                 let mut buf: [std::mem::MaybeUninit<T>; EXTEND_RUN] =
                     [const { std::mem::MaybeUninit::uninit() }; EXTEND_RUN];
@@ -528,11 +540,10 @@ impl<T> Default for Stored<T> {
     }
 }
 
-impl<T> Deref for Stored<T> {
-    type Target = [T];
-
-    #[inline]
-    fn deref(&self) -> &[T] {
+impl<T> Stored<T> {
+    /// The elements of a vector in a file (kept out of line: readers' loops see one branch).
+    #[inline(never)]
+    fn file_slice(&self) -> &[T] {
         match self {
             Stored::Owned(v) => v,
             Stored::Mapped {
@@ -543,6 +554,18 @@ impl<T> Deref for Stored<T> {
                 unsafe { std::slice::from_raw_parts(map.ptr.add(*offset) as *const T, *len) }
             }
             Stored::Writing(f) => f.as_slice(),
+        }
+    }
+}
+
+impl<T> Deref for Stored<T> {
+    type Target = [T];
+
+    #[inline]
+    fn deref(&self) -> &[T] {
+        match self {
+            Stored::Owned(v) => v,
+            _ => self.file_slice(),
         }
     }
 }
