@@ -260,7 +260,7 @@ impl RadixSorter {
             "sort_updates: at most 2^32 - 1 updates per call"
         );
         debug_assert_eq!(updates.rows.len(), n * updates.width);
-        if n < 2 {
+        if n < 2 || in_order(updates) {
             return;
         }
         if !self.permutation(updates) {
@@ -543,6 +543,27 @@ impl RadixSorter {
             + self.times_buf.capacity() * std::mem::size_of::<Time>()
             + self.diffs_buf.capacity() * 8
             + self.placed.capacity() * 8
+    }
+}
+
+/// Whether `updates` are already in `(row, time)` order (ties allowed), so that a stable sort
+/// leaves them as they are. One comparison per neighbouring pair, stopping at the first out of
+/// order: a batch a consolidating operator already sorted (a reduce's output reaching a capture
+/// or an `arrange`) skips the key packing, the radix passes and the gather.
+fn in_order(updates: &Updates) -> bool {
+    let w = updates.width;
+    let rows = &updates.rows[..];
+    match updates.times.same() {
+        Some(_) if w == 0 => true,
+        Some(_) => rows
+            .chunks_exact(w)
+            .zip(rows.chunks_exact(w).skip(1))
+            .all(|(a, b)| a <= b),
+        None => {
+            let times = &updates.times[..];
+            (1..updates.len())
+                .all(|i| cmp_updates(rows, times, w, i - 1, i) != std::cmp::Ordering::Greater)
+        }
     }
 }
 
