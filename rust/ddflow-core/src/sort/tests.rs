@@ -349,10 +349,21 @@ proptest! {
             swapped.push(sorted.row(src), sorted.times[src], sorted.diffs[src]);
         }
         let expected = reference_sort(&swapped);
+        let summed = reference_consolidate(&swapped);
         for mut sorter in sorters() {
             let mut v = swapped.clone();
             sorter.sort_updates(&mut v);
             prop_assert_eq!(&v, &expected);
+            let mut v = swapped.clone();
+            sorter.consolidate_updates(&mut v).unwrap();
+            prop_assert_eq!(&v, &summed);
+            // Consolidated input (the fast path) comes back as it is.
+            sorter.consolidate_updates(&mut v).unwrap();
+            prop_assert_eq!(&v, &summed);
+            // Sorted input with ties or zero diffs is still summed.
+            let mut v = expected.clone();
+            sorter.consolidate_updates(&mut v).unwrap();
+            prop_assert_eq!(&v, &reference_consolidate(&expected));
         }
     }
 }
