@@ -511,10 +511,12 @@ impl RadixSorter {
     /// diff does not fit an `i64`. Sums never wrap; the batch is still left sorted and
     /// equivalent (the overflowing update is split into several that sum to the total).
     pub fn consolidate_updates(&mut self, updates: &mut Updates) -> Result<()> {
-        if order(updates) == Order::Consolidated {
-            return Ok(());
+        // One look at the order: a sorted batch is not looked at again by the sort.
+        match order(updates) {
+            Order::Consolidated => return Ok(()),
+            Order::Sorted => {}
+            Order::Unsorted => self.sort_updates(updates),
         }
-        self.sort_updates(updates);
         consolidate_sorted(updates)
     }
 
