@@ -318,6 +318,17 @@ class Engine:
     ) -> None:
         """Adds updates to an input (all or nothing)."""
 
+    def push_int_rows(
+        self,
+        input_node: int,
+        width: int,
+        rows: Sequence[Sequence[Any]],
+        times: Sequence[tuple[int, ...]],
+        diffs: Sequence[int],
+    ) -> bool:
+        """Adds an input's buffered single updates, every column int64, as Python rows (all
+        or nothing); False, adding nothing, at the first value or time it cannot take."""
+
     def advance_input(self, input_node: int, time: list[int]) -> None:
         """Advances an input's frontier to ``time``."""
 

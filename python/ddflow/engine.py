@@ -14,7 +14,7 @@ first use), the error log and the plan's upstream relation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -89,6 +89,18 @@ class AttachedEngine:
     ) -> None:
         """Adds updates to one of the attached dataflow's inputs."""
         self.engine.push(input_node + self.offset, columns, times, diffs)
+
+    def push_int_rows(
+        self,
+        input_node: int,
+        width: int,
+        rows: Sequence[Sequence[Any]],
+        times: Sequence[tuple[int, ...]],
+        diffs: Sequence[int],
+    ) -> bool:
+        """Adds buffered int64 rows to one of the attached dataflow's inputs (see the
+        native engine's ``push_int_rows``)."""
+        return bool(self.engine.push_int_rows(input_node + self.offset, width, rows, times, diffs))
 
     def advance_input(self, input_node: int, time: list[int]) -> None:
         """Advances an input's frontier."""

@@ -676,6 +676,21 @@ class InputSession:
 
     def _flush(self) -> None:
         """``flush`` with the gate held and updates buffered."""
+        if self.recorder is None and all(kind in (None, "int64") for kind in self._dtypes):
+            # Int64 rows go to the engine as buffered, without numpy arrays (a single
+            # update's hand-off); any other value sends them the general way below.
+            engine = self.flow.engine()
+            buffered = (self._buf_rows, self._buf_times, self._buf_diffs)
+            width = len(self._dtypes)
+            with interrupts_deferred():
+                pushed = self._push_checked(
+                    lambda: engine.push_int_rows(self.node, width, *buffered)
+                )
+                if pushed:
+                    self._accepted = True
+                    self._clear_buffer()
+            if pushed:
+                return
         arrays: list[Any] = []
         rows = self._buf_rows
         for j, kind in enumerate(self._dtypes):
@@ -726,8 +741,18 @@ class InputSession:
         diffs: npt.NDArray[np.int64],
     ) -> None:
         """Pushes the buffer's batch and clears the buffer."""
+        self._push_checked(lambda: engine.push(self.node, arrays, times, diffs))
+        self._accepted = True
+        if self.recorder is not None:
+            self.recorder(arrays, times, diffs)
+        self._clear_buffer()
+
+    def _push_checked(self, push: Callable[[], Any]) -> Any:
+        """Runs ``push`` (a push of the whole buffer); returns its result. A first batch
+        refused for its dtypes refuses the buffer and opens the input's dtypes again (the
+        caller marks the input accepted once something was pushed)."""
         try:
-            engine.push(self.node, arrays, times, diffs)
+            result = push()
         except SchemaTypeError as exc:
             if self._accepted:
                 raise
@@ -742,10 +767,7 @@ class InputSession:
             self._ints_fit = _int64_checker([])
             exc.add_note(f"ddflow: the {refused} buffered updates of {self._what()} were refused")
             raise
-        self._accepted = True
-        if self.recorder is not None:
-            self.recorder(arrays, times, diffs)
-        self._clear_buffer()
+        return result
 
     def _clear_buffer(self) -> None:
         self._buf_rows = []

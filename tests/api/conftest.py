@@ -36,6 +36,11 @@ class FakeEngine:
         self.calls.append(("push", input_node))
         self.pushes.append((input_node, columns, times, diffs))
 
+    def push_int_rows(
+        self, input_node: int, width: int, rows: list[Any], times: list[Any], diffs: list[int]
+    ) -> bool:
+        return False  # declined: every batch reaches ``push`` as arrays, recorded there
+
     def advance_input(self, input_node: int, time: list[int]) -> None:
         self.calls.append(("advance_input", input_node, list(time)))
 

@@ -142,7 +142,16 @@ class _InterruptAfterPush:
 
     def push(self, node: int, columns: Any, times: Any, diffs: Any) -> None:
         self._engine.push(node, columns, times, diffs)
-        if len(diffs):
+        self._pushed(len(diffs))
+
+    def push_int_rows(self, node: int, width: int, rows: Any, times: Any, diffs: Any) -> bool:
+        pushed = bool(self._engine.push_int_rows(node, width, rows, times, diffs))
+        if pushed:
+            self._pushed(len(diffs))
+        return pushed
+
+    def _pushed(self, n: int) -> None:
+        if n:
             self.pushes += 1
             if self.pushes == 1:
                 os.kill(os.getpid(), signal.SIGINT)

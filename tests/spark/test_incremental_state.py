@@ -213,3 +213,35 @@ def test_a_manifest_of_another_format_version_is_refused(
     (root / "manifest-00000001.json").write_text(json.dumps(raw))
     with pytest.raises(StateError, match="format version 99"):
         StateDir(spark, str(root)).current()
+
+
+@pytest.mark.timeout(300)
+def test_a_directory_of_the_other_backend_is_refused_both_ways(
+    spark: SparkSession, tmp_path: Any
+) -> None:
+    """A Spark state and an embedded dataflow's persistence directory keep different things:
+    each backend refuses the other's directory, naming it, and leaves it as it was."""
+    spark_state = tmp_path / "spark-state"
+    _run_chunks(spark, _relational, [_random_relational(random.Random(4), 6, 3)], str(spark_state))
+    before = sorted(p.name for p in spark_state.iterdir())
+    flow = dd.Dataflow(persistence=dd.Persistence(spark_state))
+    a_in, _ = flow.new_input({"k": "int64"}, name="a")
+    with pytest.raises(dd.PersistenceError, match="holds a Spark state"):
+        a_in.frontier()
+    assert sorted(p.name for p in spark_state.iterdir()) == before
+
+    embedded_dir = tmp_path / "embedded"
+    flow = dd.Dataflow(persistence=dd.Persistence(embedded_dir))
+    a_in, a = flow.new_input({"k": "int64"}, name="a")
+    a.count().capture()
+    a_in.frontier()
+    a_in.update_at((1,), 0)
+    a_in.advance_to(1)
+    flow.run_until(1)
+    del flow
+    before = sorted(p.name for p in embedded_dir.iterdir())
+    with pytest.raises(StateError, match="persistence directory of an embedded dataflow"):
+        _run_chunks(
+            spark, _relational, [_random_relational(random.Random(5), 6, 3)], str(embedded_dir)
+        )
+    assert sorted(p.name for p in embedded_dir.iterdir()) == before

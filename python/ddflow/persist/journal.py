@@ -55,7 +55,11 @@ from ddflow.persist.segment import (
 
 __all__ = ["Journal", "Persistence", "Restored"]
 
-_MANIFEST = re.compile(r"manifest-(\d{8})\.seg")
+MANIFEST_FILE = re.compile(r"manifest-(\d{8})\.seg")
+"""A checkpoint's manifest file name (its number in the group)."""
+SPARK_STATE_MANIFEST_FILE = re.compile(r"manifest-(\d{8})\.json")
+"""The manifest file name of a Spark backend's incremental state (``run_on_spark(...,
+state=path)``), a directory this one is not (each backend refuses the other's)."""
 _LOG = re.compile(r"(\d{20})\.log")
 _INTERVAL = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*")
 _UNITS = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
@@ -148,7 +152,7 @@ class Journal:
         self.config = config
         self.root = Path(config.path)
         self.log_dir = self.root / "log"
-        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True)
         self.sources = sources
         """How many sources the dataflow has (in attach order)."""
         self.hands = hands
@@ -157,9 +161,15 @@ class Journal:
         self.last_checkpoint = time.monotonic()
         self.bytes_written = 0
         """Bytes of log, snapshot and manifest files written by this process."""
-        numbers = sorted(
-            int(m.group(1)) for f in self.root.iterdir() if (m := _MANIFEST.fullmatch(f.name))
-        )
+        names = [f.name for f in self.root.iterdir()]
+        numbers = sorted(int(m.group(1)) for n in names if (m := MANIFEST_FILE.fullmatch(n)))
+        if not numbers and any(SPARK_STATE_MANIFEST_FILE.fullmatch(n) for n in names):
+            raise PersistenceError(
+                f"{self.root} holds a Spark state (run_on_spark(..., state=)), not the "
+                "checkpoint of an embedded dataflow: the two keep different things (see the "
+                "persistence docs). Use another directory for dd.Persistence"
+            )
+        self.log_dir.mkdir(exist_ok=True)
         if not numbers:
             self.manifest: dict[str, Any] = {
                 "kind": "manifest",

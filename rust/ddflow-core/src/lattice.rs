@@ -16,6 +16,7 @@
 //! `frontier.less_equal(t)` means "t is in the future of the frontier".
 //! [`MutableAntichain`] keeps counts per time and reports how its frontier changes.
 
+use smallvec::{smallvec, SmallVec};
 use std::fmt;
 
 /// Maximum number of coordinates of a time: outer dimensions plus iterate nesting depth.
@@ -180,9 +181,13 @@ impl Lattice for Time {
 }
 
 /// The minimal elements of a set of times: a frontier.
+///
+/// Most frontiers hold one time (every frontier of a dataflow with totally ordered times),
+/// so one element is stored inline: a scheduling pass builds and drops several antichains
+/// per node, which then never touch the allocator.
 #[derive(Clone, PartialEq, Eq, Hash, Default)]
 pub struct Antichain<T> {
-    elements: Vec<T>,
+    elements: SmallVec<[T; 1]>,
 }
 
 impl<T: fmt::Debug> fmt::Debug for Antichain<T> {
@@ -195,13 +200,15 @@ impl<T: PartialOrder + Clone> Antichain<T> {
     /// The empty antichain (the frontier after which nothing can happen).
     pub fn new() -> Self {
         Antichain {
-            elements: Vec::new(),
+            elements: SmallVec::new(),
         }
     }
 
     /// An antichain with one element.
     pub fn from_elem(t: T) -> Self {
-        Antichain { elements: vec![t] }
+        Antichain {
+            elements: smallvec![t],
+        }
     }
 
     /// The minimal elements of `iter`.
@@ -297,9 +304,7 @@ impl<T: PartialOrder + Ord + Clone> MutableAntichain<T> {
     pub fn new() -> Self {
         MutableAntichain {
             counts: Vec::new(),
-            frontier: Antichain {
-                elements: Vec::new(),
-            },
+            frontier: Antichain::new(),
         }
     }
 

@@ -15,7 +15,7 @@ use ddflow_core::engine::column::{Callbacks, Column, Payload, Reply};
 use ddflow_core::engine::plan::Plan;
 use ddflow_core::{Error, Result as CoreResult};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Callbacks into Python through one dispatcher function.
@@ -236,6 +236,78 @@ impl PyEngine {
         self.run(py, move |e| {
             e.push_rows(input_node, dtypes, rows, times, diffs)
         })
+    }
+
+    /// Pushes an input's buffered single updates as they were buffered: `rows` a list of
+    /// tuples of `width` Python ints (every column int64), `times` a list of tuples of
+    /// non-negative ints (one per time coordinate), `diffs` a list of ints. A handful of
+    /// updates costs no numpy arrays this way. Returns `False`, pushing nothing, at the first
+    /// value that is not an int64 or time that is not the dataflow's shape: the caller then
+    /// pushes the same buffer as arrays, which reports what is wrong.
+    fn push_int_rows(
+        &mut self,
+        py: Python<'_>,
+        input_node: usize,
+        width: usize,
+        rows: &Bound<'_, PyList>,
+        times: &Bound<'_, PyList>,
+        diffs: &Bound<'_, PyList>,
+    ) -> PyResult<bool> {
+        let n = rows.len();
+        if times.len() != n || diffs.len() != n {
+            return Ok(false);
+        }
+        let mut words = Vec::with_capacity(n * width);
+        let mut take = |v: Bound<'_, PyAny>| match v.extract::<i64>() {
+            Ok(v) => {
+                words.push(v as u64);
+                true
+            }
+            Err(_) => false,
+        };
+        for row in rows.iter() {
+            // A row is a tuple (`update_at`'s fast path) or a list (its checked path).
+            let ok = if let Ok(t) = row.downcast::<PyTuple>() {
+                t.len() == width && t.iter().all(&mut take)
+            } else if let Ok(l) = row.downcast::<PyList>() {
+                l.len() == width && l.iter().all(&mut take)
+            } else {
+                false
+            };
+            if !ok {
+                return Ok(false);
+            }
+        }
+        let dims = self.time_dims;
+        let mut ts = Vec::with_capacity(n);
+        for t in times.iter() {
+            let Ok(t) = t.downcast_into::<PyTuple>() else {
+                return Ok(false);
+            };
+            if t.len() != dims {
+                return Ok(false);
+            }
+            let mut coords = [0u64; ddflow_core::lattice::MAX_DIMS];
+            for (c, v) in coords.iter_mut().zip(t.iter()) {
+                match v.extract::<i64>() {
+                    Ok(v) if v >= 0 => *c = v as u64,
+                    _ => return Ok(false),
+                }
+            }
+            ts.push(ddflow_core::lattice::Time(coords));
+        }
+        let mut ds = Vec::with_capacity(n);
+        for d in diffs.iter() {
+            let Ok(d) = d.extract::<i64>() else {
+                return Ok(false);
+            };
+            ds.push(d);
+        }
+        let dtypes = vec![ddflow_core::encoding::DType::Int64; width];
+        self.run(py, move |e| {
+            e.push_rows(input_node, dtypes, words, ts.into(), ds)
+        })?;
+        Ok(true)
     }
 
     /// Advances an input's frontier.

@@ -77,8 +77,10 @@ class IterateContinuation:
         prior = cont.prior
         self.old_steps = prior.supersteps.get(scope, 0) if prior is not None else 0
         self.hist = {n: cont.history(n) for n in self.members if n in cont.stored}
-        self.acc: dict[int, list[DataFrame]] = {}
-        """Per stored node: this run's deltas at the iterations before the current one."""
+        self.acc: dict[int, DataFrame] = {}
+        """Per stored node: this run's deltas at the iterations before the current one, as
+        one frame of ``ctx.partitions`` partitions whose lineage is cut once per superstep
+        (``_accumulate``)."""
         self.invariant_full: dict[int, DataFrame] = {}
         """Per loop-invariant join input: its stored and new history, partitioned by key."""
         self.layers: dict[int, list[DataFrame]] = {}
@@ -195,17 +197,26 @@ class IterateContinuation:
         for n in self.members:
             d = delta.get(n)
             if d is not None and n in cont.stored:
-                self.acc.setdefault(n, []).append(d)
+                self._accumulate(n, d)
         return delta
 
+    def _accumulate(self, n: int, d: DataFrame) -> None:
+        """Adds superstep delta ``d`` (cut) to stored node ``n``'s accumulated deltas: the
+        union of the frame accumulated so far (cut) and ``d``, coalesced to
+        ``ctx.partitions`` partitions and cut when the next superstep's job first computes
+        it. Every later superstep reads that one frame, so its jobs neither re-derive nor
+        re-scan a union of all earlier supersteps' frames (whose tasks grew by
+        ``ctx.partitions`` per superstep)."""
+        before = self.acc.get(n)
+        if before is None:
+            self.acc[n] = d
+            return
+        both = before.unionByName(d).coalesce(self.ctx.partitions)
+        self.acc[n] = self.cont.cuts.cut_lazy(both)
+
     def _acc(self, n: int) -> DataFrame | None:
-        parts = self.acc.get(n)
-        if not parts:
-            return None
-        out = parts[0]
-        for p in parts[1:]:
-            out = out.unionByName(p)
-        return out
+        """Stored node ``n``'s new updates at the iterations before the current one."""
+        return self.acc.get(n)
 
     def _join(self, n: int, i: int, delta: dict[int, DataFrame | None]) -> DataFrame | None:
         cont = self.cont

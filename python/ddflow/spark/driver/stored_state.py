@@ -40,6 +40,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from ddflow.errors import PlanError
+from ddflow.persist.journal import MANIFEST_FILE, SPARK_STATE_MANIFEST_FILE
 from ddflow.plan import Plan
 
 __all__ = [
@@ -216,12 +217,15 @@ class StateDir:
         infos = self.fs.get_file_info(pafs.FileSelector(self.path, allow_not_found=True))
         versions = []
         for info in infos:
-            name = info.base_name
-            if name.startswith("manifest-") and name.endswith(".json"):
-                stem = name[len("manifest-") : -len(".json")]
-                if stem.isdigit():
-                    versions.append(int(stem))
+            if m := SPARK_STATE_MANIFEST_FILE.fullmatch(info.base_name):
+                versions.append(int(m.group(1)))
         if not versions:
+            if any(MANIFEST_FILE.fullmatch(info.base_name) for info in infos):
+                raise StateError(
+                    f"state {self.root} is the persistence directory of an embedded dataflow "
+                    "(dd.Persistence), not a Spark state: the two keep different things (see "
+                    "the persistence docs). Use another path for state="
+                )
             return None
         name = self._manifest_name(max(versions))
         with self.fs.open_input_stream(f"{self.path}/{name}") as f:

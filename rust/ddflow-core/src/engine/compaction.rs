@@ -7,6 +7,7 @@ use super::plan::Op;
 use super::Engine;
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Time};
+use smallvec::SmallVec;
 
 /// Idle merge work an arrangement spends per activation after a trace handle is released
 /// (so that the history it held back is compacted without waiting for new batches).
@@ -28,7 +29,7 @@ impl Engine {
         // the arrange node's scope (iteration coordinates zeroed).
         let depth_coord = self.plan.time_dims + self.plan.scopes[spec.scope].depth;
         let mut f = Antichain::new();
-        let mut stack: Vec<usize> = self.consumers[node].iter().map(|c| c.0).collect();
+        let mut stack: SmallVec<[usize; 8]> = self.consumers[node].iter().map(|c| c.0).collect();
         let wk = &self.workers[w];
         while let Some(c) = stack.pop() {
             if matches!(

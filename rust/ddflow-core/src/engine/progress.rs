@@ -167,7 +167,10 @@ impl Engine {
 
     /// Refreshes `reach_out[node]` from the workers' current state, after the node ran.
     pub(super) fn refresh(&mut self, node: usize, frontier_in: &Antichain<Time>) {
-        let mut queued = Vec::new();
+        let mut queued = std::mem::take(&mut self.scratch_ports);
+        for q in queued.iter_mut() {
+            q.clear();
+        }
         let mut r = Antichain::new();
         for w in &self.workers {
             w.pointstamps(node, &mut queued, &mut r);
@@ -188,5 +191,6 @@ impl Engine {
             r.insert(*t);
         }
         self.reach_out[node] = r;
+        self.scratch_ports = queued;
     }
 }

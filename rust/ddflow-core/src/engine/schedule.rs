@@ -89,11 +89,6 @@ impl Engine {
                 super::plan::Op::Reduce { .. } => REDUCE_LOAD_WEIGHT,
                 _ => 1,
             };
-            let load: usize = workers
-                .iter()
-                .map(|w| w.input_len(plan, trace_of, node))
-                .sum::<usize>()
-                * weight;
             let run_one = |w: &mut Worker| -> Result<(bool, bool)> {
                 if w.should_run(plan, trace_of, node, &f_in) {
                     Ok((true, w.activate(&ctx, node, &f_in)?))
@@ -101,17 +96,31 @@ impl Engine {
                     Ok((false, false))
                 }
             };
-            let results: Vec<Result<(bool, bool)>> =
-                if workers.len() > 1 && load >= PARALLEL_MIN_UPDATES {
+            if let [only] = workers.as_mut_slice() {
+                // One worker: no load to weigh and no results to collect (a pass visits
+                // every node, so this is paid per node per pass).
+                let (ran, did) = run_one(only).map_err(|e| self.stop_on_memory_limit(e))?;
+                progressed |= did;
+                if ran {
+                    self.compact(0, node, &f_in);
+                }
+            } else {
+                let load: usize = workers
+                    .iter()
+                    .map(|w| w.input_len(plan, trace_of, node))
+                    .sum::<usize>()
+                    * weight;
+                let results: Vec<Result<(bool, bool)>> = if load >= PARALLEL_MIN_UPDATES {
                     workers.par_iter_mut().map(run_one).collect()
                 } else {
                     workers.iter_mut().map(run_one).collect()
                 };
-            for (w, r) in results.into_iter().enumerate() {
-                let (ran, did) = r.map_err(|e| self.stop_on_memory_limit(e))?;
-                progressed |= did;
-                if ran {
-                    self.compact(w, node, &f_in);
+                for (w, r) in results.into_iter().enumerate() {
+                    let (ran, did) = r.map_err(|e| self.stop_on_memory_limit(e))?;
+                    progressed |= did;
+                    if ran {
+                        self.compact(w, node, &f_in);
+                    }
                 }
             }
             if self.workers.len() > 1 {

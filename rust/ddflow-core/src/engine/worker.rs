@@ -13,6 +13,7 @@ use super::operators::{Operator, Output, RunCtx};
 use super::plan::Plan;
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Time};
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// One entry of the operator log.
@@ -283,8 +284,10 @@ impl Worker {
             let (dir, above, min_bytes) = &ctx.write_through;
             crate::trace::spill::WriteThroughScope::new(dir.clone(), *above, *min_bytes)
         });
-        let started = std::time::Instant::now();
-        let mut inputs: Vec<Vec<Msg>> = self.inbox[node].iter_mut().map(std::mem::take).collect();
+        // The clock is read only for the activation log (a pass activates every node).
+        let started = self.logging.then(std::time::Instant::now);
+        let mut inputs: SmallVec<[Vec<Msg>; 2]> =
+            self.inbox[node].iter_mut().map(std::mem::take).collect();
         let n_in: usize = inputs.iter().flatten().map(|m| m.upd.len()).sum();
         let python = self.ops[node].calls_python();
         let Worker {
@@ -332,6 +335,13 @@ impl Worker {
                 return Err(e.with_operator(&spec.label));
             }
         };
+        // The emptied queues go back, keeping their capacity for the next pass's messages.
+        for (queue, mut taken) in self.inbox[node].iter_mut().zip(inputs) {
+            if queue.is_empty() {
+                taken.clear();
+                *queue = taken;
+            }
+        }
         let Output { msgs, did } = out;
         let mut n_out: usize = msgs.iter().map(|m| m.upd.len()).sum();
         if let Some(f) = &self.fresh[node] {
@@ -340,7 +350,7 @@ impl Worker {
         for m in msgs {
             self.emit(ctx, node, m);
         }
-        if self.logging && (n_in > 0 || n_out > 0) {
+        if let Some(started) = started.filter(|_| n_in > 0 || n_out > 0) {
             self.log.push(LogEntry {
                 node,
                 worker: self.index,

@@ -260,7 +260,7 @@ impl RadixSorter {
             "sort_updates: at most 2^32 - 1 updates per call"
         );
         debug_assert_eq!(updates.rows.len(), n * updates.width);
-        if n < 2 {
+        if n < 2 || order(updates) != Order::Unsorted {
             return;
         }
         if !self.permutation(updates) {
@@ -511,7 +511,12 @@ impl RadixSorter {
     /// diff does not fit an `i64`. Sums never wrap; the batch is still left sorted and
     /// equivalent (the overflowing update is split into several that sum to the total).
     pub fn consolidate_updates(&mut self, updates: &mut Updates) -> Result<()> {
-        self.sort_updates(updates);
+        // One look at the order: a sorted batch is not looked at again by the sort.
+        match order(updates) {
+            Order::Consolidated => return Ok(()),
+            Order::Sorted => {}
+            Order::Unsorted => self.sort_updates(updates),
+        }
         consolidate_sorted(updates)
     }
 
@@ -543,6 +548,51 @@ impl RadixSorter {
             + self.times_buf.capacity() * std::mem::size_of::<Time>()
             + self.diffs_buf.capacity() * 8
             + self.placed.capacity() * 8
+    }
+}
+
+/// How far a batch of updates is already in `(row, time)` order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Order {
+    /// Some neighbouring pair is out of order.
+    Unsorted,
+    /// In order, ties allowed: a stable sort leaves the batch as it is.
+    Sorted,
+    /// Strictly increasing with no zero diff: consolidated already.
+    Consolidated,
+}
+
+/// Where `updates` stand (see [`Order`]): one comparison per neighbouring pair, stopping at
+/// the first out of order. A batch a consolidating operator already sorted and summed (a
+/// reduce's output reaching a capture or an `arrange`) skips the key packing, the radix
+/// passes, the gather and the summing pass.
+fn order(updates: &Updates) -> Order {
+    use std::cmp::Ordering::{Equal, Greater};
+    let w = updates.width;
+    let rows = &updates.rows[..];
+    let mut strict = !updates.diffs.contains(&0);
+    let mut note = |o: std::cmp::Ordering| {
+        strict &= o != Equal;
+        o != Greater
+    };
+    let sorted = match updates.times.same() {
+        Some(_) if w == 0 => {
+            strict &= updates.len() < 2;
+            true
+        }
+        Some(_) => rows
+            .chunks_exact(w)
+            .zip(rows.chunks_exact(w).skip(1))
+            .all(|(a, b)| note(a.cmp(b))),
+        None => {
+            let times = &updates.times[..];
+            (1..updates.len()).all(|i| note(cmp_updates(rows, times, w, i - 1, i)))
+        }
+    };
+    match (sorted, strict) {
+        (false, _) => Order::Unsorted,
+        (true, false) => Order::Sorted,
+        (true, true) => Order::Consolidated,
     }
 }
 

@@ -332,3 +332,38 @@ fn reference_consolidate_i128(u: &Updates) -> BTreeMap<(Vec<u64>, Time), i128> {
     acc.retain(|_, d| *d != 0);
     acc
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Sorted input with one pair of updates swapped (anywhere, so the in-order check may fail
+    /// on the last pair) still sorts to the reference.
+    #[test]
+    fn prop_sort_updates_nearly_sorted(u in updates_strategy(300), a in any::<prop::sample::Index>(), b in any::<prop::sample::Index>()) {
+        let sorted = reference_sort(&u);
+        let mut swapped = Updates::new(u.width);
+        let n = sorted.len();
+        let (i, j) = if n == 0 { (0, 0) } else { (a.index(n), b.index(n)) };
+        for k in 0..n {
+            let src = if k == i { j } else if k == j { i } else { k };
+            swapped.push(sorted.row(src), sorted.times[src], sorted.diffs[src]);
+        }
+        let expected = reference_sort(&swapped);
+        let summed = reference_consolidate(&swapped);
+        for mut sorter in sorters() {
+            let mut v = swapped.clone();
+            sorter.sort_updates(&mut v);
+            prop_assert_eq!(&v, &expected);
+            let mut v = swapped.clone();
+            sorter.consolidate_updates(&mut v).unwrap();
+            prop_assert_eq!(&v, &summed);
+            // Consolidated input (the fast path) comes back as it is.
+            sorter.consolidate_updates(&mut v).unwrap();
+            prop_assert_eq!(&v, &summed);
+            // Sorted input with ties or zero diffs is still summed.
+            let mut v = expected.clone();
+            sorter.consolidate_updates(&mut v).unwrap();
+            prop_assert_eq!(&v, &reference_consolidate(&expected));
+        }
+    }
+}

@@ -183,12 +183,15 @@ impl Histories {
             return;
         };
         let kw = key.len();
+        // Coordinate by coordinate in registers: building the joined time and comparing it
+        // whole went through the stack (a store-forwarding stall per update).
         let advance = |u: &mut Updates, from: usize| {
             let mut moved = false;
             for t in &mut u.times[from..] {
-                let a = t.join(&m);
-                moved |= a != *t;
-                *t = a;
+                for (c, &mc) in t.0.iter_mut().zip(&m.0) {
+                    moved |= mc > *c;
+                    *c = (*c).max(mc);
+                }
             }
             moved
         };
