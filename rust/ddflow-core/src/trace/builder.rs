@@ -184,7 +184,8 @@ impl Builder {
     }
 
     /// Adds an update to the open val (times increasing).
-    #[inline]
+    // Always in line (as it was over plain `Vec` layers): merges call it in their inner loops.
+    #[inline(always)]
     pub fn push_update(&mut self, time: Time, diff: i64) {
         if self.times.is_none() {
             if self.n == 0 {
@@ -230,7 +231,8 @@ impl Builder {
     }
 
     /// Closes the open val whose updates start at `start`.
-    #[inline]
+    // Always in line (as it was over plain `Vec` layers): merges call it in their inner loops.
+    #[inline(always)]
     fn close_val(&mut self, start: usize) {
         let count = self.n - start;
         if count == 0 {
@@ -382,7 +384,8 @@ impl Builder {
     }
 
     /// Closes the open key: drops it if it has no vals.
-    #[inline]
+    // Always in line (as it was over plain `Vec` layers): merges call it in their inner loops.
+    #[inline(always)]
     pub fn seal_key(&mut self) {
         if self.n_vals == self.key_offs[self.key_offs.len() - 1] {
             let n_keys = self.key_offs.len() - 1;

@@ -219,7 +219,8 @@ impl<T: Pod> FileVec<T> {
     /// The written elements, mutable.
     #[inline]
     fn as_mut_slice(&mut self) -> &mut [T] {
-        // SAFETY: as `as_slice`; `&mut self` is the only view.
+        // SAFETY: the map holds `cap >= len` elements, aligned (page-aligned start), of
+        // which the first `len` were written; `&mut self` is the only view.
         unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr(), self.len) }
     }
 
@@ -262,21 +263,10 @@ impl<T: Pod> FileVec<T> {
         let _ = self.file.set_len(bytes as u64);
         WRITTEN_THROUGH.fetch_add(bytes, Relaxed);
         Stored::Mapped {
+            ptr: self.map.ptr as *const T,
             map: Arc::new(self.map),
-            offset: 0,
             len: self.len,
-            _t: PhantomData,
         }
-    }
-}
-
-impl<T> FileVec<T> {
-    /// The written elements.
-    #[inline]
-    fn as_slice(&self) -> &[T] {
-        // SAFETY: the map holds `cap >= len` elements, aligned (page-aligned start), of
-        // which the first `len` were written.
-        unsafe { std::slice::from_raw_parts(self.map.ptr as *const T, self.len) }
     }
 }
 
@@ -294,19 +284,32 @@ fn reserve(file: &std::fs::File, bytes: usize) -> std::io::Result<()> {
 
 /// A vector on the heap, a slice of a mapped spill file, or a vector being written through
 /// to a file (see the module docs).
+///
+/// Both file variants carry the elements' address and count beside what owns them, so
+/// reading any variant is two loads in line (`Deref`): readers' and builders' loops over a
+/// heap vector compile as they would over a plain `Vec`.
 pub(crate) enum Stored<T> {
     /// On the heap.
     Owned(Vec<T>),
-    /// Being written by a builder into a file ([`Stored::shrink_to_fit`] maps it read-only).
-    Writing(Box<FileVec<T>>),
-    /// `len` elements at byte `offset` (aligned for `T`) of `map`.
+    /// Being written by a builder into a file ([`Stored::shrink_to_fit`] maps it read-only);
+    /// `ptr` and `len` mirror `file`'s map and length after every change.
+    Writing {
+        file: Box<FileVec<T>>,
+        ptr: *const T,
+        len: usize,
+    },
+    /// `len` elements at `ptr` (aligned for `T`) inside `map`.
     Mapped {
         map: Arc<Mapping>,
-        offset: usize,
+        ptr: *const T,
         len: usize,
-        _t: PhantomData<T>,
     },
 }
+
+// SAFETY: the file variants' pointers address memory their `Box<FileVec>` or `Arc<Mapping>`
+// owns (and which only `&mut self` writes), so `Stored<T>` is as thread-safe as a `Vec<T>`.
+unsafe impl<T: Send> Send for Stored<T> {}
+unsafe impl<T: Sync> Sync for Stored<T> {}
 
 impl<T: Pod> Stored<T> {
     /// A view of `len` elements at byte `offset` of `map`. Panics if the range is outside
@@ -318,12 +321,9 @@ impl<T: Pod> Stored<T> {
             (map.ptr as usize + offset).is_multiple_of(std::mem::align_of::<T>()),
             "mapped slice misaligned"
         );
-        Stored::Mapped {
-            map,
-            offset,
-            len,
-            _t: PhantomData,
-        }
+        // SAFETY: inside the map, checked above.
+        let ptr = unsafe { map.ptr.add(offset) } as *const T;
+        Stored::Mapped { map, ptr, len }
     }
 
     /// The elements' bytes (native endianness).
@@ -344,14 +344,14 @@ impl<T> Stored<T> {
     pub(crate) fn capacity(&self) -> usize {
         match self {
             Stored::Owned(v) => v.capacity(),
-            Stored::Writing(_) | Stored::Mapped { .. } => 0,
+            Stored::Writing { .. } | Stored::Mapped { .. } => 0,
         }
     }
 
     /// Bytes in a mapped file (0 when owned or still being written).
     pub(crate) fn mapped_bytes(&self) -> usize {
         match self {
-            Stored::Owned(_) | Stored::Writing(_) => 0,
+            Stored::Owned(_) | Stored::Writing { .. } => 0,
             Stored::Mapped { len, .. } => len * std::mem::size_of::<T>(),
         }
     }
@@ -367,7 +367,7 @@ impl<T: Pod> Stored<T> {
     /// `dir` if given (on the heap if none, or if the file cannot be made).
     pub(crate) fn with_capacity_in(dir: Option<&Arc<PathBuf>>, cap: usize) -> Stored<T> {
         match dir.map(|d| FileVec::create(d, cap)) {
-            Some(Ok(f)) => Stored::Writing(Box::new(f)),
+            Some(Ok(f)) => Stored::writing(Box::new(f)),
             _ => Stored::with_capacity(cap),
         }
     }
@@ -376,7 +376,7 @@ impl<T: Pod> Stored<T> {
     /// a new file of the same directory if `self` is [`Stored::Writing`], else on the heap.
     pub(crate) fn with_capacity_like<U: Pod>(&self, cap: usize) -> Stored<U> {
         let dir = match self {
-            Stored::Writing(f) => Some(&f.dir),
+            Stored::Writing { file, .. } => Some(&file.dir),
             _ => None,
         };
         Stored::with_capacity_in(dir, cap)
@@ -397,8 +397,9 @@ impl<T: Pod> Stored<T> {
     #[inline]
     pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
         match self {
-            Stored::Writing(f) => f.as_mut_slice(),
-            _ => self.vec_mut(),
+            Stored::Owned(v) => v,
+            Stored::Writing { file, .. } => file.as_mut_slice(),
+            Stored::Mapped { .. } => self.vec_mut(),
         }
     }
 
@@ -415,8 +416,9 @@ impl<T: Pod> Stored<T> {
     #[cold]
     #[inline(never)]
     fn push_cold(&mut self, x: T) {
-        if let Stored::Writing(f) = self {
-            if f.try_push(x) {
+        if let Stored::Writing { file, ptr, len } = self {
+            if file.try_push(x) {
+                (*ptr, *len) = (file.map.ptr as *const T, file.len);
                 return;
             }
         }
@@ -436,8 +438,9 @@ impl<T: Pod> Stored<T> {
     #[cold]
     #[inline(never)]
     fn extend_from_slice_cold(&mut self, xs: &[T]) {
-        if let Stored::Writing(f) = self {
-            if f.try_extend_from_slice(xs) {
+        if let Stored::Writing { file, ptr, len } = self {
+            if file.try_extend_from_slice(xs) {
+                (*ptr, *len) = (file.map.ptr as *const T, file.len);
                 return;
             }
         }
@@ -449,7 +452,10 @@ impl<T: Pod> Stored<T> {
     pub(crate) fn truncate(&mut self, len: usize) {
         match self {
             Stored::Owned(v) => v.truncate(len),
-            Stored::Writing(f) => f.len = f.len.min(len),
+            Stored::Writing { file, len: l, .. } => {
+                file.len = file.len.min(len);
+                *l = file.len;
+            }
             Stored::Mapped { .. } => self.vec_mut().truncate(len),
         }
     }
@@ -459,11 +465,11 @@ impl<T: Pod> Stored<T> {
     pub(crate) fn shrink_to_fit(&mut self) {
         match self {
             Stored::Owned(v) => v.shrink_to_fit(),
-            Stored::Writing(_) => {
-                let Stored::Writing(f) = std::mem::take(self) else {
+            Stored::Writing { .. } => {
+                let Stored::Writing { file, .. } = std::mem::take(self) else {
                     unreachable!()
                 };
-                *self = (*f).into_mapped();
+                *self = (*file).into_mapped();
             }
             Stored::Mapped { .. } => {}
         }
@@ -491,7 +497,7 @@ impl<T: Pod> Stored<T> {
     fn extend_cold<I: IntoIterator<Item = T>>(&mut self, iter: I) {
         match self {
             Stored::Owned(v) => v.extend(iter),
-            Stored::Writing(_) => {
+            Stored::Writing { .. } => {
                 let mut buf: [std::mem::MaybeUninit<T>; EXTEND_RUN] =
                     [const { std::mem::MaybeUninit::uninit() }; EXTEND_RUN];
                 let mut n = 0;
@@ -541,20 +547,10 @@ impl<T> Default for Stored<T> {
 }
 
 impl<T> Stored<T> {
-    /// The elements of a vector in a file (kept out of line: readers' loops see one branch).
-    #[inline(never)]
-    fn file_slice(&self) -> &[T] {
-        match self {
-            Stored::Owned(v) => v,
-            Stored::Mapped {
-                map, offset, len, ..
-            } => {
-                // SAFETY: `mapped` checked the range and alignment; the map outlives the
-                // borrow (we hold an Arc to it) and is never written.
-                unsafe { std::slice::from_raw_parts(map.ptr.add(*offset) as *const T, *len) }
-            }
-            Stored::Writing(f) => f.as_slice(),
-        }
+    /// A vector being written to `file`.
+    fn writing(file: Box<FileVec<T>>) -> Stored<T> {
+        let (ptr, len) = (file.map.ptr as *const T, file.len);
+        Stored::Writing { file, ptr, len }
     }
 }
 
@@ -565,7 +561,12 @@ impl<T> Deref for Stored<T> {
     fn deref(&self) -> &[T] {
         match self {
             Stored::Owned(v) => v,
-            _ => self.file_slice(),
+            // SAFETY: `ptr` addresses `len` written elements (aligned: `mapped` checked a
+            // view, a file's map starts on a page) that `map` or `file` keeps mapped while
+            // `self` is borrowed; a view's pages are never written.
+            Stored::Mapped { ptr, len, .. } | Stored::Writing { ptr, len, .. } => unsafe {
+                std::slice::from_raw_parts(*ptr, *len)
+            },
         }
     }
 }
@@ -574,14 +575,11 @@ impl<T: Clone> Clone for Stored<T> {
     fn clone(&self) -> Self {
         match self {
             Stored::Owned(v) => Stored::Owned(v.clone()),
-            Stored::Writing(f) => Stored::Owned(f.as_slice().to_vec()),
-            Stored::Mapped {
-                map, offset, len, ..
-            } => Stored::Mapped {
+            Stored::Writing { .. } => Stored::Owned(self.to_vec()),
+            Stored::Mapped { map, ptr, len } => Stored::Mapped {
                 map: map.clone(),
-                offset: *offset,
+                ptr: *ptr,
                 len: *len,
-                _t: PhantomData,
             },
         }
     }
