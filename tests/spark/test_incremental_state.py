@@ -142,10 +142,13 @@ def test_bfs_runs_concatenate_to_the_whole_history(
     run on the driver (``local_continuation.py``)."""
     monkeypatch.setattr(incremental, "SMALL_RUN", small_run)
     monkeypatch.setattr(local_continuation, "LOCAL_RUN", local_run)
-    rng = random.Random(7)
+    rng = random.Random(23)
     data = _random_graph(rng, 20, 30, 24)
     want = embedded(_bfs, data)
-    chunks = _split(data, [1, 9, 17])
+    # The loop runs (distances up to 3 at time 0), and each continuation changes distances.
+    assert max(r[2] for r in want if r[0] == 1 and r[3] == (0,)) == 3
+    assert all(any(lo <= r[3][0] < hi for r in want if r[0] == 1) for lo, hi in ((1, 13), (13, 25)))
+    chunks = _split(data, [1, 13])
     got = _run_chunks(spark, _bfs, chunks, str(tmp_path / "bfs"))
     assert _consolidated(got) == want
 
