@@ -74,6 +74,14 @@ impl Reader {
     }
 }
 
+impl Reader {
+    /// Reads on from the spilled copies of the batches in `swaps` (see
+    /// [`Cursor::swap_batches`]).
+    pub fn swap_batches(&mut self, swaps: &crate::trace::spine::Swaps) {
+        self.cursor.swap_batches(swaps)
+    }
+}
+
 impl Arrangement {
     /// Marks the words of the trace (see [`crate::string_gc`]).
     pub fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
@@ -114,14 +122,15 @@ impl Arrangement {
     }
 
     /// Spills cold batches to `dir` until `want` heap bytes were freed (see
-    /// [`Spine::spill`]); returns the bytes freed.
+    /// [`Spine::spill_into`]); returns the bytes freed.
     pub fn spill(
         &mut self,
         dir: &std::path::Path,
         want: usize,
         min_bytes: usize,
+        swaps: &mut crate::trace::spine::Swaps,
     ) -> crate::error::Result<usize> {
-        self.spine.spill(dir, want, min_bytes)
+        self.spine.spill_into(dir, want, min_bytes, swaps)
     }
 
     /// Sets the frontier that merges advance times to. A frontier that is not in the future

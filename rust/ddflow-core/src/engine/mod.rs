@@ -91,6 +91,8 @@ pub struct Engine {
     stopped: Option<Error>,
     /// Where cold trace batches are spilled (`None`: the default; see `spill.rs`).
     spill_dir: Option<std::path::PathBuf>,
+    /// The spill directory merges write through to, resolved once (see `spill.rs`).
+    write_through_dir: std::sync::OnceLock<std::sync::Arc<std::path::PathBuf>>,
 }
 
 impl Engine {
@@ -148,6 +150,7 @@ impl Engine {
             memory_limit: crate::memory::default_limit(),
             stopped: None,
             spill_dir: None,
+            write_through_dir: std::sync::OnceLock::new(),
         };
         e.feed_constants(0)?;
         e.compute_frontiers();

@@ -29,6 +29,13 @@ impl Engine {
     pub fn step(&mut self) -> Result<bool> {
         self.check_not_stopped()?;
         self.passes += 1;
+        // Merges run by compaction between activations write through as activations' do.
+        let write_through = self.write_through();
+        let _write_through = crate::trace::spill::WriteThroughScope::new(
+            write_through.0.clone(),
+            write_through.1,
+            write_through.2,
+        );
         let mut before = std::mem::take(&mut self.scratch_before);
         before.resize(self.reach_out.len(), Antichain::new());
         for (b, r) in before.iter_mut().zip(&self.reach_out) {
@@ -76,6 +83,7 @@ impl Engine {
                 reach_out,
                 dtype_links,
                 memory_limit: *memory_limit,
+                write_through: write_through.clone(),
             };
             let weight = match plan.nodes[node].op {
                 super::plan::Op::Reduce { .. } => REDUCE_LOAD_WEIGHT,

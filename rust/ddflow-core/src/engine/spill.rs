@@ -6,8 +6,13 @@
 //! [`SPILL_TO_PERCENT`]: the largest traces first (arrangements and reduce outputs, on
 //! every worker), in each the largest batches that no merge in progress reads
 //! ([`crate::trace::Spine::spill`]). A spilled batch reads from a read-only memory map of
-//! its (already unlinked) file, so merges and cursors read it as before; what a merge
-//! writes is on the heap again until it is spilled in turn.
+//! its (already unlinked) file, so merges and cursors read it as before.
+//!
+//! A merge that starts while the heap is near the limit, with an output of at least a 64th
+//! of it that would take the live bytes past [`SPILL_TO_PERCENT`], writes that output
+//! straight to files in the spill directory ([`Engine::write_through`], see
+//! `trace/stored.rs`): it never passes through the heap, and is not written again by a
+//! later spill. Smaller merges, and all merges well under the limit, build on the heap.
 //!
 //! The spill directory is the persistence path's `spill/` when the dataflow persists, else
 //! `DDFLOW_SPILL_DIR`, else the system's temporary directory
@@ -18,6 +23,11 @@ use super::Engine;
 use crate::error::Result;
 use crate::memory;
 use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The directory, live-bytes threshold and least output size of
+/// [`crate::trace::spill::WriteThroughScope::new`].
+pub(crate) type WriteThrough = (Option<Arc<PathBuf>>, usize, usize);
 
 /// Spilling starts when the live bytes pass this share (percent) of the memory limit...
 pub const SPILL_AT_PERCENT: usize = 70;
@@ -31,6 +41,7 @@ impl Engine {
     /// Sets the directory spill files go to (`None`: the default, see the module docs).
     pub fn set_spill_dir(&mut self, dir: Option<PathBuf>) {
         self.spill_dir = dir;
+        self.write_through_dir = std::sync::OnceLock::new();
     }
 
     /// The directory spill files go to.
@@ -38,6 +49,25 @@ impl Engine {
         self.spill_dir
             .clone()
             .unwrap_or_else(crate::trace::spill::default_spill_dir)
+    }
+
+    /// Where and when merges write large outputs through to files, for
+    /// [`crate::trace::spill::WriteThroughScope`]: under a memory limit, to the spill
+    /// directory, when an output of at least a 64th of the limit would take the live bytes
+    /// past [`SPILL_TO_PERCENT`] of it. `(None, ..)` without a limit.
+    pub(super) fn write_through(&self) -> WriteThrough {
+        match self.memory_limit {
+            Some(limit) => (
+                Some(
+                    self.write_through_dir
+                        .get_or_init(|| Arc::new(self.spill_dir()))
+                        .clone(),
+                ),
+                limit / 100 * SPILL_TO_PERCENT,
+                limit / 64,
+            ),
+            None => (None, 0, 0),
+        }
     }
 
     /// Bytes of the engine's traces held in spill files (mapped, not on the heap).
@@ -76,6 +106,7 @@ impl Engine {
         traces.sort_unstable_by(|a, b| b.cmp(a));
         let dir = self.spill_dir();
         let mut created = false;
+        let mut swaps = Vec::new();
         for (bytes, wi, node, own) in traces {
             if want == 0 || bytes < min_bytes {
                 break;
@@ -91,14 +122,21 @@ impl Engine {
             }
             let w = &mut self.workers[wi];
             let freed = if own {
-                w.ops[node].spill_output(&dir, want, min_bytes)?
+                w.ops[node].spill_output(&dir, want, min_bytes, &mut swaps)?
             } else {
                 match w.traces[node].as_mut() {
-                    Some(t) => t.spill(&dir, want, min_bytes)?,
+                    Some(t) => t.spill(&dir, want, min_bytes, &mut swaps)?,
                     None => 0,
                 }
             };
             want = want.saturating_sub(freed);
+        }
+        if !swaps.is_empty() {
+            for w in self.workers.iter_mut() {
+                for op in w.ops.iter_mut() {
+                    op.swap_spilled(&swaps);
+                }
+            }
         }
         Ok(())
     }

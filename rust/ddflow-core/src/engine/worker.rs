@@ -72,6 +72,8 @@ pub struct PassCtx<'a> {
     pub dtype_links: &'a DtypeLinks,
     /// The memory limit operators check against while they run (`None`: none).
     pub memory_limit: Option<usize>,
+    /// Where and when merges write large outputs through to files (see `spill.rs`).
+    pub write_through: super::spill::WriteThrough,
 }
 
 impl crate::string_gc::MarkStrings for Worker {
@@ -277,6 +279,11 @@ impl Worker {
     ) -> Result<bool> {
         let spec = &ctx.plan.nodes[node];
         let _limit = crate::memory::LimitScope::new(ctx.memory_limit);
+        // Set already on the thread that runs the pass (`Engine::step`); a pool thread's.
+        let _write_through = (!crate::trace::spill::write_through_set()).then(|| {
+            let (dir, above, min_bytes) = &ctx.write_through;
+            crate::trace::spill::WriteThroughScope::new(dir.clone(), *above, *min_bytes)
+        });
         // The clock is read only for the activation log (a pass activates every node).
         let started = self.logging.then(std::time::Instant::now);
         let mut inputs: SmallVec<[Vec<Msg>; 2]> =

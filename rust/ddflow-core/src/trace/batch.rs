@@ -56,21 +56,29 @@ impl Words {
     }
 
     /// Narrows `words` to `u32` storage when every word fits.
+    /// The narrow copy is written through to a file as `words` is, if it is.
     pub(crate) fn narrowed(words: impl Into<Stored<u64>>) -> Words {
         let words = words.into();
         if words.iter().fold(0u64, |m, &w| m | w) >> 32 == 0 {
-            Words::U32(words.iter().map(|&w| w as u32).collect())
+            let mut n: Stored<u32> = words.with_capacity_like(words.len());
+            n.extend(words.iter().map(|&w| w as u32));
+            Words::U32(n)
         } else {
             Words::U64(words)
         }
     }
 
-    /// Empty storage with room for `words` words, narrow or not.
-    pub(crate) fn with_capacity(narrow: bool, words: usize) -> Words {
+    /// Empty storage with room for `words` words, narrow or not, written through to a new
+    /// file in `dir` if given (see `stored.rs`).
+    pub(crate) fn with_capacity_in(
+        dir: Option<&std::sync::Arc<std::path::PathBuf>>,
+        narrow: bool,
+        words: usize,
+    ) -> Words {
         if narrow {
-            Words::U32(Stored::with_capacity(words))
+            Words::U32(Stored::with_capacity_in(dir, words))
         } else {
-            Words::U64(Stored::with_capacity(words))
+            Words::U64(Stored::with_capacity_in(dir, words))
         }
     }
 
@@ -96,7 +104,9 @@ impl Words {
     #[cold]
     fn widen(&mut self) {
         if let Words::U32(v) = self {
-            *self = Words::U64(v.iter().map(|&w| w as u64).collect());
+            let mut w: Stored<u64> = v.with_capacity_like(v.len().max(v.capacity()));
+            w.extend(v.iter().map(|&w| w as u64));
+            *self = Words::U64(w);
         }
     }
 
@@ -232,7 +242,7 @@ impl Times {
         }
         let t0 = times.get(0);
         let mut distinct = vec![t0];
-        let mut idx = Vec::new();
+        let mut idx: Stored<u8> = Stored::default();
         let mut last = 0u8;
         for u in 0..times.len() {
             let t = &times.get(u);
@@ -254,8 +264,8 @@ impl Times {
                 }
             };
             if idx.is_empty() {
-                idx = Vec::with_capacity(times.len());
-                idx.resize(u, 0u8);
+                idx = times.with_capacity_like(times.len());
+                idx.extend(std::iter::repeat_n(0u8, u));
             }
             last = found as u8;
             idx.push(last);
@@ -263,10 +273,8 @@ impl Times {
         if distinct.len() == 1 {
             Times::Single(t0)
         } else {
-            Times::Indexed {
-                distinct,
-                idx: idx.into(),
-            }
+            idx.shrink_to_fit();
+            Times::Indexed { distinct, idx }
         }
     }
 

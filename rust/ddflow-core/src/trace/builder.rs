@@ -2,7 +2,9 @@
 //!
 //! A [`Builder`] accumulates full-width layers (`keys`, `key_offs`, `vals`, `val_offs`,
 //! `times`, `diffs`) and chooses the compact representation of each layer in
-//! [`Builder::done`]. The push protocol is:
+//! [`Builder::done`]. Built [`Builder::with_layout_in`] a spill directory, it writes every
+//! layer through to a file there instead of the heap, and the batch it makes reads them
+//! from read-only maps (see `stored.rs`). The push protocol is:
 //!
 //! ```text
 //! for each key (increasing):  push_key(key)
@@ -15,9 +17,12 @@
 use super::batch::{Batch, Diffs, Times, Words, MAX_INDEXED_TIMES};
 use super::description::Description;
 use super::merge::advance;
+use super::stored::Stored;
 use super::time_vec::TimeVec;
 use crate::lattice::Time;
 use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Accumulates sorted updates into a [`Batch`].
 ///
@@ -30,12 +35,12 @@ pub struct Builder {
     key_width: usize,
     val_width: usize,
     keys: Words,
-    key_offs: Vec<usize>,
+    key_offs: Stored<usize>,
     vals: Words,
     /// Sealed vals.
     n_vals: usize,
     /// `n_vals + 1` offsets, or `None` while every sealed val has exactly one update.
-    val_offs: Option<Vec<usize>>,
+    val_offs: Option<Stored<usize>>,
     /// Updates pushed.
     n: usize,
     /// The time of every update while `times` is not materialized.
@@ -43,9 +48,11 @@ pub struct Builder {
     /// Per-update times once two differ (8 bytes each while they fit, `time_vec.rs`).
     times: Option<TimeVec>,
     /// `None` while every diff is 1.
-    diffs: Option<Vec<i64>>,
+    diffs: Option<Stored<i64>>,
     /// Capacity hint for materialized update layers.
     cap: usize,
+    /// The directory layers are written through to (`None`: the heap).
+    dir: Option<Arc<PathBuf>>,
 }
 
 impl Builder {
@@ -76,14 +83,42 @@ impl Builder {
         vals: usize,
         updates: usize,
     ) -> Self {
-        let mut key_offs = Vec::with_capacity(keys + 1);
+        Builder::with_layout_in(
+            None,
+            key_width,
+            val_width,
+            narrow_keys,
+            narrow_vals,
+            keys,
+            vals,
+            updates,
+        )
+    }
+
+    /// As [`Builder::with_layout`]; with `dir`, every layer is written through to a new
+    /// (unlinked) file in `dir`, with disk blocks reserved for the given numbers, and the
+    /// batch [`Builder::done`] makes reads them from read-only maps: the heap holds none of
+    /// it. A layer whose file cannot be made or grown stays on (or moves to) the heap.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn with_layout_in(
+        dir: Option<Arc<PathBuf>>,
+        key_width: usize,
+        val_width: usize,
+        narrow_keys: bool,
+        narrow_vals: bool,
+        keys: usize,
+        vals: usize,
+        updates: usize,
+    ) -> Self {
+        let d = dir.as_ref();
+        let mut key_offs = Stored::with_capacity_in(d, keys + 1);
         key_offs.push(0);
         Builder {
             key_width,
             val_width,
-            keys: Words::with_capacity(narrow_keys, keys * key_width),
+            keys: Words::with_capacity_in(d, narrow_keys, keys * key_width),
             key_offs,
-            vals: Words::with_capacity(narrow_vals, vals * val_width),
+            vals: Words::with_capacity_in(d, narrow_vals, vals * val_width),
             n_vals: 0,
             val_offs: None,
             n: 0,
@@ -91,7 +126,14 @@ impl Builder {
             times: None,
             diffs: None,
             cap: updates,
+            dir,
         }
+    }
+
+    /// Whether the layers are written through to files (see [`Builder::with_layout_in`]).
+    #[cfg(test)]
+    pub(crate) fn writes_through(&self) -> bool {
+        self.dir.is_some()
     }
 
     /// Opens a key (greater than the previous one).
@@ -122,27 +164,28 @@ impl Builder {
 
     #[cold]
     fn materialize_times(&mut self) {
-        let mut t = TimeVec::with_capacity(self.cap.max(self.n + 1));
+        let mut t = TimeVec::with_capacity_in(self.dir.as_ref(), self.cap.max(self.n + 1));
         t.push_n(self.time0, self.n);
         self.times = Some(t);
     }
 
     #[cold]
     fn materialize_diffs(&mut self) {
-        let mut d = Vec::with_capacity(self.cap.max(self.n + 1));
-        d.resize(self.n, 1);
+        let mut d = Stored::with_capacity_in(self.dir.as_ref(), self.cap.max(self.n + 1));
+        d.extend(std::iter::repeat_n(1, self.n));
         self.diffs = Some(d);
     }
 
     #[cold]
     fn materialize_val_offs(&mut self) {
-        let mut o = Vec::with_capacity(self.cap.max(self.n_vals + 2));
+        let mut o = Stored::with_capacity_in(self.dir.as_ref(), self.cap.max(self.n_vals + 2));
         o.extend(0..=self.n_vals);
         self.val_offs = Some(o);
     }
 
     /// Adds an update to the open val (times increasing).
-    #[inline]
+    // Always in line (as it was over plain `Vec` layers): merges call it in their inner loops.
+    #[inline(always)]
     pub fn push_update(&mut self, time: Time, diff: i64) {
         if self.times.is_none() {
             if self.n == 0 {
@@ -170,7 +213,7 @@ impl Builder {
         if self.diffs.is_none() {
             self.materialize_diffs();
         }
-        let d = self.diffs.as_mut().expect("materialized");
+        let d = self.diffs.as_mut().expect("materialized").as_mut_slice();
         let last = d.last_mut().expect("no update to add to");
         match last.checked_add(diff) {
             Some(v) => *last = v,
@@ -188,7 +231,8 @@ impl Builder {
     }
 
     /// Closes the open val whose updates start at `start`.
-    #[inline]
+    // Always in line (as it was over plain `Vec` layers): merges call it in their inner loops.
+    #[inline(always)]
     fn close_val(&mut self, start: usize) {
         let count = self.n - start;
         if count == 0 {
@@ -208,7 +252,8 @@ impl Builder {
     #[inline]
     pub fn seal_val(&mut self) {
         let start = self.val_start();
-        if let Some(d) = &mut self.diffs {
+        if let Some(diffs) = &mut self.diffs {
+            let d = diffs.as_mut_slice();
             let mut w = start;
             for r in start..self.n {
                 if d[r] != 0 {
@@ -219,7 +264,7 @@ impl Builder {
                     w += 1;
                 }
             }
-            d.truncate(w);
+            diffs.truncate(w);
             if let Some(t) = &mut self.times {
                 t.truncate(w);
             }
@@ -339,7 +384,8 @@ impl Builder {
     }
 
     /// Closes the open key: drops it if it has no vals.
-    #[inline]
+    // Always in line (as it was over plain `Vec` layers): merges call it in their inner loops.
+    #[inline(always)]
     pub fn seal_key(&mut self) {
         if self.n_vals == self.key_offs[self.key_offs.len() - 1] {
             let n_keys = self.key_offs.len() - 1;
@@ -386,6 +432,7 @@ impl Builder {
             times,
             diffs,
             cap: _,
+            dir: _,
         } = self;
         debug_assert_eq!(keys.len(), (key_offs.len() - 1) * key_width);
         debug_assert_eq!(vals.len(), n_vals * val_width);
@@ -394,7 +441,7 @@ impl Builder {
         let val_offs = match val_offs {
             Some(mut o) if n != n_vals => {
                 o.shrink_to_fit();
-                Some(o.into())
+                Some(o)
             }
             _ => None,
         };
@@ -412,7 +459,7 @@ impl Builder {
             key_width,
             val_width,
             keys: narrow(keys),
-            key_offs: key_offs.into(),
+            key_offs,
             vals: narrow(vals),
             val_offs,
             times,
@@ -429,7 +476,10 @@ fn narrow(words: Words) -> Words {
                 v.shrink_to_fit();
                 Words::U64(v)
             }
-            w => w,
+            Words::U32(mut v) => {
+                v.shrink_to_fit();
+                Words::U32(v)
+            }
         },
         Words::U32(mut v) => {
             v.shrink_to_fit();
@@ -439,26 +489,26 @@ fn narrow(words: Words) -> Words {
 }
 
 /// Implicit ones, sparse exceptions (when at most a quarter differ from 1), or dense.
-pub(crate) fn compact_diffs(diffs: Vec<i64>) -> Diffs {
+pub(crate) fn compact_diffs(diffs: impl Into<Stored<i64>>) -> Diffs {
+    let diffs = diffs.into();
     let others = diffs.iter().filter(|&&d| d != 1).count();
     if others == 0 {
         Diffs::Ones
     } else if others * 4 <= diffs.len() {
-        let mut idx = Vec::with_capacity(others);
-        let mut ds = Vec::with_capacity(others);
+        let mut idx: Stored<usize> = diffs.with_capacity_like(others);
+        let mut ds: Stored<i64> = diffs.with_capacity_like(others);
         for (i, &d) in diffs.iter().enumerate() {
             if d != 1 {
                 idx.push(i);
                 ds.push(d);
             }
         }
-        Diffs::Sparse {
-            idx: idx.into(),
-            diffs: ds.into(),
-        }
+        idx.shrink_to_fit();
+        ds.shrink_to_fit();
+        Diffs::Sparse { idx, diffs: ds }
     } else {
         let mut d = diffs;
         d.shrink_to_fit();
-        Diffs::Dense(d.into())
+        Diffs::Dense(d)
     }
 }

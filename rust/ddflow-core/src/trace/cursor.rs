@@ -34,6 +34,16 @@ pub struct Cursor {
 }
 
 impl Cursor {
+    /// Replaces each batch that is the original of one of `swaps` with its spilled copy
+    /// (which reads exactly as it), so that the heap copy can be freed; positions are kept.
+    pub fn swap_batches(&mut self, swaps: &super::spine::Swaps) {
+        for b in self.batches.iter_mut() {
+            if let Some((_, copy)) = swaps.iter().find(|(old, _)| Arc::ptr_eq(old, b)) {
+                *b = copy.clone();
+            }
+        }
+    }
+
     /// Marks the words of the batches the cursor reads (see [`crate::string_gc`]).
     pub fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
         self.batches.iter().for_each(|b| b.mark_strings(marks));

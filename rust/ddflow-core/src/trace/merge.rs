@@ -44,6 +44,19 @@ pub struct MergeState {
     scratch: Vec<(Time, i64)>,
 }
 
+/// The most heap bytes a builder of the merge of `a` and `b` may hold: room for both
+/// inputs' keys, vals and key offsets, and (once two times, diffs or update counts differ)
+/// 8-byte times, diffs and val offsets for every update, before [`Builder::done`] makes
+/// them compact. A merge of two batches of 5M static edges at 4 bytes each may hold 280 MB
+/// while it builds a 45 MB batch.
+fn build_bytes(a: &Batch, b: &Batch) -> usize {
+    let word = |narrow: bool| if narrow { 4 } else { 8 };
+    let keys =
+        (a.n_keys() + b.n_keys()) * (a.key_width() * word(a.keys_narrow() && b.keys_narrow()) + 8);
+    let vals = (a.n_vals() + b.n_vals()) * a.val_width() * word(a.vals_narrow() && b.vals_narrow());
+    keys + vals + (a.len() + b.len()) * 24
+}
+
 #[inline]
 pub(crate) fn advance(t: Time, frontier: &[Time]) -> Time {
     match frontier {
@@ -69,7 +82,9 @@ impl MergeState {
             "merging batches of different widths"
         );
         let f = frontier.elements();
-        let builder = Builder::with_layout(
+        // A large output built while the heap is near its limit goes straight to files.
+        let builder = Builder::with_layout_in(
+            super::spill::write_through_dir(build_bytes(&a, &b)),
             a.key_width(),
             a.val_width(),
             a.keys_narrow() && b.keys_narrow(),
@@ -89,6 +104,12 @@ impl MergeState {
             builder,
             scratch: Vec::new(),
         }
+    }
+
+    /// Whether the output is written through to files (see `stored.rs`).
+    #[cfg(test)]
+    pub(crate) fn writes_through(&self) -> bool {
+        self.builder.writes_through()
     }
 
     /// The older input.

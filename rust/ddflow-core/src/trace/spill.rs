@@ -35,9 +35,10 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 /// Bytes written to spill files by this process.
 static WRITTEN: AtomicUsize = AtomicUsize::new(0);
 
-/// Bytes written to spill files by this process so far.
+/// Bytes written to spill files by this process so far (batches spilled, and merge outputs
+/// written through to files, see [`write_through_dir`]).
 pub fn spilled_bytes_total() -> usize {
-    WRITTEN.load(Relaxed)
+    WRITTEN.load(Relaxed) + super::stored::WRITTEN_THROUGH.load(Relaxed)
 }
 
 /// The spill directory when none is configured: `DDFLOW_SPILL_DIR` if set, else the
@@ -47,6 +48,67 @@ pub fn default_spill_dir() -> PathBuf {
         Some(d) if !d.is_empty() => PathBuf::from(d),
         _ => std::env::temp_dir(),
     }
+}
+
+/// Where and when merges write their output through to files (see [`write_through_dir`]).
+#[derive(Clone, Debug)]
+struct WriteThrough {
+    dir: Arc<PathBuf>,
+    /// Write through when the live heap bytes plus the output's would pass this...
+    above: usize,
+    /// ...and the output would be at least this large.
+    min_bytes: usize,
+}
+
+thread_local! {
+    static WRITE_THROUGH: std::cell::RefCell<Option<WriteThrough>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Lets merges on the calling thread write large outputs through to files in a spill
+/// directory while it lives (see [`write_through_dir`]); the previous setting after.
+pub struct WriteThroughScope {
+    prev: Option<WriteThrough>,
+}
+
+impl WriteThroughScope {
+    /// Merges whose output would be at least `min_bytes` and take the live heap bytes past
+    /// `above` write it to files in `dir`; `dir` `None`: every merge builds on the heap.
+    pub fn new(dir: Option<Arc<PathBuf>>, above: usize, min_bytes: usize) -> WriteThroughScope {
+        let next = dir.map(|dir| WriteThrough {
+            dir,
+            above,
+            min_bytes,
+        });
+        WriteThroughScope {
+            prev: WRITE_THROUGH.with(|w| w.replace(next)),
+        }
+    }
+}
+
+impl Drop for WriteThroughScope {
+    fn drop(&mut self) {
+        let prev = self.prev.take();
+        WRITE_THROUGH.with(|w| *w.borrow_mut() = prev);
+    }
+}
+
+/// Whether a [`WriteThroughScope`] with a directory is set on the calling thread.
+pub fn write_through_set() -> bool {
+    WRITE_THROUGH.with(|w| w.borrow().is_some())
+}
+
+/// The directory a merge whose output would be about `bytes` should write it through to
+/// (see `stored.rs`): set by the engine under a memory limit ([`WriteThroughScope`]), when
+/// the output is large and building it on the heap would take the live bytes past the
+/// share of the limit spilling brings them back to. `None`: build it on the heap.
+pub(crate) fn write_through_dir(bytes: usize) -> Option<Arc<PathBuf>> {
+    WRITE_THROUGH.with(|w| {
+        let w = w.borrow();
+        let w = w.as_ref()?;
+        (bytes >= w.min_bytes && crate::memory::live_bytes().saturating_add(bytes) > w.above)
+            .then(|| w.dir.clone())
+    })
 }
 
 fn pad8(n: usize) -> usize {
@@ -327,3 +389,7 @@ impl Batch {
 #[cfg(test)]
 #[path = "spill_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "write_through_tests.rs"]
+mod write_through_tests;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 /// A directory for the tests' spill files (each is unlinked once mapped; the files the
 /// damage tests write carry the process id and are removed by them).
-fn dir() -> PathBuf {
+pub(super) fn dir() -> PathBuf {
     let d = std::env::temp_dir().join("ddflow-spill-tests");
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -65,8 +65,32 @@ fn batch_strategy() -> impl Strategy<Value = Batch> {
         })
 }
 
+/// Two random batches of the same widths, at times that differ, in any compact forms.
+pub(super) fn batch_pair_strategy() -> impl Strategy<Value = (Batch, Batch)> {
+    let raw = || proptest::collection::vec((0u64..20, 0u64..6, 0u64..40, -3i64..4), 0..200);
+    (
+        1usize..3,
+        0usize..3,
+        any::<bool>(),
+        0u8..4,
+        0u8..3,
+        raw(),
+        0u8..4,
+        0u8..3,
+        raw(),
+    )
+        .prop_map(|(kw, vw, wide, ta, da, ra, tb, db, rb)| {
+            let a = updates(kw, vw, wide, ta, da, &ra);
+            let b = updates(kw, vw, !wide, tb, db, &rb);
+            (
+                Batch::from_updates(a, kw, Description::least_time()).unwrap(),
+                Batch::from_updates(b, kw, Description::least_time()).unwrap(),
+            )
+        })
+}
+
 /// Checks that `s` reads exactly as `b` through every accessor and a cursor walk.
-fn same_reads(b: &Batch, s: &Batch) -> std::result::Result<(), TestCaseError> {
+pub(super) fn same_reads(b: &Batch, s: &Batch) -> std::result::Result<(), TestCaseError> {
     prop_assert_eq!(b, s);
     prop_assert_eq!(b.len(), s.len());
     prop_assert_eq!(b.n_keys(), s.n_keys());

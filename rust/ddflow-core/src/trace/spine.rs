@@ -32,6 +32,10 @@ use crate::lattice::{Antichain, Time};
 use crate::updates::Updates;
 use std::sync::Arc;
 
+/// Batches replaced by their spilled copies: `(original, spilled copy)` (see
+/// [`Spine::spill_into`]).
+pub type Swaps = Vec<(Arc<Batch>, Arc<Batch>)>;
+
 /// Default fuel multiplier: each insert of size class `i` gives each merge `4 * 2^i` fuel.
 pub const DEFAULT_EFFORT: usize = 4;
 
@@ -226,6 +230,19 @@ impl Spine {
     /// held elsewhere, by a cursor or as an operator's fresh batch, is freed when that holder
     /// lets go). The batches read the same after as before.
     pub fn spill(&mut self, dir: &std::path::Path, want: usize, min_bytes: usize) -> Result<usize> {
+        self.spill_into(dir, want, min_bytes, &mut Vec::new())
+    }
+
+    /// As [`Spine::spill`], adding each batch replaced and its spilled copy to `swaps`, so
+    /// that other holders of the batch (a join's snapshot of the trace) can let go of the
+    /// heap copy too ([`crate::trace::Cursor::swap_batches`]).
+    pub fn spill_into(
+        &mut self,
+        dir: &std::path::Path,
+        want: usize,
+        min_bytes: usize,
+        swaps: &mut Swaps,
+    ) -> Result<usize> {
         // (heap bytes, level, which: 0 a lone batch, 1 a merge's older input, 2 its newer).
         let mut cold: Vec<(usize, usize, u8)> = Vec::new();
         let mut consider = |b: &Batch, i: usize, which: u8| {
@@ -253,14 +270,16 @@ impl Spine {
                 (Level::Single(b), _) => {
                     let spilled = Arc::new(b.spill(dir)?);
                     freed += bytes.saturating_sub(spilled.heap_bytes());
-                    *b = spilled;
+                    swaps.push((std::mem::replace(b, spilled.clone()), spilled));
                 }
                 (Level::Merging(m), which) => {
                     let newer = which == 2;
                     let input = if newer { m.newer() } else { m.older() };
+                    let old = input.clone();
                     let spilled = Arc::new(input.spill(dir)?);
                     freed += bytes.saturating_sub(spilled.heap_bytes());
-                    m.replace_input(newer, spilled);
+                    m.replace_input(newer, spilled.clone());
+                    swaps.push((old, spilled));
                 }
                 (Level::Vacant, _) => {}
             }

@@ -38,8 +38,25 @@ pub(crate) fn wide(p: [u32; 2]) -> Time {
 
 impl TimeVec {
     /// An empty vector with room for `cap` narrow times.
+    #[cfg(test)]
     pub(crate) fn with_capacity(cap: usize) -> Self {
         TimeVec::Narrow(Stored::with_capacity(cap))
+    }
+
+    /// Empty, with room for `cap` times, written through to a new file in `dir` if given.
+    pub(crate) fn with_capacity_in(
+        dir: Option<&std::sync::Arc<std::path::PathBuf>>,
+        cap: usize,
+    ) -> Self {
+        TimeVec::Narrow(Stored::with_capacity_in(dir, cap))
+    }
+
+    /// An empty vector of `U`s with room for `cap`, stored as these times are.
+    pub(crate) fn with_capacity_like<U: super::stored::Pod>(&self, cap: usize) -> Stored<U> {
+        match self {
+            TimeVec::Narrow(v) => v.with_capacity_like(cap),
+            TimeVec::Wide(v) => v.with_capacity_like(cap),
+        }
     }
 
     /// Number of times.
@@ -64,9 +81,9 @@ impl TimeVec {
     #[cold]
     fn widen(&mut self) {
         if let TimeVec::Narrow(v) = self {
-            let mut w = Vec::with_capacity(v.capacity().max(v.len() + 1));
+            let mut w: Stored<Time> = v.with_capacity_like(v.capacity().max(v.len() + 1));
             w.extend(v.iter().map(|&p| wide(p)));
-            *self = TimeVec::Wide(w.into());
+            *self = TimeVec::Wide(w);
         }
     }
 
@@ -124,8 +141,8 @@ impl TimeVec {
     #[inline]
     pub(crate) fn move_back(&mut self, from: usize, to: usize) {
         match self {
-            TimeVec::Narrow(v) => v.vec_mut().copy_within(from..from + 1, to),
-            TimeVec::Wide(v) => v.vec_mut().copy_within(from..from + 1, to),
+            TimeVec::Narrow(v) => v.as_mut_slice().copy_within(from..from + 1, to),
+            TimeVec::Wide(v) => v.as_mut_slice().copy_within(from..from + 1, to),
         }
     }
 

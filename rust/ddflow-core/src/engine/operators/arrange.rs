@@ -82,6 +82,11 @@ impl Operator for Arrange {
         self.buffer.mark_strings(marks);
     }
 
+    /// The updates held until their time is complete.
+    fn heap_bytes(&self) -> usize {
+        self.buffer.heap_bytes()
+    }
+
     fn run(
         &mut self,
         cx: &mut RunCtx<'_>,

@@ -75,6 +75,12 @@ impl Buffer {
         Ok(())
     }
 
+    /// Heap bytes of the held updates.
+    pub fn heap_bytes(&self) -> usize {
+        self.msgs.iter().map(|m| m.upd.heap_bytes()).sum::<usize>()
+            + self.msgs.capacity() * std::mem::size_of::<Msg>()
+    }
+
     /// Adds the held times to `held`.
     pub fn held(&self, held: &mut Antichain<Time>) {
         for m in &self.msgs {

@@ -51,6 +51,11 @@ impl Operator for Consolidate {
         self.buffer.mark_strings(marks);
     }
 
+    /// The updates held until their time is complete.
+    fn heap_bytes(&self) -> usize {
+        self.buffer.heap_bytes()
+    }
+
     fn run(
         &mut self,
         _cx: &mut RunCtx<'_>,

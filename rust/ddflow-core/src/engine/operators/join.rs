@@ -188,6 +188,14 @@ fn overflow_errors(cx: &mut RunCtx<'_>, schema: &[DType], overflow: Vec<(Vec<u64
 }
 
 impl Operator for Join {
+    fn swap_spilled(&mut self, swaps: &crate::trace::spine::Swaps) {
+        for w in self.work.iter_mut() {
+            if let Rest::Trace { prog, .. } = &mut w.rest {
+                prog.swap_batches(swaps);
+            }
+        }
+    }
+
     fn mark_strings(&self, marks: &mut crate::string_gc::Marks) {
         for w in &self.work {
             match &w.rest {

@@ -58,6 +58,12 @@ fn rows_of(rows: &Updates, kw: usize, from: &mut usize, key: &[u64]) -> Option<(
 }
 
 impl TraceProducts {
+    /// Reads on from the spilled copies of the batches in `swaps` (see
+    /// [`crate::trace::Cursor::swap_batches`]).
+    pub fn swap_batches(&mut self, swaps: &crate::trace::spine::Swaps) {
+        self.reader.swap_batches(swaps)
+    }
+
     /// A product of a batch's key runs with the trace `reader` reads (rows of
     /// `trace_width` words); `subtract`: take the other side's new batch out of each history.
     pub(super) fn new(

@@ -176,9 +176,15 @@ pub trait Operator: Send + Sync {
         _dir: &std::path::Path,
         _want: usize,
         _min_bytes: usize,
+        _swaps: &mut crate::trace::spine::Swaps,
     ) -> crate::error::Result<usize> {
         Ok(0)
     }
+
+    /// Reads on from the spilled copies of the batches in `swaps` wherever the operator
+    /// holds the originals beyond one activation (a join's snapshot of a trace), so that the
+    /// heap copies are freed.
+    fn swap_spilled(&mut self, _swaps: &crate::trace::spine::Swaps) {}
 
     /// Marks every word the operator's state holds beyond one activation (buffered,
     /// pending and held updates, its own trace, caches; see [`crate::string_gc`]). No

@@ -170,8 +170,9 @@ impl Operator for Reduce {
         dir: &std::path::Path,
         want: usize,
         min_bytes: usize,
+        swaps: &mut crate::trace::spine::Swaps,
     ) -> crate::error::Result<usize> {
-        self.state.out.spill(dir, want, min_bytes)
+        self.state.out.spill(dir, want, min_bytes, swaps)
     }
 }
 
