@@ -97,6 +97,12 @@ class Persistence:
 
     def __post_init__(self) -> None:
         _seconds(self.interval)
+        scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]+)://", os.fspath(self.path))
+        if scheme is not None:
+            raise PlanError(
+                f"Persistence: {os.fspath(self.path)!r} is a {scheme.group(1)}:// URI; give "
+                "a local directory path (object stores are not supported yet)"
+            )
 
     @property
     def seconds(self) -> float:
