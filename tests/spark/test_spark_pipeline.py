@@ -52,7 +52,10 @@ def _run(project: Path) -> float:
 @pytest.mark.timeout(900)
 def test_second_run_reads_only_new_rows_and_equals_a_recompute(tmp_path: Path) -> None:
     project = tmp_path / "reach"
-    example.init(project, nodes=40, edges=120, seed=3)
+    # 240 edges over 40 nodes: every node is reached within 3 hops (4 after the second
+    # file's changes), so the first run's BFS on the DataFrame path takes 2 fewer supersteps
+    # than with 120 edges (5 hops), and the second file still changes the distances.
+    example.init(project, nodes=40, edges=240, seed=3)
     first = _run(project)
     assert example.read_view(project).equals(example.recompute(project))
     old = sorted((project / "source").glob("*.parquet"))
