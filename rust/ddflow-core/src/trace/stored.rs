@@ -53,6 +53,16 @@ unsafe impl Sync for Mapping {}
 impl Mapping {
     /// Maps `len > 0` bytes of `file` read-only.
     pub(crate) fn new(file: &std::fs::File, len: usize) -> std::io::Result<Mapping> {
+        Mapping::map(file, len, libc::PROT_READ)
+    }
+
+    /// Maps `len > 0` bytes of `file` readable and writable (shared: writes go to the file).
+    fn new_writable(file: &std::fs::File, len: usize) -> std::io::Result<Mapping> {
+        Mapping::map(file, len, libc::PROT_READ | libc::PROT_WRITE)
+    }
+
+    /// Maps `len > 0` bytes of `file` shared, with protection `prot`.
+    fn map(file: &std::fs::File, len: usize, prot: libc::c_int) -> std::io::Result<Mapping> {
         use std::os::fd::AsRawFd;
         if len == 0 {
             return Err(std::io::Error::new(
@@ -60,35 +70,12 @@ impl Mapping {
                 "cannot map an empty file",
             ));
         }
-        // SAFETY: a fresh shared read-only mapping of an open file; checked for failure.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(Mapping {
-            ptr: p as *const u8,
-            len,
-        })
-    }
-
-    /// Maps `len > 0` bytes of `file` readable and writable (shared: writes go to the file).
-    fn new_writable(file: &std::fs::File, len: usize) -> std::io::Result<Mapping> {
-        use std::os::fd::AsRawFd;
         // SAFETY: a fresh shared mapping of an open file; checked for failure.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
-                libc::PROT_READ | libc::PROT_WRITE,
+                prot,
                 libc::MAP_SHARED,
                 file.as_raw_fd(),
                 0,
