@@ -545,14 +545,8 @@ impl ReduceState {
         if !at_most_1d(edits) || !at_most_1d(new_times) {
             return false;
         }
-        chain.times.clear();
-        chain.times.extend_from_slice(edits);
-        chain.times.extend_from_slice(new_times);
-        chain.times.sort_unstable();
-        chain.times.dedup();
-        if !reduce_chain::is_chain(&chain.times) {
-            return false;
-        }
+        // One-dimensional times always form a chain.
+        chain.set_1d_times(edits, new_times);
         let k = ChainKey {
             agg: inp.agg,
             val_dtypes: inp.val_dtypes,

@@ -26,19 +26,16 @@ use super::reduce::Pending;
 use crate::encoding::{decode_i64, encode_i64, DType, NULL_I64};
 use crate::engine::plan::{Agg, GroupAgg};
 use crate::error::{Error, Result};
-use crate::lattice::{Antichain, PartialOrder, Time};
+use crate::lattice::{Antichain, Time};
 use crate::updates::Updates;
-
-/// Whether sorted, deduplicated `times` form a chain (each `<=` the next).
-pub fn is_chain(sorted: &[Time]) -> bool {
-    sorted.windows(2).all(|w| w[0].less_equal(&w[1]))
-}
 
 /// Reusable buffers of [`reduce_key`].
 #[derive(Default)]
 pub struct ChainScratch {
     /// Sorted distinct times of the key (history and new).
     pub times: Vec<Time>,
+    /// The first coordinates of one-dimensional times while they are sorted.
+    coords: Vec<u64>,
     in_order: Vec<u32>,
     out_order: Vec<u32>,
     /// Distinct input val rows, sorted, `vw` words each, and per-input-entry val ids.
@@ -82,6 +79,24 @@ pub fn carries(agg: &Agg, val_dtypes: &[DType]) -> bool {
 }
 
 impl ChainScratch {
+    /// Sets [`ChainScratch::times`] to the distinct times of `a` and `b`, sorted, where every
+    /// time is one-dimensional (coordinates past the first are zero). They are sorted as
+    /// plain `u64`s: sorting whole times (four-word compares) was 42% of the instructions
+    /// of `run_until` in the `count` micro-case at 4,000 times (a key's 5,000 history
+    /// times and 4,000 new ones).
+    pub fn set_1d_times(&mut self, a: &[Time], b: &[Time]) {
+        let c = &mut self.coords;
+        c.clear();
+        c.extend(a.iter().chain(b).map(|t| {
+            debug_assert_eq!(*t, Time::scalar(t.0[0]), "a one-dimensional time");
+            t.0[0]
+        }));
+        c.sort_unstable();
+        c.dedup();
+        self.times.clear();
+        self.times.extend(c.iter().map(|&x| Time::scalar(x)));
+    }
+
     /// The accumulation the last successful [`reduce_key`] of a [`carries`] aggregate ended
     /// with (its input up to its last time).
     pub fn take_carry(&mut self, agg: &Agg) -> Carry {
@@ -488,4 +503,29 @@ pub(super) fn checked_consolidate_rows(
     *rows = new_rows;
     *counts = new_counts;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ChainScratch;
+    use crate::lattice::Time;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    proptest! {
+        /// The distinct times of both lists, sorted: as a set of whole times would give them.
+        #[test]
+        fn set_1d_times_equals_sorted_distinct_times(
+            a in prop::collection::vec(0u64..50, 0..60),
+            b in prop::collection::vec(prop_oneof![0u64..50, Just(u64::MAX)], 0..60),
+        ) {
+            let a: Vec<Time> = a.into_iter().map(Time::scalar).collect();
+            let b: Vec<Time> = b.into_iter().map(Time::scalar).collect();
+            let mut s = ChainScratch::default();
+            s.times.push(Time::scalar(7)); // what a previous key left
+            s.set_1d_times(&a, &b);
+            let want: Vec<Time> = a.iter().chain(&b).copied().collect::<BTreeSet<_>>().into_iter().collect();
+            prop_assert_eq!(&s.times, &want);
+        }
+    }
 }
