@@ -251,6 +251,66 @@ mod tests {
         }
     }
 
+    fn msg_2d(rows: &[(u64, (u64, u64), i64)]) -> Msg {
+        let mut upd = Updates::with_capacity(1, rows.len());
+        for &(r, (a, b), d) in rows {
+            upd.push(&[r], Time::from_coords(&[a, b]), d);
+        }
+        Msg {
+            schema: Arc::new(vec![DType::Int64]),
+            upd,
+        }
+    }
+
+    proptest! {
+        // Partially ordered times and frontiers of several elements: a message is passed
+        // over by its least times only when the frontier is at or before all of them.
+        #[test]
+        fn two_dimensional_times_extract_and_hold_as_a_plain_list(
+            steps in prop::collection::vec(
+                (
+                    prop::collection::vec((0u64..3, (0u64..4, 0u64..4), -1i64..2), 0..30),
+                    prop::collection::vec((0u64..5, 0u64..5), 1..3),
+                ),
+                1..8,
+            )
+        ) {
+            let mut buffer = Buffer::default();
+            let mut naive: Vec<(u64, (u64, u64), i64)> = Vec::new();
+            let mut frontier = Antichain::from_elem(Time::from_coords(&[0, 0]));
+            for (rows, f) in steps {
+                buffer.extend([msg_2d(&rows)]);
+                naive.extend(rows.iter().copied());
+                // Frontiers only move forward: meet the new one with what the old one allows.
+                let mut next = Antichain::new();
+                for &(a, b) in &f {
+                    let t = Time::from_coords(&[a, b]);
+                    if frontier.less_equal(&t) {
+                        next.insert(t);
+                    }
+                }
+                if !next.is_empty() {
+                    frontier = next;
+                }
+                let ready = buffer.extract_complete(&frontier).unwrap();
+                let (done, kept): (Vec<_>, Vec<_>) = naive.iter().copied().partition(|&(_, (a, b), _)| {
+                    !frontier.less_equal(&Time::from_coords(&[a, b]))
+                });
+                naive = kept;
+                prop_assert_eq!(sums(&ready), sums([&msg_2d(&done)]));
+                let mut held = Antichain::new();
+                buffer.held(&mut held);
+                let mut want = Antichain::new();
+                for &(_, (a, b), _) in &naive {
+                    want.insert(Time::from_coords(&[a, b]));
+                }
+                held.sort();
+                want.sort();
+                prop_assert_eq!(held, want);
+            }
+        }
+    }
+
     #[test]
     fn a_hot_record_is_held_once() {
         let mut buffer = Buffer::default();
