@@ -9,12 +9,22 @@ an unknown scheme are a ``PersistenceError`` before anything is written.
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow.fs as pafs
 import pytest
 from tests.io.sinkfiles import final_state, read_sink
+from tests.persist.crash import (
+    SINKS,
+    pipeline_command,
+    run_command,
+    run_command_killed_in_progress,
+    run_whole,
+    updates,
+    write_inputs,
+)
 from tests.persist.s3_server import ACCESS_KEY, SECRET_KEY, S3Server
 from tests.persist.test_hand_fed import Program, _feed_from, _history, _reference
 
@@ -105,6 +115,35 @@ def test_a_file_source_resumes_and_writes_nothing_more(
         assert final_state(rows) == {(1, 5): 1, (2, 5): 1}
         with pytest.raises(dd.PersistenceError, match=r"another plan: node \d+ was .*sum"):
             flow("max").run(progress=False)
+
+
+def test_a_pipeline_killed_and_restarted_on_the_store_equals_one_run(
+    tmp_path: Path,
+    s3_server: S3Server,
+    s3: tuple[pafs.S3FileSystem, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The crash test's file pipeline (``pipeline.py``, a process killed with SIGKILL
+    while at work, then restarted) with its checkpoint on the store: a short version."""
+    _, prefix = s3
+    source = tmp_path / "in"
+    write_inputs(source, files=20, rows=100, seed=3)
+    whole = run_whole(source, tmp_path / "reference", None)
+    reference = {sink: updates(tmp_path / "reference", sink) for sink in SINKS}
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{s3_server.endpoint}")
+    out = tmp_path / "out"
+    command = pipeline_command(source, out, f"s3://{prefix}")
+    rng = random.Random(5)
+    kills = sum(
+        run_command_killed_in_progress(command, out, rng, min(0.2, whole / 10)) for _ in range(2)
+    )
+    run_command(command)
+    assert kills >= 1
+    for sink in SINKS:
+        assert updates(out, sink) == reference[sink], sink
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip"])

@@ -1,6 +1,9 @@
-"""A persistent dataflow's directory: its manifest, the log of ticks, and input snapshots.
+"""A persistent dataflow's checkpoint: its manifest, the log of ticks, and input snapshots.
 
-Layout (every file a checksummed :mod:`segment <ddflow.persist.segment>`)::
+The files live in a :mod:`store <ddflow.persist.store>`: a local directory, or a prefix of an
+object store (``s3://bucket/prefix``), where the log is an object per flush instead of a file
+appended to, and every other file is written whole once. Layout (every file a checksummed
+:mod:`segment <ddflow.persist.segment>`)::
 
     <path>/manifest-00000003.seg      the latest checkpoint: plan, snapshots, last tick
     <path>/snap-00000003-0000.seg     a layer of source 0's input: the ticks compacted by
@@ -21,8 +24,10 @@ record damaged anywhere else is a :class:`~ddflow.errors.CorruptCheckpointError`
 
 Every ``interval`` a checkpoint compacts the ticks since the last one into a new snapshot
 layer per input (merging an input's layers into one once it has ``MAX_LAYERS``), then
-writes the next manifest, and only then deletes what it replaces: a crash at
-any point leaves a manifest whose files are all there.
+writes the next manifest (a new name, never overwritten), and only then deletes what it
+replaces: a crash at any point leaves a manifest whose files are all there. Opening deletes
+what a checkpoint a crash cut short left (snapshot layers the newest manifest does not name,
+older manifests).
 
 A directory belongs to one plan: the manifest stores the plan (without operator labels,
 which name source lines) and a different plan is refused naming the first node that differs.
