@@ -146,14 +146,14 @@ def test_a_pipeline_killed_and_restarted_on_the_store_equals_one_run(
         assert updates(out, sink) == reference[sink], sink
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip"])
+@pytest.mark.parametrize(("damage", "kind"), [("truncate", "snap-"), ("flip", "manifest-")])
 def test_a_damaged_object_is_refused_naming_it(
-    s3: tuple[pafs.S3FileSystem, str], damage: str
+    s3: tuple[pafs.S3FileSystem, str], damage: str, kind: str
 ) -> None:
     fs, prefix = s3
     _feed_from(Program(prefix, "1ms", fs), _history(5, 6), 6)
-    snapshot = next(n for n in _objects(fs, prefix) if n.startswith("snap-"))
-    path = f"{prefix}/{snapshot}"
+    damaged = next(n for n in _objects(fs, prefix) if n.startswith(kind))
+    path = f"{prefix}/{damaged}"
     with fs.open_input_stream(path) as f:
         data = bytearray(f.read())
     if damage == "truncate":
@@ -162,7 +162,7 @@ def test_a_damaged_object_is_refused_naming_it(
         data[len(data) // 2] ^= 0x40
     with fs.open_output_stream(path) as f:
         f.write(bytes(data))
-    with pytest.raises(dd.CorruptCheckpointError, match=snapshot):
+    with pytest.raises(dd.CorruptCheckpointError, match=damaged):
         Program(prefix, "1ms", fs).flow.run_until(0)
 
 
