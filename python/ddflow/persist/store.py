@@ -93,7 +93,7 @@ class LocalStore:
         self._log: BinaryIO | None = None
 
     def names(self, folder: str = "") -> list[str]:
-        return [f.name for f in (self.root / folder).iterdir()]
+        return [f.name for f in (self.root / folder).iterdir() if f.is_file()]
 
     def read(self, name: str) -> bytes:
         try:
