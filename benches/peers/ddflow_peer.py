@@ -6,8 +6,8 @@ Same modes, arguments and ``RESULT {json}`` summary line as the differential-dat
 
     python benches/peers/ddflow_peer.py bfs FILE M UPDATES BATCH [-w W] [--history OUT]
     python benches/peers/ddflow_peer.py count TIMES [-w W] [--records N] [--keys K] [--history OUT]
-    python benches/peers/ddflow_peer.py latency FILE M PRIOR SAMPLES [-w W] [--prior-batch B] [--phases]
-        [--latencies OUT]
+    python benches/peers/ddflow_peer.py latency FILE M PRIOR SAMPLES [-w W] [--prior-batch B]
+        [--latencies OUT] [--phases]
 
 ``bfs``: ``dd.algorithms.bfs(edges, roots).count(by="dist")`` from node 0 on
 ``Dataflow(log=False, workers=W)``; the first ``M`` edges of ``FILE`` (u32 little-endian

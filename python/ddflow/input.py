@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
 from threading import RLock
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -63,6 +63,7 @@ __all__ = ["InputSession"]
 
 _PY_TYPES: dict[str, type] = {"int64": int, "float64": float, "bool": bool, "str": str}
 
+_INT64 = np.dtype(np.int64)
 _FLUSH_AT = 1 << 16
 """Buffered single-record updates handed to the engine at once when this many accumulate."""
 
@@ -76,6 +77,16 @@ def _utf8_ok(value: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _plain_int64(values: object) -> TypeGuard[npt.NDArray[np.int64]]:
+    """Whether ``values`` is a C-contiguous 1-D int64 numpy array (taken as it is)."""
+    return (
+        type(values) is np.ndarray
+        and values.dtype == _INT64
+        and values.ndim == 1
+        and values.flags.c_contiguous
+    )
 
 
 def _int64_checker(
@@ -218,6 +229,21 @@ class InputSession:
         if self._closed:
             raise DdflowError(f"{self._what()} is closed; it accepts no more updates")
 
+    def _take_gate(self) -> RLock:
+        """Takes the engine's gate for a short path and returns its lock, which the caller
+        releases: ``EngineGate.wait`` with the uncontended case first (a user function of
+        the engine's own run gets ``ReentrancyError``, holding nothing)."""
+        lock = self._lock
+        if not lock.acquire(False):  # positional: a keyword costs ~2x here
+            self.flow.gate.wait()
+        if self._gate.running is not None:
+            try:
+                self._gate.check_idle()
+            except BaseException:
+                lock.release()
+                raise
+        return lock
+
     # -- single records -----------------------------------------------------------------------
 
     def update_at(self, record: Any, time: Time, diff: int = 1) -> None:
@@ -227,12 +253,8 @@ class InputSession:
         if self._fast is not None:
             # The buffer is shared with other threads and the engine's hand-off: the checks
             # (the frontier) and the appends happen under the engine's gate.
-            lock = self._lock
-            if not lock.acquire(False):  # positional: a keyword costs ~2x here
-                self.flow.gate.wait()
+            lock = self._take_gate()
             try:
-                if self._gate.running is not None:
-                    self._gate.check_idle()
                 fast = self._fast
                 if (
                     fast is not None
@@ -433,10 +455,68 @@ class InputSession:
         times) or (n, k); default the input's current time. ``diffs``: an int or int64 (n,);
         default +1. Validated as a whole: on error nothing is added.
         """
+        if self._fast is not None and type(columns) is dict and self._fast_ints:
+            # A started input of int64 columns given int64 numpy columns: the short path
+            # below; anything else (and every error) goes the general way.
+            lock = self._take_gate()
+            try:
+                if self._batch_of_ints(columns, times, diffs):
+                    return
+            finally:
+                lock.release()
         self._first_use()
         self._refuse_by_hand()
         with self.flow.gate:
             self._update_batch(columns, times, diffs)
+
+    def _batch_of_ints(self, columns: dict[Any, Any], times: Any, diffs: Any) -> bool:
+        """``update_batch``'s short path, with the gate held: every column a C-contiguous
+        1-D int64 numpy array without int64's null word, times an int or such an array not
+        before the frontier (or none), diffs such an array (or none). Pushes the batch and
+        returns True; returns False, having done nothing, for anything else. (Columns no
+        operator reads are taken as nulls only from Arrow arrays: numpy ones go as given.)"""
+        frontier = self._frontier_int
+        if (
+            self._fast is None
+            or frontier is None
+            or self.on_first_use is not None
+            or self.recorder is not None
+            or len(columns) != len(self.columns)
+        ):
+            return False
+        arrays: list[npt.NDArray[np.int64]] = []
+        for name in self.columns:
+            v = columns.get(name)
+            if not _plain_int64(v) or (arrays and len(v) != len(arrays[0])):
+                return False
+            arrays.append(v)
+        n = len(arrays[0])
+        if n == 0 or any(int(v.min()) == INT64_MIN for v in arrays):
+            return False
+        if times is None:
+            times = frontier
+        if type(times) is int:
+            if not frontier <= times <= INT64_MAX:
+                return False
+            time_arr = np.broadcast_to(np.array([[times]], dtype=np.int64), (n, 1))
+        elif _plain_int64(times) and len(times) == n and int(times.min()) >= frontier:
+            time_arr = times.reshape(n, 1)
+        else:
+            return False
+        if diffs is None:
+            diff_arr = np.broadcast_to(np.int64(1), (n,))
+        elif _plain_int64(diffs) and len(diffs) == n:
+            diff_arr = diffs
+        else:
+            return False
+        if self._buf_diffs:
+            self._flush()
+        engine = self._engine
+        if engine is None:
+            engine = self._engine = ungated(self.flow.engine())
+        with interrupts_deferred():
+            self._push_checked(lambda: engine.push(self.node, arrays, time_arr, diff_arr), "push")
+        return True
 
     def push_from_source(self, columns: Any, times: Any, diffs: Any) -> None:
         """``update_batch`` for the run loop, which feeds the input from its source."""
@@ -636,12 +716,8 @@ class InputSession:
             # Int times on a started input (the fast path of ``update_at``): the check, the
             # hand-off of the buffer and the advance under one hold of the gate. Anything
             # else, and every error, takes the general path below.
-            lock = self._lock
-            if not lock.acquire(False):
-                self.flow.gate.wait()
+            lock = self._take_gate()
             try:
-                if self._gate.running is not None:
-                    self._gate.check_idle()
                 frontier = self._frontier_int
                 if self._fast is not None and frontier is not None and frontier <= time:
                     if time <= INT64_MAX:
