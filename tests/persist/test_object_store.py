@@ -237,3 +237,12 @@ def test_an_unreachable_store_or_unknown_scheme_is_refused(
     rows.capture()
     with pytest.raises(dd.PersistenceError, match=message):
         session.frontier()
+
+
+def test_only_a_local_path_takes_the_spill_files(tmp_path: Path) -> None:
+    """Spill files go to the persistence path only when it is local (``Persistence.local``):
+    with an object store they stay on local disk."""
+    assert dd.Persistence(tmp_path).local
+    assert dd.Persistence(str(tmp_path), filesystem=pafs.LocalFileSystem()).local
+    assert not dd.Persistence("s3://bucket/state").local
+    assert not dd.Persistence("bucket/state", filesystem=_nowhere()).local
