@@ -7,7 +7,7 @@ Same modes, arguments and ``RESULT {json}`` summary line as the differential-dat
     python benches/peers/ddflow_peer.py bfs FILE M UPDATES BATCH [-w W] [--history OUT]
     python benches/peers/ddflow_peer.py count TIMES [-w W] [--records N] [--keys K] [--history OUT]
     python benches/peers/ddflow_peer.py latency FILE M PRIOR SAMPLES [-w W] [--prior-batch B]
-        [--latencies OUT]
+        [--latencies OUT] [--phases]
 
 ``bfs``: ``dd.algorithms.bfs(edges, roots).count(by="dist")`` from node 0 on
 ``Dataflow(log=False, workers=W)``; the first ``M`` edges of ``FILE`` (u32 little-endian
@@ -45,6 +45,12 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--keys", type=int, default=20)
     parser.add_argument("--prior-batch", type=int, default=1_000)
     parser.add_argument("--latencies", default=None)
+    parser.add_argument(
+        "--phases",
+        action="store_true",
+        help="latency: also time each call of the cycle (update_at x2, advance_to, run_until) "
+        "and report their medians",
+    )
     return parser.parse_args(argv)
 
 
@@ -257,8 +263,21 @@ def run_latency(args: argparse.Namespace) -> None:
 
     srcs, dsts = pairs[:, 0].tolist(), pairs[:, 1].tolist()
     lat = np.empty(samples, dtype=np.int64)
+    phases = np.zeros((samples, 3), dtype=np.int64)
     clock = time.perf_counter_ns
     for j, r in enumerate(range(prior, prior + samples)):
+        if args.phases:
+            t0 = clock()
+            edges_in.update_at((srcs[m + r], dsts[m + r]), time=r + 1, diff=1)
+            edges_in.update_at((srcs[r], dsts[r]), time=r + 1, diff=-1)
+            t1 = clock()
+            edges_in.advance_to(r + 2)
+            t2 = clock()
+            flow.run_until(r + 2)
+            t3 = clock()
+            lat[j] = t3 - t0
+            phases[j] = (t1 - t0, t2 - t1, t3 - t2)
+            continue
         t0 = clock()
         edges_in.update_at((srcs[m + r], dsts[m + r]), time=r + 1, diff=1)
         edges_in.update_at((srcs[r], dsts[r]), time=r + 1, diff=-1)
@@ -278,6 +297,10 @@ def run_latency(args: argparse.Namespace) -> None:
         "p99_ns": int(np.quantile(lat, 0.99, method="nearest")) if samples else 0,
         "peak_rss_mb": peak_rss_mb(),
     }
+    if args.phases and samples:
+        names = ("update_at_x2", "advance_to", "run_until")
+        medians = np.median(phases, axis=0)
+        result["phase_p50_ns"] = {n: int(v) for n, v in zip(names, medians, strict=True)}
     print("RESULT " + json.dumps(result), flush=True)
 
 

@@ -23,6 +23,7 @@ from ddflow import event_time, grouping, joins, outer_joins, reducing, windows
 from ddflow.aggregates import Aggregate, ThresholdAggregate, count, distinct
 from ddflow.builder import ArrangedNode, Node, resolve_names
 from ddflow.capture import Capture, Probe
+from ddflow.dtypes import INT64_MAX
 from ddflow.errors import PlanError
 from ddflow.plan import CaptureOp, ConcatOp, JoinKind, LeaveOp, ProbeOp, VariableOp, user_location
 from ddflow.records import PlanOwner, RecordOperators
@@ -32,8 +33,6 @@ from ddflow.traces import TraceHandle
 __all__ = ["Collection", "Arrangement", "enter_collection"]
 
 Keys = str | Sequence[str]
-
-_INT64_MAX = 2**63 - 1
 
 
 class Collection(RecordOperators):
@@ -251,7 +250,7 @@ class Collection(RecordOperators):
         """
         label = f"iterate@{user_location()}"
         if max_iterations is not None and (
-            not is_int(max_iterations) or not 1 <= max_iterations <= _INT64_MAX
+            not is_int(max_iterations) or not 1 <= max_iterations <= INT64_MAX
         ):
             raise PlanError(
                 f"{label}: max_iterations must be None or an int from 1 to 2**63-1, "

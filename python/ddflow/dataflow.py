@@ -28,6 +28,7 @@ from ddflow.builder import ArrangedNode, PlanBuilder
 from ddflow.capture import Capture, Probe
 from ddflow.collection import Arrangement, Collection
 from ddflow.constants import constant_op
+from ddflow.dtypes import INT64_MAX
 from ddflow.engine import (
     AttachedEngine,
     Engine,
@@ -39,7 +40,7 @@ from ddflow.engine import (
 )
 from ddflow.errorlog import ErrorLog
 from ddflow.errors import DdflowError, PlanError
-from ddflow.gate import EngineGate, GatedEngine
+from ddflow.gate import EngineGate, GatedEngine, ungated
 from ddflow.input import InputSession
 from ddflow.memory import MemoryLimit, default_memory_limit, resolve_memory_limit
 from ddflow.metrics import Metrics, collect
@@ -52,7 +53,7 @@ from ddflow.progress import RunProgress, reporter
 from ddflow.read_columns import unread_columns
 from ddflow.runloop import Listener, RunLoop
 from ddflow.sources import Source
-from ddflow.times import Time, TimeShape, is_int
+from ddflow.times import Coords, Time, TimeShape, is_int
 from ddflow.traces import TraceHandle
 
 __all__ = ["Dataflow", "MAX_WORKERS"]
@@ -325,7 +326,8 @@ class Dataflow:
                 native = type(self).engine_factory(plan_json, self.workers, self.builder.functions)
                 if self.memory_limit != default_memory_limit():
                     native.set_memory_limit(self.memory_limit)
-                if self.persistence is not None:
+                if self.persistence is not None and self.persistence.local:
+                    # On an object store, spill stays on local disk (the engine's default).
                     native.set_spill_dir(os.path.join(self.persistence.path, "spill"))
                 self._engine_obj = cast(Engine, GatedEngine(native, self._gate))
                 if not self._log:
@@ -487,11 +489,24 @@ class Dataflow:
         Advance the inputs first (``advance_to``): outputs complete only up to their frontiers.
         """
         self._open_persistence()
-        coords = self.time_shape.normalize(time, "run_until")
-        with self.gate:
-            engine = self._flush()
-            with self._run_guard(f"run_until({time!r})"):
-                engine.run_until(list(coords))
+        if type(time) is int and self.time_shape.dims == 1 and 0 <= time <= INT64_MAX:
+            coords: Coords = (time,)  # the common case, without normalize's checks
+        else:
+            coords = self.time_shape.normalize(time, "run_until")
+        gate = self.gate
+        with gate:
+            engine = self._started()
+            for session in self._inputs:
+                session.flush_held()
+            gate.check_idle()
+            gate.running = f"run_until({time!r})"
+            try:  # the gate is held: the engine's own method, not the gated wrapper's
+                ungated(engine).run_until(list(coords))
+            except RuntimeError as exc:
+                gate.raise_if_borrowed("run_until", exc)
+                raise
+            finally:
+                gate.running = None
             self._deliver(poll_all=True)
             if self.persistence is not None:
                 self._loop.after_run(int(coords[0]), self._inputs)

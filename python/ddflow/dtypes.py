@@ -56,8 +56,10 @@ __all__ = [
 DTYPES = ("int64", "float64", "bool", "str")
 """The dtypes a ddflow column can have."""
 
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+"""The least int64 (also the null word of int64 columns)."""
+INT64_MAX = 2**63 - 1
+"""The greatest int64."""
 
 
 _ALIASES: dict[str, str] = {
@@ -138,7 +140,7 @@ def scalar_dtype(value: object) -> str | None:
 
 def check_int64(value: int, what: str) -> None:
     """Raises ``OverflowError`` unless the Python int fits in int64."""
-    if not _INT64_MIN <= value <= _INT64_MAX:
+    if not INT64_MIN <= value <= INT64_MAX:
         raise OverflowError(f"{what}: {value!r} does not fit in int64")
 
 
@@ -289,11 +291,11 @@ def column_dtype(arr: Any) -> str:
 def check_int64_min(arr: npt.NDArray[Any], what: str) -> None:
     """Refuses int64 ``-2**63`` (int64's null word) in a column, naming its first row."""
     if arr.dtype == np.int64 and arr.size:
-        bad = arr == _INT64_MIN
+        bad = arr == INT64_MIN
         if bad.any():
             row = int(np.argmax(bad))
             raise InvalidValueError(
-                f"{what}: value {_INT64_MIN} at row {row} is int64's reserved null word "
+                f"{what}: value {INT64_MIN} at row {row} is int64's reserved null word "
                 "(the one int64 value ddflow cannot hold; send None for a null)"
             )
 
@@ -471,7 +473,7 @@ def uint64_as_int64(arr: npt.NDArray[Any], what: str) -> npt.NDArray[np.int64]:
     the first that does not raises :class:`~ddflow.errors.OverflowError` naming it and its
     row, as the native module does. Nothing is wrapped."""
     if arr.dtype.itemsize == 8 and arr.size:
-        over = arr > _INT64_MAX
+        over = arr > INT64_MAX
         if over.any():
             i = int(np.argmax(over.reshape(-1)))
             row = i // (arr.shape[1] if arr.ndim == 2 and arr.shape[1] else 1)

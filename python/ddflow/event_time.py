@@ -39,6 +39,7 @@ import weakref
 from dataclasses import dataclass, field
 
 from ddflow.builder import Node, PlanBuilder
+from ddflow.dtypes import INT64_MAX
 from ddflow.errors import PlanError
 from ddflow.expr import Expr, col, lit
 from ddflow.plan import ConcatOp, SelectOp, WatermarkOp, user_location
@@ -66,7 +67,6 @@ _UNITS_NS = {
     "w": 604_800_000_000_000,
 }
 _TERM = re.compile(r"(\d+)(ns|us|ms|mo|s|m|h|d|w|q|y)")
-_INT64_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def parse_span(value: object, what: str, label: str, *, positive: bool = False) 
             f'{label}: {what} must be a duration string ("5m"), a datetime.timedelta or an '
             f"int, got {value!r}"
         )
-    if span.value < 0 or (positive and span.value == 0) or span.value > _INT64_MAX:
+    if span.value < 0 or (positive and span.value == 0) or span.value > INT64_MAX:
         need = "positive" if positive else "non-negative"
         raise PlanError(f"{label}: {what} must be {need} and fit int64, got {value!r}")
     return span

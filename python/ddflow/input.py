@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
 from threading import RLock
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +21,8 @@ import pyarrow as pa
 from ddflow._core import Engine
 from ddflow.batch_columns import all_null, check_names, exact_column, null_column
 from ddflow.dtypes import (
+    INT64_MAX,
+    INT64_MIN,
     BinaryColumn,
     WordColumn,
     arrow_columns,
@@ -46,7 +48,7 @@ from ddflow.errors import (
     ShapeError,
     TimeError,
 )
-from ddflow.gate import EngineGate, interrupts_deferred
+from ddflow.gate import EngineGate, interrupts_deferred, ungated
 from ddflow.logical_types import (
     NULL_WORDS,
     is_logical,
@@ -59,10 +61,9 @@ from ddflow.times import Coords, Time, is_int, less_equal
 
 __all__ = ["InputSession"]
 
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
 _PY_TYPES: dict[str, type] = {"int64": int, "float64": float, "bool": bool, "str": str}
 
+_INT64 = np.dtype(np.int64)
 _FLUSH_AT = 1 << 16
 """Buffered single-record updates handed to the engine at once when this many accumulate."""
 
@@ -78,13 +79,23 @@ def _utf8_ok(value: str) -> bool:
     return True
 
 
+def _plain_int64(values: object) -> TypeGuard[npt.NDArray[np.int64]]:
+    """Whether ``values`` is a C-contiguous 1-D int64 numpy array (taken as it is)."""
+    return (
+        type(values) is np.ndarray
+        and values.dtype == _INT64
+        and values.ndim == 1
+        and values.flags.c_contiguous
+    )
+
+
 def _int64_checker(
     columns: Sequence[int], str_columns: Sequence[int] = ()
 ) -> Callable[[tuple[Any, ...]], bool]:
     """A fast test that a record's int columns (Python ints) fit in int64 and its str
     columns are valid text (records failing it take the checked path, which names the
     problem). ``-2**63`` is int64's null word: it takes the checked path, which refuses it."""
-    lo, hi = _INT64_MIN + 1, _INT64_MAX
+    lo, hi = INT64_MIN + 1, INT64_MAX
     if str_columns:
         ints = _int64_checker(columns)
         strs = tuple(str_columns)
@@ -135,6 +146,11 @@ class InputSession:
         self._gate: EngineGate = self.flow.gate
         self._lock: RLock = self._gate.lock
         """The engine gate and its lock (taken by ``update_at``'s fast path)."""
+        self._engine: Any = None
+        self._fast_ints = False
+        """Whether every column is int64, while ``_fast`` is set (its dtypes are fixed)."""
+        """The engine without its gate (:func:`~ddflow.gate.ungated`), for the fast paths'
+        calls, made with the gate held; set on first use."""
         self._unread: frozenset[int] = frozenset()
         """Columns no operator reads (``read_columns``): Arrow columns taken as nulls."""
         self.on_first_use: Callable[[], None] | None = None
@@ -213,6 +229,21 @@ class InputSession:
         if self._closed:
             raise DdflowError(f"{self._what()} is closed; it accepts no more updates")
 
+    def _take_gate(self) -> RLock:
+        """Takes the engine's gate for a short path and returns its lock, which the caller
+        releases: ``EngineGate.wait`` with the uncontended case first (a user function of
+        the engine's own run gets ``ReentrancyError``, holding nothing)."""
+        lock = self._lock
+        if not lock.acquire(False):  # positional: a keyword costs ~2x here
+            self.flow.gate.wait()
+        if self._gate.running is not None:
+            try:
+                self._gate.check_idle()
+            except BaseException:
+                lock.release()
+                raise
+        return lock
+
     # -- single records -----------------------------------------------------------------------
 
     def update_at(self, record: Any, time: Time, diff: int = 1) -> None:
@@ -222,12 +253,8 @@ class InputSession:
         if self._fast is not None:
             # The buffer is shared with other threads and the engine's hand-off: the checks
             # (the frontier) and the appends happen under the engine's gate.
-            lock = self._lock
-            if not lock.acquire(False):  # positional: a keyword costs ~2x here
-                self.flow.gate.wait()
+            lock = self._take_gate()
             try:
-                if self._gate.running is not None:
-                    self._gate.check_idle()
                 fast = self._fast
                 if (
                     fast is not None
@@ -236,8 +263,8 @@ class InputSession:
                     and type(diff) is int
                     and tuple(map(type, record)) == fast
                     and self._ints_fit(record)
-                    and _INT64_MIN <= diff <= _INT64_MAX
-                    and self._frontier_int <= time <= _INT64_MAX  # type: ignore[operator]
+                    and INT64_MIN <= diff <= INT64_MAX
+                    and self._frontier_int <= time <= INT64_MAX  # type: ignore[operator]
                 ):
                     self._buf_rows.append(record)
                     self._buf_times.append((time,))
@@ -363,9 +390,9 @@ class InputSession:
                 )
             if kind == "int64":
                 check_int64(int(v), f"{self._what()}, column {column!r}")
-                if int(v) == _INT64_MIN:
+                if int(v) == INT64_MIN:
                     raise InvalidValueError(
-                        f"{self._what()}, column {column!r}: value {_INT64_MIN} is int64's "
+                        f"{self._what()}, column {column!r}: value {INT64_MIN} is int64's "
                         "reserved null word (the one int64 value ddflow cannot hold; send "
                         "None for a null)"
                     )
@@ -400,6 +427,7 @@ class InputSession:
                 self._gate = self.flow.gate  # the plan is frozen: its engine is fixed
                 self._lock = self._gate.lock
                 self._fast = tuple(_PY_TYPES[d] for d in self._dtypes if d is not None)
+                self._fast_ints = self._ints_only()
 
     def _time(self, time: Time) -> Coords:
         """A validated time for a new update: the right shape, not before the frontier."""
@@ -427,10 +455,68 @@ class InputSession:
         times) or (n, k); default the input's current time. ``diffs``: an int or int64 (n,);
         default +1. Validated as a whole: on error nothing is added.
         """
+        if self._fast is not None and type(columns) is dict and self._fast_ints:
+            # A started input of int64 columns given int64 numpy columns: the short path
+            # below; anything else (and every error) goes the general way.
+            lock = self._take_gate()
+            try:
+                if self._batch_of_ints(columns, times, diffs):
+                    return
+            finally:
+                lock.release()
         self._first_use()
         self._refuse_by_hand()
         with self.flow.gate:
             self._update_batch(columns, times, diffs)
+
+    def _batch_of_ints(self, columns: dict[Any, Any], times: Any, diffs: Any) -> bool:
+        """``update_batch``'s short path, with the gate held: every column a C-contiguous
+        1-D int64 numpy array without int64's null word, times an int or such an array not
+        before the frontier (or none), diffs such an array (or none). Pushes the batch and
+        returns True; returns False, having done nothing, for anything else. (Columns no
+        operator reads are taken as nulls only from Arrow arrays: numpy ones go as given.)"""
+        frontier = self._frontier_int
+        if (
+            self._fast is None
+            or frontier is None
+            or self.on_first_use is not None
+            or self.recorder is not None
+            or len(columns) != len(self.columns)
+        ):
+            return False
+        arrays: list[npt.NDArray[np.int64]] = []
+        for name in self.columns:
+            v = columns.get(name)
+            if not _plain_int64(v) or (arrays and len(v) != len(arrays[0])):
+                return False
+            arrays.append(v)
+        n = len(arrays[0])
+        if n == 0 or any(int(v.min()) == INT64_MIN for v in arrays):
+            return False
+        if times is None:
+            times = frontier
+        if type(times) is int:
+            if not frontier <= times <= INT64_MAX:
+                return False
+            time_arr = np.broadcast_to(np.array([[times]], dtype=np.int64), (n, 1))
+        elif _plain_int64(times) and len(times) == n and int(times.min()) >= frontier:
+            time_arr = times.reshape(n, 1)
+        else:
+            return False
+        if diffs is None:
+            diff_arr = np.broadcast_to(np.int64(1), (n,))
+        elif _plain_int64(diffs) and len(diffs) == n:
+            diff_arr = diffs
+        else:
+            return False
+        if self._buf_diffs:
+            self._flush()
+        engine = self._engine
+        if engine is None:
+            engine = self._engine = ungated(self.flow.engine())
+        with interrupts_deferred():
+            self._push_checked(lambda: engine.push(self.node, arrays, time_arr, diff_arr), "push")
+        return True
 
     def push_from_source(self, columns: Any, times: Any, diffs: Any) -> None:
         """``update_batch`` for the run loop, which feeds the input from its source."""
@@ -626,9 +712,40 @@ class InputSession:
 
     def advance_to(self, time: Time) -> None:
         """Promises no more updates at times not ``>= time``; lets outputs before it complete."""
+        if self._fast is not None and type(time) is int and self.on_first_use is None:
+            # Int times on a started input (the fast path of ``update_at``): the check, the
+            # hand-off of the buffer and the advance under one hold of the gate. Anything
+            # else, and every error, takes the general path below.
+            lock = self._take_gate()
+            try:
+                frontier = self._frontier_int
+                if self._fast is not None and frontier is not None and frontier <= time:
+                    if time <= INT64_MAX:
+                        self._advance_int(time, frontier)
+                        return
+            finally:
+                lock.release()
         self._first_use()
         with self.flow.gate:
             self._advance_to(time)
+
+    def _advance_int(self, time: int, frontier: int) -> None:
+        """``advance_to(time)`` on the fast path: the gate held, ``time`` an int64 not before
+        the input's ``frontier``."""
+        if self._buf_diffs:
+            self._flush()
+        if self.on_advance is not None and time != frontier:
+            self.on_advance(time)
+        engine = self._engine
+        if engine is None:
+            engine = self._engine = ungated(self.flow.engine())
+        try:
+            engine.advance_input(self.node, [time])
+        except RuntimeError as exc:
+            self._gate.raise_if_borrowed("advance_input", exc)
+            raise
+        self._frontier = (time,)
+        self._frontier_int = time
 
     def _advance_to(self, time: Time) -> None:
         """``advance_to`` with the gate held."""
@@ -674,17 +791,31 @@ class InputSession:
             if self._buf_diffs:
                 self._flush()
 
+    def flush_held(self) -> None:
+        """``flush`` by a caller that holds the gate (so no thread appends meanwhile)."""
+        if self._buf_diffs:
+            self._flush()
+
+    def _ints_only(self) -> bool:
+        """Whether every column is int64 (or not fixed yet): buffered rows go to the engine
+        as they are (``push_int_rows``)."""
+        return all(kind in (None, "int64") for kind in self._dtypes)
+
     def _flush(self) -> None:
         """``flush`` with the gate held and updates buffered."""
-        if self.recorder is None and all(kind in (None, "int64") for kind in self._dtypes):
+        if self.recorder is None and (
+            self._fast_ints if self._fast is not None else self._ints_only()
+        ):
             # Int64 rows go to the engine as buffered, without numpy arrays (a single
             # update's hand-off); any other value sends them the general way below.
-            engine = self.flow.engine()
+            engine = self._engine
+            if engine is None:
+                engine = self._engine = ungated(self.flow.engine())
             buffered = (self._buf_rows, self._buf_times, self._buf_diffs)
             width = len(self._dtypes)
             with interrupts_deferred():
                 pushed = self._push_checked(
-                    lambda: engine.push_int_rows(self.node, width, *buffered)
+                    lambda: engine.push_int_rows(self.node, width, *buffered), "push_int_rows"
                 )
                 if pushed:
                     self._accepted = True
@@ -741,14 +872,15 @@ class InputSession:
         diffs: npt.NDArray[np.int64],
     ) -> None:
         """Pushes the buffer's batch and clears the buffer."""
-        self._push_checked(lambda: engine.push(self.node, arrays, times, diffs))
+        self._push_checked(lambda: engine.push(self.node, arrays, times, diffs), "push")
         self._accepted = True
         if self.recorder is not None:
             self.recorder(arrays, times, diffs)
         self._clear_buffer()
 
-    def _push_checked(self, push: Callable[[], Any]) -> Any:
-        """Runs ``push`` (a push of the whole buffer); returns its result. A first batch
+    def _push_checked(self, push: Callable[[], Any], method: str) -> Any:
+        """Runs ``push`` (a push of the whole buffer by the engine's ``method``); returns its
+        result. A first batch
         refused for its dtypes refuses the buffer and opens the input's dtypes again (the
         caller marks the input accepted once something was pushed)."""
         try:
@@ -766,6 +898,9 @@ class InputSession:
             self._fast = None
             self._ints_fit = _int64_checker([])
             exc.add_note(f"ddflow: the {refused} buffered updates of {self._what()} were refused")
+            raise
+        except RuntimeError as exc:  # the push may call the engine without its gated wrapper
+            self._gate.raise_if_borrowed(method, exc)
             raise
         return result
 

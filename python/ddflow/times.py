@@ -15,7 +15,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from ddflow.dtypes import uint64_as_int64
+from ddflow.dtypes import INT64_MAX, uint64_as_int64
 from ddflow.errors import InvalidValueError, SchemaTypeError, ShapeError, TimeError
 
 __all__ = [
@@ -32,8 +32,6 @@ Time: TypeAlias = int | tuple[int, ...]
 
 Coords: TypeAlias = tuple[int, ...]
 """A normalised time: one int per coordinate."""
-
-_INT64_MAX = 2**63 - 1
 
 MAX_TIME_DIMS = 4
 """Coordinates of a time in the engine: outer ``time_dims`` plus one per nested ``iterate``."""
@@ -60,7 +58,7 @@ def _coords(time: object, what: str) -> Coords:
         if not is_int(p):
             raise SchemaTypeError(f"{what}: time coordinates must be ints, got {time!r}")
         v = int(p)
-        if v < 0 or v > _INT64_MAX:
+        if v < 0 or v > INT64_MAX:
             raise InvalidValueError(
                 f"{what}: time coordinates must be non-negative int64 values, got {time!r}"
             )

@@ -45,6 +45,7 @@ from ddflow.aggregates import max as agg_max
 from ddflow.aggregates import min as agg_min
 from ddflow.builder import Node, PlanBuilder
 from ddflow.callbacks import ReduceBatch
+from ddflow.dtypes import INT64_MAX
 from ddflow.errors import PlanError
 from ddflow.event_time import (
     Span,
@@ -372,7 +373,7 @@ def _session_of(
        ``gap``), so its session starts where it starts.
     """
     builder, label = steps.builder, steps.label
-    width = gap * SESSION_BUCKET_GAPS if gap <= _INT64_MAX // SESSION_BUCKET_GAPS else gap
+    width = gap * SESSION_BUCKET_GAPS if gap <= INT64_MAX // SESSION_BUCKET_GAPS else gap
     bucket, first, last, edge, merged = (
         fresh_name(n, taken) for n in ("__bucket", "__run", "__run_last", "__edge", "__merged")
     )
@@ -387,9 +388,6 @@ def _session_of(
     on = [*keys, first]
     mapped = outer_join(builder, "left", each, sessions, on, None, None, None, label, True)
     return steps.select(mapped, {**own, et: col(et), start: coalesce(col(merged), col(first))})
-
-
-_INT64_MAX = 2**63 - 1
 
 
 def _owners(batch: ReduceBatch, column: str) -> tuple[npt.NDArray[Any], ...]:

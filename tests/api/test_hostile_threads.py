@@ -219,29 +219,66 @@ def test_interrupts_deferred_raises_after_the_block() -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_pyo3_already_borrowed_becomes_a_reentrancy_error(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("method", "call"),
+    [
+        ("step", "step"),
+        ("run_until", "run_until"),
+        ("advance_input", "advance_to"),
+        ("push_int_rows", "advance_to"),
+    ],
+)
+def test_pyo3_already_borrowed_becomes_a_reentrancy_error(
+    monkeypatch: pytest.MonkeyPatch, method: str, call: str
+) -> None:
     """Every engine call holds the gate, so the native engine is never entered twice; were it
-    (a call the gate does not know of), PyO3's bare "Already borrowed" is a ddflow error."""
+    (a call the gate does not know of), PyO3's bare "Already borrowed" is a ddflow error,
+    also from the calls that skip the gated wrapper because they hold the gate already
+    (``run_until``, and ``advance_to``'s hand-off and advance on int times)."""
     native = dd.Dataflow.engine_factory
+    armed = {"on": False}
 
     class Busy:
         def __init__(self, engine: Any) -> None:
             self._engine = engine
 
         def __getattr__(self, name: str) -> Any:
-            return getattr(self._engine, name)
+            attr = getattr(self._engine, name)
+            if name != method:
+                return attr
 
-        def step(self) -> bool:
-            raise RuntimeError("Already borrowed")
+            def busy(*args: Any) -> Any:
+                if armed["on"]:
+                    raise RuntimeError("Already borrowed")
+                return attr(*args)
+
+            return busy
 
     monkeypatch.setattr(dd.Dataflow, "engine_factory", staticmethod(lambda *a: Busy(native(*a))))
     flow = dd.Dataflow()
     inp, c = flow.new_input(("x",))
-    c.capture()
+    cap = c.capture()
     inp.update_at((1,), 0)
-    with pytest.raises(dd.ReentrancyError, match=r"engine.step: the engine is busy") as info:
-        flow.step()
+    inp.advance_to(1)  # the input is started: advance_to takes its fast path from now on
+    flow.run_until(1)
+    inp.update_at((2,), 1)
+    armed["on"] = True
+    with pytest.raises(dd.ReentrancyError, match=rf"engine.{method}: the engine is busy") as info:
+        if call == "step":
+            flow.step()
+        elif call == "run_until":
+            inp.advance_to(2)
+            flow.run_until(2)
+        else:
+            inp.advance_to(2)
     assert isinstance(info.value.__cause__, RuntimeError)
+    armed["on"] = False
+    inp.advance_to(2)
+    flow.run_until(2)
+    assert cap.updates().to_pylist() == [
+        {"x": 1, "time": 0, "diff": 1},
+        {"x": 2, "time": 1, "diff": 1},
+    ]
 
 
 def test_two_dataflows_sharing_an_engine_take_turns_across_threads() -> None:
