@@ -326,7 +326,8 @@ class Dataflow:
                 native = type(self).engine_factory(plan_json, self.workers, self.builder.functions)
                 if self.memory_limit != default_memory_limit():
                     native.set_memory_limit(self.memory_limit)
-                if self.persistence is not None:
+                if self.persistence is not None and self.persistence.local:
+                    # On an object store, spill stays on local disk (the engine's default).
                     native.set_spill_dir(os.path.join(self.persistence.path, "spill"))
                 self._engine_obj = cast(Engine, GatedEngine(native, self._gate))
                 if not self._log:

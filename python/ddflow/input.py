@@ -229,6 +229,21 @@ class InputSession:
         if self._closed:
             raise DdflowError(f"{self._what()} is closed; it accepts no more updates")
 
+    def _take_gate(self) -> RLock:
+        """Takes the engine's gate for a short path and returns its lock, which the caller
+        releases: ``EngineGate.wait`` with the uncontended case first (a user function of
+        the engine's own run gets ``ReentrancyError``, holding nothing)."""
+        lock = self._lock
+        if not lock.acquire(False):  # positional: a keyword costs ~2x here
+            self.flow.gate.wait()
+        if self._gate.running is not None:
+            try:
+                self._gate.check_idle()
+            except BaseException:
+                lock.release()
+                raise
+        return lock
+
     # -- single records -----------------------------------------------------------------------
 
     def update_at(self, record: Any, time: Time, diff: int = 1) -> None:
@@ -238,12 +253,8 @@ class InputSession:
         if self._fast is not None:
             # The buffer is shared with other threads and the engine's hand-off: the checks
             # (the frontier) and the appends happen under the engine's gate.
-            lock = self._lock
-            if not lock.acquire(False):  # positional: a keyword costs ~2x here
-                self.flow.gate.wait()
+            lock = self._take_gate()
             try:
-                if self._gate.running is not None:
-                    self._gate.check_idle()
                 fast = self._fast
                 if (
                     fast is not None
@@ -447,12 +458,8 @@ class InputSession:
         if self._fast is not None and type(columns) is dict and self._fast_ints:
             # A started input of int64 columns given int64 numpy columns: the short path
             # below; anything else (and every error) goes the general way.
-            lock = self._lock
-            if not lock.acquire(False):
-                self.flow.gate.wait()
+            lock = self._take_gate()
             try:
-                if self._gate.running is not None:
-                    self._gate.check_idle()
                 if self._batch_of_ints(columns, times, diffs):
                     return
             finally:
@@ -709,12 +716,8 @@ class InputSession:
             # Int times on a started input (the fast path of ``update_at``): the check, the
             # hand-off of the buffer and the advance under one hold of the gate. Anything
             # else, and every error, takes the general path below.
-            lock = self._lock
-            if not lock.acquire(False):
-                self.flow.gate.wait()
+            lock = self._take_gate()
             try:
-                if self._gate.running is not None:
-                    self._gate.check_idle()
                 frontier = self._frontier_int
                 if self._fast is not None and frontier is not None and frontier <= time:
                     if time <= INT64_MAX:

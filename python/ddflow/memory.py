@@ -16,10 +16,10 @@ resident memory beyond it grew by 2 MB; the run loop checks again after each tic
 
 Past 70% of the limit an engine spills cold trace batches (the largest traces' batches that
 no merge is reading) to files it maps back read-only, until its heap is back near 50% of the
-limit: the persistence path's ``spill/`` when the dataflow persists, else ``DDFLOW_SPILL_DIR``,
-else the system's temporary directory. Each file is unlinked as soon as it is mapped, so
-nothing is left on disk after the dataflow ends or crashes; mapped pages are page cache the
-system can drop, not heap (:func:`spilled_bytes_total`).
+limit: the persistence path's ``spill/`` when the dataflow persists to a local directory, else
+``DDFLOW_SPILL_DIR``, else the system's temporary directory. Each file is unlinked as soon as
+it is mapped, so nothing is left on disk after the dataflow ends or crashes; mapped pages are
+page cache the system can drop, not heap (:func:`spilled_bytes_total`).
 
 String values live once each in a process-wide interner; strings no live dataflow, capture
 or kernel trace holds are freed by collections that run as the interner grows

@@ -37,7 +37,7 @@ def write_inputs(directory: Path, files: int, rows: int, seed: int) -> None:
         (directory / f"part-{i:04d}.csv").write_text("\n".join(lines) + "\n")
 
 
-def pipeline_command(source: Path, out: Path, state: Path | None) -> list[str]:
+def pipeline_command(source: Path, out: Path, state: Path | str | None) -> list[str]:
     """The command running the file pipeline (``state`` None: without persistence)."""
     return [
         sys.executable,

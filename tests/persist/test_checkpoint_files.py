@@ -99,16 +99,6 @@ def test_bad_intervals_are_refused(tmp_path: Path, interval: object) -> None:
         dd.Persistence(tmp_path, interval=interval)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("uri", ["s3://bucket/state", "gs://b/s", "file:///tmp/state"])
-def test_uri_paths_are_refused_before_anything_is_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uri: str
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(dd.PlanError, match="local directory"):
-        dd.Persistence(uri)
-    assert list(tmp_path.iterdir()) == []
-
-
 def test_intervals_read_as_seconds(tmp_path: Path) -> None:
     assert dd.Persistence(tmp_path, "500ms").seconds == 0.5
     assert dd.Persistence(tmp_path, "2m").seconds == 120

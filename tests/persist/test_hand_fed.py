@@ -36,8 +36,12 @@ History = dict[int, tuple[list[Update], list[Update]]]
 class Program:
     """Two inputs fed by hand into a join and an aggregate, captured."""
 
-    def __init__(self, state: Path | None, interval: str = "1h") -> None:
-        persistence = None if state is None else dd.Persistence(state, interval=interval)
+    def __init__(
+        self, state: Path | str | None, interval: str = "1h", filesystem: Any = None
+    ) -> None:
+        persistence = (
+            None if state is None else dd.Persistence(state, interval, filesystem=filesystem)
+        )
         self.flow = dd.Dataflow(persistence=persistence, log=False)
         self.a_in, a = self.flow.new_input({"k": "int64", "v": "int64"}, name="a")
         self.b_in, b = self.flow.new_input({"k": "int64", "w": "int64"}, name="b")

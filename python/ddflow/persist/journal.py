@@ -1,6 +1,9 @@
-"""A persistent dataflow's directory: its manifest, the log of ticks, and input snapshots.
+"""A persistent dataflow's checkpoint: its manifest, the log of ticks, and input snapshots.
 
-Layout (every file a checksummed :mod:`segment <ddflow.persist.segment>`)::
+The files live in a :mod:`store <ddflow.persist.store>`: a local directory, or a prefix of an
+object store (``s3://bucket/prefix``), where the log is an object per flush instead of a file
+appended to, and every other file is written whole once. Layout (every file a checksummed
+:mod:`segment <ddflow.persist.segment>`)::
 
     <path>/manifest-00000003.seg      the latest checkpoint: plan, snapshots, last tick
     <path>/snap-00000003-0000.seg     a layer of source 0's input: the ticks compacted by
@@ -21,8 +24,10 @@ record damaged anywhere else is a :class:`~ddflow.errors.CorruptCheckpointError`
 
 Every ``interval`` a checkpoint compacts the ticks since the last one into a new snapshot
 layer per input (merging an input's layers into one once it has ``MAX_LAYERS``), then
-writes the next manifest, and only then deletes what it replaces: a crash at
-any point leaves a manifest whose files are all there.
+writes the next manifest (a new name, never overwritten), and only then deletes what it
+replaces: a crash at any point leaves a manifest whose files are all there. Opening deletes
+what a checkpoint a crash cut short left (snapshot layers the newest manifest does not name,
+older manifests).
 
 A directory belongs to one plan: the manifest stores the plan (without operator labels,
 which name source lines) and a different plan is refused naming the first node that differs.
@@ -36,22 +41,16 @@ import re
 import time
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
+
+import pyarrow.fs as pafs
 
 from ddflow.errors import PersistenceError, PlanError
 from ddflow.persist.compact import advance, compact
 from ddflow.persist.hand import Frontier, HandBatch, HandRecord, snapshot_of
 from ddflow.persist.records import Snapshot, Tick
-from ddflow.persist.segment import (
-    Segment,
-    TruncatedSegment,
-    decode_at,
-    encode,
-    read_segment,
-    sync_dir,
-    write_segment,
-)
+from ddflow.persist.segment import Segment, TruncatedSegment, decode, decode_at, encode
+from ddflow.persist.store import Store, is_uri, open_store
 
 __all__ = ["Journal", "Persistence", "Restored"]
 
@@ -87,22 +86,34 @@ def _seconds(interval: float | str) -> float:
 class Persistence:
     """Where and how often a dataflow checkpoints (``dd.Dataflow(persistence=...)``).
 
-    ``path``: a local directory (created if missing). ``interval``: how often the log is
-    compacted into a checkpoint, as seconds or text (``"10s"``, ``"500ms"``, ``"2m"``);
-    every tick is logged durably whatever the interval.
+    ``path``: a local directory (created if missing), or an object store's URI
+    (``s3://bucket/prefix``; the bucket must exist) whose credentials and endpoint
+    ``pyarrow.fs`` takes from the standard AWS environment variables or the URI's query.
+    ``filesystem``: a ``pyarrow.fs.FileSystem`` the program built (an ``S3FileSystem`` with
+    its endpoint and keys), ``path`` then being a path in it (``bucket/prefix``; a scheme
+    in front is dropped). ``interval``: how often the log is compacted into a checkpoint,
+    as seconds or text (``"10s"``, ``"500ms"``, ``"2m"``); every tick is logged durably
+    whatever the interval.
     """
 
     path: str | os.PathLike[str]
     interval: float | str = "10s"
+    filesystem: pafs.FileSystem | None = None
 
     def __post_init__(self) -> None:
         _seconds(self.interval)
-        scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]+)://", os.fspath(self.path))
-        if scheme is not None:
+        if self.filesystem is not None and not isinstance(self.filesystem, pafs.FileSystem):
             raise PlanError(
-                f"Persistence: {os.fspath(self.path)!r} is a {scheme.group(1)}:// URI; give "
-                "a local directory path (object stores are not supported yet)"
+                f"Persistence: filesystem must be a pyarrow.fs.FileSystem, got "
+                f"{self.filesystem!r}"
             )
+
+    @property
+    def local(self) -> bool:
+        """Whether the checkpoint is in a local directory (not an object store)."""
+        if self.filesystem is not None:
+            return isinstance(self.filesystem, pafs.LocalFileSystem)
+        return not is_uri(os.fspath(self.path))
 
     @property
     def seconds(self) -> float:
@@ -156,9 +167,8 @@ class Journal:
 
     def __init__(self, config: Persistence, plan: dict[str, Any], sources: int, hands: int = 0):
         self.config = config
-        self.root = Path(config.path)
-        self.log_dir = self.root / "log"
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.store: Store = open_store(os.fspath(config.path), config.filesystem)
+        self.root = self.store.where
         self.sources = sources
         """How many sources the dataflow has (in attach order)."""
         self.hands = hands
@@ -167,7 +177,7 @@ class Journal:
         self.last_checkpoint = time.monotonic()
         self.bytes_written = 0
         """Bytes of log, snapshot and manifest files written by this process."""
-        names = [f.name for f in self.root.iterdir()]
+        names = self.store.names()
         numbers = sorted(int(m.group(1)) for n in names if (m := MANIFEST_FILE.fullmatch(n)))
         if not numbers and any(SPARK_STATE_MANIFEST_FILE.fullmatch(n) for n in names):
             raise PersistenceError(
@@ -175,7 +185,6 @@ class Journal:
                 "checkpoint of an embedded dataflow: the two keep different things (see the "
                 "persistence docs). Use another directory for dd.Persistence"
             )
-        self.log_dir.mkdir(exist_ok=True)
         if not numbers:
             self.manifest: dict[str, Any] = {
                 "kind": "manifest",
@@ -190,17 +199,19 @@ class Journal:
             }
             self._write_manifest()
         else:
-            path = self._manifest_path(numbers[-1])
-            self.manifest = read_segment(path).header
+            self.manifest = self._read(self._manifest_name(numbers[-1])).header
             if self.manifest.get("plan") != self.plan:
                 raise PersistenceError(
                     f"{self.root} holds the checkpoint of another plan: "
                     f"{_first_difference(self.manifest['plan'], self.plan)}. Use a new "
                     "directory, or delete this one to start over (see the persistence docs)"
                 )
+            self._clean(names, numbers)
         self.next_seq = self.manifest["log_after"] + 1
-        self._log: BinaryIO | None = None
-        """The log file ticks are appended to (a new one after each checkpoint)."""
+        self._unsynced: list[bytes] = []
+        """Records written since the last flush, as bytes (logged together by :meth:`_sync`)."""
+        self._unsynced_first = self.next_seq
+        """The sequence number of the first of :attr:`_unsynced`."""
         self.pending: list[Tick | HandRecord] = []
         """The records logged since the last checkpoint (what the next one compacts)."""
         self.hand_frontiers: list[Frontier] = [0] * hands
@@ -212,15 +223,30 @@ class Journal:
         self.unlogged: list[HandBatch] = []
         """Batches fed by hand and not logged yet."""
 
-    def _manifest_path(self, number: int) -> Path:
-        return self.root / f"manifest-{number:08d}.seg"
+    @staticmethod
+    def _manifest_name(number: int) -> str:
+        return f"manifest-{number:08d}.seg"
 
-    def _log_path(self, first: int) -> Path:
-        return self.log_dir / f"{first:020d}.log"
+    def _read(self, name: str) -> Segment:
+        """The segment stored in file ``name``, checked (see :func:`decode`)."""
+        return decode(self.store.read(name), f"{self.root}/{name}")
+
+    def _write_segment(self, name: str, segment: Segment) -> None:
+        data = encode(segment)
+        self.store.write(name, data)
+        self.bytes_written += len(data)
 
     def _write_manifest(self) -> None:
-        path = self._manifest_path(self.manifest["number"])
-        self.bytes_written += write_segment(path, Segment(self.manifest))
+        self._write_segment(self._manifest_name(self.manifest["number"]), Segment(self.manifest))
+
+    def _clean(self, names: list[str], numbers: list[int]) -> None:
+        """Deletes what a checkpoint a crash interrupted left: snapshot layers the manifest
+        does not name (written for a manifest never written) and earlier manifests."""
+        named = set(self.manifest["snapshots"])
+        stale = [n for n in names if n.startswith("snap-") and n not in named]
+        stale += [self._manifest_name(n) for n in numbers[:-1]]
+        if stale:
+            self.store.delete(stale)
 
     # -- restart ------------------------------------------------------------------------------
 
@@ -229,11 +255,8 @@ class Journal:
         advanced to the last checkpoint's frontier (:func:`~ddflow.persist.compact.advance`),
         the ticks logged after it keep theirs (their outputs may not have been delivered)."""
         since = self.manifest["since"]
-        snapshots = [
-            advance(Snapshot.of(read_segment(self.root / n)), since)
-            for n in self.manifest["snapshots"]
-        ]
-        logs = sorted(f for f in self.log_dir.iterdir() if _LOG.fullmatch(f.name))
+        snapshots = [advance(Snapshot.of(self._read(n)), since) for n in self.manifest["snapshots"]]
+        logs = sorted(f"log/{n}" for n in self.store.names("log") if _LOG.fullmatch(n))
         entries: list[Tick | HandRecord] = []
         expected = self.manifest["log_after"] + 1
         for i, path in enumerate(logs):
@@ -242,12 +265,14 @@ class Journal:
                     continue  # compacted into the snapshots; a crash came before deletion
                 if entry.seq != expected:
                     raise PersistenceError(
-                        f"{path}: tick {expected} is missing before tick {entry.seq}; the "
+                        f"{self.root}/{path}: tick {expected} is missing before tick "
+                        f"{entry.seq}; the "
                         "log cannot be replayed"
                     )
                 entries.append(entry)
                 expected += 1
         self.next_seq = expected
+        self._unsynced_first = expected
         self.pending = list(entries)
         ticks = [e for e in entries if isinstance(e, Tick)]
         offsets = ticks[-1].offsets if ticks else self.manifest["offsets"]
@@ -285,25 +310,24 @@ class Journal:
             list(self.hand_dtypes),
         )
 
-    def _read_log(self, path: Path, last: bool) -> list[Tick | HandRecord]:
+    def _read_log(self, name: str, last: bool) -> list[Tick | HandRecord]:
         """The ticks of one log file. The last file may end in a record a crash cut
-        short: it is cut off the file (never replayed) with a warning."""
-        data = path.read_bytes()
+        short: it is cut off the file (never replayed) with a warning. (An object store's
+        log objects are each written whole: one cut short is damage, not a crash.)"""
+        data = self.store.read(name)
         ticks: list[Tick | HandRecord] = []
         at = 0
         while at < len(data):
             try:
-                segment, at = decode_at(data, at, str(path))
+                segment, at = decode_at(data, at, f"{self.root}/{name}")
             except TruncatedSegment as exc:
-                if not last:
+                if not last or not self.store.appends:
                     raise
                 warnings.warn(
                     f"ddflow: {exc.args[0]} (the tick a crash interrupted; dropped)",
                     stacklevel=2,
                 )
-                with open(path, "rb+") as f:
-                    f.truncate(at)
-                    os.fsync(f.fileno())
+                self.store.truncate(name, at)
                 break
             kind = segment.header.get("kind")
             ticks.append(HandRecord.of(segment) if kind == "hand" else Tick.of(segment))
@@ -372,34 +396,25 @@ class Journal:
         return True
 
     def _write(self, record: Tick | HandRecord) -> None:
-        """Appends a record to the log (flushed to disk by :meth:`_sync`)."""
+        """Adds a record to the log (logged durably by :meth:`_sync`)."""
         record.seq = self.next_seq
         self.pending.append(record)
-        if self._log is None:
-            path = self._log_path(record.seq)
-            self._log = open(path, "ab")  # noqa: SIM115 (open until the next checkpoint)
-            sync_dir(self.log_dir)
+        if not self._unsynced:
+            self._unsynced_first = record.seq
         data = encode(record.segment())
-        self._log.write(data)
+        self._unsynced.append(data)
         self.bytes_written += len(data)
         self.next_seq += 1
 
     def _sync(self) -> None:
-        assert self._log is not None
-        self._log.flush()
-        os.fsync(self._log.fileno())
+        """Logs the records written since the last flush durably, together."""
+        assert self._unsynced
+        self.store.append_log(self._unsynced_first, b"".join(self._unsynced))
+        self._unsynced = []
 
     def close(self) -> None:
         """Closes the log file being appended to."""
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def __del__(self) -> None:
-        # A dataflow fed by hand has no end that would close the log: it goes with it.
-        log = getattr(self, "_log", None)
-        if log is not None:
-            log.close()
+        self.store.end_log()
 
     def due(self) -> bool:
         """Whether a checkpoint is due (``interval`` since the last one)."""
@@ -433,7 +448,7 @@ class Journal:
         for source in range(self.sources + self.hands):
             names = layers.get(source, [])
             merge = len(names) >= MAX_LAYERS
-            earlier = [Snapshot.of(read_segment(self.root / n)) for n in names] if merge else []
+            earlier = [Snapshot.of(self._read(n)) for n in names] if merge else []
             if source < self.sources:
                 snapshot = compact(source, earlier, ticks, frontier)
             else:
@@ -443,7 +458,7 @@ class Journal:
             kept = [] if merge else names
             if snapshot is not None:
                 name = f"snap-{number:08d}-{source:04d}.seg"
-                self.bytes_written += write_segment(self.root / name, snapshot.segment())
+                self._write_segment(name, snapshot.segment())
                 kept.append(name)
                 written.append(name)
             layers[source] = kept
@@ -461,15 +476,10 @@ class Journal:
         self.hand_logged = now
         self._write_manifest()
         self.pending = []
-        for log in self.log_dir.iterdir():
-            if _LOG.fullmatch(log.name):
-                log.unlink()
-        for name in old_manifest["snapshots"]:
-            if name not in self.manifest["snapshots"]:
-                (self.root / name).unlink(missing_ok=True)
-        self._manifest_path(old_manifest["number"]).unlink(missing_ok=True)
-        sync_dir(self.root)
-        sync_dir(self.log_dir)
+        stale = [f"log/{n}" for n in self.store.names("log") if _LOG.fullmatch(n)]
+        stale += [n for n in old_manifest["snapshots"] if n not in self.manifest["snapshots"]]
+        stale.append(self._manifest_name(old_manifest["number"]))
+        self.store.delete(stale)
 
 
 def _past(frontier: Frontier, target: int) -> Frontier:

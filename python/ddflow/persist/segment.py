@@ -13,20 +13,17 @@ manifest) is one *segment*::
 
 A reader checks the magic, the version, both checksums and every length before it uses a
 byte: a truncated or altered file is a :class:`~ddflow.errors.CorruptCheckpointError`
-naming the file, never loaded. A file is written under a hidden temporary name in its
-directory, flushed to disk (``fsync``), renamed into place, and the directory is flushed
-too: after a crash the file is either whole or absent.
+naming the file, never loaded. How a file is written whole and durably (after a crash it is
+either whole or absent) is its store's part (:mod:`ddflow.persist.store`).
 """
 
 from __future__ import annotations
 
 import io
 import json
-import os
 import struct
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -39,10 +36,8 @@ __all__ = [
     "Segment",
     "TruncatedSegment",
     "decode_at",
+    "decode",
     "encode",
-    "read_segment",
-    "sync_dir",
-    "write_segment",
 ]
 
 MAGIC = b"DDFLOWSEG"
@@ -151,34 +146,3 @@ def decode(data: bytes, where: str) -> Segment:
             "loaded"
         )
     return segment
-
-
-def sync_dir(path: Path) -> None:
-    """Flushes a directory's entries (a rename in it) to disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_segment(path: Path, segment: Segment) -> int:
-    """Writes ``segment`` to ``path`` atomically and durably; returns its size in bytes."""
-    data = encode(segment)
-    temp = path.with_name(f".{path.name}.tmp")
-    with open(temp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temp, path)
-    sync_dir(path.parent)
-    return len(data)
-
-
-def read_segment(path: Path) -> Segment:
-    """The segment stored at ``path``, checked (see :func:`decode`)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise PersistenceError(f"checkpoint file {path}: {exc}") from exc
-    return decode(data, str(path))

@@ -3,7 +3,8 @@
 //! handles hold that back for readers outside the engine (see "Arrangements" and "Trace
 //! handles" in `ENGINE.md`).
 
-use super::plan::Op;
+use super::plan::{Op, Plan};
+use super::worker::Worker;
 use super::Engine;
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Time};
@@ -13,67 +14,83 @@ use smallvec::SmallVec;
 /// (so that the history it held back is compacted without waiting for new batches).
 const IDLE_MERGE_FUEL: usize = 1 << 20;
 
-impl Engine {
-    /// Lets the traces a node reads compact up to the frontier of its last activation.
-    pub(super) fn compact(&mut self, w: usize, node: usize, _f_in: &Antichain<Time>) {
-        let spec = &self.plan.nodes[node];
-        if matches!(spec.op, Op::ImportTrace { .. }) {
-            self.compact_reduce_outputs(w, node);
-            return;
+/// What compaction reads besides the worker: the plan, who consumes each node, and the
+/// open trace handles.
+pub(super) struct CompactCtx<'a> {
+    pub plan: &'a Plan,
+    pub consumers: &'a [Vec<(usize, usize)>],
+    pub handles: &'a [Option<(usize, Antichain<Time>)>],
+}
+
+/// Lets the traces `node` reads on worker `wk` compact up to the frontier of its last
+/// activation. `idle`: whether the trace owes idle merge work (a handle on it moved or was
+/// released); returns whether it still does. Touches only `wk`, so each worker compacts in
+/// the thread that ran its activation.
+pub(super) fn compact_worker(
+    cx: &CompactCtx<'_>,
+    wk: &mut Worker,
+    node: usize,
+    idle: bool,
+) -> bool {
+    let spec = &cx.plan.nodes[node];
+    if matches!(spec.op, Op::ImportTrace { .. }) {
+        compact_reduce_outputs(cx, wk, node);
+        return idle;
+    }
+    if !matches!(spec.op, Op::Arrange { .. }) {
+        return idle;
+    }
+    // The trace of an arrange node is read by its consumers (directly or entered into
+    // scopes); compact it to the meet of their last activation frontiers, projected to
+    // the arrange node's scope (iteration coordinates zeroed).
+    let depth_coord = cx.plan.time_dims + cx.plan.scopes[spec.scope].depth;
+    let mut f = Antichain::new();
+    let mut stack: SmallVec<[usize; 8]> = cx.consumers[node].iter().map(|c| c.0).collect();
+    while let Some(c) = stack.pop() {
+        if matches!(
+            cx.plan.nodes[c].op,
+            Op::EnterArrangement | Op::ImportTrace { .. }
+        ) {
+            stack.extend(cx.consumers[c].iter().map(|x| x.0));
+            continue;
         }
-        if !matches!(spec.op, Op::Arrange { .. }) {
-            return;
-        }
-        // The trace of an arrange node is read by its consumers (directly or entered into
-        // scopes); compact it to the meet of their last activation frontiers, projected to
-        // the arrange node's scope (iteration coordinates zeroed).
-        let depth_coord = self.plan.time_dims + self.plan.scopes[spec.scope].depth;
-        let mut f = Antichain::new();
-        let mut stack: SmallVec<[usize; 8]> = self.consumers[node].iter().map(|c| c.0).collect();
-        let wk = &self.workers[w];
-        while let Some(c) = stack.pop() {
-            if matches!(
-                self.plan.nodes[c].op,
-                Op::EnterArrangement | Op::ImportTrace { .. }
-            ) {
-                stack.extend(self.consumers[c].iter().map(|x| x.0));
-                continue;
+        for t in wk.last_frontier[c].elements() {
+            let mut t = *t;
+            for k in depth_coord..crate::lattice::MAX_DIMS {
+                t.0[k] = 0;
             }
-            for t in wk.last_frontier[c].elements() {
-                let mut t = *t;
-                for k in depth_coord..crate::lattice::MAX_DIMS {
-                    t.0[k] = 0;
-                }
-                f.insert(t);
-            }
+            f.insert(t);
         }
-        // Never compact past what this node itself may still add, nor past a trace handle.
-        for t in wk.last_frontier[node].elements() {
+    }
+    // Never compact past what this node itself may still add, nor past a trace handle.
+    for t in wk.last_frontier[node].elements() {
+        f.insert(*t);
+    }
+    for (_, hf) in cx.handles.iter().flatten().filter(|(n, _)| *n == node) {
+        for t in hf.elements() {
             f.insert(*t);
         }
-        for (_, hf) in self.handles.iter().flatten().filter(|(n, _)| *n == node) {
-            for t in hf.elements() {
-                f.insert(*t);
-            }
-        }
-        if let Some(tr) = self.workers[w].traces[node].as_mut() {
-            tr.set_compaction(&f);
-            if self.idle_merges.contains(&(w, node)) && !tr.exert(IDLE_MERGE_FUEL) {
-                self.idle_merges.remove(&(w, node));
-            }
-        }
-        self.compact_reduce_outputs(w, node);
     }
-
-    /// The output traces of `node`'s consumers (`reduce`) compact to each consumer's own
-    /// last frontier ([`super::operators::Operator::compact_output`]).
-    pub(super) fn compact_reduce_outputs(&mut self, w: usize, node: usize) {
-        let worker = &mut self.workers[w];
-        for &(c, _) in &self.consumers[node] {
-            worker.ops[c].compact_output(&worker.last_frontier[c]);
+    let mut still_idle = idle;
+    if let Some(tr) = wk.traces[node].as_mut() {
+        tr.set_compaction(&f);
+        if idle && !tr.exert(IDLE_MERGE_FUEL) {
+            still_idle = false;
         }
     }
+    compact_reduce_outputs(cx, wk, node);
+    still_idle
+}
 
+/// The output traces of `node`'s consumers (`reduce`) compact to each consumer's own last
+/// frontier ([`super::operators::Operator::compact_output`]).
+fn compact_reduce_outputs(cx: &CompactCtx<'_>, wk: &mut Worker, node: usize) {
+    for &(c, _) in &cx.consumers[node] {
+        wk.ops[c].compact_output(&wk.last_frontier[c]);
+    }
+}
+
+impl Engine {
     /// A handle on the trace of top-level arrangement `node`: compaction stops at its
     /// frontier (initially the least time) until it moves or is released.
     pub fn trace_handle(&mut self, node: usize) -> Result<usize> {

@@ -2,12 +2,14 @@
 //! `run*` loops repeat passes until a time is reached, the inputs are exhausted, or nothing
 //! moves (see "Scheduling: passes" in `ENGINE.md`).
 
+use super::compaction::{compact_worker, CompactCtx};
 use super::plan::Op;
 use super::worker::{PassCtx, Worker};
 use super::{exchange, progress, Engine};
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, PartialOrder, Time};
 use rayon::prelude::*;
+use smallvec::SmallVec;
 
 /// Below this many input updates (summed over workers) a node runs on the workers one after
 /// the other: a fork-join across threads costs more than it saves. Measured with
@@ -20,6 +22,15 @@ const PARALLEL_MIN_UPDATES: usize = 512;
 /// (weight 1 / 4 / 8): 1k/2k batches of 10: 14.4k / 13.9k / 13.2k; batches of 1,000:
 /// 34.4k / 35.4k / 36.6k; 100k/1M batches of 1,000: 67.3k / 73.0k / 73.3k (two runs each).
 const REDUCE_LOAD_WEIGHT: usize = 4;
+
+/// What one worker's activation of a node did.
+#[derive(Default)]
+struct Ran {
+    /// Work done (see [`Worker::activate`]).
+    did: bool,
+    /// The trace's idle merge work (after a trace handle moved) is finished.
+    idle_done: bool,
+}
 
 impl Engine {
     /// Runs one scheduling pass. Returns whether anything happened (work done or frontiers
@@ -72,6 +83,8 @@ impl Engine {
                 workers,
                 dtype_links,
                 memory_limit,
+                handles,
+                idle_merges,
                 ..
             } = self;
             let ctx = PassCtx {
@@ -89,38 +102,51 @@ impl Engine {
                 super::plan::Op::Reduce { .. } => REDUCE_LOAD_WEIGHT,
                 _ => 1,
             };
-            let run_one = |w: &mut Worker| -> Result<(bool, bool)> {
-                if w.should_run(plan, trace_of, node, &f_in) {
-                    Ok((true, w.activate(&ctx, node, &f_in)?))
-                } else {
-                    Ok((false, false))
-                }
+            let compact_cx = CompactCtx {
+                plan,
+                consumers,
+                handles,
             };
-            if let [only] = workers.as_mut_slice() {
-                // One worker: no load to weigh and no results to collect (a pass visits
-                // every node, so this is paid per node per pass).
-                let (ran, did) = run_one(only).map_err(|e| self.stop_on_memory_limit(e))?;
-                progressed |= did;
-                if ran {
-                    self.compact(0, node, &f_in);
+            let idle_merges = &*idle_merges;
+            // Each worker's activation is followed by the compaction of the traces it reads,
+            // in the same thread (both touch that worker alone).
+            let run_one = |w: &mut Worker| -> Result<Ran> {
+                if !w.should_run(plan, trace_of, node, &f_in) {
+                    return Ok(Ran::default());
                 }
+                let did = w.activate(&ctx, node, &f_in)?;
+                let idle = idle_merges.contains(&(w.index, node));
+                let still_idle = compact_worker(&compact_cx, w, node, idle);
+                Ok(Ran {
+                    did,
+                    idle_done: idle && !still_idle,
+                })
+            };
+            let results: SmallVec<[Result<Ran>; 2]> = if let [only] = workers.as_mut_slice() {
+                // One worker: no load to weigh (a pass visits every node, so this is paid
+                // per node per pass).
+                std::iter::once(run_one(only)).collect()
             } else {
                 let load: usize = workers
                     .iter()
                     .map(|w| w.input_len(plan, trace_of, node))
                     .sum::<usize>()
                     * weight;
-                let results: Vec<Result<(bool, bool)>> = if load >= PARALLEL_MIN_UPDATES {
-                    workers.par_iter_mut().map(run_one).collect()
+                if load >= PARALLEL_MIN_UPDATES {
+                    workers
+                        .par_iter_mut()
+                        .map(run_one)
+                        .collect::<Vec<_>>()
+                        .into()
                 } else {
                     workers.iter_mut().map(run_one).collect()
-                };
-                for (w, r) in results.into_iter().enumerate() {
-                    let (ran, did) = r.map_err(|e| self.stop_on_memory_limit(e))?;
-                    progressed |= did;
-                    if ran {
-                        self.compact(w, node, &f_in);
-                    }
+                }
+            };
+            for (w, r) in results.into_iter().enumerate() {
+                let ran = r.map_err(|e| self.stop_on_memory_limit(e))?;
+                progressed |= ran.did;
+                if ran.idle_done {
+                    self.idle_merges.remove(&(w, node));
                 }
             }
             if self.workers.len() > 1 {
@@ -174,6 +200,10 @@ impl Engine {
     /// Like [`Engine::run_until`], but returns after at most `max_passes` passes; returns
     /// whether `t` was reached (callers check for interrupts between calls).
     pub fn run_until_bounded(&mut self, t: Time, max_passes: usize) -> Result<bool> {
+        self.in_pool(|e| e.run_until_passes(t, max_passes))
+    }
+
+    fn run_until_passes(&mut self, t: Time, max_passes: usize) -> Result<bool> {
         for _ in 0..max_passes {
             let progressed = self.step()?;
             if self.reached(&t) {
@@ -207,6 +237,10 @@ impl Engine {
     /// Like [`Engine::run`], but returns after at most `max_passes` passes; returns whether
     /// everything is done.
     pub fn run_bounded(&mut self, max_passes: usize) -> Result<bool> {
+        self.in_pool(|e| e.run_passes(max_passes))
+    }
+
+    fn run_passes(&mut self, max_passes: usize) -> Result<bool> {
         for _ in 0..max_passes {
             let progressed = self.step()?;
             let done = self.inputs.iter().flatten().all(|s| s.closed)
@@ -221,11 +255,27 @@ impl Engine {
 
     /// Runs passes while work remains, at most `max_passes`; returns whether work remains.
     pub fn run_quiescent(&mut self, max_passes: usize) -> Result<bool> {
-        for _ in 0..max_passes {
-            if !self.step()? {
-                return Ok(false);
+        self.in_pool(|e| {
+            for _ in 0..max_passes {
+                if !e.step()? {
+                    return Ok(false);
+                }
             }
+            Ok(true)
+        })
+    }
+
+    /// Runs `f` (a loop of passes) on a thread of the pool the workers' parallel
+    /// activations use, when there are several workers: a parallel activation then runs
+    /// one worker in the thread that drives the pass and hands only the others to the pool,
+    /// where from outside the pool the driving thread hands over all of them and sleeps
+    /// until they are done (one wake-up per activation instead of three). One worker never
+    /// forks, so it runs where it is called.
+    fn in_pool<R: Send>(&mut self, f: impl FnOnce(&mut Engine) -> R + Send) -> R {
+        if self.workers.len() > 1 && rayon::current_thread_index().is_none() {
+            rayon::scope(|_| f(self))
+        } else {
+            f(self)
         }
-        Ok(true)
     }
 }

@@ -23,6 +23,11 @@ pub const CONSOLIDATE_AT: usize = 1 << 16;
 #[derive(Default)]
 pub struct Buffer {
     msgs: Vec<Msg>,
+    /// The least times of each message (`lowers[i]` for `msgs[i]`): what [`Buffer::held`]
+    /// reports and what tells [`Buffer::extract_complete`] that a message holds nothing
+    /// complete, without reading its updates again (both run every pass, while the
+    /// updates may wait for many).
+    lowers: Vec<Antichain<Time>>,
     /// Updates held.
     len: usize,
     /// Updates held just after the last consolidation.
@@ -40,8 +45,15 @@ impl Buffer {
     pub fn extend(&mut self, msgs: impl IntoIterator<Item = Msg>) {
         for m in msgs {
             self.len += m.upd.len();
+            self.lowers.push(lower_of(&m.upd));
             self.msgs.push(m);
         }
+    }
+
+    /// Appends a message whose least times are known.
+    fn push(&mut self, m: Msg, lower: Antichain<Time>) {
+        self.msgs.push(m);
+        self.lowers.push(lower);
     }
 
     /// Merges the held messages into one, with equal (record, time) updates summed. The
@@ -59,6 +71,7 @@ impl Buffer {
             .max_by_key(|&i| self.msgs[i].upd.len())
             .expect("a message");
         let mut upd = self.msgs.swap_remove(largest).upd;
+        self.lowers.clear();
         let rest: usize = self.msgs.iter().map(|m| m.upd.len()).sum();
         upd.rows.reserve(rest * upd.width);
         upd.times.reserve(rest);
@@ -70,7 +83,8 @@ impl Buffer {
         self.len = upd.len();
         self.consolidated = self.len;
         if !upd.is_empty() {
-            self.msgs.push(Msg { schema, upd });
+            let lower = lower_of(&upd);
+            self.push(Msg { schema, upd }, lower);
         }
         Ok(())
     }
@@ -83,8 +97,8 @@ impl Buffer {
 
     /// Adds the held times to `held`.
     pub fn held(&self, held: &mut Antichain<Time>) {
-        for m in &self.msgs {
-            for t in &m.upd.times {
+        for lower in &self.lowers {
+            for t in lower.elements() {
                 held.insert_ref(t);
             }
         }
@@ -105,8 +119,15 @@ impl Buffer {
 
     fn split_complete(&mut self, frontier: &Antichain<Time>) -> Vec<Msg> {
         let mut ready = Vec::new();
-        let mut keep = Vec::new();
-        for m in self.msgs.drain(..) {
+        let msgs = std::mem::take(&mut self.msgs);
+        let lowers = std::mem::take(&mut self.lowers);
+        for (m, lower) in msgs.into_iter().zip(lowers) {
+            // Every time is at or after one of `lower`'s: if the frontier is at or before
+            // all of those, nothing in the message is complete.
+            if lower.elements().iter().all(|t| frontier.less_equal(t)) {
+                self.push(m, lower);
+                continue;
+            }
             let complete = m
                 .upd
                 .times
@@ -118,7 +139,7 @@ impl Buffer {
                 continue;
             }
             if complete == 0 {
-                keep.push(m);
+                self.push(m, lower);
                 continue;
             }
             let w = m.upd.width;
@@ -141,14 +162,23 @@ impl Buffer {
                 ready.push(r);
             }
             if !k.upd.is_empty() {
-                keep.push(k);
+                let lower = lower_of(&k.upd);
+                self.push(k, lower);
             }
         }
-        self.msgs = keep;
         self.len = self.msgs.iter().map(|m| m.upd.len()).sum();
         self.consolidated = self.consolidated.min(self.len);
         ready
     }
+}
+
+/// The least times of `upd` (an antichain).
+fn lower_of(upd: &Updates) -> Antichain<Time> {
+    let mut lower = Antichain::new();
+    for t in &upd.times {
+        lower.insert_ref(t);
+    }
+    lower
 }
 
 #[cfg(test)]
@@ -217,6 +247,66 @@ mod tests {
                 }
                 prop_assert_eq!(held, want);
                 prop_assert!(buffer.len <= naive.len());
+            }
+        }
+    }
+
+    fn msg_2d(rows: &[(u64, (u64, u64), i64)]) -> Msg {
+        let mut upd = Updates::with_capacity(1, rows.len());
+        for &(r, (a, b), d) in rows {
+            upd.push(&[r], Time::from_coords(&[a, b]), d);
+        }
+        Msg {
+            schema: Arc::new(vec![DType::Int64]),
+            upd,
+        }
+    }
+
+    proptest! {
+        // Partially ordered times and frontiers of several elements: a message is passed
+        // over by its least times only when the frontier is at or before all of them.
+        #[test]
+        fn two_dimensional_times_extract_and_hold_as_a_plain_list(
+            steps in prop::collection::vec(
+                (
+                    prop::collection::vec((0u64..3, (0u64..4, 0u64..4), -1i64..2), 0..30),
+                    prop::collection::vec((0u64..5, 0u64..5), 1..3),
+                ),
+                1..8,
+            )
+        ) {
+            let mut buffer = Buffer::default();
+            let mut naive: Vec<(u64, (u64, u64), i64)> = Vec::new();
+            let mut frontier = Antichain::from_elem(Time::from_coords(&[0, 0]));
+            for (rows, f) in steps {
+                buffer.extend([msg_2d(&rows)]);
+                naive.extend(rows.iter().copied());
+                // Frontiers only move forward: meet the new one with what the old one allows.
+                let mut next = Antichain::new();
+                for &(a, b) in &f {
+                    let t = Time::from_coords(&[a, b]);
+                    if frontier.less_equal(&t) {
+                        next.insert(t);
+                    }
+                }
+                if !next.is_empty() {
+                    frontier = next;
+                }
+                let ready = buffer.extract_complete(&frontier).unwrap();
+                let (done, kept): (Vec<_>, Vec<_>) = naive.iter().copied().partition(|&(_, (a, b), _)| {
+                    !frontier.less_equal(&Time::from_coords(&[a, b]))
+                });
+                naive = kept;
+                prop_assert_eq!(sums(&ready), sums([&msg_2d(&done)]));
+                let mut held = Antichain::new();
+                buffer.held(&mut held);
+                let mut want = Antichain::new();
+                for &(_, (a, b), _) in &naive {
+                    want.insert(Time::from_coords(&[a, b]));
+                }
+                held.sort();
+                want.sort();
+                prop_assert_eq!(held, want);
             }
         }
     }
