@@ -89,11 +89,13 @@ class LocalStore:
         self.root = root
         self.where = str(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / "log").mkdir(exist_ok=True)
         self._log: BinaryIO | None = None
 
     def names(self, folder: str = "") -> list[str]:
-        return [f.name for f in (self.root / folder).iterdir() if f.is_file()]
+        where = self.root / folder
+        if not where.is_dir():  # the log folder appears with the first record
+            return []
+        return [f.name for f in where.iterdir() if f.is_file()]
 
     def read(self, name: str) -> bytes:
         try:
@@ -114,6 +116,9 @@ class LocalStore:
     def append_log(self, first: int, data: bytes) -> None:
         if self._log is None:
             log_dir = self.root / "log"
+            if not log_dir.is_dir():
+                log_dir.mkdir()
+                sync_dir(self.root)
             self._log = open(log_dir / f"{first:020d}.log", "ab")  # noqa: SIM115
             sync_dir(log_dir)
         self._log.write(data)
@@ -134,7 +139,8 @@ class LocalStore:
         for name in names:
             (self.root / name).unlink(missing_ok=True)
         sync_dir(self.root)
-        sync_dir(self.root / "log")
+        if (self.root / "log").is_dir():
+            sync_dir(self.root / "log")
 
     def __del__(self) -> None:
         # A dataflow fed by hand has no end that would close the log: it goes with it.
