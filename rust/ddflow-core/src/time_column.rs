@@ -400,6 +400,7 @@ impl<'a> IntoIterator for &'a TimeColumn {
 }
 
 /// The times of a [`TimeColumn`] in order.
+#[derive(Clone)]
 pub enum Iter<'a> {
     /// One time, this many more times.
     Same(&'a Time, usize),

@@ -63,8 +63,13 @@ impl History {
             col.extend(upd.rows.iter().skip(c).step_by(w).copied());
         }
         let dims = self.dims;
-        self.coords
-            .extend((0..upd.len() * dims).map(|k| upd.times[k / dims].0[k % dims]));
+        if dims == 1 {
+            // One coordinate per time (the common case), without a division per word.
+            self.coords.extend(upd.times.iter().map(|t| t.0[0]));
+        } else {
+            self.coords
+                .extend((0..upd.len() * dims).map(|k| upd.times[k / dims].0[k % dims]));
+        }
         self.diffs.extend(upd.diffs.iter().map(|&d| d as u64));
     }
 

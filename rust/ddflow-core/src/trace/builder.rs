@@ -254,8 +254,13 @@ impl Builder {
         let start = self.val_start();
         if let Some(diffs) = &mut self.diffs {
             let d = diffs.as_mut_slice();
-            let mut w = start;
-            for r in start..self.n {
+            // Consolidated input (the common case) has no zero diff: nothing moves.
+            let Some(first_zero) = d[start..self.n].iter().position(|&x| x == 0) else {
+                self.close_val(start);
+                return;
+            };
+            let mut w = start + first_zero;
+            for r in w + 1..self.n {
                 if d[r] != 0 {
                     d[w] = d[r];
                     if let Some(t) = &mut self.times {

@@ -141,8 +141,14 @@ impl TimeVec {
     #[inline]
     pub(crate) fn move_back(&mut self, from: usize, to: usize) {
         match self {
-            TimeVec::Narrow(v) => v.as_mut_slice().copy_within(from..from + 1, to),
-            TimeVec::Wide(v) => v.as_mut_slice().copy_within(from..from + 1, to),
+            TimeVec::Narrow(v) => {
+                let s = v.as_mut_slice();
+                s[to] = s[from];
+            }
+            TimeVec::Wide(v) => {
+                let s = v.as_mut_slice();
+                s[to] = s[from];
+            }
         }
     }
 
