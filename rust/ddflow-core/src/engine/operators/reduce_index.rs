@@ -43,14 +43,27 @@ impl Indexed {
             // One-word vals (the common case): sort the distinct words, then look each entry's
             // id up (the history stays in its order; no indirect sort).
             self.vals.extend((lo..hi).map(|o| hist.rows[o * w + kw]));
-            self.vals.sort_unstable();
-            self.vals.dedup();
-            let vals = &self.vals;
-            self.entries.extend((lo..hi).map(|o| {
-                let id = vals.partition_point(|&v| v < hist.rows[o * w + kw]);
-                (id as u32, hist.times[o], hist.diffs[o])
-            }));
-            nvals = vals.len() as u32;
+            if self.vals.is_sorted() {
+                // A consolidated history (sorted by val): ids count the distinct vals.
+                let mut id = 0u32;
+                self.entries.extend((lo..hi).map(|o| {
+                    let i = o - lo;
+                    if i > 0 && self.vals[i] != self.vals[i - 1] {
+                        id += 1;
+                    }
+                    (id, hist.times[o], hist.diffs[o])
+                }));
+                self.vals.dedup();
+            } else {
+                self.vals.sort_unstable();
+                self.vals.dedup();
+                let vals = &self.vals;
+                self.entries.extend((lo..hi).map(|o| {
+                    let id = vals.partition_point(|&v| v < hist.rows[o * w + kw]);
+                    (id as u32, hist.times[o], hist.diffs[o])
+                }));
+            }
+            nvals = self.vals.len() as u32;
         } else {
             self.order.clear();
             self.order.extend(lo as u32..hi as u32);
