@@ -360,11 +360,79 @@ impl Histories {
 
 #[cfg(test)]
 mod tests {
-    use super::{consolidate_tail, TailScratch};
-    use crate::lattice::Time;
+    use super::{consolidate_tail, read_advanced, TailScratch};
+    use crate::engine::arrangement::Arrangement;
+    use crate::lattice::{Antichain, Lattice, PartialOrder, Time};
     use crate::updates::Updates;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
+
+    /// Per (row, time joined with `m`), the diffs summed, zero sums absent.
+    fn advanced_sums(u: &Updates, from: usize, m: &Time) -> BTreeMap<(Vec<u64>, Time), i128> {
+        let mut acc = BTreeMap::new();
+        for i in from..u.len() {
+            *acc.entry((u.row(i).to_vec(), u.times[i].join(m)))
+                .or_insert(0) += u.diffs[i] as i128;
+        }
+        acc.retain(|_, d| *d != 0);
+        acc
+    }
+
+    proptest! {
+        /// Histories read advanced out of a trace of several batches (keys 0..3, values of
+        /// `vw` words, 2-D times or some 3-D ones) after a prefix: each key's updates summed at
+        /// their times joined with `m` equal the inserted ones'; with 2-D times (read packed)
+        /// they are consolidated: sorted by (row, time), no zero diff, every time at or after
+        /// `m`.
+        #[test]
+        fn read_advanced_matches_reference(
+            vw in 0usize..2,
+            three_d in any::<bool>(),
+            batches in prop::collection::vec(
+                prop::collection::vec((0u64..3, 0u64..3, 0u64..4, 0u64..2, -2i64..3), 0..12),
+                1..5,
+            ),
+            (mx, my) in (0u64..5, 0u64..4),
+        ) {
+            let w = 1 + vw;
+            let mut a = Arrangement::new(1, w);
+            let mut all = Updates::new(w);
+            for (s, ups) in batches.iter().enumerate() {
+                let mut b = Updates::new(w);
+                for &(k, v, y, z, d) in ups {
+                    let row = if vw == 1 { vec![k, v] } else { vec![k] };
+                    let z = if three_d { z } else { 0 };
+                    b.push(&row, Time::from_coords(&[s as u64, y, z]), d);
+                }
+                crate::engine::util::consolidate(&mut b).unwrap();
+                all.extend(&b);
+                a.insert(&b, &Antichain::from_elem(Time::from_coords(&[s as u64 + 1])));
+            }
+            let m = Time::from_coords(&[mx, my]);
+            let mut reader = a.reader();
+            let mut sc = TailScratch::default();
+            let mut u = Updates::new(w);
+            u.push(&vec![7; w], Time::default(), 5);
+            for key in 0..3u64 {
+                let from = u.len();
+                read_advanced(&mut reader, &[key], &m, &mut u, &mut sc);
+                let mut want = Updates::new(w);
+                for i in 0..all.len() {
+                    if all.row(i)[0] == key {
+                        want.push(all.row(i), all.times[i], all.diffs[i]);
+                    }
+                }
+                prop_assert_eq!(advanced_sums(&u, from, &m), advanced_sums(&want, 0, &m));
+                if !three_d {
+                    for i in from..u.len() {
+                        prop_assert!(u.diffs[i] != 0 && m.less_equal(&u.times[i]));
+                        prop_assert!(i == from || (u.row(i - 1), u.times[i - 1]) < (u.row(i), u.times[i]));
+                    }
+                }
+            }
+            prop_assert_eq!((u.row(0).to_vec(), u.diffs[0]), (vec![7; w], 5));
+        }
+    }
 
     /// The reference: per (row, time), the diffs summed, zero sums absent.
     fn summed(u: &Updates, from: usize) -> BTreeMap<(Vec<u64>, Time), i128> {
