@@ -7,8 +7,9 @@ use crate::engine::arrangement::Reader;
 use crate::lattice::{Lattice, Time};
 use crate::updates::Updates;
 
-/// Histories shorter than this are used as read: advancing and consolidating them costs
-/// more than it saves. Instructions under `valgrind --tool=callgrind` of `bfs_bench 1000
+/// Histories read as full rows ([`Histories::read_key`]) shorter than this are used as read:
+/// advancing and consolidating them costs more than it saves (histories read packed by
+/// [`Histories::read_key_advanced`] are consolidated at any length). Instructions under `valgrind --tool=callgrind` of `bfs_bench 1000
 /// 2000 1000 4000` / `bfs_bench 100000 1000000 1000 10000`: no advancing 1,301 M / 4,465 M;
 /// from 4 updates 1,023 M / 4,534 M; from 8 1,035 M / 4,491 M (with the packed sort of
 /// [`consolidate_tail`]; 1,180 M / 4,492 M comparing row slices).
