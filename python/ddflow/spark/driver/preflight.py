@@ -6,7 +6,11 @@ Executors: one tiny ``mapInArrow`` job (one row per key partition) reports each 
 (``tasks/batches.py``'s ``version_probe``); an executor that cannot import ddflow, or has
 another version than the driver, fails the run with an ``ExecutorVersionError`` naming its
 version and interpreter, instead of a task failing later with an unpickling error or
-running other code than the driver planned for.
+running other code than the driver planned for. On a classic session the probe runs once
+per application and set of executors: a later run on the same executors (the same
+``host:port`` of each, as Spark's status tracker lists them) skips the job, and an executor
+added or replaced since (a new port) makes the next run probe again. A Spark Connect
+session shows no executors to the client, so every run there probes.
 
 Dtypes: the two sides of a join key, the inputs of a ``concat``, a loop variable with its
 source and result.
@@ -39,6 +43,7 @@ from ddflow.dataflow import Dataflow
 from ddflow.dtypes import empty_column
 from ddflow.errors import PlanError, SchemaTypeError
 from ddflow.input import InputSession
+from ddflow.spark.driver.progress import classic_context
 from ddflow.spark.driver.schemas import map_in_arrow, record_dtype
 from ddflow.spark.tasks.batches import PROBE_COLUMNS, version_probe
 
@@ -54,11 +59,42 @@ def driver_versions() -> tuple[str, str]:
     return str(ddflow.__version__), str(_core.__version__)
 
 
+_PROBED: set[tuple[str, frozenset[str], tuple[str, str]]] = set()
+"""Executor sets whose probe passed: (application id, each executor's ``host:port``, the
+driver's versions)."""
+
+
+def _executor_set(spark: SparkSession) -> tuple[str, frozenset[str]] | None:
+    """The classic session's application id and the ``host:port`` of each executor it has
+    (the driver among them), or None where the client cannot see them (Spark Connect)."""
+    sc = classic_context(spark)
+    if sc is None:
+        return None
+    try:
+        infos = sc._jsc.sc().statusTracker().getExecutorInfos()
+        executors = frozenset(f"{i.host()}:{i.port()}" for i in infos)
+    except Exception:  # a context without the status tracker: probe every run
+        return None
+    return str(sc.applicationId), executors
+
+
 def check_executors(spark: SparkSession, partitions: int) -> None:
     """Runs one job of ``partitions`` one-row tasks reporting the executors' ddflow (see the
-    module doc); raises ``ExecutorVersionError`` naming each interpreter that cannot import
-    it or has another version than the driver."""
+    module doc), unless this application's executors, the same ones, passed it before;
+    raises ``ExecutorVersionError`` naming each interpreter that cannot import it or has
+    another version than the driver."""
     want = driver_versions()
+    executors = _executor_set(spark)
+    key = None if executors is None else (*executors, want)
+    if key is not None and key in _PROBED:
+        return
+    _probe(spark, partitions, want)
+    if key is not None:
+        _PROBED.add(key)
+
+
+def _probe(spark: SparkSession, partitions: int, want: tuple[str, str]) -> None:
+    """The probe job; raises ``ExecutorVersionError`` (see ``check_executors``)."""
     schema = T.StructType([T.StructField(c, T.StringType()) for c in PROBE_COLUMNS])
     probe = map_in_arrow(spark.range(0, partitions, 1, partitions), version_probe(), schema)
     rows = {tuple(r) for r in probe.collect()}
