@@ -268,6 +268,7 @@ fn threshold(c: usize, ups: &[Vec<Time>]) -> u64 {
 #[derive(Default)]
 pub struct TimesScratch {
     all: Vec<u128>,
+    all64: Vec<u64>,
     news: Vec<(u64, u64)>,
     ys: Vec<u64>,
 }
@@ -293,24 +294,29 @@ pub fn interesting_times_2d(
 ) {
     out.clear();
     s.all.clear();
+    s.all64.clear();
     s.ys.clear();
     let Some(least_new_x) = new_times.iter().map(|t| t.0[0]).min() else {
         return;
     };
-    // Times packed as `x << 64 | y`: one integer comparison orders them lexicographically.
-    let pack = |t: &Time| ((t.0[0] as u128) << 64) | t.0[1] as u128;
+    // Times packed as `x << 32 | y` while both coordinates fit 32 bits (the BFS: rounds and
+    // iterations), else as `x << 64 | y`: one integer comparison orders them
+    // lexicographically, and a one-word sort is the cheaper one.
+    let mut bits = 0u64;
     for t in edits {
         if t.0[0] < least_new_x {
             s.ys.push(t.0[1]);
         } else {
-            s.all.push(pack(t));
+            bits |= t.0[0] | t.0[1];
+            s.all64.push(t.0[0] << 32 | (t.0[1] & 0xffff_ffff));
         }
+    }
+    for t in new_times {
+        bits |= t.0[0] | t.0[1];
+        s.all64.push(t.0[0] << 32 | (t.0[1] & 0xffff_ffff));
     }
     s.ys.sort_unstable();
     s.ys.dedup();
-    s.all.extend(new_times.iter().map(pack));
-    s.all.sort_unstable();
-    s.all.dedup();
     // Least second coordinate among new times with first coordinate <= x, as x grows: the new
     // times sorted by x (they usually arrive sorted).
     s.news.clear();
@@ -318,29 +324,56 @@ pub fn interesting_times_2d(
     if !s.news.windows(2).all(|w| w[0] <= w[1]) {
         s.news.sort_unstable();
     }
+    if bits >> 32 == 0 {
+        s.all64.sort_unstable();
+        s.all64.dedup();
+        let unpack = |p: u64| (p >> 32, p & 0xffff_ffff);
+        sweep_2d(&s.all64, unpack, &s.news, &mut s.ys, out);
+    } else {
+        let pack = |t: &Time| ((t.0[0] as u128) << 64) | t.0[1] as u128;
+        s.all
+            .extend(edits.iter().filter(|t| t.0[0] >= least_new_x).map(pack));
+        s.all.extend(new_times.iter().map(pack));
+        s.all.sort_unstable();
+        s.all.dedup();
+        let unpack = |p: u128| ((p >> 64) as u64, p as u64);
+        sweep_2d(&s.all, unpack, &s.news, &mut s.ys, out);
+    }
+}
+
+/// The sweep of [`interesting_times_2d`] over the distinct packed times `all` (sorted, of
+/// edits at or after the least new first coordinate and of new times), the new times `news`
+/// sorted and the second coordinates `ys` of the other edits (sorted, distinct).
+#[inline]
+fn sweep_2d<P: Copy>(
+    all: &[P],
+    unpack: impl Fn(P) -> (u64, u64),
+    news: &[(u64, u64)],
+    ys: &mut Vec<u64>,
+    out: &mut Vec<Time>,
+) {
     let mut ni = 0;
     let mut min_new_y = u64::MAX;
     let mut i = 0;
-    while i < s.all.len() {
-        let x = (s.all[i] >> 64) as u64;
-        let c = s.all[i] as u64; // least y among times with this x (sorted)
-        while i < s.all.len() && (s.all[i] >> 64) as u64 == x {
-            let y = s.all[i] as u64;
-            if let Err(pos) = s.ys.binary_search(&y) {
-                s.ys.insert(pos, y);
+    while i < all.len() {
+        let (x, c) = unpack(all[i]); // `c`: least y among times with this x (sorted)
+        while i < all.len() && unpack(all[i]).0 == x {
+            let y = unpack(all[i]).1;
+            if let Err(pos) = ys.binary_search(&y) {
+                ys.insert(pos, y);
             }
             i += 1;
         }
-        while ni < s.news.len() && s.news[ni].0 <= x {
-            min_new_y = min_new_y.min(s.news[ni].1);
+        while ni < news.len() && news[ni].0 <= x {
+            min_new_y = min_new_y.min(news[ni].1);
             ni += 1;
         }
         if min_new_y == u64::MAX {
             continue;
         }
         let lower = c.max(min_new_y);
-        let start = s.ys.partition_point(|&y| y < lower);
-        for &y in &s.ys[start..] {
+        let start = ys.partition_point(|&y| y < lower);
+        for &y in &ys[start..] {
             out.push(Time([x, y, 0, 0]));
         }
     }
@@ -431,6 +464,24 @@ mod tests {
     proptest! {
         #[test]
         fn interesting_times_2d_matches_reference(e in times(2, 6, 10), n in times(2, 6, 10)) {
+            let mut out = Vec::new();
+            interesting_times_2d(&e, &n, &mut TimesScratch::default(), &mut out);
+            prop_assert_eq!(out, interesting_times_reference(&e, &n));
+        }
+
+        /// Coordinates past 32 bits take the two-word packing.
+        #[test]
+        fn interesting_times_2d_wide_matches_reference(
+            e in times(2, 6, 10),
+            n in times(2, 6, 10),
+            (wx, wy) in (any::<bool>(), any::<bool>()),
+        ) {
+            let shift = |ts: Vec<Time>| -> Vec<Time> {
+                ts.into_iter()
+                    .map(|t| Time([t.0[0] + (wx as u64) * (1 << 40), t.0[1] + (wy as u64) * (3 << 33), 0, 0]))
+                    .collect()
+            };
+            let (e, n) = (shift(e), shift(n));
             let mut out = Vec::new();
             interesting_times_2d(&e, &n, &mut TimesScratch::default(), &mut out);
             prop_assert_eq!(out, interesting_times_reference(&e, &n));

@@ -72,6 +72,18 @@ impl Reader {
             });
         }
     }
+
+    /// Calls `f(val, time, diff)` for every update of `key`, batch by batch and not
+    /// consolidated (as [`Reader::key_history`], without writing rows out); returns whether
+    /// the key has updates. Keys must be asked for in increasing order.
+    #[inline]
+    pub fn for_each_key_update<F: FnMut(&[u64], Time, i64)>(&mut self, key: &[u64], f: F) -> bool {
+        let found = self.cursor.seek_key(key);
+        if found {
+            self.cursor.for_each_val_update(f);
+        }
+        found
+    }
 }
 
 impl Reader {

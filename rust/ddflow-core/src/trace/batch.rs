@@ -166,6 +166,13 @@ impl Words {
     #[inline]
     pub(crate) fn cmp_row(&self, row: usize, width: usize, target: &[u64]) -> Ordering {
         let start = row * width;
+        if width == 1 {
+            // One-word keys (node ids): one comparison.
+            return match self {
+                Words::U64(v) => v[start].cmp(&target[0]),
+                Words::U32(v) => (v[start] as u64).cmp(&target[0]),
+            };
+        }
         match self {
             Words::U64(v) => v[start..start + width].cmp(target),
             Words::U32(v) => {

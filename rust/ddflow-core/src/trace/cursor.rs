@@ -145,11 +145,23 @@ impl Cursor {
         if self.key_valid() && self.key.as_slice() >= key {
             return self.key.as_slice() == key;
         }
+        // The batches holding `key` are the active ones; only when none does is the least
+        // key past it looked for.
+        self.active.clear();
         for (i, b) in self.batches.iter().enumerate() {
-            self.pos[i] = b.seek_key_from(self.pos[i], key);
+            let p = b.seek_key_from(self.pos[i], key);
+            self.pos[i] = p;
+            if p < b.n_keys() && b.cmp_key(p, key) == Ordering::Equal {
+                self.active.push(i);
+            }
         }
-        self.settle();
-        self.key_valid() && self.key.as_slice() == key
+        if self.active.is_empty() {
+            self.settle();
+            return false;
+        }
+        self.key.clear();
+        self.key.extend_from_slice(key);
+        true
     }
 
     /// Moves back to the first key.

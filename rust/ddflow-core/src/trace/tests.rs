@@ -388,3 +388,62 @@ fn a_batch_of_two_ticks_holds_a_byte_per_time() {
     assert!(b.heap_bytes() < 1000 * 20, "{} bytes", b.heap_bytes());
     assert_eq!(b.to_updates(), u); // pushed sorted, one update per row
 }
+
+proptest! {
+    /// Seeking a cursor over several batches (keys of one or two words, at most 5 distinct
+    /// words each) forward to random keys: it reports whether the key is in some batch, stops
+    /// at the least key at or past it, and reads every update of that key from every batch,
+    /// as the union of the batches says.
+    #[test]
+    fn cursor_seek_matches_union(
+        kw in 1usize..3,
+        batches in proptest::collection::vec(
+            proptest::collection::btree_set((0u64..5, 0u64..5, 0u64..3), 0..12),
+            1..5,
+        ),
+        targets in proptest::collection::vec((0u64..6, 0u64..6), 1..8),
+    ) {
+        let key_of = |a: u64, b: u64| if kw == 1 { vec![a] } else { vec![a, b] };
+        let mut union = std::collections::BTreeMap::<Vec<u64>, Vec<(u64, u64)>>::new();
+        let mut built = Vec::new();
+        for (s, set) in batches.iter().enumerate() {
+            let mut rows: Vec<(Vec<u64>, u64)> = set
+                .iter()
+                .map(|&(a, b, v)| {
+                    let mut r = key_of(a, b);
+                    r.push(v);
+                    (r, s as u64)
+                })
+                .collect();
+            rows.sort();
+            rows.dedup();
+            let mut u = Updates::new(kw + 1);
+            for (r, t) in &rows {
+                u.push(r, Time::scalar(*t), 1);
+                union.entry(r[..kw].to_vec()).or_default().push((r[kw], *t));
+            }
+            let desc = Description::scalar(s as u64, s as u64 + 1);
+            built.push(Arc::new(Batch::from_sorted(&u, kw, desc).unwrap()));
+        }
+        let mut c = Cursor::new(kw, 1, built);
+        let mut ts: Vec<Vec<u64>> = targets.iter().map(|&(a, b)| key_of(a, b)).collect();
+        ts.sort();
+        for t in &ts {
+            let found = c.seek_key(t);
+            let next = union.range(t.clone()..).next();
+            prop_assert_eq!(found, next.is_some_and(|(k, _)| k == t));
+            match next {
+                None => prop_assert!(!c.key_valid()),
+                Some((k, want)) => {
+                    prop_assert_eq!(c.key(), k.as_slice());
+                    let mut got = Vec::new();
+                    c.for_each_val_update(|v, tm, _| got.push((v[0], tm.coord(0))));
+                    got.sort();
+                    let mut want = want.clone();
+                    want.sort();
+                    prop_assert_eq!(got, want);
+                }
+            }
+        }
+    }
+}

@@ -40,7 +40,7 @@ use crate::engine::column::{Callbacks, Msg};
 use crate::engine::errors::{render_row, ErrorUpdate};
 use crate::engine::plan::Agg;
 use crate::error::{Error, Result};
-use crate::lattice::{Antichain, Time};
+use crate::lattice::{Antichain, Lattice, Time};
 use crate::times::{interesting_times_2d, TimesScratch};
 use crate::updates::Updates;
 use std::sync::Arc;
@@ -483,26 +483,37 @@ impl ReduceState {
                 hist.two_d.push(false);
                 continue;
             }
-            let out_lo = hist.read_key(key, (reader_in, reader_out), &self.errors);
-            let pending_keys = still_pending.0.len();
-            if builtin
-                && self.reduce_chain_key(
-                    inp,
-                    (key, new_times),
-                    (hist, out_lo),
-                    &mut acc.chain,
-                    output,
-                    still_pending,
-                )
-            {
-                if carries && hist.input.len() > self.cache.min_history {
-                    let pended = still_pending.0.len() != pending_keys;
-                    self.keep_carry(inp, key, &mut acc.chain, pended);
+            // New times beyond one dimension rule the chain path out: the histories are
+            // advanced by the new times' meet as they are read (`reduce_history.rs`).
+            let meet = new_times.iter().copied().reduce(|a, b| a.meet(&b));
+            let out_lo = match meet {
+                Some(m) if !at_most_1d(new_times) && hist.reads_advanced(inp.key_width, &m) => {
+                    hist.read_key_advanced(key, &m, (reader_in, reader_out), &self.errors)
                 }
-                hist.two_d.push(false);
-                continue;
-            }
-            hist.advance_key(key, out_lo, new_times, &self.errors);
+                _ => {
+                    let out_lo = hist.read_key(key, (reader_in, reader_out), &self.errors);
+                    let pending_keys = still_pending.0.len();
+                    if builtin
+                        && self.reduce_chain_key(
+                            inp,
+                            (key, new_times),
+                            (hist, out_lo),
+                            &mut acc.chain,
+                            output,
+                            still_pending,
+                        )
+                    {
+                        if carries && hist.input.len() > self.cache.min_history {
+                            let pended = still_pending.0.len() != pending_keys;
+                            self.keep_carry(inp, key, &mut acc.chain, pended);
+                        }
+                        hist.two_d.push(false);
+                        continue;
+                    }
+                    hist.advance_key(key, out_lo, new_times, &self.errors);
+                    out_lo
+                }
+            };
             let two_d = acc.candidate_times(&mut hist.edits, new_times)?;
             hist.two_d.push(two_d);
             if builtin

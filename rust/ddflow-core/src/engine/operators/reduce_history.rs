@@ -7,8 +7,9 @@ use crate::engine::arrangement::Reader;
 use crate::lattice::{Lattice, Time};
 use crate::updates::Updates;
 
-/// Histories shorter than this are used as read: advancing and consolidating them costs
-/// more than it saves. Instructions under `valgrind --tool=callgrind` of `bfs_bench 1000
+/// Histories read as full rows ([`Histories::read_key`]) shorter than this are used as read:
+/// advancing and consolidating them costs more than it saves (histories read packed by
+/// [`Histories::read_key_advanced`] are consolidated at any length). Instructions under `valgrind --tool=callgrind` of `bfs_bench 1000
 /// 2000 1000 4000` / `bfs_bench 100000 1000000 1000 10000`: no advancing 1,301 M / 4,465 M;
 /// from 4 updates 1,023 M / 4,534 M; from 8 1,035 M / 4,491 M (with the packed sort of
 /// [`consolidate_tail`]; 1,180 M / 4,492 M comparing row slices).
@@ -54,6 +55,38 @@ struct TailScratch {
     tmp: Updates,
 }
 
+/// Appends packed updates `(val, x, y, diff)` of one key, sorted by (val, x, y), to `u` as
+/// rows `key ++ val` (`key` alone when `has_val` is false) at times `[x, y, 0, 0]`, equal ones
+/// summed and zeros dropped. A sum outside `i64` keeps its updates as they are (they still
+/// sum to it).
+fn push_sorted_packed(p: &[(u64, u64, u64, i64)], key: &[u64], has_val: bool, u: &mut Updates) {
+    let mut g = 0;
+    while g < p.len() {
+        let (v, x, y, _) = p[g];
+        let mut e = g;
+        let mut total = 0i128;
+        while e < p.len() && (p[e].0, p[e].1, p[e].2) == (v, x, y) {
+            total += p[e].3 as i128;
+            e += 1;
+        }
+        let t = Time([x, y, 0, 0]);
+        let mut push = |d: i64| {
+            u.rows.extend_from_slice(key);
+            if has_val {
+                u.rows.push(v);
+            }
+            u.times.push(t);
+            u.diffs.push(d);
+        };
+        match i64::try_from(total) {
+            Ok(0) => {}
+            Ok(d) => push(d),
+            Err(_) => p[g..e].iter().for_each(|q| push(q.3)),
+        }
+        g = e;
+    }
+}
+
 /// Consolidates the updates `u[from..]` (one key's history, rows of `kw` key words then the
 /// value) in place: sorted by (row, time), equal ones summed, zeros dropped. A sum outside
 /// `i64` keeps its updates as they are (they still sum to it). One key's few rows are sorted
@@ -80,31 +113,7 @@ fn consolidate_tail(u: &mut Updates, from: usize, kw: usize, sc: &mut TailScratc
         sc.key.clear();
         sc.key.extend_from_slice(&u.rows[from * w..from * w + kw]);
         u.truncate(from);
-        let mut g = 0;
-        while g < p.len() {
-            let (v, x, y, _) = p[g];
-            let mut e = g;
-            let mut total = 0i128;
-            while e < p.len() && (p[e].0, p[e].1, p[e].2) == (v, x, y) {
-                total += p[e].3 as i128;
-                e += 1;
-            }
-            let t = Time([x, y, 0, 0]);
-            let mut push = |d: i64| {
-                u.rows.extend_from_slice(&sc.key);
-                if w > kw {
-                    u.rows.push(v);
-                }
-                u.times.push(t);
-                u.diffs.push(d);
-            };
-            match i64::try_from(total) {
-                Ok(0) => {}
-                Ok(d) => push(d),
-                Err(_) => p[g..e].iter().for_each(|q| push(q.3)),
-            }
-            g = e;
-        }
+        push_sorted_packed(p, &sc.key, w > kw, u);
         return;
     }
     let row = |i: u32| &u.rows[i as usize * w..(i as usize + 1) * w];
@@ -148,6 +157,55 @@ fn consolidate_tail(u: &mut Updates, from: usize, kw: usize, sc: &mut TailScratc
     u.extend(tmp);
 }
 
+/// Advances the times of `u[from..]` by `m` (joins them with it); returns whether one moved.
+fn advance_times(u: &mut Updates, from: usize, m: &Time) -> bool {
+    // Coordinate by coordinate in registers: building the joined time and comparing it
+    // whole went through the stack (a store-forwarding stall per update).
+    let mut moved = false;
+    for t in &mut u.times[from..] {
+        for (c, &mc) in t.0.iter_mut().zip(&m.0) {
+            moved |= mc > *c;
+            *c = (*c).max(mc);
+        }
+    }
+    moved
+}
+
+/// Appends `key`'s history from `reader` to `u` (rows `key ++ val`), its times advanced by
+/// `m` and consolidated: sorted by (val, time), equal ones summed, zeros dropped. For values
+/// of at most one word and `m` of at most two coordinates the updates are advanced as they
+/// are read, into packed `(val, x, y, diff)` tuples, and written out once consolidated; a
+/// history with a time of more coordinates is read again as rows and consolidated as
+/// [`Histories::advance_key`] does.
+fn read_advanced(
+    reader: &mut Reader,
+    key: &[u64],
+    m: &Time,
+    u: &mut Updates,
+    sc: &mut TailScratch,
+) {
+    let from = u.len();
+    let has_val = u.width > key.len();
+    let p = &mut sc.packed;
+    p.clear();
+    let (mx, my) = (m.0[0], m.0[1]);
+    let mut flat = true;
+    reader.for_each_key_update(key, |val, t, d| {
+        flat &= (t.0[2] | t.0[3]) == 0;
+        let v = if has_val { val[0] } else { 0 };
+        p.push((v, t.0[0].max(mx), t.0[1].max(my), d));
+    });
+    if flat {
+        p.sort_unstable_by_key(|e| (e.0, e.1, e.2));
+        push_sorted_packed(p, key, has_val, u);
+        return;
+    }
+    reader.key_history(key, u);
+    if u.len() - from >= ADVANCE_MIN_HISTORY && advance_times(u, from, m) {
+        consolidate_tail(u, from, key.len(), sc);
+    }
+}
+
 impl Histories {
     /// Empties the histories for input rows of `in_width` words and output rows of
     /// `out_width` words.
@@ -183,23 +241,11 @@ impl Histories {
             return;
         };
         let kw = key.len();
-        // Coordinate by coordinate in registers: building the joined time and comparing it
-        // whole went through the stack (a store-forwarding stall per update).
-        let advance = |u: &mut Updates, from: usize| {
-            let mut moved = false;
-            for t in &mut u.times[from..] {
-                for (c, &mc) in t.0.iter_mut().zip(&m.0) {
-                    moved |= mc > *c;
-                    *c = (*c).max(mc);
-                }
-            }
-            moved
-        };
-        if self.input.len() >= ADVANCE_MIN_HISTORY && advance(&mut self.input, 0) {
+        if self.input.len() >= ADVANCE_MIN_HISTORY && advance_times(&mut self.input, 0, &m) {
             consolidate_tail(&mut self.input, 0, kw, &mut self.tail);
         }
         let out_len = self.outputs.len() - out_lo;
-        if out_len >= ADVANCE_MIN_HISTORY && advance(&mut self.outputs, out_lo) {
+        if out_len >= ADVANCE_MIN_HISTORY && advance_times(&mut self.outputs, out_lo, &m) {
             consolidate_tail(&mut self.outputs, out_lo, kw, &mut self.tail);
             *self.out_offs.last_mut().expect("offsets") = self.outputs.len();
         }
@@ -210,6 +256,43 @@ impl Histories {
         self.edits
             .extend(self.outputs.times.range_iter(out_lo..out_hi));
         errors.times_of(key, &mut self.edits);
+    }
+
+    /// Whether [`Histories::read_key_advanced`] applies to keys of `key_width` words whose new
+    /// times meet at `m`: values of at most one word (input and output) and `m` of at most
+    /// two coordinates.
+    pub(super) fn reads_advanced(&self, key_width: usize, m: &Time) -> bool {
+        self.input.width <= key_width + 1
+            && self.outputs.width <= key_width + 1
+            && (m.0[2] | m.0[3]) == 0
+    }
+
+    /// Reads `key`'s input and output histories with their times advanced by `m`, the meet of
+    /// the key's new times, while reading, consolidated (see [`Histories::advance_key`] for
+    /// why the accumulations at every candidate time stay the same), and its edit times;
+    /// returns where its output history starts in `outputs`. Only where
+    /// [`Histories::reads_advanced`] holds.
+    #[inline]
+    pub(super) fn read_key_advanced(
+        &mut self,
+        key: &[u64],
+        m: &Time,
+        (input, output): (&mut Reader, &mut Reader),
+        errors: &ReduceErrors,
+    ) -> usize {
+        self.input.clear();
+        read_advanced(input, key, m, &mut self.input, &mut self.tail);
+        let out_lo = self.outputs.len();
+        read_advanced(output, key, m, &mut self.outputs, &mut self.tail);
+        self.out_offs.push(self.outputs.len());
+        self.edits.clear();
+        // Iterated, not sliced: a column held as one time is not written out.
+        self.edits.extend(self.input.times.iter());
+        let out_hi = self.outputs.len();
+        self.edits
+            .extend(self.outputs.times.range_iter(out_lo..out_hi));
+        errors.times_of(key, &mut self.edits);
+        out_lo
     }
 
     /// For a key whose input accumulation is carried (`reduce_cache.rs`): its new input
@@ -278,11 +361,79 @@ impl Histories {
 
 #[cfg(test)]
 mod tests {
-    use super::{consolidate_tail, TailScratch};
-    use crate::lattice::Time;
+    use super::{consolidate_tail, read_advanced, TailScratch};
+    use crate::engine::arrangement::Arrangement;
+    use crate::lattice::{Antichain, Lattice, PartialOrder, Time};
     use crate::updates::Updates;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
+
+    /// Per (row, time joined with `m`), the diffs summed, zero sums absent.
+    fn advanced_sums(u: &Updates, from: usize, m: &Time) -> BTreeMap<(Vec<u64>, Time), i128> {
+        let mut acc = BTreeMap::new();
+        for i in from..u.len() {
+            *acc.entry((u.row(i).to_vec(), u.times[i].join(m)))
+                .or_insert(0) += u.diffs[i] as i128;
+        }
+        acc.retain(|_, d| *d != 0);
+        acc
+    }
+
+    proptest! {
+        /// Histories read advanced out of a trace of several batches (keys 0..3, values of
+        /// `vw` words, 2-D times or some 3-D ones) after a prefix: each key's updates summed at
+        /// their times joined with `m` equal the inserted ones'; with 2-D times (read packed)
+        /// they are consolidated: sorted by (row, time), no zero diff, every time at or after
+        /// `m`.
+        #[test]
+        fn read_advanced_matches_reference(
+            vw in 0usize..2,
+            three_d in any::<bool>(),
+            batches in prop::collection::vec(
+                prop::collection::vec((0u64..3, 0u64..3, 0u64..4, 0u64..2, -2i64..3), 0..12),
+                1..5,
+            ),
+            (mx, my) in (0u64..5, 0u64..4),
+        ) {
+            let w = 1 + vw;
+            let mut a = Arrangement::new(1, w);
+            let mut all = Updates::new(w);
+            for (s, ups) in batches.iter().enumerate() {
+                let mut b = Updates::new(w);
+                for &(k, v, y, z, d) in ups {
+                    let row = if vw == 1 { vec![k, v] } else { vec![k] };
+                    let z = if three_d { z } else { 0 };
+                    b.push(&row, Time::from_coords(&[s as u64, y, z]), d);
+                }
+                crate::engine::util::consolidate(&mut b).unwrap();
+                all.extend(&b);
+                a.insert(&b, &Antichain::from_elem(Time::from_coords(&[s as u64 + 1])));
+            }
+            let m = Time::from_coords(&[mx, my]);
+            let mut reader = a.reader();
+            let mut sc = TailScratch::default();
+            let mut u = Updates::new(w);
+            u.push(&vec![7; w], Time::default(), 5);
+            for key in 0..3u64 {
+                let from = u.len();
+                read_advanced(&mut reader, &[key], &m, &mut u, &mut sc);
+                let mut want = Updates::new(w);
+                for i in 0..all.len() {
+                    if all.row(i)[0] == key {
+                        want.push(all.row(i), all.times[i], all.diffs[i]);
+                    }
+                }
+                prop_assert_eq!(advanced_sums(&u, from, &m), advanced_sums(&want, 0, &m));
+                if !three_d {
+                    for i in from..u.len() {
+                        prop_assert!(u.diffs[i] != 0 && m.less_equal(&u.times[i]));
+                        prop_assert!(i == from || (u.row(i - 1), u.times[i - 1]) < (u.row(i), u.times[i]));
+                    }
+                }
+            }
+            prop_assert_eq!((u.row(0).to_vec(), u.diffs[0]), (vec![7; w], 5));
+        }
+    }
 
     /// The reference: per (row, time), the diffs summed, zero sums absent.
     fn summed(u: &Updates, from: usize) -> BTreeMap<(Vec<u64>, Time), i128> {
