@@ -283,6 +283,11 @@ fn at_most_2d(times: &[Time]) -> bool {
 /// was no better.
 pub const SWEEP_MIN_WORK: usize = 2048;
 
+/// From this many candidate times a 2-D key below the sweep threshold carries its
+/// accumulation along each row of times ([`Indexed::accumulate_carried`]: one sort of its
+/// history per row) instead of scanning its history at each time.
+pub const CARRY_MIN_TIMES: usize = 3;
+
 /// The sweep threshold of reduces built now: `DDFLOW_REDUCE_SWEEP_MIN` if set to an integer
 /// (tests set 0 so that every 2-D key takes the sweep), else [`SWEEP_MIN_WORK`].
 pub fn sweep_min_work() -> usize {
@@ -913,6 +918,7 @@ impl KeyAccum {
         if sweep {
             index.sweep_start(&[]);
         }
+        let carry = two_d && !sweep && cands.len() >= CARRY_MIN_TIMES;
         pending.clear();
         for (i, &t) in cands.iter().enumerate() {
             // A key with millions of candidate times grows `desired` without bound.
@@ -923,7 +929,7 @@ impl KeyAccum {
                 pending.push(t);
                 continue;
             }
-            let acc = accumulate_at(index, &t, sweep, inp.label);
+            let acc = accumulate_at(index, &t, (sweep, carry), inp.label);
             index.nonzero(vw, vals, counts);
             if builtin {
                 desired.push_builtin(inp, (ki, t), acc, (vals, counts, vw), out_vw);
@@ -939,14 +945,22 @@ impl KeyAccum {
     }
 }
 
-/// Accumulates an indexed history at `t`: by the sweep (in time order) or by a scan.
+/// Accumulates an indexed history at `t`: by the sweep or carried along a row (both in time
+/// order), or by a scan.
 #[inline]
-fn accumulate_at(index: &mut Indexed, t: &Time, sweep: bool, label: &str) -> Result<()> {
+fn accumulate_at(
+    index: &mut Indexed,
+    t: &Time,
+    (sweep, carry): (bool, bool),
+    label: &str,
+) -> Result<()> {
     if sweep {
         // The sweep's partial sums may overflow where the total does not.
         index
             .sweep_to(t, label)
             .or_else(|_| index.accumulate(t, label))
+    } else if carry {
+        index.accumulate_carried(t, label)
     } else {
         index.accumulate(t, label)
     }
@@ -984,6 +998,7 @@ impl OutputDiff {
         self.index.build_range(outputs, lo, hi, inp.key_width);
         let n = groups.len();
         let sweep = two_d && (hi - lo + n) * n > self.sweep_min;
+        let carry = two_d && !sweep && n >= CARRY_MIN_TIMES;
         if sweep {
             self.group_times.clear();
             self.group_times.extend(groups.iter().map(|g| g.time));
@@ -991,7 +1006,7 @@ impl OutputDiff {
         }
         for g in groups {
             errors.set(key, g.time, g.err.as_deref());
-            self.group_difference(inp, key, g, desired, sweep, output)?;
+            self.group_difference(inp, key, g, desired, (sweep, carry), output)?;
         }
         Ok(())
     }
@@ -1005,7 +1020,7 @@ impl OutputDiff {
         key: &[u64],
         g: &Group,
         desired: &Desired,
-        sweep: bool,
+        (sweep, carry): (bool, bool),
         output: &mut Updates,
     ) -> Result<()> {
         let OutputDiff {
@@ -1023,6 +1038,8 @@ impl OutputDiff {
         }
         if sweep {
             index.sweep_to(&g.time, inp.label)?;
+        } else if carry {
+            index.accumulate_carried(&g.time, inp.label)?;
         } else {
             index.accumulate(&g.time, inp.label)?;
         }
@@ -1038,7 +1055,8 @@ impl OutputDiff {
                 if sweep {
                     index.sweep_push(id as u32, g.time, diff, inp.label)?;
                 } else {
-                    index.entries.push((id as u32, g.time, diff));
+                    // Folded into the carried counts too, when carrying.
+                    index.push_carried(id as u32, g.time, diff);
                 }
             }
         }
