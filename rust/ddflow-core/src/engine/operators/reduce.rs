@@ -283,10 +283,26 @@ fn at_most_2d(times: &[Time]) -> bool {
 /// was no better.
 pub const SWEEP_MIN_WORK: usize = 2048;
 
-/// From this many candidate times a 2-D key below the sweep threshold carries its
-/// accumulation along each row of times ([`Indexed::accumulate_carried`]: one sort of its
-/// history per row) instead of scanning its history at each time.
-pub const CARRY_MIN_TIMES: usize = 3;
+/// A row of at least this many candidate times (one first coordinate) of a 2-D key below
+/// the sweep threshold carries its accumulation along the row
+/// ([`Indexed::accumulate_carried`]: one sort of the history per row) instead of scanning
+/// the history at each time. Shorter rows scan: on the 1k/2k BFS with batches of 1,000
+/// most rows are a time or two, and sorting the history for each of them cost twice the
+/// scans.
+pub const CARRY_MIN_TIMES: usize = 8;
+
+/// Whether the times from `i` on that share `times[i]`'s first coordinate (a row; `times`
+/// sorted) are at least [`CARRY_MIN_TIMES`]; only asked at a row's first time.
+#[inline]
+fn long_row<T>(times: &[T], i: usize, time: impl Fn(&T) -> &Time) -> bool {
+    let x = time(&times[i]).0[0];
+    times[i..]
+        .iter()
+        .take(CARRY_MIN_TIMES)
+        .take_while(|t| time(t).0[0] == x)
+        .count()
+        >= CARRY_MIN_TIMES
+}
 
 /// The sweep threshold of reduces built now: `DDFLOW_REDUCE_SWEEP_MIN` if set to an integer
 /// (tests set 0 so that every 2-D key takes the sweep), else [`SWEEP_MIN_WORK`].
@@ -919,8 +935,12 @@ impl KeyAccum {
             index.sweep_start(&[]);
         }
         let carry = two_d && !sweep && cands.len() >= CARRY_MIN_TIMES;
+        let mut row_carry = false;
         pending.clear();
         for (i, &t) in cands.iter().enumerate() {
+            if carry && (i == 0 || cands[i - 1].0[0] != t.0[0]) {
+                row_carry = long_row(cands, i, |t| t);
+            }
             // A key with millions of candidate times grows `desired` without bound.
             if i % 1024 == 1023 {
                 crate::memory::check()?;
@@ -929,7 +949,7 @@ impl KeyAccum {
                 pending.push(t);
                 continue;
             }
-            let acc = accumulate_at(index, &t, (sweep, carry), inp.label);
+            let acc = accumulate_at(index, &t, (sweep, carry && row_carry), inp.label);
             index.nonzero(vw, vals, counts);
             if builtin {
                 desired.push_builtin(inp, (ki, t), acc, (vals, counts, vw), out_vw);
@@ -1004,9 +1024,14 @@ impl OutputDiff {
             self.group_times.extend(groups.iter().map(|g| g.time));
             self.index.sweep_start(&self.group_times);
         }
-        for g in groups {
+        let mut row_carry = false;
+        for (i, g) in groups.iter().enumerate() {
+            if carry && (i == 0 || groups[i - 1].time.0[0] != g.time.0[0]) {
+                row_carry = long_row(groups, i, |g| &g.time);
+            }
             errors.set(key, g.time, g.err.as_deref());
-            self.group_difference(inp, key, g, desired, (sweep, carry), output)?;
+            let mode = (sweep, carry && row_carry);
+            self.group_difference(inp, key, g, desired, mode, output)?;
         }
         Ok(())
     }
