@@ -283,27 +283,6 @@ fn at_most_2d(times: &[Time]) -> bool {
 /// was no better.
 pub const SWEEP_MIN_WORK: usize = 2048;
 
-/// A row of at least this many candidate times (one first coordinate) of a 2-D key below
-/// the sweep threshold carries its accumulation along the row
-/// ([`Indexed::accumulate_carried`]: one sort of the history per row) instead of scanning
-/// the history at each time. Shorter rows scan: on the 1k/2k BFS with batches of 1,000
-/// most rows are a time or two, and sorting the history for each of them cost twice the
-/// scans.
-pub const CARRY_MIN_TIMES: usize = 8;
-
-/// Whether the times from `i` on that share `times[i]`'s first coordinate (a row; `times`
-/// sorted) are at least [`CARRY_MIN_TIMES`]; only asked at a row's first time.
-#[inline]
-fn long_row<T>(times: &[T], i: usize, time: impl Fn(&T) -> &Time) -> bool {
-    let x = time(&times[i]).0[0];
-    times[i..]
-        .iter()
-        .take(CARRY_MIN_TIMES)
-        .take_while(|t| time(t).0[0] == x)
-        .count()
-        >= CARRY_MIN_TIMES
-}
-
 /// The sweep threshold of reduces built now: `DDFLOW_REDUCE_SWEEP_MIN` if set to an integer
 /// (tests set 0 so that every 2-D key takes the sweep), else [`SWEEP_MIN_WORK`].
 pub fn sweep_min_work() -> usize {
@@ -934,13 +913,8 @@ impl KeyAccum {
         if sweep {
             index.sweep_start(&[]);
         }
-        let carry = two_d && !sweep && cands.len() >= CARRY_MIN_TIMES;
-        let mut row_carry = false;
         pending.clear();
         for (i, &t) in cands.iter().enumerate() {
-            if carry && (i == 0 || cands[i - 1].0[0] != t.0[0]) {
-                row_carry = long_row(cands, i, |t| t);
-            }
             // A key with millions of candidate times grows `desired` without bound.
             if i % 1024 == 1023 {
                 crate::memory::check()?;
@@ -949,7 +923,7 @@ impl KeyAccum {
                 pending.push(t);
                 continue;
             }
-            let acc = accumulate_at(index, &t, (sweep, carry && row_carry), inp.label);
+            let acc = accumulate_at(index, &t, sweep, inp.label);
             index.nonzero(vw, vals, counts);
             if builtin {
                 desired.push_builtin(inp, (ki, t), acc, (vals, counts, vw), out_vw);
@@ -965,22 +939,14 @@ impl KeyAccum {
     }
 }
 
-/// Accumulates an indexed history at `t`: by the sweep or carried along a row (both in time
-/// order), or by a scan.
+/// Accumulates an indexed history at `t`: by the sweep (in time order) or by a scan.
 #[inline]
-fn accumulate_at(
-    index: &mut Indexed,
-    t: &Time,
-    (sweep, carry): (bool, bool),
-    label: &str,
-) -> Result<()> {
+fn accumulate_at(index: &mut Indexed, t: &Time, sweep: bool, label: &str) -> Result<()> {
     if sweep {
         // The sweep's partial sums may overflow where the total does not.
         index
             .sweep_to(t, label)
             .or_else(|_| index.accumulate(t, label))
-    } else if carry {
-        index.accumulate_carried(t, label)
     } else {
         index.accumulate(t, label)
     }
@@ -1018,20 +984,14 @@ impl OutputDiff {
         self.index.build_range(outputs, lo, hi, inp.key_width);
         let n = groups.len();
         let sweep = two_d && (hi - lo + n) * n > self.sweep_min;
-        let carry = two_d && !sweep && n >= CARRY_MIN_TIMES;
         if sweep {
             self.group_times.clear();
             self.group_times.extend(groups.iter().map(|g| g.time));
             self.index.sweep_start(&self.group_times);
         }
-        let mut row_carry = false;
-        for (i, g) in groups.iter().enumerate() {
-            if carry && (i == 0 || groups[i - 1].time.0[0] != g.time.0[0]) {
-                row_carry = long_row(groups, i, |g| &g.time);
-            }
+        for g in groups {
             errors.set(key, g.time, g.err.as_deref());
-            let mode = (sweep, carry && row_carry);
-            self.group_difference(inp, key, g, desired, mode, output)?;
+            self.group_difference(inp, key, g, desired, sweep, output)?;
         }
         Ok(())
     }
@@ -1045,7 +1005,7 @@ impl OutputDiff {
         key: &[u64],
         g: &Group,
         desired: &Desired,
-        (sweep, carry): (bool, bool),
+        sweep: bool,
         output: &mut Updates,
     ) -> Result<()> {
         let OutputDiff {
@@ -1063,8 +1023,6 @@ impl OutputDiff {
         }
         if sweep {
             index.sweep_to(&g.time, inp.label)?;
-        } else if carry {
-            index.accumulate_carried(&g.time, inp.label)?;
         } else {
             index.accumulate(&g.time, inp.label)?;
         }
@@ -1080,8 +1038,7 @@ impl OutputDiff {
                 if sweep {
                     index.sweep_push(id as u32, g.time, diff, inp.label)?;
                 } else {
-                    // Folded into the carried counts too, when carrying.
-                    index.push_carried(id as u32, g.time, diff);
+                    index.entries.push((id as u32, g.time, diff));
                 }
             }
         }

@@ -1,8 +1,7 @@
 //! One key's history indexed for `reduce`: its distinct val rows numbered once, so that
 //! accumulating at a time is a scan adding diffs into a counts array (no sorting or
-//! allocation per time), an accumulation carried forward along each row of two-dimensional
-//! times, and a sweep over two-dimensional times that accumulates each history entry once for
-//! keys with long histories (see "Reduce" in `ENGINE.md`).
+//! allocation per time), and a sweep over two-dimensional times that accumulates each
+//! history entry once for keys with long histories (see "Reduce" in `ENGINE.md`).
 
 use crate::error::{Error, Result};
 use crate::lattice::{PartialOrder, Time};
@@ -24,12 +23,6 @@ pub struct Indexed {
     levels: Vec<u64>,
     grid: Vec<i64>,
     pos: usize,
-    /// Carried accumulation ([`Indexed::accumulate_carried`]): the time `counts` hold (its
-    /// first two coordinates), how many entries (from the start) are sorted by (second,
-    /// first) coordinate, and how many of those the row has read.
-    carried: Option<(u64, u64)>,
-    carry_sorted: usize,
-    carry_pos: usize,
 }
 
 impl Indexed {
@@ -44,7 +37,6 @@ impl Indexed {
         let vw = w - kw;
         self.vals.clear();
         self.entries.clear();
-        self.carried = None;
         let n = hi - lo;
         let mut nvals = 0u32;
         if vw == 1 {
@@ -125,7 +117,6 @@ impl Indexed {
     /// Accumulates counts at `t`.
     #[inline]
     pub fn accumulate(&mut self, t: &Time, label: &str) -> Result<()> {
-        self.carried = None;
         for c in self.counts.iter_mut() {
             *c = 0;
         }
@@ -155,67 +146,6 @@ impl Indexed {
         Ok(())
     }
 
-    /// Sets `counts` to the accumulation at `t`, carried forward from the previous call when
-    /// that was at a time with the same first coordinate and a second coordinate `<= t`'s;
-    /// every entry and `t` must have at most two non-zero coordinates.
-    ///
-    /// Interesting times come in lexicographic order, so a key's times of one first
-    /// coordinate `x` (a *row*) are visited with increasing second coordinate: at a row's
-    /// first time the entries are sorted by (second, first) coordinate, and each time of the
-    /// row adds the entries up to its second coordinate whose first is `<= x`. A row reads
-    /// each entry at most once, where a scan per time ([`Indexed::accumulate`]) reads all of
-    /// them at every time. Entries added with [`Indexed::push_carried`] at the current time
-    /// are folded into the carried counts at once. A partial sum outside `i64` falls back to
-    /// the exact scan (whose totals must fit).
-    #[inline]
-    pub fn accumulate_carried(&mut self, t: &Time, label: &str) -> Result<()> {
-        let (x, y) = (t.0[0], t.0[1]);
-        let carry = matches!(self.carried, Some((px, py)) if px == x && py <= y);
-        if !carry {
-            self.entries
-                .sort_unstable_by_key(|e| (e.1 .0[1], e.1 .0[0]));
-            self.carry_sorted = self.entries.len();
-            self.carry_pos = 0;
-            self.counts.fill(0);
-        }
-        let mut pos = self.carry_pos;
-        let mut overflow = false;
-        for &(v, time, d) in &self.entries[pos..self.carry_sorted] {
-            if time.0[1] > y {
-                break;
-            }
-            pos += 1;
-            if time.0[0] <= x {
-                let c = &mut self.counts[v as usize];
-                let (sum, o) = c.overflowing_add(d);
-                *c = sum;
-                overflow |= o;
-            }
-        }
-        self.carry_pos = pos;
-        if overflow {
-            // Rare: a partial sum left i64. Only the totals must fit: recompute exactly.
-            self.carried = None;
-            return self.accumulate(t, label);
-        }
-        self.carried = Some((x, y));
-        Ok(())
-    }
-
-    /// Adds an entry at the time of the last [`Indexed::accumulate_carried`] (or of the last
-    /// accumulation of any kind, when not carrying) and folds it into the carried counts.
-    #[inline]
-    pub fn push_carried(&mut self, v: u32, t: Time, d: i64) {
-        self.entries.push((v, t, d));
-        if self.carried.is_some() {
-            match self.counts[v as usize].checked_add(d) {
-                Some(c) => self.counts[v as usize] = c,
-                // The next time starts its row again (an exact scan on overflow).
-                None => self.carried = None,
-            }
-        }
-    }
-
     /// Starts a sweep over times in lexicographic order, for times with at most two non-zero
     /// coordinates. `extra` are times whose second coordinates entries added later
     /// ([`Indexed::sweep_push`]) may have.
@@ -238,7 +168,6 @@ impl Indexed {
         self.grid.clear();
         self.grid.resize(self.counts.len() * self.levels.len(), 0);
         self.pos = 0;
-        self.carried = None;
     }
 
     /// Sets `counts` to the accumulation at `t`; `t` must not decrease in its first coordinate
@@ -378,47 +307,6 @@ mod tests {
                 prop_assert_eq!(scan.id_of(&[p.2], 1), v);
                 sweep.sweep_push(v, *t, p.3, "test").unwrap();
                 scan.entries.push((v, *t, p.3));
-            }
-        }
-
-        /// Accumulating carried along times in lexicographic order (rows of one first
-        /// coordinate), some times skipped, with entries pushed at the current time between
-        /// steps (as phase 3 does with emitted output), matches the plain scan; with huge
-        /// diffs, partial sums past `i64` fall back to the scan and totals past it fail alike.
-        #[test]
-        fn carried_matches_scan(
-            huge in any::<bool>(),
-            hist in proptest::collection::vec((0u64..4, 0u64..6, 0u64..6, -3i64..4), 0..40),
-            probes in proptest::collection::vec(
-                (0u64..4, 0u64..7, 0u64..4, -2i64..3, any::<bool>()), 1..20),
-        ) {
-            let scale = if huge { i64::MAX / 3 } else { 1 };
-            let mut upd = crate::updates::Updates::new(2);
-            for &(v, a, b, d) in &hist {
-                upd.push(&[9, v], Time::from_coords(&[a, b]), d * scale);
-            }
-            let mut probes = probes;
-            probes.sort_by_key(|p| (p.0, p.1));
-            let mut carried = Indexed::default();
-            carried.build(&upd, 1);
-            let mut scan = Indexed::default();
-            scan.build(&upd, 1);
-            for &(a, b, v, d, skip) in &probes {
-                if skip {
-                    continue;
-                }
-                let t = Time::from_coords(&[a, b]);
-                let got = carried.accumulate_carried(&t, "test");
-                let want = scan.accumulate(&t, "test");
-                prop_assert_eq!(got.is_ok(), want.is_ok());
-                if want.is_ok() {
-                    prop_assert_eq!(&carried.counts, &scan.counts);
-                }
-                // Push an entry at this time for an existing or new val.
-                let id = carried.id_of(&[v], 1);
-                prop_assert_eq!(scan.id_of(&[v], 1), id);
-                carried.push_carried(id, t, d);
-                scan.entries.push((id, t, d));
             }
         }
     }
