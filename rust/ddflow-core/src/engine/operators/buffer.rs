@@ -429,15 +429,20 @@ mod tests {
         out
     }
 
-    fn msg(rows: &[(u64, u64, i64)]) -> Msg {
+    /// A message of one int64 column: `(value, time, diff)` per update.
+    fn msg_of(rows: impl ExactSizeIterator<Item = (u64, Time, i64)>) -> Msg {
         let mut upd = Updates::with_capacity(1, rows.len());
-        for &(r, t, d) in rows {
-            upd.push(&[r], Time::scalar(t), d);
+        for (r, t, d) in rows {
+            upd.push(&[r], t, d);
         }
         Msg {
             schema: Arc::new(vec![DType::Int64]),
             upd,
         }
+    }
+
+    fn msg(rows: &[(u64, u64, i64)]) -> Msg {
+        msg_of(rows.iter().map(|&(r, t, d)| (r, Time::scalar(t), d)))
     }
 
     proptest! {
@@ -474,14 +479,10 @@ mod tests {
     }
 
     fn msg_2d(rows: &[(u64, (u64, u64), i64)]) -> Msg {
-        let mut upd = Updates::with_capacity(1, rows.len());
-        for &(r, (a, b), d) in rows {
-            upd.push(&[r], Time::from_coords(&[a, b]), d);
-        }
-        Msg {
-            schema: Arc::new(vec![DType::Int64]),
-            upd,
-        }
+        msg_of(
+            rows.iter()
+                .map(|&(r, (a, b), d)| (r, Time::from_coords(&[a, b]), d)),
+        )
     }
 
     proptest! {
@@ -534,14 +535,7 @@ mod tests {
     }
 
     fn msg_3d(rows: &[(u64, [u64; 3], i64)]) -> Msg {
-        let mut upd = Updates::with_capacity(1, rows.len());
-        for &(r, c, d) in rows {
-            upd.push(&[r], Time::from_coords(&c), d);
-        }
-        Msg {
-            schema: Arc::new(vec![DType::Int64]),
-            upd,
-        }
+        msg_of(rows.iter().map(|&(r, c, d)| (r, Time::from_coords(&c), d)))
     }
 
     proptest! {
