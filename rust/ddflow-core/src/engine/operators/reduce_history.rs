@@ -284,15 +284,7 @@ impl Histories {
         read_advanced(input, key, m, &mut self.input, &mut self.tail);
         let out_lo = self.outputs.len();
         read_advanced(output, key, m, &mut self.outputs, &mut self.tail);
-        self.out_offs.push(self.outputs.len());
-        self.edits.clear();
-        // Iterated, not sliced: a column held as one time is not written out.
-        self.edits.extend(self.input.times.iter());
-        let out_hi = self.outputs.len();
-        self.edits
-            .extend(self.outputs.times.range_iter(out_lo..out_hi));
-        errors.times_of(key, &mut self.edits);
-        out_lo
+        self.key_read(key, out_lo, errors)
     }
 
     /// For a key whose input accumulation is carried (`reduce_cache.rs`): its new input
@@ -327,6 +319,14 @@ impl Histories {
     ) -> usize {
         let out_lo = self.outputs.len();
         output.key_history(key, &mut self.outputs);
+        self.key_read(key, out_lo, errors)
+    }
+
+    /// Once `key`'s input is in `self.input` and its output history in `outputs` from
+    /// `out_lo`: records where that history ends and gathers the key's edit times (the
+    /// input's, the output's and its errors'); returns `out_lo`.
+    #[inline]
+    fn key_read(&mut self, key: &[u64], out_lo: usize, errors: &ReduceErrors) -> usize {
         self.out_offs.push(self.outputs.len());
         self.edits.clear();
         // Iterated, not sliced: a column held as one time is not written out.
