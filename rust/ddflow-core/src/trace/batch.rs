@@ -680,9 +680,37 @@ impl Batch {
         }
     }
 
-    /// The first key at or after `from` that is `>= target` (galloping search).
+    /// The first word of key `k` (0 for keys of no words): a cursor compares it before
+    /// the whole key.
+    #[inline]
+    pub fn key_head(&self, k: usize) -> u64 {
+        if self.key_width == 0 {
+            return 0;
+        }
+        let start = k * self.key_width;
+        match &self.keys {
+            Words::U64(v) => v[start],
+            Words::U32(v) => v[start] as u64,
+        }
+    }
+
+    /// The first key at or after `from` that is `>= target` (galloping search; one-word
+    /// keys are compared as integers of the storage's width).
     pub fn seek_key_from(&self, from: usize, target: &[u64]) -> usize {
         let n = self.n_keys();
+        if self.key_width == 1 {
+            let t = target[0];
+            return match &self.keys {
+                Words::U64(v) => {
+                    let v: &[u64] = v;
+                    gallop(from, n, |k| v[k] < t)
+                }
+                Words::U32(v) => {
+                    let v: &[u32] = v;
+                    gallop(from, n, |k| (v[k] as u64) < t)
+                }
+            };
+        }
         gallop(from, n, |k| self.cmp_key(k, target) == Ordering::Less)
     }
 

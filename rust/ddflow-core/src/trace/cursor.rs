@@ -5,6 +5,11 @@
 //! key is the least key any batch is positioned at. Seeking is forward only (galloping
 //! search in each batch); [`Cursor::rewind`] starts over.
 //!
+//! Beside each batch's position the cursor keeps the first word of the key there (its
+//! *head*; `u64::MAX` once the batch is read to its end) in one array, so a seek passes over
+//! a batch whose next key starts past the key sought with one compare, without touching the
+//! batch; only the batches whose head is at or before the key's first word are searched.
+//!
 //! Ordering of [`Cursor::for_each_val_update`]: batches in the order given (oldest first);
 //! within a batch, vals increasing and each val's times increasing (lexicographic order).
 //! Vals are not merged across batches: the same val may be reported by several batches.
@@ -24,6 +29,9 @@ pub struct Cursor {
     val_width: usize,
     /// Current key index in each batch.
     pos: Vec<usize>,
+    /// First word of the key at `pos[i]` in batch `i` (0 for keys of no words), or
+    /// `u64::MAX` when `pos[i]` is past the batch's last key.
+    heads: Vec<u64>,
     /// Indices of the batches positioned at the current key.
     active: Vec<usize>,
     /// The current key (valid if `!active.is_empty()`).
@@ -64,6 +72,7 @@ impl Cursor {
         let batches: Vec<Arc<Batch>> = batches.into_iter().filter(|b| !b.is_empty()).collect();
         let mut c = Cursor {
             pos: vec![0; batches.len()],
+            heads: batches.iter().map(|b| head(b, 0)).collect(),
             batches,
             key_width,
             val_width,
@@ -92,12 +101,25 @@ impl Cursor {
         self.val_width
     }
 
-    /// Recomputes the current key and the active batches from the positions.
+    /// Recomputes the current key and the active batches from the positions: only the
+    /// batches with the least head can hold the least key.
     fn settle(&mut self) {
         self.active.clear();
+        let Some(&least) = self.heads.iter().min() else {
+            return;
+        };
         for (i, b) in self.batches.iter().enumerate() {
             let p = self.pos[i];
-            if p >= b.n_keys() {
+            if self.heads[i] != least || p >= b.n_keys() {
+                continue;
+            }
+            if self.key_width == 1 {
+                // One-word keys: the head is the key.
+                if self.active.is_empty() {
+                    self.key.clear();
+                    self.key.push(least);
+                }
+                self.active.push(i);
                 continue;
             }
             let ord = if self.active.is_empty() {
@@ -134,6 +156,7 @@ impl Cursor {
     pub fn step_key(&mut self) {
         for &i in self.active.iter() {
             self.pos[i] += 1;
+            self.heads[i] = head(&self.batches[i], self.pos[i]);
         }
         self.settle();
     }
@@ -146,14 +169,33 @@ impl Cursor {
             return self.key.as_slice() == key;
         }
         // The batches holding `key` are the active ones; only when none does is the least
-        // key past it looked for.
+        // key past it looked for. A batch whose head is past the key's first word stays
+        // where it is.
         self.active.clear();
-        for (i, b) in self.batches.iter().enumerate() {
-            let p = b.seek_key_from(self.pos[i], key);
-            self.pos[i] = p;
-            if p < b.n_keys() && b.cmp_key(p, key) == Ordering::Equal {
-                self.active.push(i);
+        let first = key.first().copied().unwrap_or(0);
+        for i in 0..self.batches.len() {
+            let h = self.heads[i];
+            if h > first {
+                continue;
             }
+            let b = &self.batches[i];
+            let n = b.n_keys();
+            let mut p = self.pos[i];
+            if p >= n {
+                continue;
+            }
+            if h < first || self.key_width != 1 {
+                p = b.seek_key_from(p, key);
+                self.pos[i] = p;
+                self.heads[i] = head(b, p);
+                if p >= n || (self.key_width == 1 && self.heads[i] != first) {
+                    continue;
+                }
+                if self.key_width != 1 && b.cmp_key(p, key) != Ordering::Equal {
+                    continue;
+                }
+            }
+            self.active.push(i);
         }
         if self.active.is_empty() {
             self.settle();
@@ -166,8 +208,9 @@ impl Cursor {
 
     /// Moves back to the first key.
     pub fn rewind(&mut self) {
-        for p in self.pos.iter_mut() {
-            *p = 0;
+        for (i, b) in self.batches.iter().enumerate() {
+            self.pos[i] = 0;
+            self.heads[i] = head(b, 0);
         }
         self.settle();
     }
@@ -269,5 +312,15 @@ impl Cursor {
             self.step_key();
         }
         out
+    }
+}
+
+/// The head of batch `b` at key position `p` (see [`Cursor`]'s `heads`).
+#[inline]
+fn head(b: &Batch, p: usize) -> u64 {
+    if p < b.n_keys() {
+        b.key_head(p)
+    } else {
+        u64::MAX
     }
 }

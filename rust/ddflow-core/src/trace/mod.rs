@@ -70,3 +70,5 @@ pub use spine::{Spine, DEFAULT_EFFORT};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod cursor_tests;
