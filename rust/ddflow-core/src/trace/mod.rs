@@ -69,6 +69,6 @@ pub use merge::MergeState;
 pub use spine::{Spine, DEFAULT_EFFORT};
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod cursor_tests;
+#[cfg(test)]
+mod tests;
