@@ -695,13 +695,20 @@ impl Batch {
     }
 
     /// The first key at or after `from` that is `>= target` (galloping search; one-word
-    /// keys by [`seek_word`]).
+    /// keys are compared as integers of the storage's width).
     pub fn seek_key_from(&self, from: usize, target: &[u64]) -> usize {
         let n = self.n_keys();
         if self.key_width == 1 {
+            let t = target[0];
             return match &self.keys {
-                Words::U64(v) => seek_word(&v[..], from, target[0]),
-                Words::U32(v) => seek_word(&v[..], from, target[0]),
+                Words::U64(v) => {
+                    let v: &[u64] = v;
+                    gallop(from, n, |k| v[k] < t)
+                }
+                Words::U32(v) => {
+                    let v: &[u32] = v;
+                    gallop(from, n, |k| (v[k] as u64) < t)
+                }
             };
         }
         gallop(from, n, |k| self.cmp_key(k, target) == Ordering::Less)
@@ -754,55 +761,6 @@ fn unsorted(i: usize) -> Error {
     Error::Unsorted(format!(
         "batch updates must be sorted by row words, then time; update {i} is out of order"
     ))
-}
-
-/// The first index in `from..` at which the increasing words `v` are `>= t`. The search
-/// starts where `t` would sit if the words from `from` to the last were evenly spread
-/// (interpolation), and gallops from there forward or back: a few probes where keys are
-/// dense or uniform (node ids), never more than two gallops over the whole range otherwise.
-#[inline]
-pub(crate) fn seek_word<W: Copy + Into<u64>>(v: &[W], from: usize, t: u64) -> usize {
-    let n = v.len();
-    if from >= n || v[from].into() >= t {
-        return from;
-    }
-    let last: u64 = v[n - 1].into();
-    if last < t {
-        return n;
-    }
-    // v[from] < t <= v[n - 1]: the answer is in from + 1..n.
-    let lo: u64 = v[from].into();
-    let frac = (t - lo) as f64 / (last - lo) as f64;
-    let guess = from + (frac * (n - 1 - from) as f64) as usize;
-    let g = guess.clamp(from + 1, n - 1);
-    if v[g].into() < t {
-        gallop(g + 1, n, |k| v[k].into() < t)
-    } else {
-        gallop_back(from + 1, g, |k| v[k].into() >= t)
-    }
-}
-
-/// Galloping search backwards: the first index in `lo..=hi` for which `ge` is true,
-/// assuming `ge(hi)` is true and `ge` is false on a prefix of the range, true after it.
-#[inline]
-fn gallop_back<F: Fn(usize) -> bool>(lo: usize, mut hi: usize, ge: F) -> usize {
-    let mut step = 1;
-    while hi >= lo + step && ge(hi - step) {
-        hi -= step;
-        step <<= 1;
-    }
-    // ge(hi) is true; below hi - step + 1 (if in range) it is false.
-    let mut a = if hi >= lo + step { hi - step + 1 } else { lo };
-    let mut b = hi;
-    while a < b {
-        let mid = a + (b - a) / 2;
-        if ge(mid) {
-            b = mid;
-        } else {
-            a = mid + 1;
-        }
-    }
-    a
 }
 
 /// Galloping (exponential then binary) search: the first index in `from..end` for which

@@ -113,39 +113,3 @@ proptest! {
         }
     }
 }
-
-/// Sorted words spread in one of three ways: dense, uniform over `u64`, or clustered at both
-/// ends (where interpolation guesses far off).
-fn sorted_words() -> impl Strategy<Value = Vec<u64>> {
-    let word = prop_oneof![
-        0u64..64,
-        any::<u64>(),
-        prop_oneof![0u64..8, (u64::MAX - 8)..=u64::MAX],
-    ];
-    proptest::collection::vec(word, 0..80).prop_map(|mut v| {
-        v.sort_unstable();
-        v
-    })
-}
-
-proptest! {
-    /// The interpolating seek over one-word keys (as `u64` and, where they fit, `u32`)
-    /// finds what a binary search from the same start finds.
-    #[test]
-    fn seek_word_matches_partition_point(
-        v in sorted_words(),
-        from_pick in 0usize..100,
-        t_pick in prop_oneof![any::<u64>(), 0u64..70, Just(u64::MAX)],
-        t_at in 0usize..100,
-    ) {
-        let from = from_pick.min(v.len());
-        // Targets at stored words as well as between them.
-        let t = if t_at < v.len() && t_pick % 2 == 0 { v[t_at] } else { t_pick };
-        let want = from + v[from..].partition_point(|&w| w < t);
-        prop_assert_eq!(batch::seek_word(&v, from, t), want);
-        if v.iter().all(|&w| w >> 32 == 0) {
-            let narrow: Vec<u32> = v.iter().map(|&w| w as u32).collect();
-            prop_assert_eq!(batch::seek_word(&narrow, from, t), want);
-        }
-    }
-}
