@@ -142,12 +142,25 @@ impl Words {
     /// Compares row `i` of `self` with row `j` of `other` (both of `width` words).
     #[inline]
     pub(crate) fn cmp_rows(&self, i: usize, other: &Words, j: usize, width: usize) -> Ordering {
+        if width == 1 {
+            // One-word rows (node ids): one integer comparison.
+            return self.word(i).cmp(&other.word(j));
+        }
         let (a, b) = (i * width, j * width);
         match (self, other) {
             (Words::U64(x), Words::U64(y)) => x[a..a + width].cmp(&y[b..b + width]),
             (Words::U32(x), Words::U32(y)) => x[a..a + width].cmp(&y[b..b + width]),
             (Words::U32(_), Words::U64(y)) => self.cmp_row(i, width, &y[b..b + width]),
             (Words::U64(x), Words::U32(_)) => other.cmp_row(j, width, &x[a..a + width]).reverse(),
+        }
+    }
+
+    /// Word `k`, widened.
+    #[inline]
+    fn word(&self, k: usize) -> u64 {
+        match self {
+            Words::U64(v) => v[k],
+            Words::U32(v) => v[k] as u64,
         }
     }
 

@@ -447,3 +447,28 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// Rows of one and two words compared across batches' storages (narrow or wide on
+    /// either side) order as the rows' words do.
+    #[test]
+    fn rows_compare_as_their_words(
+        width in 1usize..3,
+        x in proptest::collection::vec(prop_oneof![0u64..4, Just(1u64 << 32), Just(u64::MAX)], 2),
+        y in proptest::collection::vec(prop_oneof![0u64..4, Just(1u64 << 32), Just(u64::MAX)], 2),
+    ) {
+        use super::batch::Words;
+        let (x, y) = (&x[..width], &y[..width]);
+        let want = x.cmp(y);
+        let mut wide_x = Words::U64(Vec::new().into());
+        wide_x.push_row(&[0; 2][..width]);
+        wide_x.push_row(x);
+        let narrow_y = Words::narrowed(y.to_vec());
+        let wide_y = Words::U64(y.to_vec().into());
+        prop_assert_eq!(wide_x.cmp_rows(1, &wide_y, 0, width), want);
+        prop_assert_eq!(wide_x.cmp_rows(1, &narrow_y, 0, width), want);
+        prop_assert_eq!(narrow_y.cmp_rows(0, &wide_x, 1, width), want.reverse());
+        let narrow_x = Words::narrowed(x.to_vec());
+        prop_assert_eq!(narrow_x.cmp_rows(0, &narrow_y, 0, width), want);
+    }
+}
