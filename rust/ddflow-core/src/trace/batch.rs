@@ -128,6 +128,15 @@ impl Words {
     /// Appends row `row` of `src` (of `width` words).
     #[inline]
     pub(crate) fn push_from(&mut self, src: &Words, row: usize, width: usize) {
+        if width == 1 {
+            // One-word rows (node ids): one push, no slice copy.
+            match (&mut *self, src) {
+                (Words::U64(d), Words::U64(s)) => return d.push(s[row]),
+                (Words::U32(d), Words::U32(s)) => return d.push(s[row]),
+                (Words::U64(d), Words::U32(s)) => return d.push(s[row] as u64),
+                (Words::U32(_), Words::U64(_)) => {}
+            }
+        }
         let start = row * width;
         match (&mut *self, src) {
             (Words::U64(d), Words::U64(s)) => d.extend_from_slice(&s[start..start + width]),
@@ -142,12 +151,25 @@ impl Words {
     /// Compares row `i` of `self` with row `j` of `other` (both of `width` words).
     #[inline]
     pub(crate) fn cmp_rows(&self, i: usize, other: &Words, j: usize, width: usize) -> Ordering {
+        if width == 1 {
+            // One-word rows (node ids): one comparison.
+            return self.word(i).cmp(&other.word(j));
+        }
         let (a, b) = (i * width, j * width);
         match (self, other) {
             (Words::U64(x), Words::U64(y)) => x[a..a + width].cmp(&y[b..b + width]),
             (Words::U32(x), Words::U32(y)) => x[a..a + width].cmp(&y[b..b + width]),
             (Words::U32(_), Words::U64(y)) => self.cmp_row(i, width, &y[b..b + width]),
             (Words::U64(x), Words::U32(_)) => other.cmp_row(j, width, &x[a..a + width]).reverse(),
+        }
+    }
+
+    /// Word `i`.
+    #[inline]
+    pub(crate) fn word(&self, i: usize) -> u64 {
+        match self {
+            Words::U64(v) => v[i],
+            Words::U32(v) => v[i] as u64,
         }
     }
 

@@ -16,7 +16,7 @@
 
 use super::batch::{Batch, Diffs, Times, Words, MAX_INDEXED_TIMES};
 use super::description::Description;
-use super::merge::advance;
+use super::packed::{self, advance};
 use super::stored::Stored;
 use super::time_vec::TimeVec;
 use crate::lattice::Time;
@@ -197,6 +197,33 @@ impl Builder {
         if let Some(t) = &mut self.times {
             t.push(time);
         }
+        self.push_diff(diff);
+    }
+
+    /// As [`Builder::push_update`], with the time packed (`packed.rs`): once times are
+    /// materialized as pairs of `u32`, the word is split in two and stored, never unpacked.
+    #[inline(always)]
+    pub(crate) fn push_update_packed(&mut self, time: u64, diff: i64) {
+        match &mut self.times {
+            Some(t) => t.push_pair([(time >> 32) as u32, time as u32]),
+            None => {
+                let t = packed::unpack(time);
+                if self.n == 0 {
+                    self.time0 = t;
+                } else if t != self.time0 {
+                    self.materialize_times();
+                    if let Some(ts) = &mut self.times {
+                        ts.push(t);
+                    }
+                }
+            }
+        }
+        self.push_diff(diff);
+    }
+
+    /// Records the diff of the update being pushed and counts the update.
+    #[inline(always)]
+    fn push_diff(&mut self, diff: i64) {
         if diff != 1 && self.diffs.is_none() {
             self.materialize_diffs();
         }
@@ -287,13 +314,14 @@ impl Builder {
     }
 
     /// Appends keys `keys` of `batch` whole (no key may be open), advancing times by
-    /// `frontier` if given; `single` is the batch's single time already advanced, if it
-    /// has one. The caller guarantees that advancing merges no two updates of a val.
+    /// joining them with `meet` if given (a frontier's meet, see `packed::meet_of`); `single`
+    /// is the batch's single time already advanced, if it has one. The caller guarantees
+    /// that advancing merges no two updates of a val.
     pub(crate) fn extend_keys_from(
         &mut self,
         batch: &Batch,
         keys: Range<usize>,
-        frontier: Option<&[Time]>,
+        meet: Option<&Time>,
         single: Option<Time>,
     ) {
         if keys.is_empty() {
@@ -349,9 +377,9 @@ impl Builder {
                     self.materialize_times();
                 }
                 let out = self.times.as_mut().expect("materialized");
-                match frontier {
+                match meet {
                     None => out.extend_from(ts, u0..u1),
-                    Some(f) => out.extend_mapped(ts, u0..u1, |t| advance(t, f)),
+                    Some(m) => out.extend_mapped(ts, u0..u1, |t| advance(t, Some(m))),
                 }
             }
             Times::Indexed { distinct, idx } => {
@@ -361,7 +389,7 @@ impl Builder {
                 let out = self.times.as_mut().expect("materialized");
                 let mut advanced = [Time::minimum(); MAX_INDEXED_TIMES];
                 for (a, &t) in advanced.iter_mut().zip(distinct) {
-                    *a = frontier.map_or(t, |f| advance(t, f));
+                    *a = advance(t, meet);
                 }
                 for &i in &idx[u0..u1] {
                     out.push(advanced[i as usize]);

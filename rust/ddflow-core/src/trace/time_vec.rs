@@ -102,6 +102,15 @@ impl TimeVec {
         }
     }
 
+    /// Appends the time `[p[0], p[1], 0, 0]`.
+    #[inline]
+    pub(crate) fn push_pair(&mut self, p: [u32; 2]) {
+        match self {
+            TimeVec::Narrow(v) => v.push(p),
+            TimeVec::Wide(v) => v.push(wide(p)),
+        }
+    }
+
     /// Appends `t` `n` times.
     pub(crate) fn push_n(&mut self, t: Time, n: usize) {
         if let TimeVec::Narrow(v) = self {
