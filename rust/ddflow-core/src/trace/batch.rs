@@ -126,10 +126,10 @@ impl Words {
     }
 
     /// Appends row `row` of `src` (of `width` words).
-    #[inline]
+    // Always in line: merges copy a val per update or so; one-word rows take one push.
+    #[inline(always)]
     pub(crate) fn push_from(&mut self, src: &Words, row: usize, width: usize) {
         if width == 1 {
-            // One-word rows (node ids): one push, no slice copy.
             match (&mut *self, src) {
                 (Words::U64(d), Words::U64(s)) => return d.push(s[row]),
                 (Words::U32(d), Words::U32(s)) => return d.push(s[row]),
@@ -137,6 +137,12 @@ impl Words {
                 (Words::U32(_), Words::U64(_)) => {}
             }
         }
+        self.push_rows_from(src, row, width)
+    }
+
+    /// [`Words::push_from`] of rows wider than a word, or that may widen the storage.
+    #[inline(never)]
+    fn push_rows_from(&mut self, src: &Words, row: usize, width: usize) {
         let start = row * width;
         match (&mut *self, src) {
             (Words::U64(d), Words::U64(s)) => d.extend_from_slice(&s[start..start + width]),
@@ -149,12 +155,18 @@ impl Words {
     }
 
     /// Compares row `i` of `self` with row `j` of `other` (both of `width` words).
-    #[inline]
+    // Always in line: one-word rows (node ids) take one comparison.
+    #[inline(always)]
     pub(crate) fn cmp_rows(&self, i: usize, other: &Words, j: usize, width: usize) -> Ordering {
         if width == 1 {
-            // One-word rows (node ids): one comparison.
             return self.word(i).cmp(&other.word(j));
         }
+        self.cmp_wide_rows(i, other, j, width)
+    }
+
+    /// [`Words::cmp_rows`] of rows wider than a word.
+    #[inline(never)]
+    fn cmp_wide_rows(&self, i: usize, other: &Words, j: usize, width: usize) -> Ordering {
         let (a, b) = (i * width, j * width);
         match (self, other) {
             (Words::U64(x), Words::U64(y)) => x[a..a + width].cmp(&y[b..b + width]),
@@ -165,7 +177,7 @@ impl Words {
     }
 
     /// Word `i`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn word(&self, i: usize) -> u64 {
         match self {
             Words::U64(v) => v[i],

@@ -249,7 +249,7 @@ impl Builder {
     }
 
     /// First update of the open val.
-    #[inline]
+    #[inline(always)]
     fn val_start(&self) -> usize {
         match &self.val_offs {
             Some(o) => o[o.len() - 1],
@@ -307,7 +307,8 @@ impl Builder {
 
     /// Closes the open val, whose updates are known to be non-zero: drops it only if it
     /// has no updates.
-    #[inline]
+    // Always in line: merges seal a val per update or so.
+    #[inline(always)]
     pub fn seal_val_nonzero(&mut self) {
         let start = self.val_start();
         self.close_val(start);
@@ -379,7 +380,7 @@ impl Builder {
                 let out = self.times.as_mut().expect("materialized");
                 match meet {
                     None => out.extend_from(ts, u0..u1),
-                    Some(m) => out.extend_mapped(ts, u0..u1, |t| advance(t, Some(m))),
+                    Some(m) => out.extend_joined(ts, u0..u1, m),
                 }
             }
             Times::Indexed { distinct, idx } => {

@@ -385,7 +385,8 @@ impl MergeState {
 
     /// Pushes val `v` of one input, alone, into the open val and seals it; returns the
     /// updates read.
-    #[inline]
+    // Always in line: most vals hold one update, and the calls cost more than the copy.
+    #[inline(always)]
     fn copy_val(&mut self, from_a: bool, v: usize) -> usize {
         let (batch, single) = if from_a {
             (&self.a, self.single_a)
@@ -393,22 +394,36 @@ impl MergeState {
             (&self.b, self.single_b)
         };
         let range = batch.updates_of(v);
-        if range.len() == 1 && self.packed.is_none() {
-            // One update (non-zero: inputs are consolidated): no sorting or summing.
-            let u = range.start;
-            let t = match single {
-                Some(t) => t,
-                None => advance(batch.time(u), self.meet.as_ref()),
-            };
-            let d = batch.diff(u);
-            self.builder.push_update(t, d);
-            self.builder.seal_val_nonzero();
-            1
-        } else {
-            let n = self.gather(from_a, v);
-            self.flush_val();
-            n
+        if range.len() != 1 {
+            return self.copy_val_many(from_a, v);
         }
+        // One update (non-zero: inputs are consolidated): no sorting or summing.
+        let u = range.start;
+        let d = batch.diff(u);
+        match &self.packed {
+            Some(p) => {
+                let times = if from_a { &p.a } else { &p.b };
+                let t = packed::time_of(batch, times, p.meet, u);
+                self.builder.push_update_packed(t, d);
+            }
+            None => {
+                let t = match single {
+                    Some(t) => t,
+                    None => advance(batch.time(u), self.meet.as_ref()),
+                };
+                self.builder.push_update(t, d);
+            }
+        }
+        self.builder.seal_val_nonzero();
+        1
+    }
+
+    /// [`MergeState::copy_val`] of a val with several updates.
+    #[inline(never)]
+    fn copy_val_many(&mut self, from_a: bool, v: usize) -> usize {
+        let n = self.gather(from_a, v);
+        self.flush_val();
+        n
     }
 
     /// Copies the run of keys of one input that precede the other input's next key (at
@@ -450,9 +465,27 @@ impl MergeState {
             self.builder.extend_keys_from(&x, kx..end, adv, single);
             x.updates_of_key(end - 1).end - first
         } else {
+            // Keys whose vals hold one update each are copied in bulk (advancing cannot
+            // merge two updates of a val there), the others val by val.
+            let meet = self.meet;
+            let single = if from_a { self.single_a } else { self.single_b };
+            let one_each = |k: usize| x.updates_of_key(k).len() == x.vals_of(k).len();
             let mut read = 0;
-            for k in kx..end {
-                read += self.copy_key(from_a, k);
+            let mut k = kx;
+            while k < end {
+                let mut j = k;
+                while j < end && one_each(j) {
+                    j += 1;
+                }
+                if j > k {
+                    self.builder
+                        .extend_keys_from(&x, k..j, meet.as_ref(), single);
+                    read += x.vals_of(j - 1).end - x.vals_of(k).start;
+                    k = j;
+                } else {
+                    read += self.copy_key(from_a, k);
+                    k += 1;
+                }
             }
             read
         }

@@ -95,6 +95,18 @@ impl PackedTimes {
     }
 }
 
+/// The time of update `u` of `batch`, packed and joined with `meet`; `times` is
+/// [`PackedTimes::of`] the batch.
+#[inline(always)]
+pub(crate) fn time_of(batch: &Batch, times: &PackedTimes, meet: u64, u: usize) -> u64 {
+    match (times, &batch.times) {
+        (PackedTimes::Single(p), _) => *p,
+        (PackedTimes::Each, Times::Each(TimeVec::Narrow(ts))) => join(pack_pair(ts[u]), meet),
+        (PackedTimes::Indexed(table), Times::Indexed { idx, .. }) => table[idx[u] as usize],
+        _ => unreachable!("packed times read from a batch they do not describe"),
+    }
+}
+
 /// Appends the updates `range` of `batch` to `out` as `(packed time, diff)`, each time
 /// joined with `meet`; `times` is [`PackedTimes::of`] the batch.
 #[inline]

@@ -137,6 +137,23 @@ impl TimeVec {
         }
     }
 
+    /// Appends the times `range` of `other`, each joined with `m` (advanced by a frontier
+    /// whose meet is `m`): pair by pair while both store pairs and `m` fits one.
+    pub(crate) fn extend_joined(
+        &mut self,
+        other: &TimeVec,
+        range: std::ops::Range<usize>,
+        m: &Time,
+    ) {
+        use crate::lattice::Lattice;
+        match (&mut *self, other, narrow(m)) {
+            (TimeVec::Narrow(v), TimeVec::Narrow(o), Some([x, y])) => {
+                v.extend(o[range].iter().map(|p| [p[0].max(x), p[1].max(y)]))
+            }
+            _ => self.extend_mapped(other, range, |t| t.join(m)),
+        }
+    }
+
     /// Appends the times `range` of `other` as they are.
     pub(crate) fn extend_from(&mut self, other: &TimeVec, range: std::ops::Range<usize>) {
         match (&mut *self, other) {
