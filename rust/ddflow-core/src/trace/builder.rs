@@ -144,15 +144,13 @@ impl Builder {
     }
 
     /// Opens key `k` of `batch` (see [`Builder::push_key`]).
-    // Always in line: merges open a key or val per update or so.
-    #[inline(always)]
+    #[inline]
     pub fn push_key_from(&mut self, batch: &Batch, k: usize) {
         self.keys.push_from(&batch.keys, k, self.key_width);
     }
 
     /// Opens val `v` of `batch` (see [`Builder::push_val`]).
-    // Always in line: merges open a key or val per update or so.
-    #[inline(always)]
+    #[inline]
     pub fn push_val_from(&mut self, batch: &Batch, v: usize) {
         self.vals.push_from(&batch.vals, v, self.val_width);
     }

@@ -421,19 +421,6 @@ impl MergeState {
     /// [`MergeState::copy_val`] of a val with several updates.
     #[inline(never)]
     fn copy_val_many(&mut self, from_a: bool, v: usize) -> usize {
-        if let Some(p) = &self.packed {
-            let (batch, times) = if from_a {
-                (&self.a, &p.a)
-            } else {
-                (&self.b, &p.b)
-            };
-            let range = batch.updates_of(v);
-            let n = range.len();
-            if packed::push_if_increasing(batch, times, p.meet, range, &mut self.builder) {
-                self.builder.seal_val_nonzero();
-                return n;
-            }
-        }
         let n = self.gather(from_a, v);
         self.flush_val();
         n

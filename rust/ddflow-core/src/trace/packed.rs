@@ -12,7 +12,6 @@
 //! two-`u32` times without unpacking ([`super::Builder::push_update_packed`]).
 
 use super::batch::{Batch, Diffs, Times, MAX_INDEXED_TIMES};
-use super::builder::Builder;
 use super::time_vec::TimeVec;
 use crate::lattice::{Lattice, Time};
 use std::ops::Range;
@@ -106,42 +105,6 @@ pub(crate) fn time_of(batch: &Batch, times: &PackedTimes, meet: u64, u: usize) -
         (PackedTimes::Indexed(table), Times::Indexed { idx, .. }) => table[idx[u] as usize],
         _ => unreachable!("packed times read from a batch they do not describe"),
     }
-}
-
-/// Pushes the updates `range` of `batch`, times joined with `meet`, straight into the open
-/// val of `builder` when the joined times stay strictly increasing (joining with the meet
-/// moved no update past or onto another: the common case inside a round) and the diffs are
-/// not sparse; returns whether it did (else nothing was pushed).
-#[inline]
-pub(crate) fn push_if_increasing(
-    batch: &Batch,
-    times: &PackedTimes,
-    meet: u64,
-    range: Range<usize>,
-    builder: &mut Builder,
-) -> bool {
-    let mut last = None;
-    for u in range.clone() {
-        let t = time_of(batch, times, meet, u);
-        if last.is_some_and(|l| t <= l) {
-            return false;
-        }
-        last = Some(t);
-    }
-    match &batch.diffs {
-        Diffs::Ones => {
-            for u in range {
-                builder.push_update_packed(time_of(batch, times, meet, u), 1);
-            }
-        }
-        Diffs::Dense(ds) => {
-            for u in range {
-                builder.push_update_packed(time_of(batch, times, meet, u), ds[u]);
-            }
-        }
-        Diffs::Sparse { .. } => return false,
-    }
-    true
 }
 
 /// Appends the updates `range` of `batch` to `out` as `(packed time, diff)`, each time
