@@ -164,6 +164,10 @@ impl MergeState {
             "a merge input replaced by a different batch"
         );
         *input = batch;
+        // Equal batches store times alike, so this reads them as before; recomputed so
+        // that the packed reading always describes the inputs it reads (between keys, no
+        // val is open).
+        self.packed = Packed::of(&self.a, &self.b, self.meet.as_ref());
     }
 
     /// The frontier times are advanced by.
