@@ -221,6 +221,27 @@ impl Builder {
         self.push_diff(diff);
     }
 
+    /// Adds the updates `ups` (packed times increasing, diffs non-zero) to the open val:
+    /// once times are stored as pairs of `u32`, times and diffs are each appended in one
+    /// step (one capacity check), else update by update.
+    #[inline]
+    pub(crate) fn extend_packed(&mut self, ups: &[(u64, i64)]) {
+        let Some(TimeVec::Narrow(times)) = &mut self.times else {
+            for &(p, d) in ups {
+                self.push_update_packed(p, d);
+            }
+            return;
+        };
+        times.extend(ups.iter().map(|&(p, _)| [(p >> 32) as u32, p as u32]));
+        if self.diffs.is_none() && ups.iter().any(|&(_, d)| d != 1) {
+            self.materialize_diffs();
+        }
+        if let Some(diffs) = &mut self.diffs {
+            diffs.extend(ups.iter().map(|&(_, d)| d));
+        }
+        self.n += ups.len();
+    }
+
     /// Records the diff of the update being pushed and counts the update.
     #[inline(always)]
     fn push_diff(&mut self, diff: i64) {

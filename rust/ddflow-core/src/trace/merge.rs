@@ -330,12 +330,9 @@ impl MergeState {
                 }
             }
             s.truncate(w + 1);
+            s.retain(|&(_, d)| d != 0);
         }
-        for &(p, d) in s.iter() {
-            if d != 0 {
-                self.builder.push_update_packed(p, d);
-            }
-        }
+        self.builder.extend_packed(s);
         s.clear();
         self.builder.seal_val_nonzero();
     }
