@@ -117,6 +117,20 @@ pub(crate) fn gather(
     range: Range<usize>,
     out: &mut Vec<(u64, i64)>,
 ) {
+    // Per-update times with dense or implicit diffs (the common forms): one pass.
+    if let (PackedTimes::Each, Times::Each(TimeVec::Narrow(ts))) = (times, &batch.times) {
+        let ts = &ts[range.clone()];
+        match &batch.diffs {
+            Diffs::Dense(ds) => {
+                let joined = ts.iter().zip(&ds[range]);
+                return out.extend(joined.map(|(&q, &d)| (join(pack_pair(q), meet), d)));
+            }
+            Diffs::Ones => {
+                return out.extend(ts.iter().map(|&q| (join(pack_pair(q), meet), 1)));
+            }
+            Diffs::Sparse { .. } => {}
+        }
+    }
     let start = out.len();
     match (times, &batch.times) {
         (PackedTimes::Single(p), _) => out.extend(range.clone().map(|_| (*p, 1))),
