@@ -21,8 +21,9 @@ in plain pyspark (so no ddflow is needed yet), and writes the classes it loaded 
 exits. Tests take the same CPU time on it as on an archive made by ``run_on_spark`` jobs
 (``tests/spark/test_chained_joins.py`` and ``test_nulls.py`` on pyspark 3.5.3, twice each:
 79.1 and 89.5 s of CPU against 82.2 and 86.5 s, ``perf stat -e task-clock``). The archive
-is named by the pyspark version and its install path, since an archive only serves the
-class path it was made from. A JVM that cannot use an archive (another class path or JDK)
+is named by the pyspark version and a hash of its install path, its jars and the ``java``
+it runs on, since an archive only serves the class path and JDK it was made from; one that
+exists is not built again. A JVM that cannot use an archive (another class path or JDK)
 starts without it, silently (``-Xlog:cds=off``); the tests' answers never depend on it.
 """
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -49,12 +51,29 @@ def _spark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
+def _class_path_stamp(home: Path) -> str:
+    """What an archive is valid for: pyspark's install path, each of its jars (name, size,
+    modification time) and the ``java`` it runs on."""
+    parts = [str(home)]
+    jars = home / "jars"
+    if jars.is_dir():
+        for jar in sorted(jars.iterdir()):
+            st = jar.stat()
+            parts.append(f"{jar.name} {st.st_size} {st.st_mtime_ns}")
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if java and os.path.exists(java):
+        real = os.path.realpath(java)
+        parts.append(f"{real} {os.stat(real).st_mtime_ns}")
+    return "\n".join(parts)
+
+
 def archive_path() -> Path:
-    """Where the archive of this interpreter's pyspark is (or would be) kept."""
+    """Where the archive of this interpreter's pyspark is (or would be) kept: named by the
+    pyspark version and a hash of :func:`_class_path_stamp`."""
     import pyspark
 
-    home = str(_spark_home())
-    tag = hashlib.sha256(home.encode()).hexdigest()[:12]
+    tag = hashlib.sha256(_class_path_stamp(_spark_home()).encode()).hexdigest()[:12]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return cache / "ddflow-tests" / f"spark-{pyspark.__version__}-{tag}.jsa"
 
@@ -68,8 +87,11 @@ def java_options() -> str:
 
 
 def build() -> Path:
-    """Builds the archive of this interpreter's pyspark (replacing an older one); its path."""
+    """Builds the archive of this interpreter's pyspark, unless it was built for the same
+    class path and ``java`` before (:func:`archive_path`); its path."""
     target = archive_path()
+    if target.is_file():
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.partial")
     env = dict(os.environ)

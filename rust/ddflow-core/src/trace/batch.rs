@@ -126,8 +126,23 @@ impl Words {
     }
 
     /// Appends row `row` of `src` (of `width` words).
-    #[inline]
+    // Always in line: merges copy a val per update or so; one-word rows take one push.
+    #[inline(always)]
     pub(crate) fn push_from(&mut self, src: &Words, row: usize, width: usize) {
+        if width == 1 {
+            match (&mut *self, src) {
+                (Words::U64(d), Words::U64(s)) => return d.push(s[row]),
+                (Words::U32(d), Words::U32(s)) => return d.push(s[row]),
+                (Words::U64(d), Words::U32(s)) => return d.push(s[row] as u64),
+                (Words::U32(_), Words::U64(_)) => {}
+            }
+        }
+        self.push_rows_from(src, row, width)
+    }
+
+    /// [`Words::push_from`] of rows wider than a word, or that may widen the storage.
+    #[inline(never)]
+    fn push_rows_from(&mut self, src: &Words, row: usize, width: usize) {
         let start = row * width;
         match (&mut *self, src) {
             (Words::U64(d), Words::U64(s)) => d.extend_from_slice(&s[start..start + width]),
@@ -140,12 +155,18 @@ impl Words {
     }
 
     /// Compares row `i` of `self` with row `j` of `other` (both of `width` words).
-    #[inline]
+    // Always in line: one-word rows (node ids) take one comparison.
+    #[inline(always)]
     pub(crate) fn cmp_rows(&self, i: usize, other: &Words, j: usize, width: usize) -> Ordering {
         if width == 1 {
-            // One-word rows (node ids): one integer comparison.
             return self.word(i).cmp(&other.word(j));
         }
+        self.cmp_wide_rows(i, other, j, width)
+    }
+
+    /// [`Words::cmp_rows`] of rows wider than a word.
+    #[inline(never)]
+    fn cmp_wide_rows(&self, i: usize, other: &Words, j: usize, width: usize) -> Ordering {
         let (a, b) = (i * width, j * width);
         match (self, other) {
             (Words::U64(x), Words::U64(y)) => x[a..a + width].cmp(&y[b..b + width]),
@@ -155,12 +176,12 @@ impl Words {
         }
     }
 
-    /// Word `k`, widened.
-    #[inline]
-    fn word(&self, k: usize) -> u64 {
+    /// Word `i`.
+    #[inline(always)]
+    pub(crate) fn word(&self, i: usize) -> u64 {
         match self {
-            Words::U64(v) => v[k],
-            Words::U32(v) => v[k] as u64,
+            Words::U64(v) => v[i],
+            Words::U32(v) => v[i] as u64,
         }
     }
 
@@ -700,11 +721,7 @@ impl Batch {
         if self.key_width == 0 {
             return 0;
         }
-        let start = k * self.key_width;
-        match &self.keys {
-            Words::U64(v) => v[start],
-            Words::U32(v) => v[start] as u64,
-        }
+        self.keys.word(k * self.key_width)
     }
 
     /// The first key at or after `from` that is `>= target` (galloping search; one-word

@@ -16,7 +16,7 @@
 
 use super::batch::{Batch, Diffs, Times, Words, MAX_INDEXED_TIMES};
 use super::description::Description;
-use super::merge::advance;
+use super::packed::{self, advance};
 use super::stored::Stored;
 use super::time_vec::TimeVec;
 use crate::lattice::Time;
@@ -197,6 +197,54 @@ impl Builder {
         if let Some(t) = &mut self.times {
             t.push(time);
         }
+        self.push_diff(diff);
+    }
+
+    /// As [`Builder::push_update`], with the time packed (`packed.rs`): once times are
+    /// materialized as pairs of `u32`, the word is split in two and stored, never unpacked.
+    #[inline(always)]
+    pub(crate) fn push_update_packed(&mut self, time: u64, diff: i64) {
+        match &mut self.times {
+            Some(t) => t.push_pair([(time >> 32) as u32, time as u32]),
+            None => {
+                let t = packed::unpack(time);
+                if self.n == 0 {
+                    self.time0 = t;
+                } else if t != self.time0 {
+                    self.materialize_times();
+                    if let Some(ts) = &mut self.times {
+                        ts.push(t);
+                    }
+                }
+            }
+        }
+        self.push_diff(diff);
+    }
+
+    /// Adds the updates `ups` (packed times increasing, diffs non-zero) to the open val:
+    /// once times are stored as pairs of `u32`, times and diffs are each appended in one
+    /// step (one capacity check), else update by update.
+    #[inline]
+    pub(crate) fn extend_packed(&mut self, ups: &[(u64, i64)]) {
+        let Some(TimeVec::Narrow(times)) = &mut self.times else {
+            for &(p, d) in ups {
+                self.push_update_packed(p, d);
+            }
+            return;
+        };
+        times.extend(ups.iter().map(|&(p, _)| [(p >> 32) as u32, p as u32]));
+        if self.diffs.is_none() && ups.iter().any(|&(_, d)| d != 1) {
+            self.materialize_diffs();
+        }
+        if let Some(diffs) = &mut self.diffs {
+            diffs.extend(ups.iter().map(|&(_, d)| d));
+        }
+        self.n += ups.len();
+    }
+
+    /// Records the diff of the update being pushed and counts the update.
+    #[inline(always)]
+    fn push_diff(&mut self, diff: i64) {
         if diff != 1 && self.diffs.is_none() {
             self.materialize_diffs();
         }
@@ -222,7 +270,7 @@ impl Builder {
     }
 
     /// First update of the open val.
-    #[inline]
+    #[inline(always)]
     fn val_start(&self) -> usize {
         match &self.val_offs {
             Some(o) => o[o.len() - 1],
@@ -280,20 +328,22 @@ impl Builder {
 
     /// Closes the open val, whose updates are known to be non-zero: drops it only if it
     /// has no updates.
-    #[inline]
+    // Always in line: merges seal a val per update or so.
+    #[inline(always)]
     pub fn seal_val_nonzero(&mut self) {
         let start = self.val_start();
         self.close_val(start);
     }
 
     /// Appends keys `keys` of `batch` whole (no key may be open), advancing times by
-    /// `frontier` if given; `single` is the batch's single time already advanced, if it
-    /// has one. The caller guarantees that advancing merges no two updates of a val.
+    /// joining them with `meet` if given (a frontier's meet, see `packed::meet_of`); `single`
+    /// is the batch's single time already advanced, if it has one. The caller guarantees
+    /// that advancing merges no two updates of a val.
     pub(crate) fn extend_keys_from(
         &mut self,
         batch: &Batch,
         keys: Range<usize>,
-        frontier: Option<&[Time]>,
+        meet: Option<&Time>,
         single: Option<Time>,
     ) {
         if keys.is_empty() {
@@ -349,9 +399,9 @@ impl Builder {
                     self.materialize_times();
                 }
                 let out = self.times.as_mut().expect("materialized");
-                match frontier {
+                match meet {
                     None => out.extend_from(ts, u0..u1),
-                    Some(f) => out.extend_mapped(ts, u0..u1, |t| advance(t, f)),
+                    Some(m) => out.extend_joined(ts, u0..u1, m),
                 }
             }
             Times::Indexed { distinct, idx } => {
@@ -361,7 +411,7 @@ impl Builder {
                 let out = self.times.as_mut().expect("materialized");
                 let mut advanced = [Time::minimum(); MAX_INDEXED_TIMES];
                 for (a, &t) in advanced.iter_mut().zip(distinct) {
-                    *a = frontier.map_or(t, |f| advance(t, f));
+                    *a = advance(t, meet);
                 }
                 for &i in &idx[u0..u1] {
                     out.push(advanced[i as usize]);

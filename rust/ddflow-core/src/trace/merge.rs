@@ -17,6 +17,12 @@
 //! advancing cannot merge two of their updates: when each val has one update, or when the
 //! input's `since` already equals the frontier (advancing is idempotent).
 //!
+//! Advancing a time is one join with the frontier's meet (`packed::meet_of`). When every
+//! time of both inputs and that meet have two coordinates below 2^32 (the common shape:
+//! an outer time and one iteration), each val's updates are read, advanced, sorted and
+//! summed as 16-byte `(packed time, diff)` pairs (`packed.rs`) instead of 40-byte
+//! `(Time, diff)` ones.
+//!
 //! The result's description is `lower` of `a`, `upper` of `b`, and `since` = the frontier.
 //! Diffs are summed exactly (in `i128`): a total outside `i64` is kept as several updates
 //! of the same time whose diffs sum to it, never wrapped.
@@ -24,7 +30,8 @@
 use super::batch::{gallop, Batch};
 use super::builder::Builder;
 use super::description::Description;
-use crate::lattice::{Antichain, Lattice, Time};
+use super::packed::{self, advance, meet_of, PackedTimes};
+use crate::lattice::{Antichain, Time};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -37,11 +44,42 @@ pub struct MergeState {
     ka: usize,
     kb: usize,
     frontier: Antichain<Time>,
+    /// The meet of the frontier's elements (`None` if it is empty): advancing is a join
+    /// with it.
+    meet: Option<Time>,
     /// Advanced single times of `a` and `b`, when they store one.
     single_a: Option<Time>,
     single_b: Option<Time>,
+    /// How to read both inputs' times packed, when all of them and the meet pack.
+    packed: Option<Packed>,
     builder: Builder,
     scratch: Vec<(Time, i64)>,
+    /// The open val's updates while `packed` is set.
+    packed_scratch: Vec<(u64, i64)>,
+}
+
+/// A merge whose times all pack in one word (`packed.rs`).
+#[derive(Clone, Debug)]
+struct Packed {
+    /// The frontier's meet, packed (0 for the empty frontier).
+    meet: u64,
+    a: PackedTimes,
+    b: PackedTimes,
+}
+
+impl Packed {
+    /// The packed reading of `a` and `b` advanced by `meet`, if every time packs.
+    fn of(a: &Batch, b: &Batch, meet: Option<&Time>) -> Option<Packed> {
+        let meet = match meet {
+            Some(m) => packed::pack(m)?,
+            None => 0,
+        };
+        Some(Packed {
+            meet,
+            a: PackedTimes::of(a, meet)?,
+            b: PackedTimes::of(b, meet)?,
+        })
+    }
 }
 
 /// The most heap bytes a builder of the merge of `a` and `b` may hold: room for both
@@ -55,15 +93,6 @@ fn build_bytes(a: &Batch, b: &Batch) -> usize {
         (a.n_keys() + b.n_keys()) * (a.key_width() * word(a.keys_narrow() && b.keys_narrow()) + 8);
     let vals = (a.n_vals() + b.n_vals()) * a.val_width() * word(a.vals_narrow() && b.vals_narrow());
     keys + vals + (a.len() + b.len()) * 24
-}
-
-#[inline]
-pub(crate) fn advance(t: Time, frontier: &[Time]) -> Time {
-    match frontier {
-        [] => t,
-        [f] => t.join(f),
-        _ => t.advance_by(frontier),
-    }
 }
 
 impl MergeState {
@@ -81,7 +110,7 @@ impl MergeState {
             a.key_width() == b.key_width() && a.val_width() == b.val_width(),
             "merging batches of different widths"
         );
-        let f = frontier.elements();
+        let meet = meet_of(frontier.elements());
         // A large output built while the heap is near its limit goes straight to files.
         let builder = Builder::with_layout_in(
             super::spill::write_through_dir(build_bytes(&a, &b)),
@@ -94,8 +123,10 @@ impl MergeState {
             a.len() + b.len(),
         );
         MergeState {
-            single_a: a.single_time().map(|t| advance(t, f)),
-            single_b: b.single_time().map(|t| advance(t, f)),
+            single_a: a.single_time().map(|t| advance(t, meet.as_ref())),
+            single_b: b.single_time().map(|t| advance(t, meet.as_ref())),
+            packed: Packed::of(&a, &b, meet.as_ref()),
+            meet,
             a,
             b,
             ka: 0,
@@ -103,6 +134,7 @@ impl MergeState {
             frontier: frontier.clone(),
             builder,
             scratch: Vec::new(),
+            packed_scratch: Vec::new(),
         }
     }
 
@@ -132,6 +164,10 @@ impl MergeState {
             "a merge input replaced by a different batch"
         );
         *input = batch;
+        // Equal batches store times alike, so this reads them as before; recomputed so
+        // that the packed reading always describes the inputs it reads (between keys, no
+        // val is open).
+        self.packed = Packed::of(&self.a, &self.b, self.meet.as_ref());
     }
 
     /// The frontier times are advanced by.
@@ -150,9 +186,11 @@ impl MergeState {
         if self.started() {
             return false;
         }
-        let f = frontier.elements();
-        self.single_a = self.a.single_time().map(|t| advance(t, f));
-        self.single_b = self.b.single_time().map(|t| advance(t, f));
+        let meet = meet_of(frontier.elements());
+        self.single_a = self.a.single_time().map(|t| advance(t, meet.as_ref()));
+        self.single_b = self.b.single_time().map(|t| advance(t, meet.as_ref()));
+        self.packed = Packed::of(&self.a, &self.b, meet.as_ref());
+        self.meet = meet;
         self.frontier = frontier.clone();
         true
     }
@@ -187,7 +225,9 @@ impl MergeState {
 
     /// Heap bytes of the partial output (inputs are accounted by their owners).
     pub fn heap_bytes(&self) -> usize {
-        self.builder.heap_bytes() + self.scratch.capacity() * std::mem::size_of::<(Time, i64)>()
+        self.builder.heap_bytes()
+            + self.scratch.capacity() * std::mem::size_of::<(Time, i64)>()
+            + self.packed_scratch.capacity() * std::mem::size_of::<(u64, i64)>()
     }
 
     /// Merges whole keys until `fuel` (in updates read) is exhausted or the merge is
@@ -229,7 +269,7 @@ impl MergeState {
     }
 
     /// Pushes val `v` of batch `a` (if `from_a`) or `b`, advancing its updates, into
-    /// `scratch`.
+    /// `scratch` (`packed_scratch` if the merge is packed).
     #[inline]
     fn gather(&mut self, from_a: bool, v: usize) -> usize {
         let (batch, single) = if from_a {
@@ -239,18 +279,67 @@ impl MergeState {
         };
         let range = batch.updates_of(v);
         let n = range.len();
-        let f = self.frontier.elements();
+        if let Some(p) = &self.packed {
+            let times = if from_a { &p.a } else { &p.b };
+            packed::gather(batch, times, p.meet, range, &mut self.packed_scratch);
+            return n;
+        }
+        let meet = self.meet.as_ref();
         let scratch = &mut self.scratch;
         match single {
             Some(t) => batch.for_each_update(range, |_, d| scratch.push((t, d))),
-            None => batch.for_each_update(range, |t, d| scratch.push((advance(t, f), d))),
+            None => batch.for_each_update(range, |t, d| scratch.push((advance(t, meet), d))),
         }
         n
     }
 
-    /// Consolidates `scratch` into the open val of the builder and seals it.
+    /// Consolidates the gathered updates into the open val of the builder and seals it.
     #[inline]
     fn flush_val(&mut self) {
+        if self.packed.is_some() {
+            self.flush_packed();
+        } else {
+            self.flush_general();
+        }
+    }
+
+    /// [`MergeState::flush_val`] of `packed_scratch`: sorted and summed as integers.
+    #[inline]
+    fn flush_packed(&mut self) {
+        let s = &mut self.packed_scratch;
+        if s.len() > 1 && !s.windows(2).all(|w| w[0].0 < w[1].0) {
+            s.sort_unstable_by_key(|x| x.0);
+            let mut w = 0;
+            for r in 1..s.len() {
+                if s[r].0 == s[w].0 {
+                    match s[w].1.checked_add(s[r].1) {
+                        Some(d) => s[w].1 = d,
+                        None => {
+                            // Rare: a total outside i64. The general path sums exactly
+                            // what is left: the sums so far and the updates not yet read.
+                            let rest = s[..=w].iter().chain(&s[r..]);
+                            self.scratch
+                                .extend(rest.map(|&(p, d)| (packed::unpack(p), d)));
+                            s.clear();
+                            return self.flush_general();
+                        }
+                    }
+                } else {
+                    w += 1;
+                    s[w] = s[r];
+                }
+            }
+            s.truncate(w + 1);
+            s.retain(|&(_, d)| d != 0);
+        }
+        self.builder.extend_packed(s);
+        s.clear();
+        self.builder.seal_val_nonzero();
+    }
+
+    /// [`MergeState::flush_val`] of `scratch`.
+    #[inline]
+    fn flush_general(&mut self) {
         let s = &mut self.scratch;
         if s.len() > 1 && !s.windows(2).all(|w| w[0].0 < w[1].0) {
             s.sort_unstable_by_key(|x| x.0);
@@ -297,7 +386,8 @@ impl MergeState {
 
     /// Pushes val `v` of one input, alone, into the open val and seals it; returns the
     /// updates read.
-    #[inline]
+    // Always in line: most vals hold one update, and the calls cost more than the copy.
+    #[inline(always)]
     fn copy_val(&mut self, from_a: bool, v: usize) -> usize {
         let (batch, single) = if from_a {
             (&self.a, self.single_a)
@@ -305,22 +395,36 @@ impl MergeState {
             (&self.b, self.single_b)
         };
         let range = batch.updates_of(v);
-        if range.len() == 1 {
-            // One update (non-zero: inputs are consolidated): no sorting or summing.
-            let u = range.start;
-            let t = match single {
-                Some(t) => t,
-                None => advance(batch.time(u), self.frontier.elements()),
-            };
-            let d = batch.diff(u);
-            self.builder.push_update(t, d);
-            self.builder.seal_val_nonzero();
-            1
-        } else {
-            let n = self.gather(from_a, v);
-            self.flush_val();
-            n
+        if range.len() != 1 {
+            return self.copy_val_many(from_a, v);
         }
+        // One update (non-zero: inputs are consolidated): no sorting or summing.
+        let u = range.start;
+        let d = batch.diff(u);
+        match &self.packed {
+            Some(p) => {
+                let times = if from_a { &p.a } else { &p.b };
+                let t = packed::time_of(batch, times, p.meet, u);
+                self.builder.push_update_packed(t, d);
+            }
+            None => {
+                let t = match single {
+                    Some(t) => t,
+                    None => advance(batch.time(u), self.meet.as_ref()),
+                };
+                self.builder.push_update(t, d);
+            }
+        }
+        self.builder.seal_val_nonzero();
+        1
+    }
+
+    /// [`MergeState::copy_val`] of a val with several updates.
+    #[inline(never)]
+    fn copy_val_many(&mut self, from_a: bool, v: usize) -> usize {
+        let n = self.gather(from_a, v);
+        self.flush_val();
+        n
     }
 
     /// Copies the run of keys of one input that precede the other input's next key (at
@@ -358,13 +462,31 @@ impl MergeState {
         let identity = f.is_empty() || x.since() == &self.frontier || f == [Time::minimum()];
         if identity || x.single_time().is_some() || x.len() == x.n_vals() {
             let single = if from_a { self.single_a } else { self.single_b };
-            let adv = if identity { None } else { Some(f) };
+            let adv = if identity { None } else { self.meet.as_ref() };
             self.builder.extend_keys_from(&x, kx..end, adv, single);
             x.updates_of_key(end - 1).end - first
         } else {
+            // Keys whose vals hold one update each are copied in bulk (advancing cannot
+            // merge two updates of a val there), the others val by val.
+            let meet = self.meet;
+            let single = if from_a { self.single_a } else { self.single_b };
+            let one_each = |k: usize| x.updates_of_key(k).len() == x.vals_of(k).len();
             let mut read = 0;
-            for k in kx..end {
-                read += self.copy_key(from_a, k);
+            let mut k = kx;
+            while k < end {
+                let mut j = k;
+                while j < end && one_each(j) {
+                    j += 1;
+                }
+                if j > k {
+                    self.builder
+                        .extend_keys_from(&x, k..j, meet.as_ref(), single);
+                    read += x.vals_of(j - 1).end - x.vals_of(k).start;
+                    k = j;
+                } else {
+                    read += self.copy_key(from_a, k);
+                    k += 1;
+                }
             }
             read
         }
@@ -427,3 +549,7 @@ impl MergeState {
         read
     }
 }
+
+#[cfg(test)]
+#[path = "merge_tests.rs"]
+mod tests;

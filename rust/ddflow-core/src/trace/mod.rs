@@ -6,7 +6,8 @@
 //!   [`Builder`], [`Batch::from_sorted`] or [`Batch::from_static_pairs`].
 //! * [`Spine`]: a trace, as batches of geometrically decreasing size with fueled merges
 //!   that advance times by the compaction frontier.
-//! * [`MergeState`]: a progressive merge of two batches that compacts times.
+//! * [`MergeState`]: a progressive merge of two batches that compacts times; `packed`: its
+//!   inner loops over times of two coordinates packed in one word.
 //! * [`TraceHandle`]: a shared, thread-safe reader of a spine with its own compaction
 //!   frontier; the spine compacts to the meet of all handles' frontiers.
 //! * [`Cursor`]: a key-ordered, merged view over a spine's batches.
@@ -53,6 +54,7 @@ pub mod cursor;
 pub mod description;
 pub mod handle;
 pub mod merge;
+mod packed;
 pub mod read;
 pub mod spill;
 pub mod spine;

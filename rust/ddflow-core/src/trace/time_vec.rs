@@ -102,6 +102,15 @@ impl TimeVec {
         }
     }
 
+    /// Appends the time `[p[0], p[1], 0, 0]`.
+    #[inline]
+    pub(crate) fn push_pair(&mut self, p: [u32; 2]) {
+        match self {
+            TimeVec::Narrow(v) => v.push(p),
+            TimeVec::Wide(v) => v.push(wide(p)),
+        }
+    }
+
     /// Appends `t` `n` times.
     pub(crate) fn push_n(&mut self, t: Time, n: usize) {
         if let TimeVec::Narrow(v) = self {
@@ -125,6 +134,23 @@ impl TimeVec {
     ) {
         for i in range {
             self.push(f(other.get(i)));
+        }
+    }
+
+    /// Appends the times `range` of `other`, each joined with `m` (advanced by a frontier
+    /// whose meet is `m`): pair by pair while both store pairs and `m` fits one.
+    pub(crate) fn extend_joined(
+        &mut self,
+        other: &TimeVec,
+        range: std::ops::Range<usize>,
+        m: &Time,
+    ) {
+        use crate::lattice::Lattice;
+        match (&mut *self, other, narrow(m)) {
+            (TimeVec::Narrow(v), TimeVec::Narrow(o), Some([x, y])) => {
+                v.extend(o[range].iter().map(|p| [p[0].max(x), p[1].max(y)]))
+            }
+            _ => self.extend_mapped(other, range, |t| t.join(m)),
         }
     }
 

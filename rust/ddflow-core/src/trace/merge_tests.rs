@@ -1,0 +1,160 @@
+//! Merges against the naive reference: the union of both inputs with every time advanced
+//! by the frontier (`advance_by`, the lattice's own definition), sorted and consolidated.
+//! Random batches cover one- and two-word keys and vals, times of one to three coordinates
+//! (some past 32 bits, where the packed kernel must not be used), every stored form of
+//! times and diffs, and diffs whose totals leave `i64`.
+
+use super::*;
+use crate::lattice::Lattice;
+use crate::updates::Updates;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+/// One random batch's updates: `(row, time coordinates, diff)`.
+type Raw = Vec<(Vec<u64>, Vec<u64>, i64)>;
+
+/// A word: small mostly, sometimes past 32 bits (stored wide).
+fn word() -> impl Strategy<Value = u64> {
+    prop_oneof![8 => 0u64..4, 1 => Just(1u64 << 33)]
+}
+
+/// A coordinate below `spread`, or (rarely, if `wide`) past 32 bits.
+fn coord(spread: u64, wide: bool) -> BoxedStrategy<u64> {
+    if wide {
+        prop_oneof![12 => 0..spread, 1 => (0u64..2).prop_map(|c| (1 << 32) + c)].boxed()
+    } else {
+        (0..spread).boxed()
+    }
+}
+
+/// Diffs: all ones (implicit), small of either sign, or some near the ends of `i64`.
+fn diff(mode: u8) -> BoxedStrategy<i64> {
+    match mode {
+        0 => Just(1i64).boxed(),
+        1 => prop_oneof![4 => Just(1i64), 1 => -2i64..3].boxed(),
+        _ => prop_oneof![6 => -2i64..3, 1 => Just(i64::MAX), 1 => Just(i64::MIN + 1)].boxed(),
+    }
+}
+
+/// `(width, dims, raw updates)` of one batch. A spread of 1 gives a batch of one time,
+/// small spreads a few indexed times, larger ones a time per update.
+fn raw(width: usize, dims: usize) -> impl Strategy<Value = Raw> {
+    (
+        prop_oneof![Just(1u64), Just(3), Just(9)],
+        any::<bool>(),
+        0u8..3,
+    )
+        .prop_flat_map(move |(spread, wide, mode)| {
+            proptest::collection::vec(
+                (
+                    proptest::collection::vec(word(), width),
+                    proptest::collection::vec(coord(spread, wide), dims),
+                    diff(mode),
+                ),
+                0..60,
+            )
+            .prop_map(fit)
+        })
+}
+
+/// `raw` consolidated per `(row, time)`, dropping totals outside `i64` (a batch is built
+/// from updates whose totals fit; merges may still sum two batches past `i64`).
+fn fit(raw: Raw) -> Raw {
+    let mut m: BTreeMap<(Vec<u64>, Vec<u64>), i128> = BTreeMap::new();
+    for (row, t, d) in raw {
+        *m.entry((row, t)).or_insert(0) += d as i128;
+    }
+    m.into_iter()
+        .filter_map(|((row, t), d)| Some((row, t, i64::try_from(d).ok()?)))
+        .collect()
+}
+
+fn to_updates(width: usize, raw: &Raw) -> Updates {
+    let mut u = Updates::new(width);
+    for (row, t, d) in raw {
+        u.push(row, Time::from_coords(t), *d);
+    }
+    u
+}
+
+/// The reference: `(row, advanced time) -> exact total`, zero totals dropped.
+fn reference(all: &[&Raw], frontier: &Antichain<Time>) -> BTreeMap<(Vec<u64>, Time), i128> {
+    let mut m = BTreeMap::new();
+    for raw in all {
+        for (row, t, d) in raw.iter() {
+            let t = Time::from_coords(t).advance_by(frontier.elements());
+            *m.entry((row.clone(), t)).or_insert(0i128) += *d as i128;
+        }
+    }
+    m.retain(|_, d| *d != 0);
+    m
+}
+
+/// Checks that `out` is sorted and consolidated (a `(row, time)` repeats only to carry a
+/// total outside `i64`, no zero diff) and returns its exact totals.
+fn totals(out: &Updates) -> Result<BTreeMap<(Vec<u64>, Time), i128>, TestCaseError> {
+    let mut m: BTreeMap<(Vec<u64>, Time), i128> = BTreeMap::new();
+    for i in 0..out.len() {
+        prop_assert!(out.diffs[i] != 0, "zero diff at {}", i);
+        if i > 0 {
+            prop_assert!(
+                (out.row(i - 1), out.times[i - 1]) <= (out.row(i), out.times[i]),
+                "unsorted at {}",
+                i
+            );
+        }
+        *m.entry((out.row(i).to_vec(), out.times[i])).or_insert(0) += out.diffs[i] as i128;
+    }
+    for i in 1..out.len() {
+        if (out.row(i - 1), out.times[i - 1]) == (out.row(i), out.times[i]) {
+            let total = m[&(out.row(i).to_vec(), out.times[i])];
+            prop_assert!(i64::try_from(total).is_err(), "unconsolidated at {}", i);
+        }
+    }
+    Ok(m)
+}
+
+fn merge(a: Arc<Batch>, b: Arc<Batch>, frontier: &Antichain<Time>, fuel: isize) -> Batch {
+    let mut m = MergeState::new(a, b, frontier);
+    while !m.is_complete() {
+        let mut f = fuel;
+        m.work(&mut f);
+    }
+    m.finish()
+}
+
+fn case() -> impl Strategy<Value = (usize, usize, Raw, Raw, Raw, Vec<Vec<u64>>, isize)> {
+    (1usize..3, 1usize..3, 1usize..4).prop_flat_map(|(kw, vw, dims)| {
+        (
+            Just(kw),
+            Just(kw + vw),
+            raw(kw + vw, dims),
+            raw(kw + vw, dims),
+            raw(kw + vw, dims),
+            proptest::collection::vec(proptest::collection::vec(coord(4, true), dims), 0..3),
+            1isize..40,
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn merge_is_the_advanced_consolidated_union(
+        (kw, width, a, b, c, f, fuel) in case()
+    ) {
+        let frontier = Antichain::from_iter_minimal(f.iter().map(|t| Time::from_coords(t)));
+        let batch = |raw: &Raw, lo: u64| {
+            let desc = Description::scalar(lo, lo + 1);
+            Arc::new(Batch::from_updates(to_updates(width, raw), kw, desc).unwrap())
+        };
+        let (ba, bb) = (batch(&a, 0), batch(&b, 1));
+        let merged = merge(ba, bb, &frontier, fuel);
+        prop_assert_eq!(merged.since(), &frontier);
+        prop_assert_eq!(totals(&merged.to_updates())?, reference(&[&a, &b], &frontier));
+        // Merging the result (whose since is the frontier, so runs copy in bulk) again.
+        let out = merge(Arc::new(merged), batch(&c, 2), &frontier, fuel);
+        prop_assert_eq!(totals(&out.to_updates())?, reference(&[&a, &b, &c], &frontier));
+    }
+}
