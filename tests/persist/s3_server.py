@@ -2,8 +2,9 @@
 crate's binary: an S3 server keeping objects as files) in a temporary directory, on a free
 local port, with a made-up key pair.
 
-The binary is found at ``$DDFLOW_S3S_FS``, at ``.ci/tools/s3s-fs/bin/s3s-fs`` (where
-``.ci/run`` installs it), or on ``PATH``.
+The binary is found at ``$DDFLOW_S3S_FS`` (``.ci/run`` sets it to the build it keeps in
+``~/.cache/ddflow-ci``), at ``.ci/tools/s3s-fs/bin/s3s-fs`` (a developer's install, as the
+skip message says), or on ``PATH``.
 """
 
 from __future__ import annotations
