@@ -15,6 +15,7 @@
 
 use crate::error::Result;
 use crate::lattice::{Lattice, PartialOrder, Time, MAX_DIMS};
+use crate::trace::packed::{pack_xy, unpack_xy};
 
 /// Reference implementation: the joins of a subset of `edits` with a non-empty subset of
 /// `new_times`, sorted (lexicographically) and deduplicated.
@@ -308,12 +309,12 @@ pub fn interesting_times_2d(
             s.ys.push(t.0[1]);
         } else {
             bits |= t.0[0] | t.0[1];
-            s.all64.push(t.0[0] << 32 | (t.0[1] & 0xffff_ffff));
+            s.all64.push(pack_xy(t.0[0], t.0[1]));
         }
     }
     for t in new_times {
         bits |= t.0[0] | t.0[1];
-        s.all64.push(t.0[0] << 32 | (t.0[1] & 0xffff_ffff));
+        s.all64.push(pack_xy(t.0[0], t.0[1]));
     }
     s.ys.sort_unstable();
     s.ys.dedup();
@@ -327,8 +328,7 @@ pub fn interesting_times_2d(
     if bits >> 32 == 0 {
         s.all64.sort_unstable();
         s.all64.dedup();
-        let unpack = |p: u64| (p >> 32, p & 0xffff_ffff);
-        sweep_2d(&s.all64, unpack, &s.news, &mut s.ys, out);
+        sweep_2d(&s.all64, unpack_xy, &s.news, &mut s.ys, out);
     } else {
         let pack = |t: &Time| ((t.0[0] as u128) << 64) | t.0[1] as u128;
         s.all

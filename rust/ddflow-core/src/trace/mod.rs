@@ -54,7 +54,7 @@ pub mod cursor;
 pub mod description;
 pub mod handle;
 pub mod merge;
-mod packed;
+pub(crate) mod packed;
 pub mod read;
 pub mod spill;
 pub mod spine;

@@ -19,17 +19,32 @@ use std::ops::Range;
 /// The low half of a packed time (its second coordinate).
 const LO: u64 = 0xffff_ffff;
 
+/// The word `x << 32 | y` for coordinates below 2^32 (the caller checks: a larger `x` or
+/// `y` gives a word that stands for another time). The one packing of two coordinates,
+/// also used by the reduce's interesting times (`times.rs`).
+#[inline]
+pub(crate) fn pack_xy(x: u64, y: u64) -> u64 {
+    x << 32 | (y & LO)
+}
+
+/// The coordinates `(x, y)` of a word from [`pack_xy`].
+#[inline]
+pub(crate) fn unpack_xy(p: u64) -> (u64, u64) {
+    (p >> 32, p & LO)
+}
+
 /// `t` packed as `x << 32 | y`, if `t` is `[x, y, 0, 0]` with `x`, `y` below 2^32.
 #[inline]
 pub(crate) fn pack(t: &Time) -> Option<u64> {
     let [x, y, z, w] = t.0;
-    (z == 0 && w == 0 && (x | y) >> 32 == 0).then_some(x << 32 | y)
+    (z == 0 && w == 0 && (x | y) >> 32 == 0).then(|| pack_xy(x, y))
 }
 
 /// The time a packed word stands for.
 #[inline]
 pub(crate) fn unpack(p: u64) -> Time {
-    Time([p >> 32, p & LO, 0, 0])
+    let (x, y) = unpack_xy(p);
+    Time([x, y, 0, 0])
 }
 
 /// A stored pair of `u32`s (`time_vec.rs`) as a packed word.
