@@ -84,6 +84,21 @@ impl Reader {
         }
         found
     }
+
+    /// Appends every update of `key` to `out` as `(val, time, diff)`, the time packed as
+    /// `x << 32 | y` and joined with `meet` (see [`Cursor::gather_packed`]), batch by batch
+    /// and not consolidated; for vals of at most one word. Returns false when some batch's
+    /// times do not pack (`out` then holds part of the key's updates). Keys must be asked
+    /// for in increasing order; asking for the same key again reads it again.
+    #[inline]
+    pub fn gather_key_packed(
+        &mut self,
+        key: &[u64],
+        meet: u64,
+        out: &mut Vec<(u64, u64, i64)>,
+    ) -> bool {
+        !self.cursor.seek_key(key) || self.cursor.gather_packed(meet, out)
+    }
 }
 
 impl Reader {

@@ -16,6 +16,7 @@
 //! [`Cursor::history`] gives a key's consolidated `(val, time, diff)` sorted by val, time.
 
 use super::batch::Batch;
+use super::packed;
 use crate::lattice::Time;
 use crate::updates::Updates;
 use std::cmp::Ordering;
@@ -39,6 +40,8 @@ pub struct Cursor {
     vbuf: Vec<u64>,
     scratch: Updates,
     perm: Vec<usize>,
+    /// One batch's `(packed time, diff)` pairs in [`Cursor::gather_packed`].
+    pairs: Vec<(u64, i64)>,
 }
 
 impl Cursor {
@@ -81,6 +84,7 @@ impl Cursor {
             vbuf: Vec::with_capacity(val_width),
             scratch: Updates::new(val_width),
             perm: Vec::new(),
+            pairs: Vec::new(),
         };
         c.settle();
         c
@@ -225,6 +229,25 @@ impl Cursor {
                 b.for_each_update(b.updates_of(v), |t, d| f(val, t, d));
             }
         }
+    }
+
+    /// Appends every update of the current key to `out` as `(val, time, diff)` with the time
+    /// packed and joined with `meet` (see [`packed::gather_key`]), batch by batch in the
+    /// order of [`Cursor::for_each_val_update`]; vals must be at most one word (`val` is 0
+    /// for vals of no words). Returns false when a batch's times do not pack; `out` then
+    /// holds the updates of the batches before it.
+    pub fn gather_packed(&mut self, meet: u64, out: &mut Vec<(u64, u64, i64)>) -> bool {
+        debug_assert!(
+            self.val_width <= 1,
+            "packed reads take vals of at most one word"
+        );
+        for &i in self.active.iter() {
+            let b = &self.batches[i];
+            if !packed::gather_key(b, self.pos[i], meet, &mut self.pairs, out) {
+                return false;
+            }
+        }
+        true
     }
 
     /// Number of updates of the current key across batches.

@@ -2,7 +2,7 @@
 //! batches, with keys of one and two words from the whole `u64` range.
 
 use super::*;
-use crate::lattice::Time;
+use crate::lattice::{Lattice, Time};
 use crate::updates::Updates;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -110,6 +110,95 @@ proptest! {
                 prop_assert_eq!(&got, &want, "key {:?}", keys[at]);
                 prop_assert_eq!(c.key_len(), want.len());
             }
+        }
+    }
+}
+
+/// A time coordinate: mostly small, sometimes past 32 bits (the batch then stores full
+/// times, which do not pack).
+fn coord() -> impl Strategy<Value = u64> {
+    prop_oneof![30 => 0u64..24, 1 => Just(1u64 << 32)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Packed reads of a key (one-word keys, vals of no word or one narrow or wide word)
+    /// over up to four batches whose times are one time, a few indexed ones or one per
+    /// update (2-D, some past 32 bits or 3-D), with implicit, sparse or dense diffs: the
+    /// updates of every batch holding the key, oldest batch first, each batch's by val and
+    /// time, with times joined with the meet; false exactly when a batch holding the key
+    /// stores a time that does not pack, with the earlier batches' updates read.
+    #[test]
+    fn gather_packed_matches_batches(
+        vw in 0usize..2,
+        wide_val in any::<bool>(),
+        batches in proptest::collection::vec(
+            (
+                0u64..3,
+                proptest::collection::vec(
+                    (0u64..4, 0u64..3, coord(), coord(), 0u64..2, -2i64..3),
+                    0..30,
+                ),
+            ),
+            0..4,
+        ),
+        (mx, my) in (0u64..24, 0u64..8),
+    ) {
+        let meet = Time([mx, my, 0, 0]);
+        let mut built = Vec::new();
+        let mut stored = Vec::new();
+        for (shape, ups) in &batches {
+            let mut u = Updates::new(1 + vw);
+            for &(k, v, x, y, z, d) in ups {
+                let mut row = vec![k];
+                if vw == 1 {
+                    row.push(if wide_val && v == 2 { 1 << 40 } else { v });
+                }
+                // Shapes: one time for all, a few distinct times, or any times.
+                let t = match shape {
+                    0 => Time([3, 1, 0, 0]),
+                    1 => Time([x % 3, 0, 0, 0]),
+                    _ => Time([x, y, z, 0]),
+                };
+                // Diffs: mostly ones (implicit or sparse), or any.
+                let d = if *shape == 2 || d == 0 { d } else { 1 };
+                u.push(&row, t, d);
+            }
+            crate::engine::util::consolidate(&mut u).unwrap();
+            if u.is_empty() {
+                continue;
+            }
+            let desc = Description::new(
+                crate::lattice::Antichain::from_elem(Time::minimum()),
+                crate::lattice::Antichain::new(),
+                crate::lattice::Antichain::from_elem(Time::minimum()),
+            );
+            built.push(Arc::new(Batch::from_sorted(&u, 1, desc).unwrap()));
+            stored.push(u);
+        }
+        let mut c = Cursor::new(1, vw, built);
+        for key in 0..4u64 {
+            let mut want = Vec::new();
+            let mut packs = true;
+            for u in &stored {
+                let rows: Vec<usize> = (0..u.len()).filter(|&i| u.row(i)[0] == key).collect();
+                if rows.is_empty() {
+                    continue;
+                }
+                if (0..u.len()).any(|i| packed::pack(&u.times[i]).is_none()) {
+                    packs = false;
+                    break;
+                }
+                for i in rows {
+                    let t = packed::pack(&u.times[i].join(&meet)).unwrap();
+                    want.push((u.row(i).get(1).copied().unwrap_or(0), t, u.diffs[i]));
+                }
+            }
+            let mut got = Vec::new();
+            let read = !c.seek_key(&[key]) || c.gather_packed(packed::pack(&meet).unwrap(), &mut got);
+            prop_assert_eq!(read, packs, "key {}", key);
+            prop_assert_eq!(&got, &want, "key {}", key);
         }
     }
 }

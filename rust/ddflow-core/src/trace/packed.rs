@@ -10,8 +10,11 @@
 //! the merge reads each val's updates here as `(packed time, diff)` pairs of 16 bytes
 //! ([`gather`]), sorts and sums them as integers, and pushes them into the builder's
 //! two-`u32` times without unpacking ([`super::Builder::push_update_packed`]).
+//!
+//! The reduce reads a key's histories the same way ([`gather_key`]): each update as
+//! `(val, packed time, diff)` with its time joined with the meet of the key's new times.
 
-use super::batch::{Batch, Diffs, Times, MAX_INDEXED_TIMES};
+use super::batch::{Batch, Diffs, Times, Words, MAX_INDEXED_TIMES};
 use super::time_vec::TimeVec;
 use crate::lattice::{Lattice, Time};
 use std::ops::Range;
@@ -177,6 +180,61 @@ pub(crate) fn gather(
             }
         }
     }
+}
+
+/// Appends the updates of key `k` of `batch`, whose vals are at most one word, to `out` as
+/// `(val, packed time, diff)`, each time joined with `meet` (`val` is the val's word, 0 for
+/// vals of no words), in the batch's order. Returns false, appending nothing, when the
+/// batch's times do not pack. `pairs` is scratch.
+///
+/// The reduce's key histories ([`crate::trace::Cursor::gather_packed`]): the batch's forms
+/// (narrow or wide vals, per-val offsets or not, times, diffs) are matched once per key,
+/// not once per val.
+pub(crate) fn gather_key(
+    batch: &Batch,
+    k: usize,
+    meet: u64,
+    pairs: &mut Vec<(u64, i64)>,
+    out: &mut Vec<(u64, u64, i64)>,
+) -> bool {
+    debug_assert!(
+        batch.val_width() <= 1,
+        "packed key reads take vals of at most one word"
+    );
+    let Some(times) = PackedTimes::of(batch, meet) else {
+        return false;
+    };
+    let vals = batch.vals_of(k);
+    let ups = batch.updates_of_key(k);
+    pairs.clear();
+    gather(batch, &times, meet, ups.clone(), pairs);
+    if batch.val_width() == 0 {
+        out.extend(pairs.iter().map(|&(t, d)| (0, t, d)));
+        return true;
+    }
+    match (&batch.val_offs, &batch.vals) {
+        // Val `v` owns update `v`: vals and updates zip.
+        (None, Words::U32(w)) => out.extend(
+            w[vals]
+                .iter()
+                .zip(pairs.iter())
+                .map(|(&v, &(t, d))| (v as u64, t, d)),
+        ),
+        (None, Words::U64(w)) => out.extend(
+            w[vals]
+                .iter()
+                .zip(pairs.iter())
+                .map(|(&v, &(t, d))| (v, t, d)),
+        ),
+        (Some(offs), words) => {
+            for v in vals {
+                let val = words.word(v);
+                let r = offs[v] - ups.start..offs[v + 1] - ups.start;
+                out.extend(pairs[r].iter().map(|&(t, d)| (val, t, d)));
+            }
+        }
+    }
+    true
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use super::reduce_errors::ReduceErrors;
 use crate::engine::arrangement::Reader;
 use crate::lattice::{Lattice, Time};
+use crate::trace::packed::{pack, unpack};
 use crate::updates::Updates;
 
 /// Histories read as full rows ([`Histories::read_key`]) shorter than this are used as read:
@@ -41,6 +42,7 @@ impl Histories {
             + self.two_d.capacity()
             + t.perm.capacity() * 4
             + t.packed.capacity() * size_of::<(u64, u64, u64, i64)>()
+            + t.words.capacity() * size_of::<(u64, u64, i64)>()
             + t.key.capacity() * 8
             + t.tmp.heap_bytes()
     }
@@ -51,25 +53,37 @@ impl Histories {
 struct TailScratch {
     perm: Vec<u32>,
     packed: Vec<(u64, u64, u64, i64)>,
+    /// A key's updates read as `(val, packed time, diff)` (`trace::packed`).
+    words: Vec<(u64, u64, i64)>,
     key: Vec<u64>,
     tmp: Updates,
 }
 
-/// Appends packed updates `(val, x, y, diff)` of one key, sorted by (val, x, y), to `u` as
-/// rows `key ++ val` (`key` alone when `has_val` is false) at times `[x, y, 0, 0]`, equal ones
-/// summed and zeros dropped. A sum outside `i64` keeps its updates as they are (they still
+/// Appends one key's updates `p`, sorted so that updates of equal val and time are adjacent,
+/// to `u` as rows `key ++ val` (`key` alone when `has_val` is false), equal ones summed and
+/// zeros dropped: `parts(e)` is update `e`'s `(val, time, diff)`, `same(a, b)` whether two
+/// have the same val and time. A sum outside `i64` keeps its updates as they are (they still
 /// sum to it).
-fn push_sorted_packed(p: &[(u64, u64, u64, i64)], key: &[u64], has_val: bool, u: &mut Updates) {
+#[inline]
+fn push_consolidated<E>(
+    p: &[E],
+    (key, has_val): (&[u64], bool),
+    u: &mut Updates,
+    same: impl Fn(&E, &E) -> bool,
+    parts: impl Fn(&E) -> (u64, Time, i64),
+) {
+    u.rows.reserve(p.len() * u.width);
+    u.times.reserve(p.len());
+    u.diffs.reserve(p.len());
     let mut g = 0;
     while g < p.len() {
-        let (v, x, y, _) = p[g];
-        let mut e = g;
-        let mut total = 0i128;
-        while e < p.len() && (p[e].0, p[e].1, p[e].2) == (v, x, y) {
-            total += p[e].3 as i128;
+        let (v, t, d) = parts(&p[g]);
+        let mut e = g + 1;
+        let mut total = d as i128;
+        while e < p.len() && same(&p[g], &p[e]) {
+            total += parts(&p[e]).2 as i128;
             e += 1;
         }
-        let t = Time([x, y, 0, 0]);
         let mut push = |d: i64| {
             u.rows.extend_from_slice(key);
             if has_val {
@@ -81,10 +95,32 @@ fn push_sorted_packed(p: &[(u64, u64, u64, i64)], key: &[u64], has_val: bool, u:
         match i64::try_from(total) {
             Ok(0) => {}
             Ok(d) => push(d),
-            Err(_) => p[g..e].iter().for_each(|q| push(q.3)),
+            Err(_) => p[g..e].iter().for_each(|q| push(parts(q).2)),
         }
         g = e;
     }
+}
+
+/// [`push_consolidated`] for updates `(val, x, y, diff)` sorted by (val, x, y).
+fn push_sorted_packed(p: &[(u64, u64, u64, i64)], key: &[u64], has_val: bool, u: &mut Updates) {
+    push_consolidated(
+        p,
+        (key, has_val),
+        u,
+        |a, b| (a.0, a.1, a.2) == (b.0, b.1, b.2),
+        |e| (e.0, Time([e.1, e.2, 0, 0]), e.3),
+    );
+}
+
+/// [`push_consolidated`] for updates `(val, packed time, diff)` sorted by (val, time).
+fn push_sorted_words(p: &[(u64, u64, i64)], key: &[u64], has_val: bool, u: &mut Updates) {
+    push_consolidated(
+        p,
+        (key, has_val),
+        u,
+        |a, b| (a.0, a.1) == (b.0, b.1),
+        |e| (e.0, unpack(e.1), e.2),
+    );
 }
 
 /// Consolidates the updates `u[from..]` (one key's history, rows of `kw` key words then the
@@ -174,9 +210,10 @@ fn advance_times(u: &mut Updates, from: usize, m: &Time) -> bool {
 /// Appends `key`'s history from `reader` to `u` (rows `key ++ val`), its times advanced by
 /// `m` and consolidated: sorted by (val, time), equal ones summed, zeros dropped. For values
 /// of at most one word and `m` of at most two coordinates the updates are advanced as they
-/// are read, into packed `(val, x, y, diff)` tuples, and written out once consolidated; a
-/// history with a time of more coordinates is read again as rows and consolidated as
-/// [`Histories::advance_key`] does.
+/// are read, and written out once consolidated: as `(val, x << 32 | y, diff)` words when `m`
+/// and every time the key's batches store pack in one word (`trace::packed`), else as
+/// `(val, x, y, diff)` tuples; a history with a time of more coordinates is read again as
+/// rows and consolidated as [`Histories::advance_key`] does.
 fn read_advanced(
     reader: &mut Reader,
     key: &[u64],
@@ -186,6 +223,17 @@ fn read_advanced(
 ) {
     let from = u.len();
     let has_val = u.width > key.len();
+    if let Some(meet) = pack(m) {
+        // Times stored as two `u32`s (or a few distinct ones): read as words, joined with
+        // the meet as one word each, sorted by (val, time) as two words.
+        let p = &mut sc.words;
+        p.clear();
+        if reader.gather_key_packed(key, meet, p) {
+            p.sort_unstable_by_key(|e| (e.0, e.1));
+            push_sorted_words(p, key, has_val, u);
+            return;
+        }
+    }
     let p = &mut sc.packed;
     p.clear();
     let (mx, my) = (m.0[0], m.0[1]);
@@ -381,26 +429,33 @@ mod tests {
 
     proptest! {
         /// Histories read advanced out of a trace of several batches (keys 0..3, values of
-        /// `vw` words, 2-D times or some 3-D ones) after a prefix: each key's updates summed at
-        /// their times joined with `m` equal the inserted ones'; with 2-D times (read packed)
-        /// they are consolidated: sorted by (row, time), no zero diff, every time at or after
-        /// `m`.
+        /// `vw` words, some past 32 bits, 2-D times, some with a coordinate past 32 bits, or
+        /// some 3-D ones; updates that cancel across batches) after a prefix: each key's
+        /// updates summed at their times joined with `m` equal the inserted ones'; with 2-D
+        /// times (read as packed words, or as tuples where a time or `m` does not pack) they
+        /// are consolidated: sorted by (row, time), no zero diff, every time at or after `m`.
         #[test]
         fn read_advanced_matches_reference(
             vw in 0usize..2,
             three_d in any::<bool>(),
+            big in prop_oneof![3 => Just(None), 1 => (0usize..3).prop_map(Some)],
             batches in prop::collection::vec(
                 prop::collection::vec((0u64..3, 0u64..3, 0u64..4, 0u64..2, -2i64..3), 0..12),
                 1..5,
             ),
             (mx, my) in (0u64..5, 0u64..4),
         ) {
+            // Past 32 bits: a val word (stored wide, still read packed), a time's second
+            // coordinate (that batch's times do not pack) or `m`'s.
+            let wide = 1u64 << 40;
             let w = 1 + vw;
             let mut a = Arrangement::new(1, w);
             let mut all = Updates::new(w);
             for (s, ups) in batches.iter().enumerate() {
                 let mut b = Updates::new(w);
                 for &(k, v, y, z, d) in ups {
+                    let v = if big == Some(0) && v == 2 { wide } else { v };
+                    let y = if big == Some(1) && y == 3 { wide } else { y };
                     let row = if vw == 1 { vec![k, v] } else { vec![k] };
                     let z = if three_d { z } else { 0 };
                     b.push(&row, Time::from_coords(&[s as u64, y, z]), d);
@@ -409,6 +464,7 @@ mod tests {
                 all.extend(&b);
                 a.insert(&b, &Antichain::from_elem(Time::from_coords(&[s as u64 + 1])));
             }
+            let my = if big == Some(2) && my == 3 { wide } else { my };
             let m = Time::from_coords(&[mx, my]);
             let mut reader = a.reader();
             let mut sc = TailScratch::default();
