@@ -187,9 +187,9 @@ pub(crate) fn gather(
 /// vals of no words), in the batch's order. Returns false, appending nothing, when the
 /// batch's times do not pack. `pairs` is scratch.
 ///
-/// The reduce's key histories ([`crate::trace::Cursor::gather_packed`]): the batch's forms
-/// (narrow or wide vals, per-val offsets or not, times, diffs) are matched once per key,
-/// not once per val.
+/// The reduce's key histories ([`crate::trace::Cursor::gather_packed`]): a key holds a few
+/// updates in each batch, so the batch's forms (times, diffs, vals with or without offsets)
+/// are matched once per key and the updates written in one pass.
 pub(crate) fn gather_key(
     batch: &Batch,
     k: usize,
@@ -204,37 +204,57 @@ pub(crate) fn gather_key(
     let Some(times) = PackedTimes::of(batch, meet) else {
         return false;
     };
-    let vals = batch.vals_of(k);
-    let ups = batch.updates_of_key(k);
-    pairs.clear();
-    gather(batch, &times, meet, ups.clone(), pairs);
-    if batch.val_width() == 0 {
-        out.extend(pairs.iter().map(|&(t, d)| (0, t, d)));
-        return true;
-    }
-    match (&batch.val_offs, &batch.vals) {
-        // Val `v` owns update `v`: vals and updates zip.
-        (None, Words::U32(w)) => out.extend(
-            w[vals]
-                .iter()
-                .zip(pairs.iter())
-                .map(|(&v, &(t, d))| (v as u64, t, d)),
-        ),
-        (None, Words::U64(w)) => out.extend(
-            w[vals]
-                .iter()
-                .zip(pairs.iter())
-                .map(|(&v, &(t, d))| (v, t, d)),
-        ),
-        (Some(offs), words) => {
-            for v in vals {
-                let val = words.word(v);
-                let r = offs[v] - ups.start..offs[v + 1] - ups.start;
-                out.extend(pairs[r].iter().map(|&(t, d)| (val, t, d)));
-            }
+    let vals = batch.key_offs[k]..batch.key_offs[k + 1];
+    let ups = match &batch.val_offs {
+        Some(o) => o[vals.start]..o[vals.end],
+        None => vals.clone(),
+    };
+    let time = |u| time_of(batch, &times, meet, u);
+    match &batch.diffs {
+        Diffs::Ones => fill_key(batch, (vals, ups), time, |_| 1, out),
+        Diffs::Dense(ds) => fill_key(batch, (vals, ups), time, |u| ds[u], out),
+        Diffs::Sparse { .. } => {
+            // Exceptions to one found once for the key's range.
+            pairs.clear();
+            gather(batch, &times, meet, ups.clone(), pairs);
+            let base = ups.start;
+            fill_key(
+                batch,
+                (vals, ups),
+                |u| pairs[u - base].0,
+                |u| pairs[u - base].1,
+                out,
+            );
         }
     }
     true
+}
+
+/// Appends `(val, time(u), diff(u))` for the updates `ups` of the vals `vals` of `batch` (one
+/// key's), the val's word read by the vals' form.
+#[inline(always)]
+fn fill_key(
+    batch: &Batch,
+    (vals, ups): (Range<usize>, Range<usize>),
+    time: impl Fn(usize) -> u64,
+    diff: impl Fn(usize) -> i64,
+    out: &mut Vec<(u64, u64, i64)>,
+) {
+    out.reserve(ups.len());
+    if batch.val_width() == 0 {
+        return out.extend(ups.map(|u| (0, time(u), diff(u))));
+    }
+    match (&batch.val_offs, &batch.vals) {
+        // Val `v` owns update `v`.
+        (None, Words::U32(w)) => out.extend(vals.map(|v| (w[v] as u64, time(v), diff(v)))),
+        (None, Words::U64(w)) => out.extend(vals.map(|v| (w[v], time(v), diff(v)))),
+        (Some(offs), words) => {
+            for v in vals {
+                let val = words.word(v);
+                out.extend((offs[v]..offs[v + 1]).map(|u| (val, time(u), diff(u))));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
