@@ -209,49 +209,77 @@ pub(crate) fn gather_key(
         Some(o) => o[vals.start]..o[vals.end],
         None => vals.clone(),
     };
-    let time = |u| time_of(batch, &times, meet, u);
-    match &batch.diffs {
-        Diffs::Ones => fill_key(batch, (vals, ups), time, |_| 1, out),
-        Diffs::Dense(ds) => fill_key(batch, (vals, ups), time, |u| ds[u], out),
-        Diffs::Sparse { .. } => {
-            // Exceptions to one found once for the key's range.
+    // Times and diffs as iterators over the key's updates (no index checks per update).
+    let (u0, u1) = (ups.start, ups.end);
+    let n = u1 - u0;
+    match (&times, &batch.times, &batch.diffs) {
+        (PackedTimes::Each, Times::Each(TimeVec::Narrow(ts)), Diffs::Ones) => {
+            let ts = ts[u0..u1].iter().map(|&q| join(pack_pair(q), meet));
+            fill_key(batch, vals, ts, std::iter::repeat_n(1, n), out)
+        }
+        (PackedTimes::Each, Times::Each(TimeVec::Narrow(ts)), Diffs::Dense(ds)) => {
+            let ts = ts[u0..u1].iter().map(|&q| join(pack_pair(q), meet));
+            fill_key(batch, vals, ts, ds[u0..u1].iter().copied(), out)
+        }
+        (PackedTimes::Indexed(table), Times::Indexed { idx, .. }, Diffs::Ones) => {
+            let ts = idx[u0..u1].iter().map(|&i| table[i as usize]);
+            fill_key(batch, vals, ts, std::iter::repeat_n(1, n), out)
+        }
+        (PackedTimes::Indexed(table), Times::Indexed { idx, .. }, Diffs::Dense(ds)) => {
+            let ts = idx[u0..u1].iter().map(|&i| table[i as usize]);
+            fill_key(batch, vals, ts, ds[u0..u1].iter().copied(), out)
+        }
+        (PackedTimes::Single(p), _, Diffs::Ones) => fill_key(
+            batch,
+            vals,
+            std::iter::repeat_n(*p, n),
+            std::iter::repeat_n(1, n),
+            out,
+        ),
+        (PackedTimes::Single(p), _, Diffs::Dense(ds)) => fill_key(
+            batch,
+            vals,
+            std::iter::repeat_n(*p, n),
+            ds[u0..u1].iter().copied(),
+            out,
+        ),
+        _ => {
+            // Sparse diffs: the exceptions to one found once for the key's range.
             pairs.clear();
-            gather(batch, &times, meet, ups.clone(), pairs);
-            let base = ups.start;
-            fill_key(
-                batch,
-                (vals, ups),
-                |u| pairs[u - base].0,
-                |u| pairs[u - base].1,
-                out,
-            );
+            gather(batch, &times, meet, ups, pairs);
+            let (ts, ds) = (pairs.iter().map(|p| p.0), pairs.iter().map(|p| p.1));
+            fill_key(batch, vals, ts, ds, out);
         }
     }
     true
 }
 
-/// Appends `(val, time(u), diff(u))` for the updates `ups` of the vals `vals` of `batch` (one
-/// key's), the val's word read by the vals' form.
+/// Appends `(val, time, diff)` for the updates of the vals `vals` of `batch` (one key's),
+/// their times and diffs taken from `times` and `diffs` in update order, the val's word read
+/// by the vals' form.
 #[inline(always)]
 fn fill_key(
     batch: &Batch,
-    (vals, ups): (Range<usize>, Range<usize>),
-    time: impl Fn(usize) -> u64,
-    diff: impl Fn(usize) -> i64,
+    vals: Range<usize>,
+    times: impl Iterator<Item = u64>,
+    diffs: impl Iterator<Item = i64>,
     out: &mut Vec<(u64, u64, i64)>,
 ) {
-    out.reserve(ups.len());
+    let mut ups = times.zip(diffs);
     if batch.val_width() == 0 {
-        return out.extend(ups.map(|u| (0, time(u), diff(u))));
+        return out.extend(ups.map(|(t, d)| (0, t, d)));
     }
     match (&batch.val_offs, &batch.vals) {
         // Val `v` owns update `v`.
-        (None, Words::U32(w)) => out.extend(vals.map(|v| (w[v] as u64, time(v), diff(v)))),
-        (None, Words::U64(w)) => out.extend(vals.map(|v| (w[v], time(v), diff(v)))),
+        (None, Words::U32(w)) => {
+            out.extend(w[vals].iter().zip(ups).map(|(&v, (t, d))| (v as u64, t, d)))
+        }
+        (None, Words::U64(w)) => out.extend(w[vals].iter().zip(ups).map(|(&v, (t, d))| (v, t, d))),
         (Some(offs), words) => {
             for v in vals {
                 let val = words.word(v);
-                out.extend((offs[v]..offs[v + 1]).map(|u| (val, time(u), diff(u))));
+                let n = offs[v + 1] - offs[v];
+                out.extend(ups.by_ref().take(n).map(|(t, d)| (val, t, d)));
             }
         }
     }
