@@ -72,9 +72,15 @@ fn push_consolidated<E>(
     same: impl Fn(&E, &E) -> bool,
     parts: impl Fn(&E) -> (u64, Time, i64),
 ) {
-    u.rows.reserve(p.len() * u.width);
-    u.times.reserve(p.len());
-    u.diffs.reserve(p.len());
+    let Updates {
+        rows, times, diffs, ..
+    } = u;
+    rows.reserve(p.len() * (key.len() + has_val as usize));
+    // The times as a vector (a history's column holds one time only until its first read),
+    // so that each push is a vector's.
+    let times = times.make_mut();
+    times.reserve(p.len());
+    diffs.reserve(p.len());
     let mut g = 0;
     while g < p.len() {
         let (v, t, d) = parts(&p[g]);
@@ -85,12 +91,15 @@ fn push_consolidated<E>(
             e += 1;
         }
         let mut push = |d: i64| {
-            u.rows.extend_from_slice(key);
-            if has_val {
-                u.rows.push(v);
+            match key {
+                [k] => rows.push(*k),
+                _ => rows.extend_from_slice(key),
             }
-            u.times.push(t);
-            u.diffs.push(d);
+            if has_val {
+                rows.push(v);
+            }
+            times.push(t);
+            diffs.push(d);
         };
         match i64::try_from(total) {
             Ok(0) => {}
