@@ -8,7 +8,10 @@ and the GIL released while a kernel runs, so several threads can run kernels in 
 
 Inputs may be numpy arrays, pyarrow arrays (``Array`` or ``ChunkedArray``, without nulls) or
 Python sequences; they are converted here and passed to :mod:`ddflow._core`, which accepts
-numpy arrays only.
+numpy arrays only. An int64, uint64 or float64 Arrow array without nulls (sliced or not, or a
+``ChunkedArray`` of one chunk) reaches the kernel as a view of its Arrow buffer, without a
+copy; narrower numbers are widened, several chunks combined, bools unpacked and strings made
+``str`` objects (copies). The kernels only read their inputs.
 
 Records and columns
     A record is a row of columns, each ``int64``, ``uint64``, ``float64``, ``bool`` or
