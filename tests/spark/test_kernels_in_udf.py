@@ -40,3 +40,16 @@ def test_a_kernel_error_reaches_the_driver_naming_the_argument(
     df = spark.read.parquet(str(tmp_path / "bad.parquet"))
     with pytest.raises(PythonException, match="InvalidValueError: diffs: 1 null values"):
         ex.views_on_spark(spark, df, (2, 2), (2, 9), partitions=2)
+
+
+@pytest.mark.timeout(120)
+def test_the_example_runs_on_a_given_session(
+    spark: SparkSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``main`` on the test session (left open): its report, checked against the recount."""
+    assert ex.main(["--rows", "200", "--days", "8", "--seed", "3"], spark=spark) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("spark_kernels: ") and out[0].endswith(", 2 partitions")
+    assert out[1] == "statuses of day 4: as published (version 4) and as known now (version 10)"
+    assert out[-1] == "both views match a recount: True"
+    assert spark.range(3).count() == 3  # the session is still open

@@ -193,8 +193,9 @@ def _report(views: Views, day: int, first: Time, second: Time) -> list[str]:
     return lines
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the example on a local Spark session; returns the exit code."""
+def main(argv: Sequence[str] | None = None, spark: Any = None) -> int:
+    """Runs the example; returns the exit code. ``spark``: a session to run on (left open);
+    by default a session of ``--master`` is started, and stopped at the end."""
     p = argparse.ArgumentParser(prog="python -m ddflow.examples.spark_kernels")
     p.add_argument("--rows", type=int, default=2000, help="change records (at least)")
     p.add_argument("--days", type=int, default=20)
@@ -206,32 +207,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.rows < 1 or args.days < 1 or args.partitions < 1:
         p.error("--rows, --days and --partitions must be at least 1")
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
     changes = feed(args.rows, args.days, args.seed)
     day = args.days // 2 if args.day is None else args.day
     latest = int(np.max(changes["version"].to_numpy()))
     first, second = (day, day), (day, max(day, latest))
-    spark = (
-        SparkSession.builder.master(args.master)
-        .appName("ddflow spark_kernels")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.adaptive.enabled", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    own = spark is None
+    if own:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        from pyspark.sql import SparkSession
+
+        spark = (
+            SparkSession.builder.master(args.master)
+            .appName("ddflow spark_kernels")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.adaptive.enabled", "false")
+            .getOrCreate()
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+    master = args.master if own else spark.conf.get("spark.master", "a given session")
     print(
         f"spark_kernels: {changes.num_rows} status changes of "
-        f"{len(set(changes['order_id'].to_pylist()))} orders on {args.master}, "
+        f"{len(set(changes['order_id'].to_pylist()))} orders on {master}, "
         f"{args.partitions} partitions",
         flush=True,
     )
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "changes.parquet")
-        pq.write_table(changes, path)
-        views = views_on_spark(spark, spark.read.parquet(path), first, second, args.partitions)
-    spark.stop()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "changes.parquet")
+            pq.write_table(changes, path)
+            df = spark.read.parquet(path)
+            views = views_on_spark(spark, df, first, second, args.partitions)
+    finally:
+        if own:
+            spark.stop()
     for line in _report(views, day, first, second):
         print(line)
     same = views == recount(changes, first, second)
