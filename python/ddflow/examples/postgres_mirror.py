@@ -19,6 +19,7 @@ Both tables are dropped and created again at the start (``--table`` names them).
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import sys
 import threading
@@ -35,7 +36,7 @@ import ddflow as dd
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["CATEGORIES", "Mirror", "main"]
+__all__ = ["CATEGORIES", "View", "build", "main"]
 
 CATEGORIES = ("books", "games", "garden", "music", "tools")
 """The categories of the initial rows; ``garden`` is emptied halfway and ``toys`` starts."""
@@ -51,27 +52,17 @@ _COLUMNS = ("category", "items", "qty", "value", "min_price", "max_price")
 Row = tuple[Any, ...]
 
 
-class Mirror:
-    """The dataflow: the followed table, the view per category written to the sink table,
-    and the view's updates kept for printing (thread-safe)."""
+class View:
+    """The view's rows and its updates not printed yet, kept by a ``dd.subscribe`` callback
+    (thread-safe: the run calls it, the writer reads it)."""
 
-    def __init__(self, conninfo: str, table: str) -> None:
-        self.flow = dd.Dataflow()
-        items = dd.io.postgres.read(self.flow, conninfo, table)
-        self.view = items.group_by("category").agg(
-            items=dd.count(),
-            qty=dd.sum("qty"),
-            value=dd.sum(dd.col("qty") * dd.col("price")),
-            min_price=dd.min("price"),
-            max_price=dd.max("price"),
-        )
-        dd.io.postgres.write(self.view, conninfo, f"{table}_per_category", ["category"])
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._state: Counter[Row] = Counter()
         self._pending: list[tuple[int, Row]] = []
-        dd.subscribe(self.view, self._on_change)
 
-    def _on_change(self, updates: pa.Table) -> None:
+    def on_change(self, updates: pa.Table) -> None:
+        """Takes a batch of the view's updates."""
         with self._lock:
             for row in updates.to_pylist():
                 record = tuple(row[c] for c in _COLUMNS)
@@ -89,6 +80,24 @@ class Mirror:
         with self._lock:
             out, self._pending = self._pending, []
         return sorted(out, key=lambda change: (change[1][0], change[0]))
+
+
+def build(conninfo: str, table: str) -> tuple[dd.Dataflow, View]:
+    """The dataflow: ``table`` followed, its view per category (columns ``category, items,
+    qty, value, min_price, max_price``) written to ``<table>_per_category`` and watched."""
+    flow = dd.Dataflow()
+    items = dd.io.postgres.read(flow, conninfo, table)
+    view = items.group_by("category").agg(
+        items=dd.count(),
+        qty=dd.sum("qty"),
+        value=dd.sum(dd.col("qty") * dd.col("price")),
+        min_price=dd.min("price"),
+        max_price=dd.max("price"),
+    )
+    dd.io.postgres.write(view, conninfo, f"{table}_per_category", ["category"])
+    watched = View()
+    dd.subscribe(view, watched.on_change)
+    return flow, watched
 
 
 def _connect(conninfo: str) -> psycopg.Connection[Any]:
@@ -204,6 +213,48 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def _follow(flow: dd.Dataflow, view: View, args: argparse.Namespace, rng: random.Random) -> None:
+    """Runs ``flow`` in this thread while a writer thread commits the rounds, each printed
+    once the view and the sink table have taken it; stops the run after the last one (or
+    when one does not arrive within ``--timeout``). Re-raises a failure of the writer."""
+    sink = f"{args.table}_per_category"
+    failures: list[BaseException] = []
+    ended = threading.Event()
+
+    def caught_up() -> bool:
+        want = _aggregate(args.conninfo, args.table)
+        return view.contents() == want and _sink_rows(args.conninfo, sink) == want
+
+    def writer() -> None:
+        try:
+            if not _wait(caught_up, args.timeout, ended):
+                print("the snapshot did not reach the view in time")
+                return
+            print(f"snapshot: {args.rows} items; view:")
+            print("\n".join(_row(c) for c in view.take_changes()))
+            for r in range(1, args.rounds + 1):
+                text = _round(args.conninfo, args.table, rng, r, args.rounds)
+                if not _wait(caught_up, args.timeout, ended):
+                    print(f"round {r}: {text}; the view did not catch up in time")
+                    return
+                print(f"round {r}: {text}; view changes:")
+                print("\n".join(_row(c) for c in view.take_changes()))
+        except BaseException as e:
+            failures.append(e)
+        finally:
+            flow.stop()
+
+    thread = threading.Thread(target=writer, name="postgres_mirror writer")
+    thread.start()
+    try:
+        flow.run()
+    finally:
+        ended.set()
+        thread.join()
+    if failures:
+        raise failures[0]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the example; exit status 0 when the sink table matches the SQL aggregate, 1 when
     not, 2 without psycopg or a reachable server that supports logical replication."""
@@ -216,47 +267,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = random.Random(args.seed)
     try:
         _create(args.conninfo, args.table, args.rows, rng)
-        mirror = Mirror(args.conninfo, args.table)
+        flow, view = build(args.conninfo, args.table)
     except (psycopg.Error, dd.SourceError) as e:
         print(f"postgres_mirror: the server of --conninfo {args.conninfo!r}: {e}", file=sys.stderr)
         return 2
-    sink = f"{args.table}_per_category"
-    failures: list[BaseException] = []
-    ended = threading.Event()
-
-    def caught_up() -> bool:
-        want = _aggregate(args.conninfo, args.table)
-        return mirror.contents() == want and _sink_rows(args.conninfo, sink) == want
-
-    def writer() -> None:
-        try:
-            if not _wait(caught_up, args.timeout, ended):
-                print("the snapshot did not reach the view in time")
-                return
-            changes = mirror.take_changes()
-            print(f"snapshot: {args.rows} items; view:")
-            print("\n".join(_row(c) for c in changes))
-            for r in range(1, args.rounds + 1):
-                text = _round(args.conninfo, args.table, rng, r, args.rounds)
-                if not _wait(caught_up, args.timeout, ended):
-                    print(f"round {r}: {text}; the view did not catch up in time")
-                    return
-                print(f"round {r}: {text}; view changes:")
-                print("\n".join(_row(c) for c in mirror.take_changes()))
-        except BaseException as e:
-            failures.append(e)
-        finally:
-            mirror.flow.stop()
-
-    thread = threading.Thread(target=writer, name="postgres_mirror writer")
-    thread.start()
     try:
-        mirror.flow.run()
+        _follow(flow, view, args, rng)
     finally:
-        ended.set()
-        thread.join()
-    if failures:
-        raise failures[0]
+        # A stopped run keeps its replication slot, to resume; the source drops it once the
+        # dataflow is garbage.
+        del flow
+        gc.collect()
+    sink = f"{args.table}_per_category"
     want, got = _aggregate(args.conninfo, args.table), _sink_rows(args.conninfo, sink)
     same = want == got
     print(f"{sink} ({sum(got.values())} rows) equals the aggregate by SQL on {args.table}: {same}")
