@@ -422,7 +422,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  revenue per nation and segment: {len(changed)} rows, the largest:")
             changed = top
         else:
-            print("  revenue per nation and segment:")
+            keys = {(r["n_name"], r["c_mktsegment"]) for r in changed}
+            print(f"  revenue per nation and segment, {len(keys)} rows changed:")
         for row in changed:
             print(f"    {'+' if row['diff'] > 0 else '-'} {_segment_row(row)}")
     same = matches(q1, segments, args.rounds, tables)
