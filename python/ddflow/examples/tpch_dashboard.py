@@ -47,6 +47,7 @@ __all__ = [
     "TABLES",
     "apply",
     "build",
+    "find_generator",
     "load_tables",
     "main",
     "make_refresh",
@@ -62,7 +63,7 @@ CUTOFF = datetime.date(1998, 12, 1) - datetime.timedelta(days=90)
 _MISSING = "tpchgen-cli is not installed: pip install tpchgen-cli"
 
 
-def _generator() -> str | None:
+def find_generator() -> str | None:
     """The ``tpchgen-cli`` executable: beside this interpreter's scripts, else on PATH."""
     beside = Path(sysconfig.get_path("scripts")) / "tpchgen-cli"
     return str(beside) if beside.exists() else shutil.which("tpchgen-cli")
@@ -73,7 +74,7 @@ def load_tables(sf: float, data: Path) -> dict[str, pa.Table]:
     there by ``tpchgen-cli`` where missing; RuntimeError naming the fix without it."""
     missing = [t for t in TABLES if not (data / f"{t}.parquet").exists()]
     if missing:
-        generator = _generator()
+        generator = find_generator()
         if generator is None:
             raise RuntimeError(_MISSING)
         data.mkdir(parents=True, exist_ok=True)
