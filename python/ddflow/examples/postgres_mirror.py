@@ -106,20 +106,18 @@ def _connect(conninfo: str) -> psycopg.Connection[Any]:
     return psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
 
 
-def _aggregate(conninfo: str, table: str) -> Counter[Row]:
+def _aggregate(conn: psycopg.Connection[Any], table: str) -> Counter[Row]:
     """The view computed by SQL on the source table."""
-    with _connect(conninfo) as conn:
-        return Counter(conn.execute(_AGGREGATE.format(table=table)).fetchall())
+    return Counter(conn.execute(_AGGREGATE.format(table=table)).fetchall())
 
 
-def _sink_rows(conninfo: str, table: str) -> Counter[Row]:
+def _sink_rows(conn: psycopg.Connection[Any], table: str) -> Counter[Row]:
     """The sink table's rows (none while it does not exist yet)."""
-    with _connect(conninfo) as conn:
-        exists = conn.execute("select to_regclass(%s) is not null", [table]).fetchone()
-        if not exists or not exists[0]:
-            return Counter()
-        columns = ", ".join(_COLUMNS)
-        return Counter(conn.execute(f"select {columns} from {table}").fetchall())
+    exists = conn.execute("select to_regclass(%s) is not null", [table]).fetchone()
+    if not exists or not exists[0]:
+        return Counter()
+    columns = ", ".join(_COLUMNS)
+    return Counter(conn.execute(f"select {columns} from {table}").fetchall())
 
 
 def _create(conninfo: str, table: str, rows: int, rng: random.Random) -> None:
@@ -213,32 +211,46 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def _follow(flow: dd.Dataflow, view: View, args: argparse.Namespace, rng: random.Random) -> None:
-    """Runs ``flow`` in this thread while a writer thread commits the rounds, each printed
-    once the view and the sink table have taken it; stops the run after the last one (or
-    when one does not arrive within ``--timeout``). Re-raises a failure of the writer."""
+def _write_rounds(
+    conn: psycopg.Connection[Any],
+    view: View,
+    args: argparse.Namespace,
+    rng: random.Random,
+    ended: threading.Event,
+) -> None:
+    """The writer: prints the snapshot's view, then commits each round and prints its
+    changes once the view and the sink table have taken it (``conn`` reads both)."""
     sink = f"{args.table}_per_category"
+
+    def caught_up() -> bool:
+        want = _aggregate(conn, args.table)
+        return view.contents() == want and _sink_rows(conn, sink) == want
+
+    if not _wait(caught_up, args.timeout, ended):
+        print("the snapshot did not reach the view in time")
+        return
+    print(f"snapshot: {args.rows} items; view:")
+    print("\n".join(_row(c) for c in view.take_changes()))
+    for r in range(1, args.rounds + 1):
+        text = _round(args.conninfo, args.table, rng, r, args.rounds)
+        if not _wait(caught_up, args.timeout, ended):
+            print(f"round {r}: {text}; the view did not catch up in time")
+            return
+        print(f"round {r}: {text}; view changes:")
+        print("\n".join(_row(c) for c in view.take_changes()))
+
+
+def _follow(flow: dd.Dataflow, view: View, args: argparse.Namespace, rng: random.Random) -> None:
+    """Runs ``flow`` in this thread while a writer thread commits the rounds; the writer
+    stops the run after the last one (or when one does not arrive within ``--timeout``).
+    Re-raises a failure of the writer."""
     failures: list[BaseException] = []
     ended = threading.Event()
 
-    def caught_up() -> bool:
-        want = _aggregate(args.conninfo, args.table)
-        return view.contents() == want and _sink_rows(args.conninfo, sink) == want
-
     def writer() -> None:
         try:
-            if not _wait(caught_up, args.timeout, ended):
-                print("the snapshot did not reach the view in time")
-                return
-            print(f"snapshot: {args.rows} items; view:")
-            print("\n".join(_row(c) for c in view.take_changes()))
-            for r in range(1, args.rounds + 1):
-                text = _round(args.conninfo, args.table, rng, r, args.rounds)
-                if not _wait(caught_up, args.timeout, ended):
-                    print(f"round {r}: {text}; the view did not catch up in time")
-                    return
-                print(f"round {r}: {text}; view changes:")
-                print("\n".join(_row(c) for c in view.take_changes()))
+            with _connect(args.conninfo) as conn:
+                _write_rounds(conn, view, args, rng, ended)
         except BaseException as e:
             failures.append(e)
         finally:
@@ -279,7 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         del flow
         gc.collect()
     sink = f"{args.table}_per_category"
-    want, got = _aggregate(args.conninfo, args.table), _sink_rows(args.conninfo, sink)
+    with _connect(args.conninfo) as conn:
+        want, got = _aggregate(conn, args.table), _sink_rows(conn, sink)
     same = want == got
     print(f"{sink} ({sum(got.values())} rows) equals the aggregate by SQL on {args.table}: {same}")
     return 0 if same else 1
