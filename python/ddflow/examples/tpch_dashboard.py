@@ -2,8 +2,9 @@
 
 ``python -m ddflow.examples.tpch_dashboard [--sf SF] [--rounds R] [--data DIR] [--seed S]``
 
-The tables come from ``tpchgen-cli`` (``pip install tpchgen-cli``), run once into ``--data``
-(default: a temporary directory removed at the end) at scale factor ``SF`` (default 0.01);
+The tables come from ``tpchgen-cli`` (``pip install tpchgen-cli``), run once into
+``DIR/tpch-sf<SF>/`` (``--data DIR``; by default a temporary directory removed at the end) at
+scale factor ``SF`` (default 0.01);
 they keep TPC-H's types, ``decimal128(15, 2)`` prices, discounts, taxes and quantities and
 ``date32`` dates. The dashboard has two views: TPC-H's Q1, the pricing summary per return
 flag and line status (exact decimal sums and means), and the revenue (``l_extendedprice *
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import decimal
+import os
 import random
 import shutil
 import subprocess
@@ -69,21 +71,26 @@ def find_generator() -> str | None:
     return str(beside) if beside.exists() else shutil.which("tpchgen-cli")
 
 
-def load_tables(sf: float, data: Path) -> dict[str, pa.Table]:
-    """The dashboard's tables at scale factor ``sf`` from ``data/<table>.parquet``, generated
-    there by ``tpchgen-cli`` where missing; RuntimeError naming the fix without it."""
+def load_tables(sf: float, root: Path) -> dict[str, pa.Table]:
+    """The dashboard's tables at scale factor ``sf``, read from ``root/tpch-sf<SF>/``, where
+    ``tpchgen-cli`` first generates those missing (into a temporary directory beside it, each
+    file renamed into place once complete); RuntimeError naming the fix without it."""
+    data = root / f"tpch-sf{sf:g}"
     missing = [t for t in TABLES if not (data / f"{t}.parquet").exists()]
     if missing:
         generator = find_generator()
         if generator is None:
             raise RuntimeError(_MISSING)
         data.mkdir(parents=True, exist_ok=True)
-        command = [generator, "parquet", "-s", f"{sf:g}", "-o", str(data), "-n", "1", "-q"]
-        done = subprocess.run(
-            [*command, "-T", ",".join(missing)], capture_output=True, text=True, check=False
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)} failed: {done.stderr.strip()}")
+        with tempfile.TemporaryDirectory(prefix=".tpchgen-", dir=root) as tmp:
+            command = [generator, "parquet", "-s", f"{sf:g}", "-o", tmp, "-n", "1", "-q"]
+            done = subprocess.run(
+                [*command, "-T", ",".join(missing)], capture_output=True, text=True, check=False
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"{' '.join(command)} failed: {done.stderr.strip()}")
+            for table in missing:
+                os.replace(Path(tmp) / f"{table}.parquet", data / f"{table}.parquet")
     return {t: pq.read_table(data / f"{t}.parquet").combine_chunks() for t in TABLES}
 
 
@@ -361,7 +368,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="orders each refresh function inserts or deletes (default SF * 1500)",
     )
     parser.add_argument(
-        "--data", default=None, help="directory of the tables (generated there when missing)"
+        "--data",
+        default=None,
+        help="directory of the tables, in tpch-sf<SF>/ (generated there when missing)",
     )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
