@@ -4,9 +4,8 @@
 
 The tables come from ``tpchgen-cli`` (``pip install tpchgen-cli``), run once into
 ``DIR/tpch-sf<SF>/`` (``--data DIR``; by default a temporary directory removed at the end) at
-scale factor ``SF`` (default 0.01);
-they keep TPC-H's types, ``decimal128(15, 2)`` prices, discounts, taxes and quantities and
-``date32`` dates. The dashboard has two views: TPC-H's Q1, the pricing summary per return
+scale factor ``SF`` (default 0.01); they keep TPC-H's types, ``decimal128(15, 2)`` prices,
+discounts, taxes and quantities and ``date32`` dates. The dashboard has two views: TPC-H's Q1, the pricing summary per return
 flag and line status (exact decimal sums and means), and the revenue (``l_extendedprice *
 (1 - l_discount)``), order count and customer count per customer nation and market segment,
 a join of lineitems, orders, customers and nations. The tables go in at time 0; then each
@@ -437,7 +436,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for row in changed:
             print(f"    {'+' if row['diff'] > 0 else '-'} {_segment_row(row)}")
     same = matches(q1, segments, args.rounds, tables)
-    print(f"dashboard after {args.rounds} refresh pairs matches a recompute from scratch: {same}")
+    pairs = f"{args.rounds} refresh pair{'s' if args.rounds > 1 else ''}"
+    print(f"dashboard after {pairs} matches a recompute from scratch: {same}")
     return 0 if same else 1
 
 
