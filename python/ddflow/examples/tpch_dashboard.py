@@ -5,15 +5,15 @@
 The tables come from ``tpchgen-cli`` (``pip install tpchgen-cli``), run once into
 ``DIR/tpch-sf<SF>/`` (``--data DIR``; by default a temporary directory removed at the end) at
 scale factor ``SF`` (default 0.01); they keep TPC-H's types, ``decimal128(15, 2)`` prices,
-discounts, taxes and quantities and ``date32`` dates. The dashboard has two views: TPC-H's Q1, the pricing summary per return
-flag and line status (exact decimal sums and means), and the revenue (``l_extendedprice *
-(1 - l_discount)``), order count and customer count per customer nation and market segment,
-a join of lineitems, orders, customers and nations. The tables go in at time 0; then each
-round ``i`` is a refresh pair at time ``i``: RF1 inserts ``SF * 1500`` orders with their
-lineitems (copies of sampled live orders under fresh keys, each with another live order's
-customer) and RF2 deletes as many live orders with their lineitems (diff -1). Each round
-prints the dashboard rows that changed (``-`` a row retracted, ``+`` its new value); at the
-end both views are checked against a recompute from scratch, in plain Python over the final
+discounts, taxes and quantities and ``date32`` dates. The dashboard has two views: TPC-H's Q1,
+the pricing summary per return flag and line status (exact decimal sums and means), and the
+revenue (``l_extendedprice * (1 - l_discount)``), order count and customer count per customer
+nation and market segment, a join of lineitems, orders, customers and nations. The tables go in
+at time 0; then each round ``i`` is a refresh pair at time ``i``: RF1 inserts ``SF * 1500``
+orders with their lineitems (copies of sampled live orders under fresh keys, each with another
+live order's customer) and RF2 deletes as many live orders with their lineitems (diff -1). Each
+round prints the dashboard rows that changed (``-`` a row retracted, ``+`` its new value); at
+the end both views are checked against a recompute from scratch, in plain Python over the final
 tables, exact to the decimal scale.
 """
 
