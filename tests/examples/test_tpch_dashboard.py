@@ -68,6 +68,7 @@ def test_dashboard_through_refresh_pairs(data: Path, capsys: pytest.CaptureFixtu
     ]
     assert any(line.lstrip().startswith("- A F") for line in out)  # a Q1 row retracted
     assert out[-1] == "dashboard after 3 refresh pairs matches a recompute from scratch: True"
+    assert out[-2].startswith("CPU: load ") and " a refresh pair " in out[-2]
     assert sorted(p.name for p in data.iterdir()) == ["tpch-sf0.001"]  # no temporary left
     tables = sorted(p.name for p in (data / "tpch-sf0.001").iterdir())
     assert tables == sorted(f"{t}.parquet" for t in td.TABLES)
