@@ -19,7 +19,6 @@ Both tables are dropped and created again at the start (``--table`` names them).
 from __future__ import annotations
 
 import argparse
-import gc
 import random
 import sys
 import threading
@@ -283,13 +282,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (psycopg.Error, dd.SourceError) as e:
         print(f"postgres_mirror: the server of --conninfo {args.conninfo!r}: {e}", file=sys.stderr)
         return 2
-    try:
+    # A stopped run keeps its replication slot, to go on later; closing the dataflow drops it.
+    with flow:
         _follow(flow, view, args, rng)
-    finally:
-        # A stopped run keeps its replication slot, to resume; the source drops it once the
-        # dataflow is garbage.
-        del flow
-        gc.collect()
     sink = f"{args.table}_per_category"
     with _connect(args.conninfo) as conn:
         want, got = _aggregate(conn, args.table), _sink_rows(conn, sink)
