@@ -7,6 +7,10 @@
   (``top_k`` per key);
 * ``friend_groups``: connected components of a changing friendship graph;
 * ``spark_bfs``: BFS distance counts over a generated history on local Spark.
+* ``sssp``: weighted shortest paths under edge insertions, removals and weight changes,
+  checked against Dijkstra's algorithm.
+* ``clickstream``: page views per tumbling window and sessions per user over out-of-order
+  views, given once final by a watermark, late views set aside.
 
 ``docs/examples.md`` shows each with its command and output.
 """
