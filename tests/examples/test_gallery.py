@@ -89,7 +89,7 @@ def test_runs_as_a_module(module: str) -> None:
 @pytest.mark.timeout(60)
 def test_sssp(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--nodes", "40", "--edges", "80", "--rounds", "4", "--changes", "9", "--seed", "2"]
-    assert sssp.main(args) == 0
+    assert sssp.main([*args, "--workers", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == "distances after 4 rounds match Dijkstra (every round): True"
     assert out[0].startswith("round 0: +80 edges; ")
@@ -132,6 +132,7 @@ def test_sssp_catches_a_wrong_distance(
 @pytest.mark.timeout(60)
 def test_clickstream(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--events", "300", "--users", "6", "--window", "30", "--batch", "5", "--seed", "3"]
+    args += ["--workers", "2"]
     assert clickstream.main(args) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == "windows, sessions and late views match a recount: True"
@@ -233,9 +234,11 @@ def test_sssp_and_clickstream_run_as_modules(module: str) -> None:
         (sssp.main, ["--rounds", "0"]),
         (sssp.main, ["--max-weight", "1"]),
         (sssp.main, ["--nodes", "4", "--edges", "7"]),
+        (sssp.main, ["--workers", "0"]),
         (clickstream.main, ["--events", "0"]),
         (clickstream.main, ["--window", "0"]),
         (clickstream.main, ["--lateness", "-1"]),
+        (clickstream.main, ["--workers", "0"]),
     ],
 )
 def test_sssp_and_clickstream_bad_arguments_exit(

@@ -2,7 +2,7 @@
 sessions per user, each given once when the watermark closes it; late clicks set aside.
 
 ``python -m ddflow.examples.clickstream [--events N] [--users U] [--pages P] [--window W]
-[--lateness L] [--gap G] [--batch B] [--seed S]``
+[--lateness L] [--gap G] [--batch B] [--seed S] [--workers K]``
 
 ``U`` users visit a site: each visit is a few page views some seconds apart, and the
 visits start at random over ``N / 2`` seconds of event time (``N`` views in all). A view
@@ -314,9 +314,11 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--gap", type=int, default=30, help="session gap in seconds")
     parser.add_argument("--batch", type=int, default=10, help="seconds of arrivals per time")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1, help="worker threads (default 1)")
     args = parser.parse_args(argv)
-    if min(args.events, args.users, args.pages, args.window, args.gap, args.batch) < 1:
-        parser.error("--events, --users, --pages, --window, --gap and --batch must be >= 1")
+    sizes = ("events", "users", "pages", "window", "gap", "batch", "workers")
+    if min(getattr(args, name) for name in sizes) < 1:
+        parser.error(", ".join(f"--{name}" for name in sizes) + " must be at least 1")
     if args.lateness < 0:
         parser.error("--lateness must be >= 0")
     return args
@@ -326,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the example; prints what becomes final after each batch and checks it all."""
     args = _parse(argv)
     clicks = generate(args.events, args.users, args.pages, args.lateness, args.batch, args.seed)
-    flow = dd.Dataflow()
+    flow = dd.Dataflow(workers=args.workers)
     clicks_in, outputs = build(flow, args.window, args.lateness, args.gap)
     windows, sessions, late = (_Fresh(c) for c in (outputs.windows, outputs.sessions, outputs.late))
     final_windows: list[dict[str, Any]] = []

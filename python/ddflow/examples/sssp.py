@@ -2,7 +2,7 @@
 removed and reweighted.
 
 ``python -m ddflow.examples.sssp [--nodes N] [--edges E] [--rounds R] [--changes C]
-[--max-weight W] [--seed S]``
+[--max-weight W] [--seed S] [--workers K]``
 
 ``E`` random directed edges among ``N`` nodes, each with a weight from 1 to ``W``, are
 loaded at time 0; each later round ``t`` makes ``C`` changes at time ``t``: about a third
@@ -158,9 +158,12 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--max-weight", type=int, default=10, help="weights are 1 .. W (at least 2)"
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1, help="worker threads (default 1)")
     args = parser.parse_args(argv)
-    if min(args.nodes, args.rounds) < 1 or args.max_weight < 2 or min(args.edges, args.changes) < 0:
-        parser.error("--nodes and --rounds must be at least 1, --max-weight 2, --edges 0")
+    if min(args.nodes, args.rounds, args.workers) < 1 or min(args.edges, args.changes) < 0:
+        parser.error("--nodes, --rounds and --workers must be at least 1, --edges 0")
+    if args.max_weight < 2:
+        parser.error("--max-weight must be at least 2 (a reweighted edge needs another weight)")
     if args.edges + args.rounds * args.changes > args.nodes * (args.nodes - 1) // 2:
         parser.error("--edges + --rounds * --changes must be at most half the node pairs")
     return args
@@ -171,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
     rng = random.Random(args.seed)
     graph: dict[tuple[int, int], int] = {}
-    flow = dd.Dataflow()
+    flow = dd.Dataflow(workers=args.workers)
     edges_in, roots_in, dists = build(flow)
     changes = _Changes()
     dists.subscribe(changes)
