@@ -1,5 +1,5 @@
-"""Event-time windows over a generated clickstream: page views per page and minute, and
-sessions per user, each given once when the watermark closes it; late clicks set aside.
+"""Event-time windows over a generated clickstream: page views per page and tumbling window,
+and sessions per user, each given once when the watermark closes it; late views set aside.
 
 ``python -m ddflow.examples.clickstream [--events N] [--users U] [--pages P] [--window W]
 [--lateness L] [--gap G] [--batch B] [--seed S] [--workers K]``
@@ -194,7 +194,8 @@ def recount(clicks: Sequence[Click], window: int, lateness: int, gap: int) -> Re
                 out.late[click] += 1
             else:
                 on_time.append(click)
-        greatest = max([c.ts for c in ticks[t]] + ([greatest] if greatest else []))
+        latest = max(c.ts for c in ticks[t])
+        greatest = latest if greatest is None else max(greatest, latest)
         if not closed_by or greatest - lag > closed_by[-1][0]:
             closed_by.append((greatest - lag, t))
 
