@@ -10,7 +10,11 @@
 * ``tpch_dashboard``: TPC-H's Q1 and the revenue per nation and market segment over
   ``tpchgen-cli`` data, kept up to date through refresh pairs (``pip install tpchgen-cli``);
 * ``postgres_mirror``: a PostgreSQL table followed through logical replication, its
-  aggregate per category kept in another table (``--conninfo``, ``ddflow[postgres]``).
+  aggregate per category kept in another table (``--conninfo``, ``ddflow[postgres]``);
+* ``sssp``: weighted shortest paths under edge insertions, removals and weight changes,
+  checked against Dijkstra's algorithm;
+* ``clickstream``: page views per tumbling window and sessions per user over out-of-order
+  views, given once final by a watermark, late views set aside.
 
 ``docs/examples.md`` shows each with its command and output.
 """
