@@ -12,7 +12,8 @@ counted):
 * ``as_column``: an int64 column of ``--rows`` values as a pyarrow ``Array`` and as a
   ``ChunkedArray`` of one chunk (a ``Table`` column read from Parquet or built whole has one);
 * ``consolidate``: ``(key, val, time, diff)`` int64 columns of a ``Table``, ``--rows`` rows
-  with few distinct keys;
+  with few distinct keys; and a tenth as many rows of an int64 key and a string column of
+  50 distinct values (``pa.string()``, as Spark's batches hold them);
 * ``compare_views``: a change feed of ``--feed`` rows in batches of ``--batch`` (Spark's
   ``spark.sql.execution.arrow.maxRecordsPerBatch`` is 10,000), rows per CPU second.
 
@@ -77,6 +78,14 @@ def main() -> int:
         }
     )
     plain = table["key"].chunk(0)
+    m = n // 10
+    names = np.array([f"status-{i}" for i in range(50)], dtype=object)
+    strings = pa.table(
+        {
+            "key": table["key"].slice(0, m),
+            "status": pa.array(names[rng.integers(0, 50, m)], pa.string()),
+        }
+    )
     feed = ex.feed(args.feed, 30, seed=0)
     batches = feed.to_batches(max_chunksize=args.batch)
     first, second = (15, 15), (15, 40)
@@ -88,6 +97,13 @@ def main() -> int:
             "consolidate, 4 Table columns",
             lambda: K.consolidate([table["key"], table["val"]], table["time"], table["diff"]),
             n,
+        ),
+        (
+            "consolidate, int64 and string Table columns",
+            lambda: K.consolidate(
+                [strings["key"], strings["status"]], table["time"][:m], table["diff"][:m]
+            ),
+            m,
         ),
         ("compare_views", lambda: list(ex.compare_views(batches, first, second)), feed.num_rows),
     ]

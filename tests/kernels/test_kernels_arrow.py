@@ -1,6 +1,7 @@
 """Arrow arrays into the kernels: numeric columns without nulls cross as views of their Arrow
-buffers (no copy), and every layout (sliced, chunked, strings, narrower types) gives the
-exact answer of a pure-Python reference."""
+buffers (no copy), string record columns as their offsets and bytes (no ``str`` per value),
+and every layout (sliced, chunked, strings, narrower types) gives the exact answer of a
+pure-Python reference."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddflow import kernels as K
-from ddflow.errors import InvalidValueError
+from ddflow.dtypes import Utf8Column
+from ddflow.errors import InvalidValueError, SchemaTypeError
 
 
 def _buffer(arr: pa.Array, dtype: Any) -> np.ndarray:
@@ -136,3 +138,51 @@ def test_consolidate_on_any_arrow_layout_matches_reference(
     assert len(got) == len(d)  # one row per (record, time)
     want = _reference(keys[lo:], vals[lo:], times[lo:], diffs[lo:])
     assert got == want
+
+
+STRINGS = ["", "a", "b", "ü", "long text", "a"]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: pa.array(STRINGS),
+        lambda: pa.array(STRINGS, pa.large_string()),
+        lambda: pa.array(["x", *STRINGS], pa.string()).slice(1),
+        lambda: pa.chunked_array([STRINGS[:2], STRINGS[2:]]),
+        lambda: pa.chunked_array([STRINGS], pa.string_view()),
+    ],
+    ids=["string", "large_string", "sliced", "chunked", "string_view"],
+)
+def test_arrow_strings_are_read_from_their_buffers(make: Any) -> None:
+    """An Arrow string record column crosses as its buffers (no ``str`` per value) and
+    consolidates exactly as the same strings in an object array."""
+    col = make()
+    assert isinstance(K._record_column(col, "c"), Utf8Column)
+    keys = np.arange(len(STRINGS)) % 2
+    times, diffs = np.zeros(len(STRINGS), np.int64), np.ones(len(STRINGS), np.int64)
+    got = K.consolidate([keys, col], times, diffs)
+    want = K.consolidate([keys, np.array(STRINGS, dtype=object)], times, diffs)
+    for g, w in zip([*got[0], got[1], got[2]], [*want[0], want[1], want[2]], strict=True):
+        assert g.tolist() == w.tolist()
+
+
+def test_a_trace_takes_arrow_and_numpy_strings_alike() -> None:
+    """The same interned ids whichever way a string arrives: inserts of both kinds
+    consolidate together, and Arrow keys find them."""
+    trace = K.Trace(["str", "int64"], key_columns=1)
+    trace.insert([pa.array(["ann", "bob", "ann"]), pa.array([1, 2, 1])], diffs=[1, 1, 1])
+    trace.insert([np.array(["bob", "cy"], dtype=object), np.array([2, 3])], diffs=[-1, 1])
+    cols, _, diffs = trace.read_keys([pa.chunked_array([["ann"], ["bob", "cy", "dan"]])])
+    got = {
+        (k, v): d
+        for k, v, d in zip(cols[0].tolist(), cols[1].tolist(), diffs.tolist(), strict=True)
+    }
+    assert got == {("ann", 1): 2, ("cy", 3): 1}
+    with pytest.raises(SchemaTypeError, match=r"columns\[1\]: dtype str \(Arrow\) does not"):
+        trace.insert([pa.array(["ann"]), pa.array(["x"])])
+
+
+def test_arrow_string_nulls_are_refused() -> None:
+    with pytest.raises(InvalidValueError, match=r"columns\[1\]: 1 null values"):
+        K.consolidate([[1, 2], pa.array(["a", None])], [0, 0], [1, 1])
