@@ -114,8 +114,9 @@ def compare_views(
     trace = K.Trace(["int64", "str"], key_columns=1, time_dims=2)
     trace.advance_compaction(low)
     for batch in batches:
-        # The Arrow columns reach the kernel without a copy (order_id, diff: int64 buffers);
-        # a time is one row of an (n, 2) array, so day and version are interleaved here.
+        # The Arrow columns reach the kernel without a copy (order_id and diff as views of
+        # their buffers, status as its offsets and bytes); a time is one row of an (n, 2)
+        # array, so day and version are interleaved here.
         times = np.column_stack([batch["day"].to_numpy(), batch["version"].to_numpy()])
         cols, times, diffs = K.consolidate(
             [batch["order_id"], batch["status"]], times, batch["diff"]
