@@ -419,21 +419,7 @@ fn emit_difference(
     ovw: usize,
     output: &mut Updates,
 ) -> Result<()> {
-    if s.acc_counts.len() <= 1 && s.desired_counts.len() <= 1 {
-        emit_single_difference(k, s, t, ovw, output)
-    } else {
-        emit_merged_difference(k, s, t, ovw, output)
-    }
-}
-
-/// [`emit_difference`] by a merge of the two sides (each sorted by row and consolidated).
-fn emit_merged_difference(
-    k: &ChainKey<'_>,
-    s: &mut ChainScratch,
-    t: Time,
-    ovw: usize,
-    output: &mut Updates,
-) -> Result<()> {
+    // Both sides are sorted by row and consolidated: merge them.
     let (na, nd) = (s.acc_counts.len(), s.desired_counts.len());
     let (mut a, mut d) = (0, 0);
     let row_a = |i: usize| &s.acc_rows[i * ovw..(i + 1) * ovw];
@@ -478,54 +464,6 @@ fn emit_merged_difference(
                 d += 1;
             }
         }
-    }
-    std::mem::swap(&mut s.acc_rows, &mut s.desired_rows);
-    std::mem::swap(&mut s.acc_counts, &mut s.desired_counts);
-    Ok(())
-}
-
-/// [`emit_difference`] when the accumulation and the desired output hold at most one row
-/// each (`count`, `sum`, `min`, `max` and `group`s once their output is settled): the same
-/// updates in the same order (the lesser row first), without the merge loop.
-fn emit_single_difference(
-    k: &ChainKey<'_>,
-    s: &mut ChainScratch,
-    t: Time,
-    ovw: usize,
-    output: &mut Updates,
-) -> Result<()> {
-    let overflow = || Error::Overflow(format!("{}: output count overflows int64", k.label));
-    let acc = (!s.acc_counts.is_empty()).then(|| (&s.acc_rows[..ovw], s.acc_counts[0]));
-    let want =
-        (!s.desired_counts.is_empty()).then(|| (&s.desired_rows[..ovw], s.desired_counts[0]));
-    let row = &mut s.row;
-    let mut emit = |r: &[u64], diff: i64| {
-        row.clear();
-        row.extend_from_slice(k.key);
-        row.extend_from_slice(r);
-        output.push(row, t, diff);
-    };
-    match (acc, want) {
-        (None, None) => {}
-        (Some((ra, ca)), None) => emit(ra, ca.checked_neg().ok_or_else(overflow)?),
-        (None, Some((rd, cd))) => emit(rd, cd),
-        (Some((ra, ca)), Some((rd, cd))) => match ra.cmp(rd) {
-            std::cmp::Ordering::Equal => {
-                let c = cd.checked_sub(ca).ok_or_else(overflow)?;
-                if c != 0 {
-                    emit(rd, c);
-                }
-            }
-            std::cmp::Ordering::Less => {
-                emit(ra, ca.checked_neg().ok_or_else(overflow)?);
-                emit(rd, cd);
-            }
-            std::cmp::Ordering::Greater => {
-                let neg = ca.checked_neg().ok_or_else(overflow)?;
-                emit(rd, cd);
-                emit(ra, neg);
-            }
-        },
     }
     std::mem::swap(&mut s.acc_rows, &mut s.desired_rows);
     std::mem::swap(&mut s.acc_counts, &mut s.desired_counts);
@@ -583,98 +521,12 @@ pub(super) fn checked_consolidate_rows(
 
 #[cfg(test)]
 mod tests {
-    use super::{emit_merged_difference, emit_single_difference, ChainKey, ChainScratch};
-    use crate::engine::plan::Agg;
-    use crate::lattice::{Antichain, Time};
-    use crate::updates::Updates;
+    use super::ChainScratch;
+    use crate::lattice::Time;
     use proptest::prelude::*;
     use std::collections::BTreeSet;
 
-    /// At most one row of `ovw` words (from `words`) with a non-zero count, as a consolidated
-    /// accumulation holds it.
-    fn one_row(ovw: usize) -> impl Strategy<Value = Option<(Vec<u64>, i64)>> {
-        let count = prop_oneof![-3i64..=3, Just(i64::MIN), Just(i64::MAX)]
-            .prop_filter("non-zero", |c| *c != 0);
-        proptest::option::of((prop::collection::vec(0u64..3, ovw), count))
-    }
-
-    /// The updates [`emit_single_difference`] or [`emit_merged_difference`] writes from `acc`
-    /// to `want` (or its error), and the accumulation it leaves.
-    #[allow(clippy::type_complexity)]
-    fn emitted(
-        single: bool,
-        ovw: usize,
-        acc: &Option<(Vec<u64>, i64)>,
-        want: &Option<(Vec<u64>, i64)>,
-    ) -> (
-        Result<Vec<(Vec<u64>, Time, i64)>, String>,
-        Vec<u64>,
-        Vec<i64>,
-    ) {
-        let (input, out_hist) = (Updates::new(1), Updates::new(1 + ovw));
-        let frontier = Antichain::new();
-        let k = ChainKey {
-            agg: &Agg::Count,
-            val_dtypes: &[],
-            key: &[7],
-            key_width: 1,
-            input: &input,
-            out_hist: &out_hist,
-            out_lo: 0,
-            out_hi: 0,
-            least_new: Time::scalar(0),
-            frontier: &frontier,
-            label: "count",
-        };
-        let mut s = ChainScratch::default();
-        for (side, rows, counts) in [
-            (acc, &mut s.acc_rows, &mut s.acc_counts),
-            (want, &mut s.desired_rows, &mut s.desired_counts),
-        ] {
-            if let Some((r, c)) = side {
-                rows.extend_from_slice(r);
-                counts.push(*c);
-            }
-        }
-        let t = Time::scalar(5);
-        let mut out = Updates::new(1 + ovw);
-        let res = if single {
-            emit_single_difference(&k, &mut s, t, ovw, &mut out)
-        } else {
-            emit_merged_difference(&k, &mut s, t, ovw, &mut out)
-        };
-        let ups = (0..out.len())
-            .map(|i| {
-                (
-                    out.rows[i * (1 + ovw)..(i + 1) * (1 + ovw)].to_vec(),
-                    out.times[i],
-                    out.diffs[i],
-                )
-            })
-            .collect();
-        (
-            res.map(|()| ups).map_err(|e| e.to_string()),
-            s.acc_rows,
-            s.acc_counts,
-        )
-    }
-
     proptest! {
-        /// With at most one row on each side, the direct difference writes what the merge
-        /// writes, in the same order, and leaves the same accumulation (or fails alike).
-        #[test]
-        fn single_difference_equals_merge(
-            (ovw, acc, want) in (1usize..3).prop_flat_map(|w| (Just(w), one_row(w), one_row(w))),
-        ) {
-            let single = emitted(true, ovw, &acc, &want);
-            let merged = emitted(false, ovw, &acc, &want);
-            prop_assert_eq!(&single.0, &merged.0);
-            if merged.0.is_ok() {
-                prop_assert_eq!(&single.1, &merged.1);
-                prop_assert_eq!(&single.2, &merged.2);
-            }
-        }
-
         /// A few ascending runs (each batch's history of a key, the new times): merged, the
         /// distinct times sorted, as a set of whole times would give them.
         #[test]
