@@ -177,7 +177,7 @@ EOF
 )
 
 echo "== smoke: the examples gallery"
-for example in orders_dashboard top_sellers friend_groups; do
+for example in orders_dashboard top_sellers friend_groups sssp clickstream; do
   (cd "$WORK" && "$VPY" -m "ddflow.examples.$example" | tail -n 1)
 done
 

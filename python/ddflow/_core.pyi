@@ -65,7 +65,9 @@ def consolidate(
     sums. Returns ``(columns, times, diffs)``; ``times`` keeps the input's shape kind.
 
     Numeric columns sort by value, ``str`` columns are grouped in an unspecified order.
-    Raises ``OverflowError`` if a sum leaves the int64 range.
+    Raises ``OverflowError`` if a sum leaves the int64 range. A ``str`` column may also be
+    given in Arrow's layout (``ddflow.dtypes.Utf8Column``, without nulls), as it may to every
+    kernel that takes record columns; it is interned from its buffers without the GIL.
     """
 
 def consolidate_pairs(

@@ -544,6 +544,22 @@ class Dataflow:
         another thread or a callback)."""
         self._loop.stop()
 
+    def close(self) -> None:
+        """Closes the attached sources, releasing what they hold outside this process (a
+        PostgreSQL source's replication slot and connection, unless it is durable), for a
+        dataflow that will not run again: a ``run()`` that stopped (``stop()``, Ctrl-C)
+        leaves its sources open so that a later ``run()`` goes on, and until ``close()``
+        they are released only when the dataflow is garbage. A later ``run()`` raises
+        :class:`~ddflow.errors.PlanError`; the captures stay readable. Calling it again does
+        nothing. ``with dd.Dataflow() as flow:`` closes it at the block's end."""
+        self._loop.close()
+
+    def __enter__(self) -> Dataflow:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def attach_source(self, session: InputSession, source: Source) -> None:
         """Feeds ``session`` from ``source`` while ``run()`` runs (used by ``dd.io``);
         sources need int times, so this fixes ``time_dims`` to 1."""

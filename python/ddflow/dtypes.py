@@ -422,7 +422,12 @@ def empty_column(dtype: str) -> Any:
 def from_arrow(values: Any, what: str, *, nullable: bool = False) -> Any:
     """A pyarrow Array / ChunkedArray as numpy (chunks combined, dictionaries decoded,
     strings as an ``object`` array of ``str``); with nulls a column of
-    :func:`nullable_column` if ``nullable``, else refused; anything else unchanged."""
+    :func:`nullable_column` if ``nullable``, else refused; anything else unchanged.
+
+    Integer and float arrays without nulls, sliced or not, and a ChunkedArray of one such
+    chunk come back as read-only views of the Arrow buffer (no copy); several chunks are
+    combined into one new buffer, and bools (bit-packed in Arrow) and strings are
+    converted."""
     null_count = getattr(values, "null_count", None)
     if null_count is None or not hasattr(values, "to_numpy"):
         return values
@@ -434,7 +439,8 @@ def from_arrow(values: Any, what: str, *, nullable: bool = False) -> Any:
     import pyarrow as pa
 
     if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+        # combine_chunks copies even a single chunk; that chunk is the array itself.
+        values = values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
     t = values.type
     if pa.types.is_dictionary(t):
         values = values.dictionary_decode()

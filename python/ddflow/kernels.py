@@ -8,7 +8,12 @@ and the GIL released while a kernel runs, so several threads can run kernels in 
 
 Inputs may be numpy arrays, pyarrow arrays (``Array`` or ``ChunkedArray``, without nulls) or
 Python sequences; they are converted here and passed to :mod:`ddflow._core`, which accepts
-numpy arrays only.
+numpy arrays only. An int64, uint64 or float64 Arrow array without nulls (sliced or not, or a
+``ChunkedArray`` of one chunk) reaches the kernel as a view of its Arrow buffer, without a
+copy; an Arrow string record column (any string type, chunked or not) is read by the core
+from its offsets and bytes, without a ``str`` object per value. Narrower numbers are widened,
+several numeric chunks combined and bools unpacked (copies). The kernels only read their
+inputs.
 
 Records and columns
     A record is a row of columns, each ``int64``, ``uint64``, ``float64``, ``bool`` or
@@ -55,7 +60,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ddflow import _core
-from ddflow.dtypes import from_arrow, to_column, uint64_as_int64
+from ddflow.dtypes import arrow_utf8_column, from_arrow, to_column, uint64_as_int64
 from ddflow.errors import InvalidValueError, SchemaTypeError
 
 __all__ = [
@@ -166,10 +171,21 @@ def _frontier(f: FrontierLike, name: str = "frontier") -> Any:
     return f
 
 
-def _columns(cols: Sequence[ArrayLike], name: str = "columns") -> list[npt.NDArray[Any]]:
+def _record_column(x: ArrayLike, name: str) -> Any:
+    """A record column for the core: a pyarrow string column as its Arrow buffers (a
+    :class:`~ddflow.dtypes.Utf8Column`, which the core interns without the GIL and without a
+    ``str`` object per value), anything else as :func:`as_column` gives it."""
+    if type(x).__module__.startswith("pyarrow"):
+        utf8 = arrow_utf8_column(x, name)
+        if utf8 is not None:
+            return utf8
+    return as_column(x, name)
+
+
+def _columns(cols: Sequence[ArrayLike], name: str = "columns") -> list[Any]:
     if isinstance(cols, np.ndarray) or not isinstance(cols, Sequence):
         raise SchemaTypeError(f"{name}: expected a list of columns, got {type(cols).__name__}")
-    return [as_column(c, f"{name}[{i}]") for i, c in enumerate(cols)]
+    return [_record_column(c, f"{name}[{i}]") for i, c in enumerate(cols)]
 
 
 def _int_column(x: ArrayLike, name: str) -> npt.NDArray[Any]:

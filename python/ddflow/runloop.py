@@ -51,7 +51,7 @@ import pyarrow as pa
 
 from ddflow.builder import PlanBuilder
 from ddflow.errorlog import ErrorLog, RawError
-from ddflow.errors import InvalidValueError, PlanError
+from ddflow.errors import InvalidValueError, PlanError, ReentrancyError
 from ddflow.gate import EngineGate
 from ddflow.input import InputSession
 from ddflow.memory import trim_memory
@@ -106,6 +106,20 @@ class _Attached:
     ended: bool = False
     last_time: int | None = None
     """The greatest time a timed source has sent."""
+    closed: bool = False
+    """Whether ``source.close()`` was called (it is called once)."""
+
+
+def _close_source(a: _Attached) -> list[BaseException]:
+    """Closes ``a``'s source unless it was closed; its failure, if any."""
+    if a.closed:
+        return []
+    a.closed = True
+    try:
+        a.source.close()
+    except BaseException as exc:
+        return [exc]
+    return []
 
 
 class RunLoop:
@@ -137,6 +151,10 @@ class RunLoop:
         self.resumed_since = 0
         """After a restart, the frontier of the checkpoint it resumed from: outputs before
         it were delivered before the restart (sinks skip them)."""
+        self.closed = False
+        """Set by :meth:`close`: the sources are closed and no run may start."""
+        self._running: int | None = None
+        """The thread running :meth:`run`, while it runs."""
         self._replayed = False
 
     @property
@@ -163,14 +181,40 @@ class RunLoop:
         """Asks the running loop to stop after its current tick (thread-safe)."""
         self._stop.set()
 
+    def close(self) -> None:
+        """Closes every source not yet closed (a stopped run leaves them open, to go on
+        later), each once; later runs are refused. From another thread it waits for a running
+        loop's current tick; from the run's own thread (a callback) it is refused: call
+        ``stop()`` there. Raises the first source's failure to close, after trying every
+        source."""
+        if self._running == threading.get_ident():
+            raise ReentrancyError(
+                "close() was called during run(), from its own thread (a callback): call "
+                "stop() there and close() once run() has returned"
+            )
+        with self.lock:
+            self.closed = True
+            failures: list[BaseException] = []
+            for a in self.attached:
+                failures += _close_source(a)
+            if failures:
+                for later in failures[1:]:
+                    failures[0].add_note(f"ddflow: closing another source failed too: {later!r}")
+                raise failures[0]
+
     # -- running ------------------------------------------------------------------------------
 
     def run(self, flow: Driver, inputs: Sequence[InputSession], finish: Callable[[], None]) -> None:
         """Drives the sources until they all end, ``stop()`` or Ctrl-C; ``finish`` runs the
         dataflow to completion once the source inputs are closed."""
+        if self.closed:
+            raise PlanError(
+                "this dataflow was closed (close() closed its sources): build a new one to run"
+            )
         failures: list[BaseException] = []
         ended = False
         with self.lock, self._ctrl_c_stops():
+            self._running = threading.get_ident()
             try:
                 ended = self._drive(flow, inputs)
             except BaseException as exc:  # a failing source, an engine error, Ctrl-C twice
@@ -192,7 +236,8 @@ class RunLoop:
                     failures.append(exc)
             if ended or failures:
                 for a in self.attached:
-                    a.source.close()
+                    failures += _close_source(a)
+            self._running = None
         failure = failures[0] if failures else None
         for later in failures[1:]:
             assert failure is not None

@@ -247,3 +247,56 @@ def test_subscribe_under_run_until_and_attach_checks() -> None:
     with pytest.raises(dd.PlanError, match="already has a source"):
         flow.attach_source(session, _Listed([]))
         flow.attach_source(session, _Listed([]))
+
+
+class _Endless(Source):
+    """A source that never ends and counts its ``close()`` calls."""
+
+    name = "endless source"
+
+    def __init__(self) -> None:
+        self.polls = 0
+        self.closes = 0
+
+    def poll(self) -> list[SourceBatch]:
+        self.polls += 1
+        table = pa.table({"x": [self.polls]})
+        return [SourceBatch(table, "memory", np.arange(1, 2, dtype=np.int64), None)]
+
+    @property
+    def ended(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.closes += 1
+
+
+def test_close_after_a_stopped_run_closes_each_source_once_and_refuses_runs() -> None:
+    source = _Endless()
+    with dd.Dataflow(log=False) as flow:
+        session, c = flow.new_input({"x": "int64"})
+        flow.attach_source(session, source)
+        out = c.capture()
+        refused: list[BaseException] = []
+
+        def stop_after_three(final: bool) -> None:
+            if source.polls >= 3:
+                try:
+                    flow.close()  # from the run's own thread: refused, not a deadlock
+                except dd.errors.ReentrancyError as exc:
+                    refused.append(exc)
+                flow.stop()
+
+        flow.on_progress(stop_after_three)
+        flow.run()
+        # A stopped run leaves its source open: a later run goes on reading it.
+        assert source.closes == 0 and refused and "call stop()" in str(refused[0])
+        flow.run()
+        assert source.closes == 0 and source.polls >= 4
+    assert source.closes == 1
+    flow.close()
+    assert source.closes == 1
+    with pytest.raises(dd.errors.PlanError, match="closed"):
+        flow.run()
+    # What was read stays readable.
+    assert sorted(r["x"] for r in out.state().to_pylist()) == list(range(1, source.polls + 1))

@@ -37,12 +37,17 @@ Data = Mapping[str, tuple[Sequence[str], Rows]]
 """Per input name: column names and updates ``(values..., time, diff)`` (time int or tuple)."""
 
 
-SPARK_WARNINGS = ("ignore:unclosed <socket.socket:ResourceWarning",)
-"""pyspark 3.5 leaves the sockets it reads results from to the garbage collector."""
+SPARK_WARNINGS = (
+    "ignore:unclosed <socket.socket:ResourceWarning",
+    "ignore:distutils Version classes:DeprecationWarning",
+)
+"""pyspark 3.5 leaves the sockets it reads results from to the garbage collector, and its
+``mapInArrow`` checks the pandas version with distutils (code of a user's own, as in
+``docs/how-to/kernels-in-spark.md``, calls it directly)."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Spark tests tolerate pyspark's own unclosed-socket ResourceWarnings."""
+    """Spark tests tolerate pyspark's own warnings (``SPARK_WARNINGS``)."""
     here = os.path.dirname(os.path.abspath(__file__))
     for item in items:
         if str(item.path).startswith(here):

@@ -271,9 +271,10 @@ def test_a_stopped_run_resumes_and_the_slot_goes_with_the_dataflow(conninfo: str
         lambda: watched.contents() == expected,
     )
     assert watched.contents() == expected
-    flow = watched = None  # the dataflow is garbage: its source drops the slot
-    gc.collect()
+    flow.close()  # the stopped run's source drops the slot
     assert "ddflow_public_steps" not in _slots(conninfo)
+    flow = watched = None  # and once the dataflow is garbage, nothing is dropped twice
+    gc.collect()
 
 
 def test_a_truncate_stops_the_run_naming_the_source(conninfo: str) -> None:

@@ -44,17 +44,28 @@ pub fn consolidate_sorted(updates: &mut Updates) -> Result<()> {
     let n = updates.len();
     // A column held as one time stays so: only its length changes.
     let one_time = updates.times.same().is_some();
-    let mut err = None;
-    let mut out = 0;
+    let same = |rows: &[u64], i: usize, j: usize| {
+        // Word by word: a slice `==` of words calls `memcmp`, dearer than a key of a few words.
+        (0..w).all(|c| rows[i * w + c] == rows[j * w + c])
+    };
+    // The leading updates that are consolidated already (non-zero, each unlike the next)
+    // stay where they are: an arrangement's batch of distinct updates is only read.
     let mut i = 0;
+    while i < n
+        && updates.diffs[i] != 0
+        && (i + 1 == n
+            || updates.times[i + 1] != updates.times[i]
+            || !same(&updates.rows, i, i + 1))
+    {
+        i += 1;
+    }
+    let mut err = None;
+    let mut out = i;
     while i < n {
         let t = updates.times[i];
         let mut total = updates.diffs[i] as i128;
         let mut j = i + 1;
-        while j < n
-            && updates.times[j] == t
-            && updates.rows[j * w..(j + 1) * w] == updates.rows[i * w..(i + 1) * w]
-        {
+        while j < n && updates.times[j] == t && same(&updates.rows, i, j) {
             total += updates.diffs[j] as i128;
             j += 1;
         }
@@ -69,10 +80,12 @@ pub fn consolidate_sorted(updates: &mut Updates) -> Result<()> {
         let (rows, times, diffs) = (&mut updates.rows, &mut updates.times, &mut updates.diffs);
         pieces(total, |d| {
             // Slots `out..` are at most `j`, and every copy writes row `i` itself, so the
-            // source row stays intact even when `out` reaches `i`.
-            rows.copy_within(i * w..(i + 1) * w, out * w);
-            if !one_time {
-                times[out] = t;
+            // source row stays intact even when `out` reaches `i` (then nothing moves).
+            if out != i {
+                rows.copy_within(i * w..(i + 1) * w, out * w);
+                if !one_time {
+                    times[out] = t;
+                }
             }
             diffs[out] = d;
             out += 1;

@@ -1,6 +1,7 @@
 //! Record columns in: numpy arrays (or anything `numpy.asarray` reads) borrowed read-only
 //! as [`ColHold`]s, read without the GIL as [`ColView`]s, and interleaved into row words.
-//! uint64 arrays are read as [`Unsigned`] says.
+//! uint64 arrays are read as [`Unsigned`] says; the kernels' str columns may also come in
+//! Arrow's layout (offsets and UTF-8 bytes, interned without a Python object per value).
 
 use super::uint64::check_fits_i64;
 use super::{encode_word, shape_err, type_err, value_err, ColType, Enc, Unsigned};
@@ -300,14 +301,20 @@ pub fn hold<'py>(arg: &str, a: &Bound<'py, PyUntypedArray>, ty: ColType) -> PyRe
 }
 
 /// Borrows a record column of any supported type for the kernels (uint64 kept; `expect`:
-/// the declared type, if any).
+/// the declared type, if any). A str column in Arrow's layout (`ddflow.dtypes.Utf8Column`,
+/// without nulls) is interned from its buffers without the GIL.
 pub fn column<'py>(
     arg: &str,
     obj: &Bound<'py, PyAny>,
     expect: Option<ColType>,
 ) -> PyResult<ColHold<'py>> {
-    let (a, ty) = prepare(arg, obj, Unsigned::Keep)?;
-    let hold = hold(arg, &a, ty)?;
+    let (hold, dtype) = match utf8_buffers(arg, obj)? {
+        Some(words) => (ColHold::Str(words), "str (Arrow)".to_string()),
+        None => {
+            let (a, ty) = prepare(arg, obj, Unsigned::Keep)?;
+            (hold(arg, &a, ty)?, dtype_name(&a))
+        }
+    };
     if let Some(t) = expect {
         let got = hold.ty();
         // An int64 column accepts uint64 arrays and vice versa (same words).
@@ -318,13 +325,42 @@ pub fn column<'py>(
             );
         if !compatible {
             return Err(type_err(format!(
-                "{arg}: dtype {} does not match the column's declared type {}",
-                dtype_name(&a),
+                "{arg}: dtype {dtype} does not match the column's declared type {}",
                 t.name()
             )));
         }
     }
     Ok(hold)
+}
+
+/// The interned strings of a column in Arrow's layout (an object with `_ddflow_utf8`:
+/// offsets, UTF-8 bytes, null flags), or `None` for anything else (a numpy array is not
+/// asked). Null rows are refused.
+fn utf8_buffers(arg: &str, obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u64>>> {
+    if obj.downcast::<PyUntypedArray>().is_ok() {
+        return Ok(None);
+    }
+    let Ok(buffers) = obj.getattr("_ddflow_utf8") else {
+        return Ok(None);
+    };
+    let (offsets, data, nulls): (
+        PyReadonlyArray1<i64>,
+        PyReadonlyArray1<u8>,
+        Option<PyReadonlyArray1<bool>>,
+    ) = buffers.extract()?;
+    if let Some(nulls) = nulls {
+        let count = nulls.as_slice()?.iter().filter(|&&x| x).count();
+        if count > 0 {
+            return Err(value_err(format!(
+                "{arg}: {count} null values (nulls are not supported)"
+            )));
+        }
+    }
+    let (offsets, data) = (offsets.as_slice()?, data.as_slice()?);
+    let words = obj
+        .py()
+        .allow_threads(|| super::utf8_column(offsets, data, arg));
+    Ok(Some(words.map_err(super::err)?))
 }
 
 /// Interns the `str` elements of an object array.
