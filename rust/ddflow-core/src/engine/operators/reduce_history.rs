@@ -234,11 +234,12 @@ fn read_advanced(
     let has_val = u.width > key.len();
     if let Some(meet) = pack(m) {
         // Times stored as two `u32`s (or a few distinct ones): read as words, joined with
-        // the meet as one word each, sorted by (val, time) as two words.
+        // the meet as one word each, sorted by (val, time) as one 128-bit integer (a
+        // `u128` compare costs less than a pair's two).
         let p = &mut sc.words;
         p.clear();
         if reader.gather_key_packed(key, meet, p) {
-            p.sort_unstable_by_key(|e| (e.0, e.1));
+            p.sort_unstable_by_key(|e| (e.0 as u128) << 64 | e.1 as u128);
             push_sorted_words(p, key, has_val, u);
             return;
         }
