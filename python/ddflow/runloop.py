@@ -155,6 +155,9 @@ class RunLoop:
         """Set by :meth:`close`: the sources are closed and no run may start."""
         self._running: int | None = None
         """The thread running :meth:`run`, while it runs."""
+        self._idle = threading.Event()
+        """Set while no :meth:`run` is past its start (:meth:`close` waits for it)."""
+        self._idle.set()
         self._replayed = False
 
     @property
@@ -183,17 +186,19 @@ class RunLoop:
 
     def close(self) -> None:
         """Closes every source not yet closed (a stopped run leaves them open, to go on
-        later), each once; later runs are refused. From another thread it waits for a running
-        loop's current tick; from the run's own thread (a callback) it is refused: call
-        ``stop()`` there. Raises the first source's failure to close, after trying every
-        source."""
+        later), each once; later runs are refused. From another thread while a run runs, it
+        stops that run and waits for its clean stop first; from the run's own thread (a
+        callback) it is refused: call ``stop()`` there. Raises the first source's failure to
+        close, after trying every source."""
         if self._running == threading.get_ident():
             raise ReentrancyError(
                 "close() was called during run(), from its own thread (a callback): call "
                 "stop() there and close() once run() has returned"
             )
+        self.closed = True  # a run not yet past its start refuses to start
+        self.stop()
+        self._idle.wait()  # a run past its start stops after its tick
         with self.lock:
-            self.closed = True
             failures: list[BaseException] = []
             for a in self.attached:
                 failures += _close_source(a)
@@ -207,13 +212,22 @@ class RunLoop:
     def run(self, flow: Driver, inputs: Sequence[InputSession], finish: Callable[[], None]) -> None:
         """Drives the sources until they all end, ``stop()`` or Ctrl-C; ``finish`` runs the
         dataflow to completion once the source inputs are closed."""
-        if self.closed:
-            raise PlanError(
-                "this dataflow was closed (close() closed its sources): build a new one to run"
-            )
+        self._idle.clear()
+        try:
+            self._run(flow, inputs, finish)
+        finally:
+            self._idle.set()
+
+    def _run(
+        self, flow: Driver, inputs: Sequence[InputSession], finish: Callable[[], None]
+    ) -> None:
         failures: list[BaseException] = []
         ended = False
         with self.lock, self._ctrl_c_stops():
+            if self.closed:  # checked after marking the loop busy: close() waits or we refuse
+                raise PlanError(
+                    "this dataflow was closed (close() closed its sources): build a new one to run"
+                )
             self._running = threading.get_ident()
             try:
                 ended = self._drive(flow, inputs)

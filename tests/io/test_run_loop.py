@@ -259,6 +259,7 @@ class _Endless(Source):
         self.closes = 0
 
     def poll(self) -> list[SourceBatch]:
+        assert not self.closes, "polled after close()"
         self.polls += 1
         table = pa.table({"x": [self.polls]})
         return [SourceBatch(table, "memory", np.arange(1, 2, dtype=np.int64), None)]
@@ -299,4 +300,28 @@ def test_close_after_a_stopped_run_closes_each_source_once_and_refuses_runs() ->
     with pytest.raises(dd.errors.PlanError, match="closed"):
         flow.run()
     # What was read stays readable.
+    assert sorted(r["x"] for r in out.state().to_pylist()) == list(range(1, source.polls + 1))
+
+
+def test_close_from_another_thread_stops_the_run_before_closing() -> None:
+    source = _Endless()
+    flow = dd.Dataflow(log=False)
+    session, c = flow.new_input({"x": "int64"})
+    flow.attach_source(session, source)
+    out = c.capture()
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            flow.run()
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    _wait(lambda: source.polls >= 3)
+    flow.close()  # stops the run, waits for its clean stop, then closes the source once
+    thread.join(timeout=20)
+    assert not thread.is_alive() and not failures, failures
+    assert source.closes == 1
     assert sorted(r["x"] for r in out.state().to_pylist()) == list(range(1, source.polls + 1))
