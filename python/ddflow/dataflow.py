@@ -551,7 +551,10 @@ class Dataflow:
         leaves its sources open so that a later ``run()`` goes on, and until ``close()``
         they are released only when the dataflow is garbage. A later ``run()`` raises
         :class:`~ddflow.errors.PlanError`; the captures stay readable. Calling it again does
-        nothing. ``with dd.Dataflow() as flow:`` closes it at the block's end."""
+        nothing. Called from another thread while ``run()`` runs, it stops that run and waits
+        for its clean stop first; from a callback of the run it raises
+        :class:`~ddflow.errors.ReentrancyError`. ``with dd.Dataflow() as flow:`` closes it at
+        the block's end."""
         self._loop.close()
 
     def __enter__(self) -> Dataflow:
