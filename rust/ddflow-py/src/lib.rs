@@ -29,26 +29,44 @@ static ALLOCATOR: ddflow_core::memory::CountingAlloc = ddflow_core::memory::Coun
 
 /// Allocations of at least this many bytes get their own pages from the kernel (glibc's
 /// `M_MMAP_THRESHOLD`), returned when freed; see [`bound_heap_fragmentation`].
-const MMAP_THRESHOLD: i32 = 1 << 20;
+const MMAP_THRESHOLD: i32 = 8 << 20;
 
-/// Fixes glibc malloc's mmap threshold at [`MMAP_THRESHOLD`] for the process (unless
-/// `MALLOC_MMAP_THRESHOLD_` is set: then that value stands). By default the threshold rises
-/// to the size of every mmapped block freed, up to 32 MB, so after an engine frees its first
-/// large vector, the many vectors of 1-32 MB that a pass allocates and frees (messages,
-/// key histories, sort scratch) come from the heap and leave it fragmented: RSS stays far
-/// above the live bytes. Measured on the 1M/10M BFS (`benches/memory_stages.py`): 766 MB
-/// of RSS for 375 MB of Rust heap after the load before, 565 MB after, and a peak 140 MB
-/// lower (`benches/results/memory_1m.md`).
+/// Free memory at the top of glibc's heap beyond this many bytes is given back to the kernel
+/// at once (`M_TRIM_THRESHOLD`); an idle engine gives back the rest (`engine/idle.rs`).
+const TRIM_THRESHOLD: i32 = 32 << 20;
+
+/// Fixes glibc malloc's mmap threshold at [`MMAP_THRESHOLD`] and its trim threshold at
+/// [`TRIM_THRESHOLD`] for the process (where `MALLOC_MMAP_THRESHOLD_` or
+/// `MALLOC_TRIM_THRESHOLD_` is set, that value stands).
+///
+/// By default the mmap threshold rises to the size of every mmapped block freed, up to
+/// 32 MB, so after an engine frees its first large vector, the many vectors of 1-32 MB that
+/// a pass allocates and frees (messages, key histories, sort scratch) come from the heap and
+/// leave it fragmented: RSS stays far above the live bytes (766 MB of RSS for 375 MB of Rust
+/// heap after the 1M/10M BFS's load, `benches/results/memory_1m.md`). A fixed threshold
+/// stops that; at 1 MB, though, every vector of 1 MB or more was mapped afresh and unmapped
+/// when freed, one page fault per 4 kB of it: the kernel's fault handling was about 45% of
+/// the CPU samples of the count micro-case's update phase. At 8 MB the vectors of a step
+/// that are 1-8 MB reuse the heap's free memory (faults at T = 8,000 15,500 -> 12,700), and
+/// a trim threshold of 32 MB (glibc's is 128 kB once the mmap threshold is fixed) keeps a
+/// freed block at the top of the heap for the next one; the 1M/10M BFS's peak is unchanged
+/// (`benches/results/speed_faults_2026-11-27.md`).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn bound_heap_fragmentation() {
     extern "C" {
         fn mallopt(param: i32, value: i32) -> i32;
     }
+    const M_TRIM_THRESHOLD: i32 = -1;
     const M_MMAP_THRESHOLD: i32 = -3;
-    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
-        // SAFETY: `mallopt` only sets a tuning parameter of glibc's allocator.
-        unsafe {
-            mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+    for (param, value, env) in [
+        (M_MMAP_THRESHOLD, MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_"),
+        (M_TRIM_THRESHOLD, TRIM_THRESHOLD, "MALLOC_TRIM_THRESHOLD_"),
+    ] {
+        if std::env::var_os(env).is_none() {
+            // SAFETY: `mallopt` only sets a tuning parameter of glibc's allocator.
+            unsafe {
+                mallopt(param, value);
+            }
         }
     }
 }
