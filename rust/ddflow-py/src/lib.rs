@@ -49,7 +49,9 @@ const TRIM_THRESHOLD: i32 = 32 << 20;
 /// the CPU samples of the count micro-case's update phase. At 8 MB the vectors of a step
 /// that are 1-8 MB reuse the heap's free memory (faults at T = 8,000 15,500 -> 12,700), and
 /// a trim threshold of 32 MB (glibc's is 128 kB once the mmap threshold is fixed) keeps a
-/// freed block at the top of the heap for the next one; the 1M/10M BFS's peak is unchanged
+/// freed block at the top of the heap for the next one. The 1M/10M BFS's peak is unchanged
+/// (569 MB, in its load's first pass) and so is its RSS once idle; between the load's later
+/// passes its RSS is up to 100 MB higher than at 1 MB, freed heap kept until the idle trim
 /// (`benches/results/speed_faults_2026-11-27.md`).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn bound_heap_fragmentation() {
