@@ -409,6 +409,7 @@ impl ReduceState {
         let mut result = Ok(());
         while !src.is_done() {
             src.next_chunk(self.chunk_keys, inp.frontier, &mut work, still_pending);
+            reserve_output(&mut output, &work);
             let mut py = PyGroups::default();
             result = self
                 .candidate_groups(
@@ -1050,4 +1051,64 @@ impl OutputDiff {
 #[inline]
 fn is_builtin(agg: &Agg) -> bool {
     !matches!(agg, Agg::Python { .. } | Agg::ThresholdPy { .. })
+}
+
+/// Room in `output` for two updates per new time of the chunk's keys (a retraction and an
+/// insertion: what a count or any one-row aggregate emits per time), so that a chunk with
+/// many times does not grow its output by doubling (each regrowth copies it and touches
+/// fresh pages). The times column is written out for it only when the chunk's new times
+/// differ (a load at one time keeps one time and a count).
+fn reserve_output(output: &mut Updates, work: &[(Vec<u64>, Vec<Time>)]) {
+    let n: usize = work.iter().map(|(_, t)| t.len()).sum();
+    let first = work.iter().find_map(|(_, t)| t.first());
+    let distinct = first.is_some_and(|f| work.iter().any(|(_, t)| t.iter().any(|x| x != f)));
+    if !distinct {
+        return;
+    }
+    let extra = 2 * n;
+    output.rows.reserve(extra * output.width);
+    output.diffs.reserve(extra);
+    output.times.make_mut().reserve(extra);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn work(times: &[&[u64]]) -> Vec<(Vec<u64>, Vec<Time>)> {
+        times
+            .iter()
+            .enumerate()
+            .map(|(k, ts)| {
+                (
+                    vec![k as u64],
+                    ts.iter().map(|&t| Time::scalar(t)).collect(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn output_room_for_two_updates_per_time_only_when_times_differ() {
+        // One time across the chunk (a load): the output keeps one time and a count.
+        let mut out = Updates::new(2);
+        reserve_output(&mut out, &work(&[&[3, 3], &[3]]));
+        assert!(out.times.capacity() <= 1 && out.rows.capacity() == 0);
+        reserve_output(&mut out, &work(&[]));
+        assert!(out.times.capacity() <= 1 && out.rows.capacity() == 0);
+        // Distinct times, in one key or across keys: room for 2 per time, pushes unchanged.
+        for w in [work(&[&[1, 2], &[2]]), work(&[&[1], &[2], &[1]])] {
+            let mut out = Updates::new(2);
+            reserve_output(&mut out, &w);
+            assert!(out.times.capacity() >= 6, "{}", out.times.capacity());
+            assert!(out.rows.capacity() >= 12 && out.diffs.capacity() >= 6);
+            assert!(out.is_empty());
+            for t in 0..6u64 {
+                out.push(&[t, t + 1], Time::scalar(t), 1);
+            }
+            assert_eq!(out.len(), 6);
+            assert_eq!(out.times[5], Time::scalar(5));
+            assert_eq!(out.rows[10..], [5, 6]);
+        }
+    }
 }
