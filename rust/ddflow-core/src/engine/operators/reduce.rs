@@ -1053,11 +1053,16 @@ fn is_builtin(agg: &Agg) -> bool {
     !matches!(agg, Agg::Python { .. } | Agg::ThresholdPy { .. })
 }
 
+/// At most this many updates of room are reserved in a chunk's output ([`reserve_output`]):
+/// a reserve is counted as live against the memory limit before anything fills it.
+const OUTPUT_ROOM_MAX: usize = 1 << 19;
+
 /// Room in `output` for two updates per new time of the chunk's keys (a retraction and an
-/// insertion: what a count or any one-row aggregate emits per time), so that a chunk with
-/// many times does not grow its output by doubling (each regrowth copies it and touches
-/// fresh pages). The times column is written out for it only when the chunk's new times
-/// differ (a load at one time keeps one time and a count).
+/// insertion: what a count or any one-row aggregate emits per time), up to
+/// [`OUTPUT_ROOM_MAX`], so that a chunk with many times does not grow its output by
+/// doubling (each regrowth copies it and touches fresh pages). The times column is written
+/// out for it only when the chunk's new times differ (a load at one time keeps one time and
+/// a count).
 fn reserve_output(output: &mut Updates, work: &[(Vec<u64>, Vec<Time>)]) {
     let n: usize = work.iter().map(|(_, t)| t.len()).sum();
     let first = work.iter().find_map(|(_, t)| t.first());
@@ -1065,7 +1070,7 @@ fn reserve_output(output: &mut Updates, work: &[(Vec<u64>, Vec<Time>)]) {
     if !distinct {
         return;
     }
-    let extra = 2 * n;
+    let extra = (2 * n).min(OUTPUT_ROOM_MAX);
     output.rows.reserve(extra * output.width);
     output.diffs.reserve(extra);
     output.times.make_mut().reserve(extra);
