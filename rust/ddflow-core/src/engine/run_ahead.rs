@@ -32,7 +32,12 @@ use super::{progress, Engine};
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, PartialOrder, Time};
 use crate::memory;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// How many times a worker with nothing to do checks for a change before it sleeps (a few
+/// tens of microseconds).
+const SPINS: usize = 1 << 11;
 
 /// What a run works towards.
 #[derive(Clone, Copy, Debug)]
@@ -66,6 +71,16 @@ enum Stop {
     Failed(Error),
 }
 
+/// What a worker has to do (see [`Shared::work_of`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Work {
+    Nothing,
+    /// Only input frontiers moved: worth a pass once the other workers' passes moved them
+    /// further (a pass per partial move costs activations that do a little each).
+    Frontiers,
+    Data,
+}
+
 /// A worker's pointstamps at one node.
 #[derive(Clone, Default)]
 struct Stamps {
@@ -77,7 +92,9 @@ struct Stamps {
 
 /// What the workers share, under one lock.
 struct Board {
-    reach_out: Vec<Antichain<Time>>,
+    /// `reach_out[worker][node]`: a lower bound on the times the node may still emit on
+    /// that worker.
+    reach_out: Vec<Vec<Antichain<Time>>>,
     /// `stamps[worker][node]`.
     stamps: Vec<Vec<Stamps>>,
     /// Messages for `mail[worker][node][port]`, not yet taken by that worker (their times
@@ -90,12 +107,25 @@ struct Board {
     stop: Option<Stop>,
     /// Passes run by worker 0.
     passes: u64,
+    /// Passes each worker ended.
+    passes_done: Vec<u64>,
+    /// Per worker, whether it waits for another's pass to end.
+    pass_waiting: Vec<bool>,
+}
+
+impl Board {
+    /// Whether a worker other than `w` is in a pass (neither idle nor waiting for a pass).
+    fn others_busy(&self, w: usize) -> bool {
+        (0..self.idle.len()).any(|o| o != w && self.idle[o].is_none() && !self.pass_waiting[o])
+    }
 }
 
 /// The board and what every worker reads while the run lasts.
 struct Shared<'a> {
     board: Mutex<Board>,
     moved: Condvar,
+    /// The board's version, readable without the lock (`u64::MAX` once the run stops).
+    version: AtomicU64,
     plan: &'a Plan,
     ports: &'a [Vec<Vec<usize>>],
     consumers: &'a [Vec<(usize, usize)>],
@@ -107,6 +137,8 @@ struct Shared<'a> {
     input_frontiers: Vec<Antichain<Time>>,
     inputs_closed: bool,
     sinks: Vec<usize>,
+    /// Per node, whether it receives data routed by key from every worker (an `arrange`).
+    exchanges: Vec<bool>,
     /// Per node whose fresh batches others read (an `arrange`, an `import_trace`): the
     /// reading `(node, port)`s. A fresh batch is a pointstamp of its readers until they
     /// ran: it is not queued anywhere, and its producer's frontier has moved past it.
@@ -124,63 +156,156 @@ impl Shared<'_> {
         self.board.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Marks the board changed and wakes the workers waiting for a change.
+    fn bump(&self, board: &mut Board) {
+        board.version += 1;
+        self.version.store(board.version, Ordering::Release);
+        if board.idle.iter().any(|i| i.is_some()) || board.pass_waiting.iter().any(|&p| p) {
+            self.moved.notify_all();
+        }
+    }
+
+    /// What worker `w` has to do at the board as it is: data (queued input, its mail taken
+    /// first, or work left from an earlier activation), only input frontiers that moved
+    /// since nodes' last activations, or nothing.
+    fn work_of(&self, board: &mut Board, w: &mut Worker) -> Work {
+        let mut work = Work::Nothing;
+        for node in 0..self.plan.nodes.len() {
+            take_mail(board, w, node);
+            if w.has_input(node) || w.ops[node].has_work() {
+                return Work::Data;
+            }
+            if work == Work::Nothing && w.last_frontier[node] != self.frontier_in(board, w.index, node)
+            {
+                if std::env::var_os("DDFLOW_DEBUG_RA").is_some() {
+                    eprintln!("w{} node {node} last {:?} now {:?}", w.index, w.last_frontier[node], self.frontier_in(board, w.index, node));
+                }
+                work = Work::Frontiers;
+            }
+        }
+        work
+    }
+
+    /// Waits for the board to change from `version` (or the run to stop): spins a little
+    /// first, as the other workers' next change is often microseconds away, then sleeps.
+    fn wait<'b>(&'b self, board: MutexGuard<'b, Board>, version: u64) -> MutexGuard<'b, Board> {
+        drop(board);
+        for _ in 0..SPINS {
+            if self.version.load(Ordering::Acquire) != version {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        let board = self.lock();
+        self.moved
+            .wait_while(board, |b| b.version == version && b.stop.is_none())
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Records why the run stops (unless a reason is already recorded) and wakes everyone.
     fn stop(&self, board: &mut Board, why: Stop) {
         if board.stop.is_none() {
             board.stop = Some(why);
         }
+        self.version.store(u64::MAX, Ordering::Release);
         self.moved.notify_all();
     }
 
-    /// Recomputes `reach_out[node]` from every worker's stamps at the node, its input's
-    /// frontier and the upstream `reach_out`. Returns whether it moved.
-    fn refresh(&self, board: &mut Board, node: usize) -> bool {
-        let mut r = Antichain::new();
-        for ws in &board.stamps {
-            let s = &ws[node];
-            for t in s.held.elements() {
-                r.insert_ref(t);
-            }
-            for (port, q) in s.queued.iter().enumerate() {
-                for t in q.elements() {
-                    if let Some(x) = progress::summarize(self.plan, node, port, t) {
-                        r.insert(x);
+    /// The frontier of `node`'s inputs on worker `w`: what its upstream nodes may still
+    /// emit on `w`, or on any worker where `node` receives data routed by key.
+    fn frontier_in(&self, board: &Board, w: usize, node: usize) -> Antichain<Time> {
+        let mut f = Antichain::new();
+        self.add_frontier_in(&board.reach_out, w, node, &mut f);
+        f
+    }
+
+    /// Adds the frontier of `node`'s inputs on worker `w`, from `reach`, to `f`; returns
+    /// whether `f` grew.
+    fn add_frontier_in(
+        &self,
+        reach: &[Vec<Antichain<Time>>],
+        w: usize,
+        node: usize,
+        f: &mut Antichain<Time>,
+    ) -> bool {
+        let mut grew = false;
+        let from: std::ops::Range<usize> = if self.exchanges[node] {
+            0..reach.len()
+        } else {
+            w..w + 1
+        };
+        for (port, ups) in self.ports[node].iter().enumerate() {
+            for &u in ups {
+                for r in &reach[from.clone()] {
+                    for t in r[u].elements() {
+                        if let Some(x) = progress::summarize(self.plan, node, port, t) {
+                            grew |= f.insert(x);
+                        }
                     }
+                }
+            }
+        }
+        grew
+    }
+
+    /// The times worker `w` holds at `node` (its stamps, after the node's summary for the
+    /// queued ones) and the input's frontier, into `r`.
+    fn held_at(&self, board: &Board, w: usize, node: usize, r: &mut Antichain<Time>) {
+        let s = &board.stamps[w][node];
+        for t in s.held.elements() {
+            r.insert_ref(t);
+        }
+        for (port, q) in s.queued.iter().enumerate() {
+            for t in q.elements() {
+                if let Some(x) = progress::summarize(self.plan, node, port, t) {
+                    r.insert(x);
                 }
             }
         }
         for t in self.input_frontiers[node].elements() {
             r.insert_ref(t);
         }
-        let f_in = progress::frontier_in(self.plan, self.ports, &board.reach_out, node);
-        for t in f_in.elements() {
-            r.insert_ref(t);
-        }
-        if r != board.reach_out[node] {
-            board.reach_out[node] = r;
+    }
+
+    /// Recomputes `reach_out[w][node]` from `w`'s stamps at the node, its input's frontier
+    /// and its input frontier. Returns whether it moved.
+    fn refresh(&self, board: &mut Board, w: usize, node: usize) -> bool {
+        let mut r = Antichain::new();
+        self.held_at(board, w, node, &mut r);
+        self.add_frontier_in(&board.reach_out, w, node, &mut r);
+        if r != board.reach_out[w][node] {
+            board.reach_out[w][node] = r;
             true
         } else {
             false
         }
     }
 
-    /// Recomputes every `reach_out` from the pointstamps alone. Returns whether any moved.
+    /// Recomputes every `reach_out` from the pointstamps alone (the least fixed point, as
+    /// `progress::reach_into`, over each worker's copy of the plan, joined where data is
+    /// routed by key). Returns whether any moved.
     fn fixpoint(&self, board: &mut Board) -> bool {
         let n = self.plan.nodes.len();
-        let mut held: Vec<Antichain<Time>> = self.input_frontiers.clone();
-        let mut queued: Vec<Vec<(usize, Time)>> = vec![Vec::new(); n];
-        for ws in &board.stamps {
-            for (node, s) in ws.iter().enumerate() {
-                for t in s.held.elements() {
-                    held[node].insert_ref(t);
-                }
-                for (port, q) in s.queued.iter().enumerate() {
-                    queued[node].extend(q.elements().iter().map(|t| (port, *t)));
-                }
+        let peers = board.stamps.len();
+        let mut reach: Vec<Vec<Antichain<Time>>> = vec![vec![Antichain::new(); n]; peers];
+        for (w, r) in reach.iter_mut().enumerate() {
+            for (node, a) in r.iter_mut().enumerate() {
+                self.held_at(board, w, node, a);
             }
         }
-        let mut reach = Vec::new();
-        progress::reach_into(self.plan, self.ports, &held, &queued, &mut reach);
+        loop {
+            let mut changed = false;
+            for w in 0..peers {
+                for node in 0..n {
+                    let mut a = std::mem::take(&mut reach[w][node]);
+                    changed |= self.add_frontier_in(&reach, w, node, &mut a);
+                    reach[w][node] = a;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
         if reach != board.reach_out {
             board.reach_out = reach;
             true
@@ -192,20 +317,22 @@ impl Shared<'_> {
     /// Whether the goal holds on the board (after a fixed point).
     fn goal_holds(&self, board: &Board) -> bool {
         match self.goal {
-            Goal::Until(t) => self.sinks.iter().all(|&s| {
+            Goal::Until(t) => {
                 let before = |a: &Antichain<Time>| a.elements().iter().any(|f| f.less_than(&t));
-                // What is queued at a sink has not reached it yet.
-                !before(&progress::frontier_in(
-                    self.plan,
-                    self.ports,
-                    &board.reach_out,
-                    s,
-                )) && board
-                    .stamps
-                    .iter()
-                    .all(|ws| !ws[s].queued.iter().any(before) && !before(&ws[s].held))
-            }),
-            Goal::Done => self.inputs_closed && board.reach_out.iter().all(|r| r.is_empty()),
+                (0..board.stamps.len()).all(|w| {
+                    self.sinks.iter().all(|&s| {
+                        // What is queued at a sink has not reached it yet.
+                        let ws = &board.stamps[w][s];
+                        !before(&self.frontier_in(board, w, s))
+                            && !ws.queued.iter().any(before)
+                            && !before(&ws.held)
+                    })
+                })
+            }
+            Goal::Done => {
+                self.inputs_closed
+                    && board.reach_out.iter().flatten().all(|r| r.is_empty())
+            }
             Goal::Quiet => false,
         }
     }
@@ -290,7 +417,7 @@ fn run_worker(sh: &Shared<'_>, w: &mut Worker, idle_nodes: &mut Vec<usize>) {
     let mut lens: Vec<(usize, usize, usize)> = Vec::new();
     let mut passes = 0usize;
     loop {
-        let start_version = {
+        {
             let mut b = sh.lock();
             if b.stop.is_some() {
                 return;
@@ -302,13 +429,11 @@ fn run_worker(sh: &Shared<'_>, w: &mut Worker, idle_nodes: &mut Vec<usize>) {
             if w.index == 0 {
                 b.passes += 1;
             }
-            b.version
-        };
+        }
         passes += 1;
         for f in w.fresh.iter_mut() {
             *f = None;
         }
-        let mut did = false;
         if !w.pending_snapshots.is_empty() {
             let imports = w.pending_snapshots.clone();
             w.take_snapshots(sh.trace_of);
@@ -320,19 +445,17 @@ fn run_worker(sh: &Shared<'_>, w: &mut Worker, idle_nodes: &mut Vec<usize>) {
                     }
                 }
             }
-            did = true;
         }
         for node in 0..n {
             let f_in = {
                 let mut b = sh.lock();
                 take_mail(&mut b, w, node);
-                progress::frontier_in(sh.plan, sh.ports, &b.reach_out, node)
+                sh.frontier_in(&b, w.index, node)
             };
             if !w.should_run(sh.plan, sh.trace_of, node, &f_in) {
                 let mut b = sh.lock();
-                if sh.refresh(&mut b, node) {
-                    b.version += 1;
-                    sh.moved.notify_all();
+                if sh.refresh(&mut b, w.index, node) {
+                    sh.bump(&mut b);
                 }
                 continue;
             }
@@ -345,15 +468,14 @@ fn run_worker(sh: &Shared<'_>, w: &mut Worker, idle_nodes: &mut Vec<usize>) {
                     .map_err(|e| e.with_operator(&sh.plan.nodes[node].label))?;
                 Ok(d)
             });
-            let ran = match ran {
-                Ok(d) => d,
+            match ran {
+                Ok(_) => {}
                 Err(e) => {
                     let mut b = sh.lock();
                     sh.stop(&mut b, Stop::Failed(e));
                     return;
                 }
-            };
-            did |= ran;
+            }
             let idle = idle_nodes.contains(&node);
             if !compact_worker(&compact_cx, w, node, idle) && idle {
                 idle_nodes.retain(|&x| x != node);
@@ -402,9 +524,8 @@ fn run_worker(sh: &Shared<'_>, w: &mut Worker, idle_nodes: &mut Vec<usize>) {
                 add_queued(&mut b.stamps[target][c], port, &a);
                 b.mail[target][c][port].push(m);
             }
-            if sh.refresh(&mut b, node) || mailed {
-                b.version += 1;
-                sh.moved.notify_all();
+            if sh.refresh(&mut b, w.index, node) || mailed {
+                sh.bump(&mut b);
             }
             if spill {
                 sh.stop(&mut b, Stop::Spill);
@@ -415,25 +536,47 @@ fn run_worker(sh: &Shared<'_>, w: &mut Worker, idle_nodes: &mut Vec<usize>) {
             return;
         }
         if sh.fixpoint(&mut b) {
-            b.version += 1;
-            sh.moved.notify_all();
+            sh.bump(&mut b);
         }
         if sh.goal_holds(&b) {
             sh.stop(&mut b, Stop::Reached);
             return;
         }
-        if !did && b.version == start_version {
+        b.passes_done[w.index] += 1;
+        sh.bump(&mut b);
+        loop {
+            let work = sh.work_of(&mut b, w);
+            if work == Work::Data || (work == Work::Frontiers && !b.others_busy(w.index)) {
+                break;
+            }
             let v = b.version;
-            b.idle[w.index] = Some(v);
-            if b.idle.iter().all(|i| *i == Some(v)) {
-                sh.stop(&mut b, Stop::Stalled);
+            if work == Work::Nothing {
+                b.idle[w.index] = Some(v);
+                if b.idle.iter().all(|i| *i == Some(v)) {
+                    sh.stop(&mut b, Stop::Stalled);
+                    return;
+                }
+                // Others waiting for this worker's pass need not wait any more.
+                sh.moved.notify_all();
+                b = sh.wait(b, v);
+                b.idle[w.index] = None;
+            } else {
+                // Only frontiers moved: wait for another worker to end its pass (or to stop
+                // working), so that the next pass acts on their further move.
+                let done = b.passes_done.clone();
+                b.pass_waiting[w.index] = true;
+                sh.moved.notify_all();
+                b = sh
+                    .moved
+                    .wait_while(b, |b| {
+                        b.stop.is_none() && b.passes_done == done && b.others_busy(w.index)
+                    })
+                    .unwrap_or_else(|e| e.into_inner());
+                b.pass_waiting[w.index] = false;
+            }
+            if b.stop.is_some() {
                 return;
             }
-            let mut b = sh
-                .moved
-                .wait_while(b, |b| b.version == v && b.stop.is_none())
-                .unwrap_or_else(|e| e.into_inner());
-            b.idle[w.index] = None;
         }
     }
 }
@@ -481,7 +624,7 @@ impl Engine {
         let n = self.plan.nodes.len();
         let peers = self.workers.len();
         let board = Board {
-            reach_out: self.reach_out.clone(),
+            reach_out: vec![self.reach_out.clone(); peers],
             stamps: self
                 .workers
                 .iter()
@@ -496,6 +639,8 @@ impl Engine {
             idle: vec![None; peers],
             stop: None,
             passes: 0,
+            passes_done: vec![0; peers],
+            pass_waiting: vec![false; peers],
         };
         let input_frontiers: Vec<Antichain<Time>> = (0..n)
             .map(|node| match self.inputs.get(node) {
@@ -511,6 +656,11 @@ impl Engine {
             (limit / 100 * super::spill::SPILL_AT_PERCENT).max(memory::live_bytes() + limit / 64)
         });
         let sinks = self.sinks();
+        let exchanges = self.workers[0]
+            .ops
+            .iter()
+            .map(|op| op.exchange_key().is_some())
+            .collect();
         let readers = readers_of(&self.plan, &self.trace_of, &self.workers[0]);
         let inputs_closed = self.inputs.iter().flatten().all(|s| s.closed);
         let write_through = self.write_through();
@@ -530,6 +680,7 @@ impl Engine {
         let sh = Shared {
             board: Mutex::new(board),
             moved: Condvar::new(),
+            version: AtomicU64::new(0),
             plan,
             ports,
             consumers,
@@ -540,6 +691,7 @@ impl Engine {
             input_frontiers,
             inputs_closed,
             sinks,
+            exchanges,
             readers,
             memory_limit: *memory_limit,
             spill_at,

@@ -197,14 +197,14 @@ impl Engine {
     /// Like [`Engine::run_until`], but returns after at most `max_passes` passes; returns
     /// whether `t` was reached (callers check for interrupts between calls).
     pub fn run_until_bounded(&mut self, t: Time, max_passes: usize) -> Result<bool> {
-        if self.workers.len() > 1 {
+        if self.workers.len() > 1 && std::env::var_os("DDFLOW_LOCKSTEP").is_none() {
             return match self.run_ahead(Goal::Until(t), max_passes)? {
                 Ended::Reached => Ok(true),
                 Ended::Passes => Ok(false),
                 Ended::Stalled => Err(self.cannot_reach(&t)),
             };
         }
-        self.run_until_passes(t, max_passes)
+        self.in_pool(|e| e.run_until_passes(t, max_passes))
     }
 
     fn run_until_passes(&mut self, t: Time, max_passes: usize) -> Result<bool> {
@@ -246,10 +246,10 @@ impl Engine {
     /// Like [`Engine::run`], but returns after at most `max_passes` passes; returns whether
     /// everything is done.
     pub fn run_bounded(&mut self, max_passes: usize) -> Result<bool> {
-        if self.workers.len() > 1 {
+        if self.workers.len() > 1 && std::env::var_os("DDFLOW_LOCKSTEP").is_none() {
             return Ok(self.run_ahead(Goal::Done, max_passes)? != Ended::Passes);
         }
-        self.run_passes(max_passes)
+        self.in_pool(|e| e.run_passes(max_passes))
     }
 
     fn run_passes(&mut self, max_passes: usize) -> Result<bool> {
@@ -267,7 +267,7 @@ impl Engine {
 
     /// Runs passes while work remains, at most `max_passes`; returns whether work remains.
     pub fn run_quiescent(&mut self, max_passes: usize) -> Result<bool> {
-        if self.workers.len() > 1 {
+        if self.workers.len() > 1 && std::env::var_os("DDFLOW_LOCKSTEP").is_none() {
             return Ok(self.run_ahead(Goal::Quiet, max_passes)? == Ended::Passes);
         }
         self.in_pool(|e| {
