@@ -136,7 +136,9 @@ struct Shared<'a> {
     /// Per node, the frontier of an open input (empty otherwise).
     input_frontiers: Vec<Antichain<Time>>,
     inputs_closed: bool,
-    sinks: Vec<usize>,
+    /// The nodes whose output the user sees: captures, probes, `inspect` callbacks and
+    /// arrangements with open trace handles (every node when there are none).
+    seen: Vec<usize>,
     /// Per node, whether it receives data routed by key from every worker (an `arrange`).
     exchanges: Vec<bool>,
     /// Per node whose fresh batches others read (an `arrange`, an `import_trace`): the
@@ -317,18 +319,13 @@ impl Shared<'_> {
     /// Whether the goal holds on the board (after a fixed point).
     fn goal_holds(&self, board: &Board) -> bool {
         match self.goal {
-            Goal::Until(t) => {
-                let before = |a: &Antichain<Time>| a.elements().iter().any(|f| f.less_than(&t));
-                (0..board.stamps.len()).all(|w| {
-                    self.sinks.iter().all(|&s| {
-                        // What is queued at a sink has not reached it yet.
-                        let ws = &board.stamps[w][s];
-                        !before(&self.frontier_in(board, w, s))
-                            && !ws.queued.iter().any(before)
-                            && !before(&ws.held)
-                    })
-                })
-            }
+            // No node the user sees may still emit a time before `t` (a `reach_out` holds
+            // the times queued at its node and its fresh batches).
+            Goal::Until(t) => board.reach_out.iter().all(|r| {
+                self.seen
+                    .iter()
+                    .all(|&node| !r[node].elements().iter().any(|f| f.less_than(&t)))
+            }),
             Goal::Done => {
                 self.inputs_closed
                     && board.reach_out.iter().flatten().all(|r| r.is_empty())
@@ -483,6 +480,21 @@ fn run_worker(sh: &Shared<'_>, w: &mut Worker, idle_nodes: &mut Vec<usize>) {
             if matches!(sh.plan.nodes[node].op, Op::Arrange { .. }) {
                 if let Some(schema) = w.traces[node].as_ref().and_then(|t| t.schema.clone()) {
                     sh.dtype_links.observe(node, &schema);
+                }
+            }
+            // Dtypes that data sent to an arrangement shows are recorded before the data is
+            // published: a worker that completes a time downstream (an outer join's padding
+            // takes the other side's dtypes) then knows them, whichever worker sent it.
+            for &(c, port, len) in &lens {
+                if matches!(sh.plan.nodes[c].op, Op::Arrange { .. }) {
+                    for m in &w.inbox[c][port][len..] {
+                        sh.dtype_links.observe(c, &m.schema);
+                    }
+                }
+            }
+            for (_, c, _, m) in &w.outbox {
+                if matches!(sh.plan.nodes[*c].op, Op::Arrange { .. }) {
+                    sh.dtype_links.observe(*c, &m.schema);
                 }
             }
             // What the activation delivered, read outside the lock.
@@ -655,7 +667,17 @@ impl Engine {
         let spill_at = self.memory_limit.map(|limit| {
             (limit / 100 * super::spill::SPILL_AT_PERCENT).max(memory::live_bytes() + limit / 64)
         });
-        let sinks = self.sinks();
+        let mut seen: Vec<usize> = self
+            .plan
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.op, Op::Capture | Op::Probe | Op::InspectPy { .. }))
+            .map(|n| n.id)
+            .chain(self.handles.iter().flatten().map(|(node, _)| *node))
+            .collect();
+        if seen.is_empty() {
+            seen = (0..n).collect();
+        }
         let exchanges = self.workers[0]
             .ops
             .iter()
@@ -690,7 +712,7 @@ impl Engine {
             handles,
             input_frontiers,
             inputs_closed,
-            sinks,
+            seen,
             exchanges,
             readers,
             memory_limit: *memory_limit,
