@@ -18,7 +18,6 @@
 use super::plan::{JoinKind, Op, Plan};
 use crate::encoding::DType;
 use crate::error::{Error, Result};
-use std::sync::OnceLock;
 
 /// Union-find over `(node, column)` slots, with the dtype each class was fixed to.
 #[derive(Clone, Debug)]
@@ -32,10 +31,8 @@ pub struct DtypeLinks {
     meets: Vec<Option<String>>,
     /// Per class root: the fixed dtype and the `(input node, column)` that fixed it.
     fixed: Vec<Option<(DType, usize, usize)>>,
-    /// Per class root: the dtype an arrangement of the class was first seen with (set once,
-    /// by whichever worker's arrangement sees it first: workers that run ahead of each
-    /// other record it from their own threads).
-    observed: Vec<OnceLock<DType>>,
+    /// Per class root: the dtype an arrangement of the class was first seen with.
+    observed: Vec<Option<DType>>,
 }
 
 impl DtypeLinks {
@@ -53,7 +50,7 @@ impl DtypeLinks {
             has_input: vec![false; total],
             meets: vec![None; total],
             fixed: vec![None; total],
-            observed: vec![OnceLock::new(); total],
+            observed: vec![None; total],
         };
         for (n, node) in plan.nodes.iter().enumerate() {
             if matches!(node.op, Op::Input { .. } | Op::Constant { .. }) {
@@ -101,9 +98,7 @@ impl DtypeLinks {
             return;
         }
         self.parent[rb] = ra;
-        if let Some(&d) = self.observed[rb].get() {
-            let _ = self.observed[ra].set(d);
-        }
+        self.observed[ra] = self.observed[ra].or(self.observed[rb]);
         let both = self.has_input[ra] && self.has_input[rb];
         self.has_input[ra] |= self.has_input[rb];
         let m = self.meets[ra].take().or_else(|| self.meets[rb].take());
@@ -126,19 +121,18 @@ impl DtypeLinks {
             return None;
         }
         let r = self.root(self.slot(node, col));
-        self.fixed[r]
-            .map(|(d, _, _)| d)
-            .or(self.observed[r].get().copied())
+        self.fixed[r].map(|(d, _, _)| d).or(self.observed[r])
     }
 
     /// Records the dtypes `schema` that the columns of `node` (an arrangement) were seen
-    /// with, for classes that have none yet. Takes `&self`: workers running ahead of each
-    /// other call it from their own threads.
-    pub(super) fn observe(&self, node: usize, schema: &[DType]) {
+    /// with, for classes that have none yet.
+    pub(super) fn observe(&mut self, node: usize, schema: &[DType]) {
         let w = self.width(node).min(schema.len());
         for (c, &d) in schema.iter().enumerate().take(w) {
-            let r = self.root(self.slot(node, c));
-            let _ = self.observed[r].set(d);
+            let r = self.find(self.slot(node, c));
+            if self.observed[r].is_none() {
+                self.observed[r] = Some(d);
+            }
         }
     }
 

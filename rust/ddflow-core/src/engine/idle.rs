@@ -68,8 +68,8 @@ impl Engine {
             op.release_scratch(IDLE_SCRATCH_KEEP_BYTES);
         }
         sort::release_thread_sorter_above(IDLE_SORTER_KEEP_BYTES);
-        if let Some(crew) = &self.crew {
-            crew.broadcast(|_| sort::release_thread_sorter_above(IDLE_SORTER_KEEP_BYTES));
+        if self.workers.len() > 1 {
+            rayon::broadcast(|_| sort::release_thread_sorter_above(IDLE_SORTER_KEEP_BYTES));
         }
         if !trim_allocator(TRIM_MIN_BYTES) {
             trim_slack();

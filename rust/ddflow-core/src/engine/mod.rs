@@ -38,7 +38,6 @@ mod outputs;
 pub mod plan;
 pub mod plans;
 pub mod progress;
-mod run_ahead;
 mod schedule;
 pub mod spill;
 pub mod util;
@@ -94,9 +93,6 @@ pub struct Engine {
     spill_dir: Option<std::path::PathBuf>,
     /// The spill directory merges write through to, resolved once (see `spill.rs`).
     write_through_dir: std::sync::OnceLock<std::sync::Arc<std::path::PathBuf>>,
-    /// The threads workers other than the first run in (several workers; built at the
-    /// first run, see `run_ahead.rs`).
-    crew: Option<rayon::ThreadPool>,
 }
 
 impl Engine {
@@ -155,7 +151,6 @@ impl Engine {
             stopped: None,
             spill_dir: None,
             write_through_dir: std::sync::OnceLock::new(),
-            crew: None,
         };
         e.feed_constants(0)?;
         e.compute_frontiers();

@@ -5,7 +5,6 @@
 use super::compaction::{compact_worker, CompactCtx};
 use super::plan::Op;
 use super::worker::{PassCtx, Worker};
-use super::run_ahead::{Ended, Goal};
 use super::{exchange, progress, Engine};
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, PartialOrder, Time};
@@ -79,6 +78,8 @@ impl Engine {
                 callbacks,
                 consumers,
                 trace_of,
+                frontier_in,
+                reach_out,
                 workers,
                 dtype_links,
                 memory_limit,
@@ -91,6 +92,8 @@ impl Engine {
                 callbacks: &**callbacks,
                 consumers,
                 trace_of,
+                frontier_in,
+                reach_out,
                 dtype_links,
                 memory_limit: *memory_limit,
                 write_through: write_through.clone(),
@@ -197,13 +200,6 @@ impl Engine {
     /// Like [`Engine::run_until`], but returns after at most `max_passes` passes; returns
     /// whether `t` was reached (callers check for interrupts between calls).
     pub fn run_until_bounded(&mut self, t: Time, max_passes: usize) -> Result<bool> {
-        if self.workers.len() > 1 && std::env::var_os("DDFLOW_LOCKSTEP").is_none() {
-            return match self.run_ahead(Goal::Until(t), max_passes)? {
-                Ended::Reached => Ok(true),
-                Ended::Passes => Ok(false),
-                Ended::Stalled => Err(self.cannot_reach(&t)),
-            };
-        }
         self.in_pool(|e| e.run_until_passes(t, max_passes))
     }
 
@@ -215,26 +211,21 @@ impl Engine {
                 return Ok(true);
             }
             if !progressed {
-                return Err(self.cannot_reach(&t));
+                let blocking: Vec<String> = self
+                    .inputs
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, s)| s.as_ref().map(|s| (i, s)))
+                    .filter(|(_, s)| s.frontier.elements().iter().any(|f| f.less_than(&t)))
+                    .map(|(i, s)| format!("{} at {:?}", self.input_name(i), s.frontier))
+                    .collect();
+                return Err(Error::Time(format!(
+                    "cannot complete times before {t:?}: advance or close the inputs first ({})",
+                    blocking.join(", ")
+                )));
             }
         }
         Ok(false)
-    }
-
-    /// The error of a run that cannot reach `t`: it names the inputs that hold it back.
-    fn cannot_reach(&self, t: &Time) -> Error {
-        let blocking: Vec<String> = self
-            .inputs
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.as_ref().map(|s| (i, s)))
-            .filter(|(_, s)| s.frontier.elements().iter().any(|f| f.less_than(t)))
-            .map(|(i, s)| format!("{} at {:?}", self.input_name(i), s.frontier))
-            .collect();
-        Error::Time(format!(
-            "cannot complete times before {t:?}: advance or close the inputs first ({})",
-            blocking.join(", ")
-        ))
     }
 
     /// Runs until every input is closed and all work is done.
@@ -246,9 +237,6 @@ impl Engine {
     /// Like [`Engine::run`], but returns after at most `max_passes` passes; returns whether
     /// everything is done.
     pub fn run_bounded(&mut self, max_passes: usize) -> Result<bool> {
-        if self.workers.len() > 1 && std::env::var_os("DDFLOW_LOCKSTEP").is_none() {
-            return Ok(self.run_ahead(Goal::Done, max_passes)? != Ended::Passes);
-        }
         self.in_pool(|e| e.run_passes(max_passes))
     }
 
@@ -267,9 +255,6 @@ impl Engine {
 
     /// Runs passes while work remains, at most `max_passes`; returns whether work remains.
     pub fn run_quiescent(&mut self, max_passes: usize) -> Result<bool> {
-        if self.workers.len() > 1 && std::env::var_os("DDFLOW_LOCKSTEP").is_none() {
-            return Ok(self.run_ahead(Goal::Quiet, max_passes)? == Ended::Passes);
-        }
         self.in_pool(|e| {
             for _ in 0..max_passes {
                 if !e.step()? {

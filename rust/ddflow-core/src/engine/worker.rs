@@ -64,6 +64,10 @@ pub struct PassCtx<'a> {
     pub consumers: &'a [Vec<(usize, usize)>],
     /// For each node, the arrange node whose trace it reads (arrange / enter_arrangement).
     pub trace_of: &'a [Option<usize>],
+    /// Frontier of each node's inputs at the start of the pass (global).
+    pub frontier_in: &'a [Antichain<Time>],
+    /// Frontier of each node's output at the start of the pass (global).
+    pub reach_out: &'a [Antichain<Time>],
     /// Which columns share a dtype, and the dtypes known so far.
     pub dtype_links: &'a DtypeLinks,
     /// The memory limit operators check against while they run (`None`: none).
