@@ -185,9 +185,36 @@ impl Lattice for Time {
 /// Most frontiers hold one time (every frontier of a dataflow with totally ordered times),
 /// so one element is stored inline: a scheduling pass builds and drops several antichains
 /// per node, which then never touch the allocator.
-#[derive(Clone, PartialEq, Eq, Hash, Default)]
+///
+/// Two antichains are equal when they hold the same elements, in any order (an antichain
+/// has no duplicates): frontiers built from the same pointstamps in a different order
+/// compare equal, so a scheduler never mistakes them for a move.
+#[derive(Clone, Default)]
 pub struct Antichain<T> {
     elements: SmallVec<[T; 1]>,
+}
+
+impl<T: PartialEq> PartialEq for Antichain<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.elements.len() == other.elements.len()
+            && self.elements.iter().all(|e| other.elements.contains(e))
+    }
+}
+
+impl<T: Eq> Eq for Antichain<T> {}
+
+impl<T: std::hash::Hash> std::hash::Hash for Antichain<T> {
+    /// Independent of the elements' order, as equality is.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let mut sum = 0u64;
+        for e in &self.elements {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            e.hash(&mut h);
+            sum = sum.wrapping_add(std::hash::Hasher::finish(&h));
+        }
+        state.write_usize(self.elements.len());
+        state.write_u64(sum);
+    }
 }
 
 impl<T: fmt::Debug> fmt::Debug for Antichain<T> {
@@ -362,6 +389,34 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn antichain_equality_ignores_insertion_order(ts in proptest::collection::vec(time2(), 0..8)) {
+            let a = Antichain::from_iter_minimal(ts.iter().copied());
+            let b = Antichain::from_iter_minimal(ts.iter().rev().copied());
+            // The same minimal elements, as a reference computes them.
+            let minimal: std::collections::BTreeSet<Time> = ts
+                .iter()
+                .filter(|t| !ts.iter().any(|u| u.less_than(t)))
+                .copied()
+                .collect();
+            let elems: std::collections::BTreeSet<Time> = a.elements().iter().copied().collect();
+            prop_assert_eq!(&elems, &minimal);
+            prop_assert_eq!(&a, &b);
+            let hash = |x: &Antichain<Time>| {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                x.hash(&mut h);
+                h.finish()
+            };
+            prop_assert_eq!(hash(&a), hash(&b));
+            if let Some(extra) = ts.first().map(|t| Time::from_coords(&[t.0[0] + 10, 0])) {
+                let mut c = a.clone();
+                if c.insert(extra) {
+                    prop_assert_ne!(&a, &c);
+                }
+            }
+        }
+
         #[test]
         fn join_meet_are_bounds(a in time2(), b in time2(), c in time2()) {
             let j = a.join(&b);
