@@ -174,7 +174,7 @@ impl Indexed {
 
     /// Orders the entries by first time coordinate, which is all [`Indexed::sweep_to`] needs
     /// (it folds every entry up to a first coordinate, whatever its second). A history read
-    /// advanced by the meet of the key's new times has most of its entries at the meet's
+    /// advanced by the meet of the key's new times has many of its entries at the meet's
     /// first coordinate: those go first as they are, and only the others are sorted, as
     /// `x << 32 | position` words while `x` and the positions fit 32 bits (rounds do).
     fn sort_by_x(&mut self) {
