@@ -312,6 +312,40 @@ pub fn rows_min_work() -> usize {
     })
 }
 
+/// A two-dimensional key takes the row sweep only when its candidate times average at
+/// least this many per row (per first coordinate). The sweep rebuilds both accumulations
+/// at the first time of every row and carries them along the row, so on rows of one or
+/// two times it does what the general path's sweep (`Indexed::sweep_to`) does, at a higher
+/// cost per row (the BFS's keys at batches of 10,000: see
+/// `benches/results/speed_bigbatch_2026-11-27.md`); a key with `N` updates at random
+/// times has rows of about `N / 4` times. Deeper times take the row sweep on the product
+/// alone: the general path has no sweep for them.
+pub const ROWS_MIN_LEN: usize = 4;
+
+/// The row-length threshold of reduces built now: `DDFLOW_REDUCE_ROWS_MIN_LEN` if set to an
+/// integer; else 0 when the row-sweep threshold is 0 (every key takes the row sweep, as the
+/// tests ask), else [`ROWS_MIN_LEN`].
+pub fn rows_min_len() -> usize {
+    std::env::var("DDFLOW_REDUCE_ROWS_MIN_LEN")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .unwrap_or(if rows_min_work() == 0 {
+            0
+        } else {
+            ROWS_MIN_LEN
+        })
+}
+
+/// Whether sorted candidate times average at least `min_len` times per first coordinate.
+#[inline]
+pub(super) fn long_rows(cands: &[Time], min_len: usize) -> bool {
+    if min_len <= 1 || cands.is_empty() {
+        return true;
+    }
+    let rows = 1 + cands.windows(2).filter(|w| w[0].0[0] != w[1].0[0]).count();
+    cands.len() >= rows.saturating_mul(min_len)
+}
+
 impl ReduceState {
     /// Marks what outlives an activation: the output trace, pending keys, error keys and
     /// cached totals (the scratch buffers are refilled by every activation).
@@ -345,6 +379,7 @@ impl ReduceState {
     #[cfg(test)]
     pub(super) fn set_rows_min(&mut self, n: usize) {
         self.scratch.acc.rows_min = n;
+        self.scratch.acc.rows_min_len = if n == 0 { 0 } else { ROWS_MIN_LEN };
     }
 
     /// Heap bytes of the buffers an activation grows with its chunk of keys and keeps for
@@ -519,6 +554,7 @@ impl ReduceState {
             hist.two_d.push(two_d);
             if builtin
                 && hist.input.len() * acc.cands.len() > acc.rows_min
+                && (!two_d || long_rows(&acc.cands, acc.rows_min_len))
                 && !self.errors.has_history(key)
                 && self.reduce_rows_key(inp, key, (hist, out_lo), acc, output, still_pending)?
             {
@@ -701,6 +737,7 @@ impl Scratch {
         let mut s = Scratch::default();
         s.acc.sweep_min = sweep_min;
         s.acc.rows_min = rows_min_work();
+        s.acc.rows_min_len = rows_min_len();
         s.diff.sweep_min = sweep_min;
         s
     }
@@ -853,6 +890,9 @@ struct KeyAccum {
     sweep_min: usize,
     /// Keys of built-in aggregates with more pairs than this take the row sweep.
     rows_min: usize,
+    /// Of those, 2-D keys take it only if their candidate times average at least this many
+    /// per row (see [`ROWS_MIN_LEN`]).
+    rows_min_len: usize,
     cands: Vec<Time>,
     pending: Vec<Time>,
     index: Indexed,

@@ -23,6 +23,10 @@ pub struct Indexed {
     levels: Vec<u64>,
     grid: Vec<i64>,
     pos: usize,
+    /// `sweep_start`'s sort: packed (first coordinate, position) keys and the entries in
+    /// their order.
+    keys: Vec<u64>,
+    sorted: Vec<(u32, Time, i64)>,
 }
 
 impl Indexed {
@@ -157,9 +161,7 @@ impl Indexed {
     /// batch linear instead of quadratic.
     #[inline]
     pub fn sweep_start(&mut self, extra: &[Time]) {
-        // Sweeps run on times with at most two non-zero coordinates: compare those only.
-        self.entries
-            .sort_unstable_by_key(|e| (e.1 .0[0], e.1 .0[1]));
+        self.sort_by_x();
         self.levels.clear();
         self.levels.extend(self.entries.iter().map(|e| e.1 .0[1]));
         self.levels.extend(extra.iter().map(|t| t.0[1]));
@@ -168,6 +170,45 @@ impl Indexed {
         self.grid.clear();
         self.grid.resize(self.counts.len() * self.levels.len(), 0);
         self.pos = 0;
+    }
+
+    /// Orders the entries by first time coordinate, which is all [`Indexed::sweep_to`] needs
+    /// (it folds every entry up to a first coordinate, whatever its second). A history read
+    /// advanced by the meet of the key's new times has many of its entries at the meet's
+    /// first coordinate: those go first as they are, and only the others are sorted, as
+    /// `x << 32 | position` words while `x` and the positions fit 32 bits (rounds do).
+    fn sort_by_x(&mut self) {
+        let Some(x0) = self.entries.iter().map(|e| e.1 .0[0]).min() else {
+            return;
+        };
+        let n = self.entries.len();
+        let fits = n >> 32 == 0 && self.entries.iter().all(|e| e.1 .0[0] >> 32 == 0);
+        if !fits {
+            self.entries.sort_unstable_by_key(|e| e.1 .0[0]);
+            return;
+        }
+        self.keys.clear();
+        self.keys.extend(
+            self.entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.1 .0[0] != x0)
+                .map(|(i, e)| e.1 .0[0] << 32 | i as u64),
+        );
+        if self.keys.is_empty() {
+            return;
+        }
+        self.keys.sort_unstable();
+        self.sorted.clear();
+        let entries = &self.entries;
+        self.sorted
+            .extend(entries.iter().filter(|e| e.1 .0[0] == x0).copied());
+        self.sorted.extend(
+            self.keys
+                .iter()
+                .map(|&k| entries[(k & u64::from(u32::MAX)) as usize]),
+        );
+        std::mem::swap(&mut self.entries, &mut self.sorted);
     }
 
     /// Sets `counts` to the accumulation at `t`; `t` must not decrease in its first coordinate
@@ -281,17 +322,21 @@ mod tests {
         }
 
         /// The 2-D sweep accumulates exactly like the plain scan, also with entries pushed
-        /// at the current time between steps (as phase 3 does with emitted output).
+        /// at the current time between steps (as phase 3 does with emitted output); with
+        /// first coordinates past 32 bits (`wide`) the entries are sorted unpacked.
         #[test]
         fn sweep_matches_scan(
             hist in proptest::collection::vec((0u64..4, 0u64..6, 0u64..6, -3i64..4), 0..40),
             probes in proptest::collection::vec((0u64..7, 0u64..7, 0u64..4, -2i64..3), 1..20),
+            wide in any::<bool>(),
         ) {
+            let x0 = if wide { 1u64 << 32 } else { 0 };
             let mut upd = crate::updates::Updates::new(2);
             for &(v, a, b, d) in &hist {
-                upd.push(&[9, v], Time::from_coords(&[a, b]), d);
+                upd.push(&[9, v], Time::from_coords(&[x0 + a, b]), d);
             }
-            let mut times: Vec<Time> = probes.iter().map(|p| Time::from_coords(&[p.0, p.1])).collect();
+            let mut times: Vec<Time> =
+                probes.iter().map(|p| Time::from_coords(&[x0 + p.0, p.1])).collect();
             times.sort();
             let mut sweep = Indexed::default();
             sweep.build(&upd, 1);

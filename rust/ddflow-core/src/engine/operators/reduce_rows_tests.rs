@@ -5,7 +5,7 @@
 
 use crate::encoding::encode_i64;
 use crate::engine::arrangement::Arrangement;
-use crate::engine::operators::reduce::ReduceState;
+use crate::engine::operators::reduce::{long_rows, ReduceState};
 use crate::engine::operators::reduce_test_activation::{activate, step, Step};
 use crate::engine::plan::Agg;
 use crate::lattice::Time;
@@ -97,5 +97,34 @@ proptest! {
         let (out, err) = run(&agg, &steps, 0);
         prop_assert_eq!(out, want_out);
         prop_assert_eq!(err, want_err);
+    }
+
+    /// With the product threshold at 1 and the default row length, some keys take the row
+    /// sweep and others (short rows) the general path: the output is the general path's.
+    #[test]
+    fn row_sweep_by_row_length_matches_general_path(
+        kind in 0usize..7,
+        mut steps in prop::collection::vec(random_step(), 1..10),
+    ) {
+        steps.push(Step::closing());
+        let agg = agg(kind);
+        let (want_out, want_err) = run(&agg, &steps, usize::MAX);
+        let (out, err) = run(&agg, &steps, 1);
+        prop_assert_eq!(out, want_out);
+        prop_assert_eq!(err, want_err);
+    }
+
+    /// `long_rows` against counting the distinct first coordinates.
+    #[test]
+    fn long_rows_matches_counting_rows(
+        mut xys in prop::collection::vec((0u64..6, 0u64..6), 0..40),
+        min_len in 0usize..8,
+    ) {
+        xys.sort_unstable();
+        xys.dedup();
+        let cands: Vec<Time> = xys.iter().map(|&(x, y)| Time::from_coords(&[x, y])).collect();
+        let rows = xys.iter().map(|p| p.0).collect::<std::collections::BTreeSet<_>>().len();
+        let want = min_len <= 1 || cands.len() >= rows * min_len;
+        prop_assert_eq!(long_rows(&cands, min_len), want);
     }
 }
