@@ -1079,7 +1079,7 @@ impl OutputDiff {
                 if sweep {
                     index.sweep_push(id as u32, g.time, diff, inp.label)?;
                 } else {
-                    index.entries.push((id as u32, g.time, diff));
+                    index.push_entry(id as u32, g.time, diff);
                 }
             }
         }

@@ -14,8 +14,11 @@ use crate::updates::Updates;
 pub struct Indexed {
     /// Distinct val rows, `vw` words each, sorted.
     pub vals: Vec<u64>,
-    /// Per history entry: (val id, time, diff).
+    /// Per history entry: (val id, time, diff); add entries with [`Indexed::push_entry`].
     pub entries: Vec<(u32, Time, i64)>,
+    /// Whether every entry's time has at most two non-zero coordinates (then
+    /// [`Indexed::accumulate`] compares two coordinates per entry at a 2-D time, not four).
+    flat: bool,
     pub counts: Vec<i64>,
     order: Vec<u32>,
     /// 2-D sweep: distinct second coordinates (sorted), counts per (val, level) of the
@@ -95,8 +98,16 @@ impl Indexed {
                 e.0 = 0;
             }
         }
+        self.flat = self.entries.iter().all(|e| (e.1 .0[2] | e.1 .0[3]) == 0);
         self.counts.clear();
         self.counts.resize(nvals as usize, 0);
+    }
+
+    /// Adds a history entry (val id `v`, time `t`, diff `d`) after the build.
+    #[inline]
+    pub fn push_entry(&mut self, v: u32, t: Time, d: i64) {
+        self.flat &= (t.0[2] | t.0[3]) == 0;
+        self.entries.push((v, t, d));
     }
 
     #[inline]
@@ -125,12 +136,25 @@ impl Indexed {
             *c = 0;
         }
         let mut wrapped = false;
-        for &(v, time, d) in &self.entries {
-            if time.less_equal(t) {
+        if self.flat && (t.0[2] | t.0[3]) == 0 {
+            // Every time involved has at most two non-zero coordinates (the BFS's loop):
+            // two comparisons per entry, and its diff added masked, without a branch.
+            let (tx, ty) = (t.0[0], t.0[1]);
+            for &(v, time, d) in &self.entries {
+                let mask = -i64::from((time.0[0] <= tx) & (time.0[1] <= ty));
                 let c = &mut self.counts[v as usize];
-                let (sum, o) = c.overflowing_add(d);
+                let (sum, o) = c.overflowing_add(d & mask);
                 *c = sum;
                 wrapped |= o;
+            }
+        } else {
+            for &(v, time, d) in &self.entries {
+                if time.less_equal(t) {
+                    let c = &mut self.counts[v as usize];
+                    let (sum, o) = c.overflowing_add(d);
+                    *c = sum;
+                    wrapped |= o;
+                }
             }
         }
         if wrapped {
@@ -281,10 +305,12 @@ mod tests {
         /// An index built from a history of sorted vals (numbered without a search) or of
         /// unsorted ones accumulates like the definition (the sum of the diffs of each val's
         /// entries at or before the time), with 2-D or partly 3-D entries (also pushed after
-        /// the build) and times.
+        /// the build) and times; with `flat` the built entries are all 2-D, so 2-D times take
+        /// the two-coordinate scan until a 3-D entry is pushed.
         #[test]
         fn accumulate_matches_definition(
             sorted in any::<bool>(),
+            flat in any::<bool>(),
             hist in proptest::collection::vec((0u64..4, 0u64..4, 0u64..4, 0u64..2, -3i64..4), 0..30),
             pushed in proptest::collection::vec((0u64..4, 0u64..4, 0u64..2, -3i64..4), 0..4),
             probes in proptest::collection::vec((0u64..5, 0u64..5, 0u64..2), 1..10),
@@ -295,6 +321,7 @@ mod tests {
             }
             let mut upd = crate::updates::Updates::new(2);
             for &(v, a, b, c, d) in &hist {
+                let c = if flat { 0 } else { c };
                 upd.push(&[9, v], Time::from_coords(&[a, b, c]), d);
             }
             let mut ix = Indexed::default();
@@ -304,7 +331,7 @@ mod tests {
             for &(a, b, c, d) in &pushed {
                 let t = Time::from_coords(&[a, b, c]);
                 let v = ix.id_of(&[a], 1);
-                ix.entries.push((v, t, d));
+                ix.push_entry(v, t, d);
                 all.push((vec![a], t, d));
             }
             for &(a, b, c) in &probes {
@@ -351,7 +378,7 @@ mod tests {
                 let v = sweep.id_of(&[p.2], 1);
                 prop_assert_eq!(scan.id_of(&[p.2], 1), v);
                 sweep.sweep_push(v, *t, p.3, "test").unwrap();
-                scan.entries.push((v, *t, p.3));
+                scan.push_entry(v, *t, p.3);
             }
         }
     }
