@@ -5,10 +5,9 @@
 use super::compaction::{compact_worker, CompactCtx};
 use super::plan::Op;
 use super::worker::{PassCtx, Worker};
-use super::{exchange, progress, Engine};
+use super::{exchange, fork, progress, Engine};
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, PartialOrder, Time};
-use rayon::prelude::*;
 use smallvec::SmallVec;
 
 /// Below this many input updates (summed over workers) a node runs on the workers one after
@@ -99,7 +98,7 @@ impl Engine {
                 write_through: write_through.clone(),
             };
             let weight = match plan.nodes[node].op {
-                super::plan::Op::Reduce { .. } => REDUCE_LOAD_WEIGHT,
+                super::plan::Op::Reduce { .. } | super::plan::Op::Join { .. } => REDUCE_LOAD_WEIGHT,
                 _ => 1,
             };
             let compact_cx = CompactCtx {
@@ -133,11 +132,7 @@ impl Engine {
                     .sum::<usize>()
                     * weight;
                 if load >= PARALLEL_MIN_UPDATES {
-                    workers
-                        .par_iter_mut()
-                        .map(run_one)
-                        .collect::<Vec<_>>()
-                        .into()
+                    fork::map(workers, run_one).into()
                 } else {
                     workers.iter_mut().map(run_one).collect()
                 }
