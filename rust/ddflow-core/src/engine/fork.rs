@@ -47,52 +47,6 @@ fn drain(claims: &Claims, count: usize, task: Task) -> bool {
     }
 }
 
-/// A fork's items, as a helper finds them.
-#[derive(Clone)]
-struct Offer {
-    claims: Arc<Claims>,
-    count: usize,
-    task: Task,
-}
-
-/// Helpers waiting for the next fork.
-static WAITING: AtomicUsize = AtomicUsize::new(0);
-
-/// The last fork offered to waiting helpers (a stale one has nothing left to claim).
-static OFFERED: Mutex<Option<Offer>> = Mutex::new(None);
-
-/// How long a helper waits for the next fork before it returns to the pool (where waking
-/// it takes a futex wake-up and a reschedule, 100-150 us on this machine under load).
-const HELP_WAIT: std::time::Duration = std::time::Duration::from_micros(200);
-
-/// Runs the items of `offer`, then of every fork offered while it waits, until none comes
-/// for [`HELP_WAIT`].
-fn help(mut offer: Offer) {
-    loop {
-        if drain(&offer.claims, offer.count, offer.task) {
-            offer.claims.panicked.store(true, Ordering::Release);
-        }
-        WAITING.fetch_add(1, Ordering::AcqRel);
-        let start = std::time::Instant::now();
-        let next = loop {
-            if let Some(o) = OFFERED.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                break Some(o);
-            }
-            if start.elapsed() > HELP_WAIT {
-                break None;
-            }
-            for _ in 0..32 {
-                std::hint::spin_loop();
-            }
-        };
-        WAITING.fetch_sub(1, Ordering::AcqRel);
-        match next {
-            Some(o) => offer = o,
-            None => return,
-        }
-    }
-}
-
 /// Applies `f` to every item, in the calling thread and in the pool's other threads, and
 /// returns the results in item order. A panic in `f` is raised again in the caller.
 pub(super) fn map<T: Send, R: Send>(items: &mut [T], f: impl Fn(&mut T) -> R + Sync) -> Vec<R> {
@@ -116,23 +70,14 @@ pub(super) fn map<T: Send, R: Send>(items: &mut [T], f: impl Fn(&mut T) -> R + S
         finished: AtomicUsize::new(0),
         panicked: AtomicBool::new(false),
     });
-    let offer = Offer {
-        claims: Arc::clone(&claims),
-        count,
-        task,
-    };
-    // A helper still waiting after the last fork takes this one without a wake-up; the
-    // others are spawned.
-    let waiting = WAITING
-        .load(Ordering::Acquire)
-        .min(1)
-        .min(count.saturating_sub(1));
-    if waiting > 0 {
-        *OFFERED.lock().unwrap_or_else(|e| e.into_inner()) = Some(offer.clone());
-    }
-    for _ in waiting + usize::from(count > 0)..count {
-        let offer = offer.clone();
-        rayon::spawn(move || help(offer));
+    for _ in 1..count {
+        let claims = Arc::clone(&claims);
+        rayon::spawn(move || {
+            let task = task;
+            if drain(&claims, count, task) {
+                claims.panicked.store(true, Ordering::Release);
+            }
+        });
     }
     let mut panicked = drain(&claims, count, task);
     let mut spins = 0u32;
