@@ -29,7 +29,6 @@ mod constant;
 pub mod dtype_links;
 pub mod errors;
 pub mod exchange;
-mod fork;
 mod idle;
 mod input;
 pub mod live_columns;

@@ -5,9 +5,10 @@
 use super::compaction::{compact_worker, CompactCtx};
 use super::plan::Op;
 use super::worker::{PassCtx, Worker};
-use super::{exchange, fork, progress, Engine};
+use super::{exchange, progress, Engine};
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, PartialOrder, Time};
+use rayon::prelude::*;
 use smallvec::SmallVec;
 
 /// Below this many input updates (summed over workers) a node runs on the workers one after
@@ -98,7 +99,7 @@ impl Engine {
                 write_through: write_through.clone(),
             };
             let weight = match plan.nodes[node].op {
-                super::plan::Op::Reduce { .. } | super::plan::Op::Join { .. } => REDUCE_LOAD_WEIGHT,
+                super::plan::Op::Reduce { .. } => REDUCE_LOAD_WEIGHT,
                 _ => 1,
             };
             let compact_cx = CompactCtx {
@@ -132,7 +133,11 @@ impl Engine {
                     .sum::<usize>()
                     * weight;
                 if load >= PARALLEL_MIN_UPDATES {
-                    fork::map(workers, run_one).into()
+                    workers
+                        .par_iter_mut()
+                        .map(run_one)
+                        .collect::<Vec<_>>()
+                        .into()
                 } else {
                     workers.iter_mut().map(run_one).collect()
                 }
