@@ -206,9 +206,6 @@ impl Engine {
     fn run_until_passes(&mut self, t: Time, max_passes: usize) -> Result<bool> {
         for _ in 0..max_passes {
             let progressed = self.step()?;
-            // A long run gives back the heap its passes freed as it goes (at most every
-            // 10 ms and a sixth of the CPU time, see `idle.rs`), not only once it is idle.
-            super::idle::trim_slack();
             if self.reached(&t) {
                 self.release_idle();
                 return Ok(true);
