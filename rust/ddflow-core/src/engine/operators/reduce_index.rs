@@ -14,8 +14,9 @@ use crate::updates::Updates;
 pub struct Indexed {
     /// Distinct val rows, `vw` words each, sorted.
     pub vals: Vec<u64>,
-    /// Per history entry: (val id, time, diff); add entries with [`Indexed::push_entry`].
-    pub entries: Vec<(u32, Time, i64)>,
+    /// Per history entry: (val id, time, diff). Private: entries are added by the build or
+    /// [`Indexed::push_entry`], which keep `flat` true to them.
+    entries: Vec<(u32, Time, i64)>,
     /// Whether every entry's time has at most two non-zero coordinates (then
     /// [`Indexed::accumulate`] compares two coordinates per entry at a 2-D time, not four).
     flat: bool,
