@@ -1,7 +1,10 @@
 //! BFS over a changing random graph driven from Rust: the engine without Python, for
 //! profiling. `cargo run --release --example bfs_bench -- NODES EDGES BATCH ROUNDS [WORKERS]`;
 //! with `DDFLOW_COUNTS=1` it runs the distance-counts job (BFS, then `count` by
-//! distance) instead of the plain BFS.
+//! distance) instead of the plain BFS, and with `DDFLOW_GRAPH=FILE` it reads the edges
+//! from a graph file of the benchmarks (u32 little-endian `(src, dst)` pairs, the first
+//! `EDGES` loaded and the next `ROUNDS` inserted, as `benches/peers/dd_bfs` reads them)
+//! instead of drawing them at random.
 
 use ddflow_core::encoding::DType;
 use ddflow_core::engine::column::{Column, NoCallbacks};
@@ -20,6 +23,22 @@ fn int_col(v: Vec<i64>) -> Column {
     }
 }
 
+/// The first `need` edges of a graph file: u32 little-endian `(src, dst)` pairs.
+fn read_edges(path: &std::ffi::OsStr, need: usize) -> (Vec<i64>, Vec<i64>) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {path:?}: {e}"));
+    assert!(
+        bytes.len() >= 8 * need,
+        "{path:?} holds {} edges, {need} needed",
+        bytes.len() / 8
+    );
+    let word = |i: usize| {
+        i64::from(u32::from_le_bytes(
+            bytes[4 * i..4 * i + 4].try_into().unwrap(),
+        ))
+    };
+    (0..need).map(|i| (word(2 * i), word(2 * i + 1))).unzip()
+}
+
 fn main() {
     let args: Vec<u64> = std::env::args()
         .skip(1)
@@ -32,10 +51,16 @@ fn main() {
         args[3] as usize,
     );
     let workers = args.get(4).copied().unwrap_or(1) as usize;
-    let mut rng = rand::rngs::StdRng::seed_from_u64(0);
     let total = edges + rounds;
-    let src: Vec<i64> = (0..total).map(|_| rng.gen_range(0..nodes) as i64).collect();
-    let dst: Vec<i64> = (0..total).map(|_| rng.gen_range(0..nodes) as i64).collect();
+    let (src, dst) = match std::env::var_os("DDFLOW_GRAPH") {
+        Some(path) => read_edges(&path, total),
+        None => {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+            let src: Vec<i64> = (0..total).map(|_| rng.gen_range(0..nodes) as i64).collect();
+            let dst: Vec<i64> = (0..total).map(|_| rng.gen_range(0..nodes) as i64).collect();
+            (src, dst)
+        }
+    };
     let counts = std::env::var_os("DDFLOW_COUNTS").is_some();
     let plan = Plan::from_json(&if counts { bfs_counts() } else { bfs_plan() }).expect("plan");
     let mut e = Engine::new(plan, workers, Arc::new(NoCallbacks)).expect("engine");
