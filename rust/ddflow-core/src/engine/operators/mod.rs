@@ -58,6 +58,7 @@ pub mod reduce_errors;
 pub mod reduce_history;
 pub mod reduce_index;
 pub mod reduce_python;
+pub mod reduce_quiet;
 pub mod reduce_rows;
 #[cfg(test)]
 pub(crate) mod reduce_test_activation;

@@ -31,8 +31,9 @@ use super::reduce_errors::ReduceErrors;
 use super::reduce_history::Histories;
 use super::reduce_index::Indexed;
 use super::reduce_python::PyGroups;
+use super::reduce_quiet::{take_back, Quiet};
 use super::reduce_rows::{self, RowsKey, RowsScratch};
-use super::reduce_work::{chunk_keys, WorkSource};
+use super::reduce_work::{chunk_keys, PendingOf, WorkSource};
 use super::{Operator, Output, RunCtx};
 use crate::encoding::DType;
 use crate::engine::arrangement::{Arrangement, Reader};
@@ -379,6 +380,19 @@ impl ReduceState {
         self.chunk_keys = n.max(1);
     }
 
+    /// Sets the 2-D sweep threshold of phases 1 and 3 (tests send every key to the sweep).
+    #[cfg(test)]
+    pub(super) fn set_sweep_min(&mut self, n: usize) {
+        self.scratch.acc.sweep_min = n;
+        self.scratch.diff.sweep_min = n;
+    }
+
+    /// Turns skipping quiet times off (tests compare with evaluating every time).
+    #[cfg(test)]
+    pub(super) fn set_quiet_off(&mut self, off: bool) {
+        self.scratch.acc.quiet_off = off;
+    }
+
     /// Sets the row-sweep threshold (tests compare the row sweep with the general path).
     #[cfg(test)]
     pub(super) fn set_rows_min(&mut self, n: usize) {
@@ -447,7 +461,13 @@ impl ReduceState {
         let mut output = Updates::new(self.out.width);
         let mut result = Ok(());
         while !src.is_done() {
-            src.next_chunk(self.chunk_keys, inp.frontier, &mut work, still_pending);
+            src.next_chunk(
+                self.chunk_keys,
+                inp.frontier,
+                &mut work,
+                &mut sc.pending_of,
+                still_pending,
+            );
             let reserved = reserve_output(&mut output, &work, self.rate);
             let before = output.len();
             let mut py = PyGroups::default();
@@ -500,7 +520,11 @@ impl ReduceState {
         (cursors, output): (&mut Cursors<'_>, &mut Updates),
     ) -> Result<()> {
         let Scratch {
-            desired, hist, acc, ..
+            desired,
+            hist,
+            acc,
+            pending_of,
+            ..
         } = sc;
         let out_width = self.out.width;
         desired.clear();
@@ -515,12 +539,13 @@ impl ReduceState {
         for (ki, (key, new_times)) in work.iter().enumerate() {
             // Per key: a hot key's histories and candidate times can grow without bound.
             crate::memory::check()?;
+            let rows = batch_keys.range(key);
             if carries
                 && !self.cache.is_empty()
                 && self.carried_chain_key(
                     inp,
                     (key, new_times),
-                    batch_keys.range(key),
+                    rows,
                     (hist, reader_out),
                     &mut acc.chain,
                     output,
@@ -570,6 +595,15 @@ impl ReduceState {
                 && self.reduce_rows_key(inp, key, (hist, out_lo), acc, output, still_pending)?
             {
                 continue;
+            }
+            // Quiet times (`reduce_quiet.rs`) are skipped only for a built-in aggregate of a
+            // key that never failed (its output matched its input everywhere else).
+            if builtin && !acc.quiet_off && !self.errors.has_history(key) {
+                acc.quiet
+                    .load(inp.batch, rows, inp.key_width, pending_of.of(ki));
+                acc.skip_quiet = true;
+            } else {
+                acc.skip_quiet = false;
             }
             acc.key_groups(
                 inp,
@@ -733,6 +767,8 @@ impl ReduceState {
 struct Scratch {
     /// The chunk's keys with work and their times (`reduce_work.rs`).
     work: Vec<(Vec<u64>, Vec<Time>)>,
+    /// The pending times of each of them.
+    pending_of: PendingOf,
     /// Phase 1's complete (key, time) groups and their desired output (phases 2 and 3 read it).
     desired: Desired,
     /// The histories phase 1 reads (the output histories again in phase 3).
@@ -805,6 +841,9 @@ pub(super) struct Group {
     pub(super) end: usize,
     /// Why the key failed at this time (its output is then empty).
     pub(super) err: Option<String>,
+    /// A quiet time (`reduce_quiet.rs`): not evaluated; phase 3 takes back the output this
+    /// activation emitted at or below it.
+    pub(super) quiet: bool,
 }
 
 /// The groups of an activation, in key then time order, and their desired output rows,
@@ -862,6 +901,21 @@ impl Desired {
             start,
             end: self.counts.len(),
             err,
+            quiet: false,
+        });
+    }
+
+    /// A quiet group (see [`Group::quiet`]): no rows.
+    #[inline]
+    fn push_quiet(&mut self, key: usize, time: Time) {
+        let start = self.counts.len();
+        self.groups.push(Group {
+            key,
+            time,
+            start,
+            end: start,
+            err: None,
+            quiet: true,
         });
     }
 
@@ -888,6 +942,7 @@ impl Desired {
             start,
             end: start,
             err,
+            quiet: false,
         });
     }
 }
@@ -912,6 +967,12 @@ struct KeyAccum {
     times: TimesScratch,
     chain: ChainScratch,
     rows: RowsScratch,
+    /// The key's new updates and pending times, to find its quiet times.
+    quiet: Quiet,
+    /// Whether the key's quiet times are skipped.
+    skip_quiet: bool,
+    /// Tests turn quiet times off to compare with evaluating every time.
+    quiet_off: bool,
 }
 
 impl KeyAccum {
@@ -954,6 +1015,8 @@ impl KeyAccum {
             counts,
             pending,
             sweep_min,
+            quiet,
+            skip_quiet,
             ..
         } = self;
         let vw = inp.batch.width - inp.key_width;
@@ -973,6 +1036,10 @@ impl KeyAccum {
             }
             if inp.frontier.less_equal(&t) {
                 pending.push(t);
+                continue;
+            }
+            if *skip_quiet && quiet.is_quiet(&t) {
+                desired.push_quiet(ki, t);
                 continue;
             }
             let acc = accumulate_at(index, &t, sweep, inp.label);
@@ -1015,6 +1082,8 @@ struct OutputDiff {
     want: Vec<i64>,
     group_times: Vec<Time>,
     row: Vec<u64>,
+    /// The key's output emitted so far in this activation, `(row id, time, diff)`.
+    emitted: Vec<(u32, Time, i64)>,
 }
 
 impl OutputDiff {
@@ -1041,6 +1110,7 @@ impl OutputDiff {
             self.group_times.extend(groups.iter().map(|g| g.time));
             self.index.sweep_start(&self.group_times);
         }
+        self.emitted.clear();
         for g in groups {
             errors.set(key, g.time, g.err.as_deref());
             self.group_difference(inp, key, g, desired, sweep, output)?;
@@ -1061,11 +1131,37 @@ impl OutputDiff {
         output: &mut Updates,
     ) -> Result<()> {
         let OutputDiff {
-            index, want, row, ..
+            index,
+            want,
+            row,
+            emitted,
+            ..
         } = self;
         let ovw = output.width - inp.key_width;
-        // Map desired rows to ids first (this may add new distinct rows).
         want.clear();
+        if g.quiet {
+            // The output stays what it was before the activation: take back what was
+            // emitted at or below the time (nothing to accumulate).
+            if !take_back(emitted, &g.time, want) {
+                return Ok(());
+            }
+            for (id, &diff) in want.iter().enumerate() {
+                if diff != 0 {
+                    row.clear();
+                    row.extend_from_slice(key);
+                    row.extend_from_slice(&index.vals[id * ovw..(id + 1) * ovw]);
+                    output.push(row, g.time, diff);
+                    if sweep {
+                        index.sweep_push(id as u32, g.time, diff, inp.label)?;
+                    } else {
+                        index.push_entry(id as u32, g.time, diff);
+                    }
+                    emitted.push((id as u32, g.time, diff));
+                }
+            }
+            return Ok(());
+        }
+        // Map desired rows to ids first (this may add new distinct rows).
         for r in g.start..g.end {
             let id = index.id_of(&desired.rows[r * ovw..(r + 1) * ovw], ovw) as usize;
             if want.len() <= id {
@@ -1092,6 +1188,7 @@ impl OutputDiff {
                 } else {
                     index.push_entry(id as u32, g.time, diff);
                 }
+                emitted.push((id as u32, g.time, diff));
             }
         }
         Ok(())

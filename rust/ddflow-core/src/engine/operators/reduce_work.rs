@@ -30,6 +30,32 @@ pub fn chunk_keys() -> usize {
         .unwrap_or(CHUNK_KEYS)
 }
 
+/// The pending times of each key of a chunk's work (empty for a key with none), flat.
+#[derive(Default)]
+pub(super) struct PendingOf {
+    times: Vec<Time>,
+    /// `offs[i]..offs[i + 1]`: the work's key `i`'s times in `times`.
+    offs: Vec<usize>,
+}
+
+impl PendingOf {
+    fn clear(&mut self) {
+        self.times.clear();
+        self.offs.clear();
+        self.offs.push(0);
+    }
+
+    fn push(&mut self, times: &[Time]) {
+        self.times.extend_from_slice(times);
+        self.offs.push(self.times.len());
+    }
+
+    /// The pending times of the chunk's key `i` (in the order they were pending).
+    pub(super) fn of(&self, i: usize) -> &[Time] {
+        &self.times[self.offs[i]..self.offs[i + 1]]
+    }
+}
+
 /// The batch's keys merged with the pending keys, walked forward chunk by chunk.
 pub(super) struct WorkSource<'a> {
     batch: &'a Updates,
@@ -87,15 +113,18 @@ impl<'a> WorkSource<'a> {
 
     /// Appends to `work` (cleared first) the next keys with work, at most `max_keys` of
     /// them, in key order: each with its new times and complete or not pending times,
-    /// sorted. Pending keys passed without a complete time go to `still_pending`.
+    /// sorted, and each one's pending times into `pending_of`. Pending keys passed without a
+    /// complete time go to `still_pending`.
     pub(super) fn next_chunk(
         &mut self,
         max_keys: usize,
         frontier: &Antichain<Time>,
         work: &mut Vec<(Vec<u64>, Vec<Time>)>,
+        pending_of: &mut PendingOf,
         still_pending: &mut Pending,
     ) {
         work.clear();
+        pending_of.clear();
         let n = self.batch.len();
         while work.len() < max_keys.max(1) {
             let batch_next = (self.pos < n).then(|| self.batch_key(self.pos));
@@ -105,12 +134,14 @@ impl<'a> WorkSource<'a> {
                 (Some(bk), p) if p.is_none_or(|pk| bk < pk) => {
                     let e = self.run_end(self.pos);
                     work.push((bk.to_vec(), self.run_times(self.pos, e, &[])));
+                    pending_of.push(&[]);
                     self.pos = e;
                 }
                 (Some(bk), Some(pk)) if bk == pk => {
                     let e = self.run_end(self.pos);
                     let ts = self.run_times(self.pos, e, &self.pending[self.next].1);
                     work.push((bk.to_vec(), ts));
+                    pending_of.push(&self.pending[self.next].1);
                     self.pos = e;
                     self.next += 1;
                 }
@@ -120,6 +151,7 @@ impl<'a> WorkSource<'a> {
                         // Kept here too until the activation ends (see `restore`).
                         let mut ts = times.clone();
                         ts.sort_unstable();
+                        pending_of.push(&ts);
                         work.push((key.clone(), ts));
                     } else {
                         still_pending.insert(std::mem::take(key), std::mem::take(times));
