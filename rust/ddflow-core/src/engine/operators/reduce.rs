@@ -598,13 +598,12 @@ impl ReduceState {
             }
             // Quiet times (`reduce_quiet.rs`) are skipped only for a built-in aggregate of a
             // key that never failed (its output matched its input everywhere else).
-            if builtin && !acc.quiet_off && !self.errors.has_history(key) {
-                acc.quiet
+            acc.skip_quiet = builtin
+                && !acc.quiet_off
+                && !self.errors.has_history(key)
+                && acc
+                    .quiet
                     .load(inp.batch, rows, inp.key_width, pending_of.of(ki));
-                acc.skip_quiet = true;
-            } else {
-                acc.skip_quiet = false;
-            }
             acc.key_groups(
                 inp,
                 (ki, key),
@@ -1147,16 +1146,8 @@ impl OutputDiff {
             }
             for (id, &diff) in want.iter().enumerate() {
                 if diff != 0 {
-                    row.clear();
-                    row.extend_from_slice(key);
-                    row.extend_from_slice(&index.vals[id * ovw..(id + 1) * ovw]);
-                    output.push(row, g.time, diff);
-                    if sweep {
-                        index.sweep_push(id as u32, g.time, diff, inp.label)?;
-                    } else {
-                        index.push_entry(id as u32, g.time, diff);
-                    }
-                    emitted.push((id as u32, g.time, diff));
+                    let out = (&mut *index, &mut *row, &mut *emitted, &mut *output);
+                    emit(out, (key, ovw, sweep, inp.label), (id, g.time, diff))?;
                 }
             }
             return Ok(());
@@ -1179,20 +1170,38 @@ impl OutputDiff {
             let diff = want[id] - index.counts[id];
             want[id] = 0;
             if diff != 0 {
-                row.clear();
-                row.extend_from_slice(key);
-                row.extend_from_slice(&index.vals[id * ovw..(id + 1) * ovw]);
-                output.push(row, g.time, diff);
-                if sweep {
-                    index.sweep_push(id as u32, g.time, diff, inp.label)?;
-                } else {
-                    index.push_entry(id as u32, g.time, diff);
-                }
-                emitted.push((id as u32, g.time, diff));
+                let out = (&mut *index, &mut *row, &mut *emitted, &mut *output);
+                emit(out, (key, ovw, sweep, inp.label), (id, g.time, diff))?;
             }
         }
         Ok(())
     }
+}
+
+/// Emits the difference `diff` of row id `id` at `time` for `key` (value width `ovw`): to
+/// `output`, to the key's output index (by the sweep when it runs) and to `emitted`.
+#[inline]
+fn emit(
+    (index, row, emitted, output): (
+        &mut Indexed,
+        &mut Vec<u64>,
+        &mut Vec<(u32, Time, i64)>,
+        &mut Updates,
+    ),
+    (key, ovw, sweep, label): (&[u64], usize, bool, &str),
+    (id, time, diff): (usize, Time, i64),
+) -> Result<()> {
+    row.clear();
+    row.extend_from_slice(key);
+    row.extend_from_slice(&index.vals[id * ovw..(id + 1) * ovw]);
+    output.push(row, time, diff);
+    if sweep {
+        index.sweep_push(id as u32, time, diff, label)?;
+    } else {
+        index.push_entry(id as u32, time, diff);
+    }
+    emitted.push((id as u32, time, diff));
+    Ok(())
 }
 
 /// Whether `agg` runs in Rust (otherwise it calls back into Python in phase 2).
