@@ -1178,16 +1178,20 @@ impl OutputDiff {
     }
 }
 
+/// Where [`emit`] writes: the key's output index, a row buffer, the key's emitted
+/// differences and the activation's output.
+type EmitTo<'a> = (
+    &'a mut Indexed,
+    &'a mut Vec<u64>,
+    &'a mut Vec<(u32, Time, i64)>,
+    &'a mut Updates,
+);
+
 /// Emits the difference `diff` of row id `id` at `time` for `key` (value width `ovw`): to
 /// `output`, to the key's output index (by the sweep when it runs) and to `emitted`.
 #[inline]
 fn emit(
-    (index, row, emitted, output): (
-        &mut Indexed,
-        &mut Vec<u64>,
-        &mut Vec<(u32, Time, i64)>,
-        &mut Updates,
-    ),
+    (index, row, emitted, output): EmitTo<'_>,
     (key, ovw, sweep, label): (&[u64], usize, bool, &str),
     (id, time, diff): (usize, Time, i64),
 ) -> Result<()> {

@@ -89,7 +89,7 @@ fn random_step() -> impl Strategy<Value = Step<Up>> {
         .prop_map(|(k, v, dx, y, d, c, l)| (k, VALS[v], dx, y, d, c, l));
     step(up, 10, prop_oneof![3 => Just(0u64), 2 => 1u64..4]).prop_map(|mut s| {
         // Frontier moves of up to 6 rounds, so that cancelling updates share a batch.
-        s.advance = s.advance * 2;
+        s.advance *= 2;
         s
     })
 }
