@@ -32,7 +32,7 @@ use super::reduce_history::Histories;
 use super::reduce_index::Indexed;
 use super::reduce_python::PyGroups;
 use super::reduce_rows::{self, RowsKey, RowsScratch};
-use super::reduce_work::{chunk_keys, WorkSource};
+use super::reduce_work::{chunk_keys, WorkSource, CHUNK_TIMES};
 use super::{Operator, Output, RunCtx};
 use crate::encoding::DType;
 use crate::engine::arrangement::{Arrangement, Reader};
@@ -191,8 +191,8 @@ pub struct ReduceState {
     pub errors: ReduceErrors,
     /// Running input totals of large keys of linear aggregates (`reduce_cache.rs`).
     pub cache: TotalsCache,
-    /// Keys per chunk of an activation (`reduce_work.rs`).
-    chunk_keys: usize,
+    /// Keys and times per chunk of an activation (`reduce_work.rs`).
+    chunk: (usize, usize),
     /// Output updates per new time of the last chunk with distinct times: sizes the next
     /// chunk's output room ([`reserve_output`]).
     rate: OutputRate,
@@ -368,15 +368,16 @@ impl ReduceState {
             scratch: Scratch::with_sweep_min(sweep_min_work()),
             errors: Default::default(),
             cache: TotalsCache::new(carry_min_history()),
-            chunk_keys: chunk_keys(),
+            chunk: (chunk_keys(), CHUNK_TIMES),
             rate: OutputRate::START,
         }
     }
 
-    /// Sets the keys per chunk (tests compare chunked activations with whole ones).
+    /// Sets the keys and times per chunk (tests compare chunked activations with whole
+    /// ones).
     #[cfg(test)]
-    pub(super) fn set_chunk_keys(&mut self, n: usize) {
-        self.chunk_keys = n.max(1);
+    pub(super) fn set_chunk(&mut self, keys: usize, times: usize) {
+        self.chunk = (keys.max(1), times.max(1));
     }
 
     /// Sets the row-sweep threshold (tests compare the row sweep with the general path).
@@ -421,7 +422,8 @@ impl ReduceState {
         result
     }
 
-    /// Phases 1-3 over the keys with work, a chunk of at most `chunk_keys` keys at a time
+    /// Phases 1-3 over the keys with work, a chunk of keys at a time (at most `chunk`'s keys and, past its
+    /// first key, times)
     /// (`reduce_work.rs`); the output of every chunk is consolidated and added to the output
     /// trace at the end, so a failure in a later chunk leaves the trace as it was.
     fn activate_inner(
@@ -447,7 +449,7 @@ impl ReduceState {
         let mut output = Updates::new(self.out.width);
         let mut result = Ok(());
         while !src.is_done() {
-            src.next_chunk(self.chunk_keys, inp.frontier, &mut work, still_pending);
+            src.next_chunk(self.chunk, inp.frontier, &mut work, still_pending);
             let reserved = reserve_output(&mut output, &work, self.rate);
             let before = output.len();
             let mut py = PyGroups::default();
