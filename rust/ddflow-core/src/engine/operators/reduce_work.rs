@@ -62,6 +62,13 @@ impl<'a> WorkSource<'a> {
         }
     }
 
+    /// At least as many as the times of the keys not handed out yet: the batch's rows left
+    /// (one time each) and the pending times not looked at.
+    pub(super) fn times_bound(&self) -> usize {
+        let pending: usize = self.pending[self.next..].iter().map(|(_, t)| t.len()).sum();
+        (self.batch.len() - self.pos.min(self.batch.len())) + pending
+    }
+
     /// Whether every key has been handed out.
     pub(super) fn is_done(&self) -> bool {
         self.pos >= self.batch.len() && self.next >= self.pending.len()
