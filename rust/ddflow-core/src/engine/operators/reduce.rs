@@ -33,7 +33,7 @@ use super::reduce_index::Indexed;
 use super::reduce_python::PyGroups;
 use super::reduce_quiet::{take_back, Quiet};
 use super::reduce_rows::{self, RowsKey, RowsScratch};
-use super::reduce_work::{chunk_keys, PendingOf, WorkSource};
+use super::reduce_work::{chunk_keys, PendingOf, WorkSource, CHUNK_TIMES};
 use super::{Operator, Output, RunCtx};
 use crate::encoding::DType;
 use crate::engine::arrangement::{Arrangement, Reader};
@@ -192,8 +192,8 @@ pub struct ReduceState {
     pub errors: ReduceErrors,
     /// Running input totals of large keys of linear aggregates (`reduce_cache.rs`).
     pub cache: TotalsCache,
-    /// Keys per chunk of an activation (`reduce_work.rs`).
-    chunk_keys: usize,
+    /// Keys and times per chunk of an activation (`reduce_work.rs`).
+    chunk: (usize, usize),
     /// Output updates per new time of the last chunk with distinct times: sizes the next
     /// chunk's output room ([`reserve_output`]).
     rate: OutputRate,
@@ -369,15 +369,16 @@ impl ReduceState {
             scratch: Scratch::with_sweep_min(sweep_min_work()),
             errors: Default::default(),
             cache: TotalsCache::new(carry_min_history()),
-            chunk_keys: chunk_keys(),
+            chunk: (chunk_keys(), CHUNK_TIMES),
             rate: OutputRate::START,
         }
     }
 
-    /// Sets the keys per chunk (tests compare chunked activations with whole ones).
+    /// Sets the keys and times per chunk (tests compare chunked activations with whole
+    /// ones).
     #[cfg(test)]
-    pub(super) fn set_chunk_keys(&mut self, n: usize) {
-        self.chunk_keys = n.max(1);
+    pub(super) fn set_chunk(&mut self, keys: usize, times: usize) {
+        self.chunk = (keys.max(1), times.max(1));
     }
 
     /// Sets the 2-D sweep threshold of phases 1 and 3 (tests send every key to the sweep).
@@ -435,7 +436,8 @@ impl ReduceState {
         result
     }
 
-    /// Phases 1-3 over the keys with work, a chunk of at most `chunk_keys` keys at a time
+    /// Phases 1-3 over the keys with work, a chunk of keys at a time (at most `chunk`'s keys and, past its
+    /// first key, times)
     /// (`reduce_work.rs`); the output of every chunk is consolidated and added to the output
     /// trace at the end, so a failure in a later chunk leaves the trace as it was.
     fn activate_inner(
@@ -460,15 +462,17 @@ impl ReduceState {
         };
         let mut output = Updates::new(self.out.width);
         let mut result = Ok(());
+        let mut left = src.times_bound();
         while !src.is_done() {
             src.next_chunk(
-                self.chunk_keys,
+                self.chunk,
                 inp.frontier,
                 &mut work,
                 &mut sc.pending_of,
                 still_pending,
             );
-            let reserved = reserve_output(&mut output, &work, self.rate);
+            left = left.saturating_sub(work.iter().map(|(_, t)| t.len()).sum());
+            let reserved = reserve_output(&mut output, &work, self.rate, left);
             let before = output.len();
             let mut py = PyGroups::default();
             result = self
@@ -1250,10 +1254,17 @@ impl OutputRate {
 /// fills. Only when the chunk's new times differ (a load at one time keeps one time and a
 /// count): then returns the number of new times, which with the updates the chunk emitted
 /// is the rate for the next chunk.
+///
+/// The output grows over all of an activation's chunks. Once the rate is known (not
+/// [`OutputRate::START`]), a chunk whose room does not fit the vectors' capacity makes room
+/// for the times `left` to the later chunks as well: a key with many times is a chunk of its
+/// own, and the `count` micro-case's 20 keys of 8,000 times each regrew the output (a copy
+/// onto fresh pages) at every other chunk.
 fn reserve_output(
     output: &mut Updates,
     work: &[(Vec<u64>, Vec<Time>)],
     rate: OutputRate,
+    left: usize,
 ) -> Option<usize> {
     let n: usize = work.iter().map(|(_, t)| t.len()).sum();
     let first = work.iter().find_map(|(_, t)| t.first());
@@ -1261,7 +1272,10 @@ fn reserve_output(
     if !distinct {
         return None;
     }
-    let extra = rate.room(n);
+    let mut extra = rate.room(n);
+    if rate != OutputRate::START && output.len() + extra > output.diffs.capacity() {
+        extra = rate.room(n.saturating_add(left));
+    }
     output.rows.reserve(extra * output.width);
     output.diffs.reserve(extra);
     output.times.make_mut().reserve(extra);
@@ -1291,16 +1305,16 @@ mod tests {
         let mut out = Updates::new(2);
         let start = OutputRate::START;
         assert_eq!(
-            reserve_output(&mut out, &work(&[&[3, 3], &[3]]), start),
+            reserve_output(&mut out, &work(&[&[3, 3], &[3]]), start, 0),
             None
         );
         assert!(out.times.capacity() <= 1 && out.rows.capacity() == 0);
-        assert_eq!(reserve_output(&mut out, &work(&[]), start), None);
+        assert_eq!(reserve_output(&mut out, &work(&[]), start, 0), None);
         assert!(out.times.capacity() <= 1 && out.rows.capacity() == 0);
         // Distinct times, in one key or across keys: room for 2 per time, pushes unchanged.
         for w in [work(&[&[1, 2], &[2]]), work(&[&[1], &[2], &[1]])] {
             let mut out = Updates::new(2);
-            assert_eq!(reserve_output(&mut out, &w, OutputRate::START), Some(3));
+            assert_eq!(reserve_output(&mut out, &w, OutputRate::START, 0), Some(3));
             assert!(out.times.capacity() >= 6, "{}", out.times.capacity());
             assert!(out.rows.capacity() >= 12 && out.diffs.capacity() >= 6);
             assert!(out.is_empty());
@@ -1323,9 +1337,59 @@ mod tests {
         // A reduce that emitted nothing for its last chunk's times reserves nothing.
         let mut out = Updates::new(2);
         let w = work(&[&[1, 2, 3, 4], &[5, 6, 7, 8]]);
-        assert_eq!(reserve_output(&mut out, &w, rate(0, 5)), Some(8));
+        assert_eq!(reserve_output(&mut out, &w, rate(0, 5), 0), Some(8));
         assert_eq!(out.diffs.capacity(), 0);
-        assert_eq!(reserve_output(&mut out, &w, rate(1, 2)), Some(8));
+        assert_eq!(reserve_output(&mut out, &w, rate(1, 2), 0), Some(8));
         assert!(out.diffs.capacity() >= 4 && out.rows.capacity() >= 8);
+    }
+
+    #[test]
+    fn output_room_for_the_later_chunks_once_the_rate_is_known() {
+        let w = work(&[&[1, 2, 3, 4]]);
+        let fill = |out: &mut Updates, n: u64| {
+            for t in 0..n {
+                out.push(&[t, t], Time::scalar(t), 1);
+            }
+        };
+        // The rate known and the room not fitting: room for the 100 later times too.
+        let mut out = Updates::new(2);
+        out.diffs.reserve_exact(10);
+        fill(&mut out, 10);
+        let cap = out.diffs.capacity();
+        let two = OutputRate {
+            updates: 4,
+            times: 2,
+        };
+        assert_eq!(reserve_output(&mut out, &w, two, 100), Some(4));
+        assert!(
+            out.diffs.capacity() >= 10 + 208,
+            "{} (was {cap})",
+            out.diffs.capacity()
+        );
+        assert!(out.rows.capacity() >= 2 * (10 + 208) && out.times.capacity() >= 10 + 208);
+        // The room fitting: nothing more.
+        let before = out.diffs.capacity();
+        assert_eq!(
+            reserve_output(
+                &mut out,
+                &w,
+                OutputRate {
+                    updates: 1,
+                    times: 1
+                },
+                1 << 20
+            ),
+            Some(4)
+        );
+        assert_eq!(out.diffs.capacity(), before);
+        // Nothing seen yet (the start rate): room for this chunk only.
+        let mut out = Updates::new(2);
+        fill(&mut out, 10);
+        out.diffs.shrink_to_fit();
+        assert_eq!(
+            reserve_output(&mut out, &w, OutputRate::START, 100),
+            Some(4)
+        );
+        assert!(out.diffs.capacity() >= 18 && out.diffs.capacity() < 10 + 208);
     }
 }
