@@ -543,13 +543,12 @@ impl ReduceState {
         for (ki, (key, new_times)) in work.iter().enumerate() {
             // Per key: a hot key's histories and candidate times can grow without bound.
             crate::memory::check()?;
-            let rows = batch_keys.range(key);
             if carries
                 && !self.cache.is_empty()
                 && self.carried_chain_key(
                     inp,
                     (key, new_times),
-                    rows,
+                    batch_keys.range(key),
                     (hist, reader_out),
                     &mut acc.chain,
                     output,
@@ -605,9 +604,12 @@ impl ReduceState {
             acc.skip_quiet = builtin
                 && !acc.quiet_off
                 && !self.errors.has_history(key)
-                && acc
-                    .quiet
-                    .load(inp.batch, rows, inp.key_width, pending_of.of(ki));
+                && acc.quiet.load(
+                    inp.batch,
+                    pending_of.rows(ki),
+                    inp.key_width,
+                    pending_of.of(ki),
+                );
             acc.key_groups(
                 inp,
                 (ki, key),

@@ -37,12 +37,15 @@ pub fn chunk_keys() -> usize {
         .unwrap_or(CHUNK_KEYS)
 }
 
-/// The pending times of each key of a chunk's work (empty for a key with none), flat.
+/// Per key of a chunk's work: its rows in the batch and, if it has two or more (only such a
+/// key can have quiet times, `reduce_quiet.rs`), its pending times, flat.
 #[derive(Default)]
 pub(super) struct PendingOf {
     times: Vec<Time>,
     /// `offs[i]..offs[i + 1]`: the work's key `i`'s times in `times`.
     offs: Vec<usize>,
+    /// The work's key `i`'s batch rows `rows[i].0..rows[i].1`.
+    rows: Vec<(usize, usize)>,
 }
 
 impl PendingOf {
@@ -50,16 +53,26 @@ impl PendingOf {
         self.times.clear();
         self.offs.clear();
         self.offs.push(0);
+        self.rows.clear();
     }
 
-    fn push(&mut self, times: &[Time]) {
-        self.times.extend_from_slice(times);
+    fn push(&mut self, (lo, hi): (usize, usize), times: &[Time]) {
+        if hi - lo > 1 {
+            self.times.extend_from_slice(times);
+        }
         self.offs.push(self.times.len());
+        self.rows.push((lo, hi));
     }
 
-    /// The pending times of the chunk's key `i` (in the order they were pending).
+    /// The pending times of the chunk's key `i` (in the order they were pending) if it has
+    /// two batch rows or more, else none.
     pub(super) fn of(&self, i: usize) -> &[Time] {
         &self.times[self.offs[i]..self.offs[i + 1]]
+    }
+
+    /// The batch rows of the chunk's key `i`.
+    pub(super) fn rows(&self, i: usize) -> (usize, usize) {
+        self.rows[i]
     }
 }
 
@@ -151,7 +164,7 @@ impl<'a> WorkSource<'a> {
                     let ts = self.run_times(self.pos, e, &[]);
                     chunk_times += ts.len();
                     work.push((bk.to_vec(), ts));
-                    pending_of.push(&[]);
+                    pending_of.push((self.pos, e), &[]);
                     self.pos = e;
                 }
                 (Some(bk), Some(pk)) if bk == pk => {
@@ -159,7 +172,7 @@ impl<'a> WorkSource<'a> {
                     let ts = self.run_times(self.pos, e, &self.pending[self.next].1);
                     chunk_times += ts.len();
                     work.push((bk.to_vec(), ts));
-                    pending_of.push(&self.pending[self.next].1);
+                    pending_of.push((self.pos, e), &self.pending[self.next].1);
                     self.pos = e;
                     self.next += 1;
                 }
@@ -170,7 +183,7 @@ impl<'a> WorkSource<'a> {
                         let mut ts = times.clone();
                         ts.sort_unstable();
                         chunk_times += ts.len();
-                        pending_of.push(&ts);
+                        pending_of.push((0, 0), &ts);
                         work.push((key.clone(), ts));
                     } else {
                         still_pending.insert(std::mem::take(key), std::mem::take(times));
