@@ -3,6 +3,7 @@
 //! moves (see "Scheduling: passes" in `ENGINE.md`).
 
 use super::compaction::{compact_worker, CompactCtx};
+use super::pass_profile::thread_nanos;
 use super::plan::Op;
 use super::worker::{PassCtx, Worker};
 use super::{exchange, progress, Engine};
@@ -30,6 +31,8 @@ struct Ran {
     did: bool,
     /// The trace's idle merge work (after a trace handle moved) is finished.
     idle_done: bool,
+    /// Thread CPU time and input updates, when the passes are profiled.
+    profile: (u64, usize),
 }
 
 impl Engine {
@@ -40,6 +43,10 @@ impl Engine {
     pub fn step(&mut self) -> Result<bool> {
         self.check_not_stopped()?;
         self.passes += 1;
+        let profiling = self.pass_profile.is_some();
+        let pass_started = profiling.then(thread_nanos);
+        // The driving thread's CPU time inside activations, taken out of the time between.
+        let mut in_activations = 0u64;
         // Merges run by compaction between activations write through as activations' do.
         let write_through = self.write_through();
         let _write_through = crate::trace::spill::WriteThroughScope::new(
@@ -111,6 +118,8 @@ impl Engine {
             // Each worker's activation is followed by the compaction of the traces it reads,
             // in the same thread (both touch that worker alone).
             let run_one = |w: &mut Worker| -> Result<Ran> {
+                let started =
+                    profiling.then(|| (thread_nanos(), w.input_len(plan, trace_of, node)));
                 if !w.should_run(plan, trace_of, node, &f_in) {
                     return Ok(Ran::default());
                 }
@@ -120,34 +129,43 @@ impl Engine {
                 Ok(Ran {
                     did,
                     idle_done: idle && !still_idle,
+                    profile: started.map_or((0, 0), |(t, n)| (thread_nanos() - t, n)),
                 })
             };
-            let results: SmallVec<[Result<Ran>; 2]> = if let [only] = workers.as_mut_slice() {
-                // One worker: no load to weigh (a pass visits every node, so this is paid
-                // per node per pass).
-                std::iter::once(run_one(only)).collect()
-            } else {
+            // One worker: no load to weigh (a pass visits every node, so this is paid per
+            // node per pass).
+            let parallel = workers.len() > 1 && {
                 let load: usize = workers
                     .iter()
                     .map(|w| w.input_len(plan, trace_of, node))
                     .sum::<usize>()
                     * weight;
-                if load >= PARALLEL_MIN_UPDATES {
-                    workers
-                        .par_iter_mut()
-                        .map(run_one)
-                        .collect::<Vec<_>>()
-                        .into()
-                } else {
-                    workers.iter_mut().map(run_one).collect()
-                }
+                load >= PARALLEL_MIN_UPDATES
             };
+            let dispatched = profiling.then(thread_nanos);
+            let results: SmallVec<[Result<Ran>; 2]> = if parallel {
+                workers
+                    .par_iter_mut()
+                    .map(run_one)
+                    .collect::<Vec<_>>()
+                    .into()
+            } else {
+                workers.iter_mut().map(run_one).collect()
+            };
+            if let Some(t) = dispatched {
+                in_activations += thread_nanos() - t;
+            }
+            let mut runs: SmallVec<[(u64, usize); 2]> = SmallVec::new();
             for (w, r) in results.into_iter().enumerate() {
                 let ran = r.map_err(|e| self.stop_on_memory_limit(e))?;
                 progressed |= ran.did;
                 if ran.idle_done {
                     self.idle_merges.remove(&(w, node));
                 }
+                runs.push(ran.profile);
+            }
+            if let Some(p) = self.pass_profile.as_mut() {
+                p.record(node, parallel, &runs);
             }
             if self.workers.len() > 1 {
                 exchange::flush(&mut self.workers);
@@ -169,6 +187,10 @@ impl Engine {
             self.frontier_in[node] = f_in;
         }
         self.trim_logs();
+        if let (Some(p), Some(t)) = (self.pass_profile.as_mut(), pass_started) {
+            p.between_nanos += (thread_nanos() - t).saturating_sub(in_activations);
+            p.passes += 1;
+        }
         Ok(progressed)
     }
 
