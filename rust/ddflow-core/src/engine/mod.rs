@@ -35,6 +35,7 @@ pub mod live_columns;
 pub mod memory_limit;
 pub mod operators;
 mod outputs;
+mod parallel_cost;
 pub mod pass_profile;
 pub mod plan;
 pub mod plans;
@@ -96,6 +97,9 @@ pub struct Engine {
     write_through_dir: std::sync::OnceLock<std::sync::Arc<std::path::PathBuf>>,
     /// Where the passes' CPU time goes (`None`: not profiled; see `pass_profile.rs`).
     pass_profile: Option<pass_profile::PassProfile>,
+    /// Per node, its recent activations' cost per input update, which decides whether its
+    /// workers run in parallel threads (see `parallel_cost.rs`).
+    node_costs: Vec<parallel_cost::NodeCost>,
 }
 
 impl Engine {
@@ -155,6 +159,7 @@ impl Engine {
             spill_dir: None,
             write_through_dir: std::sync::OnceLock::new(),
             pass_profile: None,
+            node_costs: Vec::new(),
         };
         e.feed_constants(0)?;
         e.compute_frontiers();
