@@ -100,6 +100,10 @@ pub struct Engine {
     /// Per node, its recent activations' cost per input update, which decides whether its
     /// workers run in parallel threads (see `parallel_cost.rs`).
     node_costs: Vec<parallel_cost::NodeCost>,
+    /// Tests: every activation of several workers in parallel threads (`Some(true)`) or one
+    /// worker after the other (`Some(false)`) instead of by the estimate.
+    #[cfg(test)]
+    force_parallel: Option<bool>,
 }
 
 impl Engine {
@@ -160,6 +164,8 @@ impl Engine {
             write_through_dir: std::sync::OnceLock::new(),
             pass_profile: None,
             node_costs: Vec::new(),
+            #[cfg(test)]
+            force_parallel: None,
         };
         e.feed_constants(0)?;
         e.compute_frontiers();

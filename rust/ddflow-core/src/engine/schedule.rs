@@ -139,6 +139,8 @@ impl Engine {
                 SmallVec::new()
             };
             let parallel = several && node_costs[node].parallel(inputs.iter().sum(), weight);
+            #[cfg(test)]
+            let parallel = several && self.force_parallel.unwrap_or(parallel);
             let dispatched = profiling.then(thread_nanos);
             let results: SmallVec<[Result<Ran>; 2]> = if parallel {
                 workers
@@ -301,3 +303,7 @@ impl Engine {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "schedule_tests.rs"]
+mod tests;
