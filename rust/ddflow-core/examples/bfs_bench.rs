@@ -163,4 +163,13 @@ fn print_pass_profile(e: &Engine, p: &ddflow_core::engine::pass_profile::PassPro
         ms(p.critical_nanos()),
         p.passes
     );
+    let per_worker: Vec<String> = p
+        .parallel_nanos
+        .iter()
+        .map(|&ns| format!("{:.1}", ms(ns)))
+        .collect();
+    eprintln!(
+        "prof parallel activations per worker: {} ms",
+        per_worker.join(" / ")
+    );
 }

@@ -43,6 +43,9 @@ pub struct PassProfile {
     pub between_nanos: u64,
     /// Passes profiled.
     pub passes: u64,
+    /// Per worker, its CPU time in parallel activations (ns): a systematic difference
+    /// between the halves (one thread's half slower) shows here, a varying one does not.
+    pub parallel_nanos: Vec<u64>,
 }
 
 impl PassProfile {
@@ -56,6 +59,12 @@ impl PassProfile {
         let total: u64 = runs.iter().map(|r| r.0).sum();
         let updates: u64 = runs.iter().map(|r| r.1 as u64).sum();
         if parallel {
+            if self.parallel_nanos.len() < runs.len() {
+                self.parallel_nanos.resize(runs.len(), 0);
+            }
+            for (sum, r) in self.parallel_nanos.iter_mut().zip(runs) {
+                *sum += r.0;
+            }
             let long = runs.iter().map(|r| r.0).max().unwrap_or(0);
             p.parallel += 1;
             p.long_nanos += long;
@@ -112,5 +121,6 @@ mod tests {
         assert_eq!(p.nodes[2].serial_updates, 5);
         assert_eq!(p.total_nanos(), 5 + 40 + 10 + 15);
         assert_eq!(p.critical_nanos(), 5 + 30 + 10 + 8);
+        assert_eq!(p.parallel_nanos, vec![18, 37]);
     }
 }
