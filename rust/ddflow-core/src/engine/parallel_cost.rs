@@ -1,8 +1,8 @@
 //! When a node's activation is worth running its workers in parallel threads: a fork-join
 //! costs a wake-up and a barrier, so an activation goes parallel only when the work it
 //! hands the other thread is larger. The work is estimated per node from its own recent
-//! activations: the time they took per input update (a moving average), times the updates
-//! waiting now. An operator's cost per update differs by two orders of magnitude between
+//! activations: the thread CPU time they took per input update (a moving average), times the
+//! updates waiting now. An operator's cost per update differs by two orders of magnitude between
 //! operators (a `select` copies a row, a `join` seeks every input key in the other side's
 //! trace and emits its matches, a `reduce` reads each key's history), so one threshold on
 //! the input count ran cheap activations in parallel and expensive ones serially. Until a
@@ -32,8 +32,8 @@ const AVERAGE_SHIFT: u32 = 3;
 /// One node's recent cost per input update.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NodeCost {
-    /// Moving average of an activation's time per input update (picoseconds, so that
-    /// cheap operators do not round to zero); `None` until the node was timed.
+    /// Moving average of an activation's thread CPU time per input update (picoseconds, so
+    /// that cheap operators do not round to zero); `None` until the node was timed.
     picos_per_update: Option<u64>,
 }
 

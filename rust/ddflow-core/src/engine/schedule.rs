@@ -22,7 +22,7 @@ struct Ran {
     idle_done: bool,
     /// Thread CPU time and input updates, when the passes are profiled.
     profile: (u64, usize),
-    /// The activation's wall time (ns), when several workers run and it ran.
+    /// The activation's thread CPU time (ns), when several workers run and it ran.
     nanos: Option<u64>,
 }
 
@@ -117,7 +117,9 @@ impl Engine {
                 if !w.should_run(plan, trace_of, node, &f_in) {
                     return Ok(Ran::default());
                 }
-                let clock = several.then(std::time::Instant::now);
+                // Thread CPU time, so that a thread taken off a loaded machine's CPU in the
+                // middle of an activation does not make the node look costlier.
+                let clock = several.then(thread_nanos);
                 let did = w.activate(&ctx, node, &f_in)?;
                 let idle = idle_merges.contains(&(w.index, node));
                 let still_idle = compact_worker(&compact_cx, w, node, idle);
@@ -125,7 +127,7 @@ impl Engine {
                     did,
                     idle_done: idle && !still_idle,
                     profile: started.map_or((0, 0), |(t, n)| (thread_nanos() - t, n)),
-                    nanos: clock.map(|c| c.elapsed().as_nanos() as u64),
+                    nanos: clock.map(|c| thread_nanos().saturating_sub(c)),
                 })
             };
             // One worker: no load to weigh (a pass visits every node, so this is paid per
