@@ -70,7 +70,10 @@ proptest! {
     fn parallel_or_serial_activations_give_the_same_output(
         edges in prop::collection::vec((0i64..40, 0i64..40), 0..120),
         rounds in prop::collection::vec(
-            prop::collection::vec(((0i64..40, 0i64..40), prop::sample::select(vec![-1i64, 1])), 0..30),
+            prop::collection::vec(
+                ((0i64..40, 0i64..40), prop::sample::select(vec![-1i64, 1])),
+                0..30,
+            ),
             1..5,
         ),
     ) {
