@@ -41,9 +41,7 @@ import re
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
-
-import pyarrow.fs as pafs
+from typing import TYPE_CHECKING, Any
 
 from ddflow.errors import PersistenceError, PlanError
 from ddflow.persist.compact import advance, compact
@@ -51,6 +49,9 @@ from ddflow.persist.hand import Frontier, HandBatch, HandRecord, snapshot_of
 from ddflow.persist.records import Snapshot, Tick
 from ddflow.persist.segment import Segment, TruncatedSegment, decode, decode_at, encode
 from ddflow.persist.store import Store, is_uri, open_store
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 __all__ = ["Journal", "Persistence", "Restored"]
 
@@ -102,7 +103,7 @@ class Persistence:
 
     def __post_init__(self) -> None:
         _seconds(self.interval)
-        if self.filesystem is not None and not isinstance(self.filesystem, pafs.FileSystem):
+        if self.filesystem is not None and not _is_filesystem(self.filesystem):
             raise PlanError(
                 f"Persistence: filesystem must be a pyarrow.fs.FileSystem, got "
                 f"{self.filesystem!r}"
@@ -112,7 +113,9 @@ class Persistence:
     def local(self) -> bool:
         """Whether the checkpoint is in a local directory (not an object store)."""
         if self.filesystem is not None:
-            return isinstance(self.filesystem, pafs.LocalFileSystem)
+            import pyarrow.fs
+
+            return isinstance(self.filesystem, pyarrow.fs.LocalFileSystem)
         return not is_uri(os.fspath(self.path))
 
     @property
@@ -496,3 +499,11 @@ def _ahead(frontier: Frontier, logged: Frontier) -> Frontier:
 def _layer_source(name: str) -> int:
     """The source a snapshot layer's file name (``snap-<number>-<source>.seg``) is of."""
     return int(name.split("-")[2].split(".")[0])
+
+
+def _is_filesystem(value: object) -> bool:
+    """Whether ``value`` is a ``pyarrow.fs.FileSystem`` (imported here, not with ddflow: its
+    object-store bindings hold about 6 MB of every process that never opens a store)."""
+    import pyarrow.fs
+
+    return isinstance(value, pyarrow.fs.FileSystem)

@@ -26,11 +26,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import BinaryIO, Protocol
-
-import pyarrow.fs as pafs
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from ddflow.errors import PersistenceError
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 __all__ = ["LocalStore", "ObjectStore", "Store", "is_uri", "open_store"]
 
@@ -166,6 +167,8 @@ class ObjectStore:
         return PersistenceError(f"checkpoint file {self.where}/{name}: {exc}")
 
     def names(self, folder: str = "") -> list[str]:
+        import pyarrow.fs as pafs
+
         base = self._path(folder).rstrip("/")
         try:
             infos = self.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True))
@@ -220,6 +223,10 @@ def open_store(path: str, filesystem: pafs.FileSystem | None) -> Store:
     with ``filesystem``, a path in it), checked to be reachable, its bucket there."""
     if filesystem is None and not is_uri(path):
         return LocalStore(Path(path.removeprefix("file://")))
+    # Imported here, not with ddflow: its object-store bindings hold about 6 MB of every
+    # process that never opens a store.
+    import pyarrow.fs as pafs
+
     try:
         if filesystem is None:
             fs, root = pafs.FileSystem.from_uri(path)

@@ -88,7 +88,18 @@ impl Updates {
     #[inline]
     pub fn push(&mut self, row: &[u64], time: Time, diff: i64) {
         debug_assert_eq!(row.len(), self.width);
-        self.rows.extend_from_slice(row);
+        push_words(&mut self.rows, row);
+        self.times.push(time);
+        self.diffs.push(diff);
+    }
+
+    /// Appends one update whose row is `head` followed by `tail` (a key and its value),
+    /// without assembling the row elsewhere first.
+    #[inline]
+    pub fn push_parts(&mut self, head: &[u64], tail: &[u64], time: Time, diff: i64) {
+        debug_assert_eq!(head.len() + tail.len(), self.width);
+        push_words(&mut self.rows, head);
+        push_words(&mut self.rows, tail);
         self.times.push(time);
         self.diffs.push(diff);
     }
@@ -140,5 +151,51 @@ impl Updates {
         self.rows.capacity() * 8
             + self.times.capacity() * std::mem::size_of::<Time>()
             + self.diffs.capacity() * 8
+    }
+}
+
+/// Appends `words` to `v`. Rows of one or two words (a key, a count) are copied as such:
+/// `extend_from_slice` of a slice of unknown length calls `memcpy` per row, a fifth of the
+/// CPU samples of the reduce's output pushes in the `count` micro-case.
+#[inline]
+fn push_words(v: &mut Vec<u64>, words: &[u64]) {
+    match *words {
+        [] => {}
+        [a] => v.push(a),
+        [a, b] => v.extend_from_slice(&[a, b]),
+        _ => v.extend_from_slice(words),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `push_parts` and `push` of the joined row build the same batch, for rows of every
+        /// width the copies distinguish (0, 1, 2 and more words) split anywhere.
+        #[test]
+        fn push_parts_is_push_of_the_joined_row(
+            width in 0usize..5,
+            rows in prop::collection::vec(
+                (prop::collection::vec(any::<u64>(), 4), 0usize..5, 0u64..3, -2i64..3),
+                0..8,
+            )
+        ) {
+            let (mut parts, mut joined) = (Updates::new(width), Updates::new(width));
+            for (words, split, t, d) in &rows {
+                let row = &words[..width];
+                let split = (*split).min(width);
+                parts.push_parts(&row[..split], &row[split..], Time::scalar(*t), *d);
+                joined.push(row, Time::scalar(*t), *d);
+            }
+            prop_assert_eq!(&parts, &joined);
+            prop_assert_eq!(parts.rows.len(), rows.len() * width);
+            for (i, (words, _, t, d)) in rows.iter().enumerate() {
+                prop_assert_eq!(parts.row(i), &words[..width]);
+                prop_assert_eq!((parts.times[i], parts.diffs[i]), (Time::scalar(*t), *d));
+            }
+        }
     }
 }

@@ -59,16 +59,25 @@ impl History {
     /// diffs.
     pub(super) fn append(&mut self, upd: &Updates) {
         let w = upd.width;
+        // Iterators of known length (slices, `chunks_exact`), so each copy writes without a
+        // capacity check per word (see `Narrow::extend`).
         for (c, col) in self.columns.iter_mut().enumerate() {
-            col.extend(upd.rows.iter().skip(c).step_by(w).copied());
+            col.extend(upd.rows.chunks_exact(w).map(|row| row[c]));
         }
         let dims = self.dims;
-        if dims == 1 {
-            // One coordinate per time (the common case), without a division per word.
-            self.coords.extend(upd.times.iter().map(|t| t.0[0]));
-        } else {
+        if let Some(t) = upd.times.same() {
+            // One time for the whole batch: not written out to be read.
+            let n = upd.len();
             self.coords
-                .extend((0..upd.len() * dims).map(|k| upd.times[k / dims].0[k % dims]));
+                .extend((0..n * dims).map(|k| t.0[k % dims.max(1)]));
+        } else if dims == 1 {
+            // One coordinate per time (the common case), without a division per word.
+            let times: &[Time] = &upd.times;
+            self.coords.extend(times.iter().map(|t| t.0[0]));
+        } else {
+            let times: &[Time] = &upd.times;
+            self.coords
+                .extend((0..upd.len() * dims).map(|k| times[k / dims].0[k % dims]));
         }
         self.diffs.extend(upd.diffs.iter().map(|&d| d as u64));
     }

@@ -282,3 +282,47 @@ proptest! {
         prop_assert!(!strs.kept_ordered().sorted);
     }
 }
+
+proptest! {
+    /// The history keeps every completed update for times of one and of two coordinates,
+    /// batches held at one time or at many, and words that fit 32 bits or not (each column
+    /// is appended on its own: a column widens alone).
+    #[test]
+    fn history_keeps_every_update_by_column(
+        dims in 1usize..3,
+        batches in prop::collection::vec(
+            (
+                prop::collection::vec(
+                    (prop_oneof![0u64..3, Just(u64::MAX), Just(1u64 << 40)], 0u64..3, 0u64..3,
+                     prop_oneof![Just(1i64), Just(-1), Just(1 << 35)]),
+                    0..10,
+                ),
+                any::<bool>(),
+            ),
+            1..5,
+        )
+    ) {
+        let at = |outer: u64, inner: u64| match dims {
+            1 => Time::from_coords(&[outer]),
+            _ => time(outer, inner),
+        };
+        let mut cap = CaptureState::new("c", CaptureMode::History, &names(2), dims);
+        let mut all: Vec<(Vec<u64>, Time, i64)> = Vec::new();
+        for (round, (batch, one_time)) in batches.iter().enumerate() {
+            let base = round as u64 * 4;
+            let mut upd = Updates::new(2);
+            for &(a, b, t, d) in batch {
+                let t = if *one_time { at(base, 0) } else { at(base + t, t) };
+                upd.push(&[a, b], t, d);
+                all.push((vec![a, b], t, d));
+            }
+            if *one_time {
+                upd.times = crate::updates::TimeColumn::repeat(at(base, 0), upd.len());
+                prop_assert!(upd.is_empty() || upd.times.same().is_some());
+            }
+            cap.absorb(schema(), upd).unwrap();
+            cap.complete(&Antichain::from_elem(at(base + 4, 0))).unwrap();
+        }
+        prop_assert_eq!(as_map(&cap.kept().to_updates()), naive(&all, |_| true));
+    }
+}

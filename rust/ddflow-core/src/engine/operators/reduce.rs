@@ -32,7 +32,7 @@ use super::reduce_history::Histories;
 use super::reduce_index::Indexed;
 use super::reduce_python::PyGroups;
 use super::reduce_rows::{self, RowsKey, RowsScratch};
-use super::reduce_work::{chunk_keys, WorkSource};
+use super::reduce_work::{chunk_keys, WorkSource, CHUNK_TIMES};
 use super::{Operator, Output, RunCtx};
 use crate::encoding::DType;
 use crate::engine::arrangement::{Arrangement, Reader};
@@ -191,8 +191,11 @@ pub struct ReduceState {
     pub errors: ReduceErrors,
     /// Running input totals of large keys of linear aggregates (`reduce_cache.rs`).
     pub cache: TotalsCache,
-    /// Keys per chunk of an activation (`reduce_work.rs`).
-    chunk_keys: usize,
+    /// Keys and times per chunk of an activation (`reduce_work.rs`).
+    chunk: (usize, usize),
+    /// Output updates per new time of the last chunk with distinct times: sizes the next
+    /// chunk's output room ([`reserve_output`]).
+    rate: OutputRate,
 }
 
 /// Everything a reduce activation reads.
@@ -365,14 +368,16 @@ impl ReduceState {
             scratch: Scratch::with_sweep_min(sweep_min_work()),
             errors: Default::default(),
             cache: TotalsCache::new(carry_min_history()),
-            chunk_keys: chunk_keys(),
+            chunk: (chunk_keys(), CHUNK_TIMES),
+            rate: OutputRate::START,
         }
     }
 
-    /// Sets the keys per chunk (tests compare chunked activations with whole ones).
+    /// Sets the keys and times per chunk (tests compare chunked activations with whole
+    /// ones).
     #[cfg(test)]
-    pub(super) fn set_chunk_keys(&mut self, n: usize) {
-        self.chunk_keys = n.max(1);
+    pub(super) fn set_chunk(&mut self, keys: usize, times: usize) {
+        self.chunk = (keys.max(1), times.max(1));
     }
 
     /// Sets the row-sweep threshold (tests compare the row sweep with the general path).
@@ -417,7 +422,8 @@ impl ReduceState {
         result
     }
 
-    /// Phases 1-3 over the keys with work, a chunk of at most `chunk_keys` keys at a time
+    /// Phases 1-3 over the keys with work, a chunk of keys at a time (at most `chunk`'s keys and, past its
+    /// first key, times)
     /// (`reduce_work.rs`); the output of every chunk is consolidated and added to the output
     /// trace at the end, so a failure in a later chunk leaves the trace as it was.
     fn activate_inner(
@@ -442,9 +448,12 @@ impl ReduceState {
         };
         let mut output = Updates::new(self.out.width);
         let mut result = Ok(());
+        let mut left = src.times_bound();
         while !src.is_done() {
-            src.next_chunk(self.chunk_keys, inp.frontier, &mut work, still_pending);
-            reserve_output(&mut output, &work);
+            src.next_chunk(self.chunk, inp.frontier, &mut work, still_pending);
+            left = left.saturating_sub(work.iter().map(|(_, t)| t.len()).sum());
+            let reserved = reserve_output(&mut output, &work, self.rate, left);
+            let before = output.len();
             let mut py = PyGroups::default();
             result = self
                 .candidate_groups(
@@ -461,6 +470,12 @@ impl ReduceState {
                 });
             if result.is_err() {
                 break;
+            }
+            if let Some(times) = reserved {
+                self.rate = OutputRate {
+                    updates: output.len() - before,
+                    times,
+                };
             }
         }
         work.clear();
@@ -1097,23 +1112,64 @@ fn is_builtin(agg: &Agg) -> bool {
 /// a reserve is counted as live against the memory limit before anything fills it.
 const OUTPUT_ROOM_MAX: usize = 1 << 19;
 
-/// Room in `output` for two updates per new time of the chunk's keys (a retraction and an
-/// insertion: what a count or any one-row aggregate emits per time), up to
-/// [`OUTPUT_ROOM_MAX`], so that a chunk with many times does not grow its output by
-/// doubling (each regrowth copies it and touches fresh pages). The times column is written
-/// out for it only when the chunk's new times differ (a load at one time keeps one time and
-/// a count).
-fn reserve_output(output: &mut Updates, work: &[(Vec<u64>, Vec<Time>)]) {
+/// Output updates per new (key, time) a reduce emitted in its last chunk whose new times
+/// differ: a count or any one-row aggregate emits two per time (a retraction and an
+/// insertion), the `min` of an iterative BFS far fewer (most times change nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct OutputRate {
+    updates: usize,
+    times: usize,
+}
+
+impl OutputRate {
+    /// Before anything was seen: two per time.
+    const START: OutputRate = OutputRate {
+        updates: 2,
+        times: 1,
+    };
+
+    /// Updates expected for `times` new times, at most [`OUTPUT_ROOM_MAX`].
+    fn room(self, times: usize) -> usize {
+        if self.times == 0 {
+            return 0;
+        }
+        (times.saturating_mul(self.updates) / self.times).min(OUTPUT_ROOM_MAX)
+    }
+}
+
+/// Room in `output` for what the chunk's new times are expected to emit at `rate` (up to
+/// [`OUTPUT_ROOM_MAX`]), so that a chunk with many times does not grow its output by
+/// doubling (each regrowth copies it and touches fresh pages), while a reduce that emits
+/// little per time (a BFS's `min` over many batches' times) does not hold room it never
+/// fills. Only when the chunk's new times differ (a load at one time keeps one time and a
+/// count): then returns the number of new times, which with the updates the chunk emitted
+/// is the rate for the next chunk.
+///
+/// The output grows over all of an activation's chunks. Once the rate is known (not
+/// [`OutputRate::START`]), a chunk whose room does not fit the vectors' capacity makes room
+/// for the times `left` to the later chunks as well: a key with many times is a chunk of its
+/// own, and the `count` micro-case's 20 keys of 8,000 times each regrew the output (a copy
+/// onto fresh pages) at every other chunk.
+fn reserve_output(
+    output: &mut Updates,
+    work: &[(Vec<u64>, Vec<Time>)],
+    rate: OutputRate,
+    left: usize,
+) -> Option<usize> {
     let n: usize = work.iter().map(|(_, t)| t.len()).sum();
     let first = work.iter().find_map(|(_, t)| t.first());
     let distinct = first.is_some_and(|f| work.iter().any(|(_, t)| t.iter().any(|x| x != f)));
     if !distinct {
-        return;
+        return None;
     }
-    let extra = (2 * n).min(OUTPUT_ROOM_MAX);
+    let mut extra = rate.room(n);
+    if rate != OutputRate::START && output.len() + extra > output.diffs.capacity() {
+        extra = rate.room(n.saturating_add(left));
+    }
     output.rows.reserve(extra * output.width);
     output.diffs.reserve(extra);
     output.times.make_mut().reserve(extra);
+    Some(n)
 }
 
 #[cfg(test)]
@@ -1137,14 +1193,18 @@ mod tests {
     fn output_room_for_two_updates_per_time_only_when_times_differ() {
         // One time across the chunk (a load): the output keeps one time and a count.
         let mut out = Updates::new(2);
-        reserve_output(&mut out, &work(&[&[3, 3], &[3]]));
+        let start = OutputRate::START;
+        assert_eq!(
+            reserve_output(&mut out, &work(&[&[3, 3], &[3]]), start, 0),
+            None
+        );
         assert!(out.times.capacity() <= 1 && out.rows.capacity() == 0);
-        reserve_output(&mut out, &work(&[]));
+        assert_eq!(reserve_output(&mut out, &work(&[]), start, 0), None);
         assert!(out.times.capacity() <= 1 && out.rows.capacity() == 0);
         // Distinct times, in one key or across keys: room for 2 per time, pushes unchanged.
         for w in [work(&[&[1, 2], &[2]]), work(&[&[1], &[2], &[1]])] {
             let mut out = Updates::new(2);
-            reserve_output(&mut out, &w);
+            assert_eq!(reserve_output(&mut out, &w, OutputRate::START, 0), Some(3));
             assert!(out.times.capacity() >= 6, "{}", out.times.capacity());
             assert!(out.rows.capacity() >= 12 && out.diffs.capacity() >= 6);
             assert!(out.is_empty());
@@ -1155,5 +1215,71 @@ mod tests {
             assert_eq!(out.times[5], Time::scalar(5));
             assert_eq!(out.rows[10..], [5, 6]);
         }
+    }
+
+    #[test]
+    fn output_room_follows_the_last_chunks_rate() {
+        let rate = |updates, times| OutputRate { updates, times };
+        assert_eq!(rate(1, 4).room(8), 2);
+        assert_eq!(rate(0, 5).room(8), 0);
+        assert_eq!(rate(3, 0).room(8), 0);
+        assert_eq!(OutputRate::START.room(usize::MAX), OUTPUT_ROOM_MAX);
+        // A reduce that emitted nothing for its last chunk's times reserves nothing.
+        let mut out = Updates::new(2);
+        let w = work(&[&[1, 2, 3, 4], &[5, 6, 7, 8]]);
+        assert_eq!(reserve_output(&mut out, &w, rate(0, 5), 0), Some(8));
+        assert_eq!(out.diffs.capacity(), 0);
+        assert_eq!(reserve_output(&mut out, &w, rate(1, 2), 0), Some(8));
+        assert!(out.diffs.capacity() >= 4 && out.rows.capacity() >= 8);
+    }
+
+    #[test]
+    fn output_room_for_the_later_chunks_once_the_rate_is_known() {
+        let w = work(&[&[1, 2, 3, 4]]);
+        let fill = |out: &mut Updates, n: u64| {
+            for t in 0..n {
+                out.push(&[t, t], Time::scalar(t), 1);
+            }
+        };
+        // The rate known and the room not fitting: room for the 100 later times too.
+        let mut out = Updates::new(2);
+        out.diffs.reserve_exact(10);
+        fill(&mut out, 10);
+        let cap = out.diffs.capacity();
+        let two = OutputRate {
+            updates: 4,
+            times: 2,
+        };
+        assert_eq!(reserve_output(&mut out, &w, two, 100), Some(4));
+        assert!(
+            out.diffs.capacity() >= 10 + 208,
+            "{} (was {cap})",
+            out.diffs.capacity()
+        );
+        assert!(out.rows.capacity() >= 2 * (10 + 208) && out.times.capacity() >= 10 + 208);
+        // The room fitting: nothing more.
+        let before = out.diffs.capacity();
+        assert_eq!(
+            reserve_output(
+                &mut out,
+                &w,
+                OutputRate {
+                    updates: 1,
+                    times: 1
+                },
+                1 << 20
+            ),
+            Some(4)
+        );
+        assert_eq!(out.diffs.capacity(), before);
+        // Nothing seen yet (the start rate): room for this chunk only.
+        let mut out = Updates::new(2);
+        fill(&mut out, 10);
+        out.diffs.shrink_to_fit();
+        assert_eq!(
+            reserve_output(&mut out, &w, OutputRate::START, 100),
+            Some(4)
+        );
+        assert!(out.diffs.capacity() >= 18 && out.diffs.capacity() < 10 + 208);
     }
 }

@@ -50,7 +50,6 @@ pub struct ChainScratch {
     desired_rows: Vec<u64>,
     desired_counts: Vec<i64>,
     merge: Vec<(usize, bool)>,
-    row: Vec<u64>,
     /// Running totals of a `group` aggregate of counts and int64 sums / means.
     totals: RunningTotals,
     /// The input accumulation the next [`reduce_key`] starts from instead of zero (a key's
@@ -424,12 +423,8 @@ fn emit_difference(
     let (mut a, mut d) = (0, 0);
     let row_a = |i: usize| &s.acc_rows[i * ovw..(i + 1) * ovw];
     let row_d = |i: usize| &s.desired_rows[i * ovw..(i + 1) * ovw];
-    s.row.clear();
-    s.row.extend_from_slice(k.key);
-    let emit = |row: &[u64], diff: i64, out: &mut Updates, buf: &mut Vec<u64>| {
-        buf.truncate(k.key_width);
-        buf.extend_from_slice(row);
-        out.push(buf, t, diff);
+    let emit = |row: &[u64], diff: i64, out: &mut Updates| {
+        out.push_parts(k.key, row, t, diff);
     };
     while a < na || d < nd {
         let ord = if a == na {
@@ -444,11 +439,11 @@ fn emit_difference(
                 let c = s.acc_counts[a].checked_neg().ok_or_else(|| {
                     Error::Overflow(format!("{}: output count overflows int64", k.label))
                 })?;
-                emit(row_a(a), c, output, &mut s.row);
+                emit(row_a(a), c, output);
                 a += 1;
             }
             std::cmp::Ordering::Greater => {
-                emit(row_d(d), s.desired_counts[d], output, &mut s.row);
+                emit(row_d(d), s.desired_counts[d], output);
                 d += 1;
             }
             std::cmp::Ordering::Equal => {
@@ -458,7 +453,7 @@ fn emit_difference(
                         Error::Overflow(format!("{}: output count overflows int64", k.label))
                     })?;
                 if c != 0 {
-                    emit(row_d(d), c, output, &mut s.row);
+                    emit(row_d(d), c, output);
                 }
                 a += 1;
                 d += 1;

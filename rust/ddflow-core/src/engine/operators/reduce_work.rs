@@ -20,6 +20,13 @@ use crate::updates::Updates;
 /// it). 65,536 keys with one time each hold about 8 MB of work list.
 pub const CHUNK_KEYS: usize = 1 << 16;
 
+/// A chunk also ends once its keys hold this many new or complete pending times (a key
+/// with more is a chunk of its own). Phase 1 evaluates each key at its interesting times,
+/// a multiple of these, and the desired groups, histories and work list grow with them:
+/// on the 1k/2k BFS at batches of 10,000 the `min` had ~100,000 new times on its 1,000
+/// keys in one activation, whose groups alone took 10 MB at once.
+pub const CHUNK_TIMES: usize = 1 << 12;
+
 /// The chunk size of reduces built now: `DDFLOW_REDUCE_CHUNK_KEYS` if set to a positive
 /// integer (tests set 1 so that every key is its own chunk), else [`CHUNK_KEYS`].
 pub fn chunk_keys() -> usize {
@@ -55,6 +62,13 @@ impl<'a> WorkSource<'a> {
         }
     }
 
+    /// At least as many as the times of the keys not handed out yet: the batch's rows left
+    /// (one time each) and the pending times not looked at.
+    pub(super) fn times_bound(&self) -> usize {
+        let pending: usize = self.pending[self.next..].iter().map(|(_, t)| t.len()).sum();
+        (self.batch.len() - self.pos.min(self.batch.len())) + pending
+    }
+
     /// Whether every key has been handed out.
     pub(super) fn is_done(&self) -> bool {
         self.pos >= self.batch.len() && self.next >= self.pending.len()
@@ -86,30 +100,35 @@ impl<'a> WorkSource<'a> {
     }
 
     /// Appends to `work` (cleared first) the next keys with work, at most `max_keys` of
-    /// them, in key order: each with its new times and complete or not pending times,
-    /// sorted. Pending keys passed without a complete time go to `still_pending`.
+    /// them, ending once they hold `max_times` times (at least one key), in key order: each with
+    /// its new times and complete or not pending times, sorted. Pending keys passed
+    /// without a complete time go to `still_pending`.
     pub(super) fn next_chunk(
         &mut self,
-        max_keys: usize,
+        (max_keys, max_times): (usize, usize),
         frontier: &Antichain<Time>,
         work: &mut Vec<(Vec<u64>, Vec<Time>)>,
         still_pending: &mut Pending,
     ) {
         work.clear();
         let n = self.batch.len();
-        while work.len() < max_keys.max(1) {
+        let mut chunk_times = 0;
+        while work.len() < max_keys.max(1) && chunk_times < max_times {
             let batch_next = (self.pos < n).then(|| self.batch_key(self.pos));
             let pend_next = self.pending.get(self.next).map(|(k, _)| k.as_slice());
             match (batch_next, pend_next) {
                 (None, None) => break,
                 (Some(bk), p) if p.is_none_or(|pk| bk < pk) => {
                     let e = self.run_end(self.pos);
-                    work.push((bk.to_vec(), self.run_times(self.pos, e, &[])));
+                    let ts = self.run_times(self.pos, e, &[]);
+                    chunk_times += ts.len();
+                    work.push((bk.to_vec(), ts));
                     self.pos = e;
                 }
                 (Some(bk), Some(pk)) if bk == pk => {
                     let e = self.run_end(self.pos);
                     let ts = self.run_times(self.pos, e, &self.pending[self.next].1);
+                    chunk_times += ts.len();
                     work.push((bk.to_vec(), ts));
                     self.pos = e;
                     self.next += 1;
@@ -120,6 +139,7 @@ impl<'a> WorkSource<'a> {
                         // Kept here too until the activation ends (see `restore`).
                         let mut ts = times.clone();
                         ts.sort_unstable();
+                        chunk_times += ts.len();
                         work.push((key.clone(), ts));
                     } else {
                         still_pending.insert(std::mem::take(key), std::mem::take(times));

@@ -36,15 +36,15 @@ type Up = (u64, i64, u64, u64, i64);
 /// Per activation: the output updates `(row, time, diff)` and the error updates (sorted).
 type Emitted = (Vec<Vec<(Vec<u64>, Time, i64)>>, Vec<Vec<String>>);
 
-fn run(agg: &Agg, steps: &[Step<Up>], chunk: usize) -> Emitted {
+fn run(agg: &Agg, steps: &[Step<Up>], chunk: (usize, usize)) -> Emitted {
     run_releasing(agg, steps, chunk, false)
 }
 
 /// As [`run`]; with `release`, the activation buffers are freed after every activation.
-fn run_releasing(agg: &Agg, steps: &[Step<Up>], chunk: usize, release: bool) -> Emitted {
+fn run_releasing(agg: &Agg, steps: &[Step<Up>], chunk: (usize, usize), release: bool) -> Emitted {
     let mut input = Arrangement::new(1, 2);
     let mut st = ReduceState::new(1);
-    st.set_chunk_keys(chunk);
+    st.set_chunk(chunk.0, chunk.1);
     let (mut upper, mut reduce_at) = (0u64, 0u64);
     let (mut outs, mut errs) = (Vec::new(), Vec::new());
     for step in steps {
@@ -89,17 +89,21 @@ fn random_step() -> impl Strategy<Value = Step<Up>> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
-    /// Chunks of 1, 2 or 3 keys change no output or error update, with the last step
-    /// closing the reduce's lag (every pending time is then processed).
+    /// Chunks of 1, 2 or 3 keys, or ended after 1 to 7 times, change no output or error
+    /// update, with the last step closing the reduce's lag (every pending time is then
+    /// processed).
     #[test]
     fn chunks_change_nothing(
         kind in 0usize..6,
         mut steps in prop::collection::vec(random_step(), 1..12),
-        chunk in 1usize..4,
+        chunk in prop_oneof![
+            (1usize..4).prop_map(|k| (k, usize::MAX)),
+            (1usize..8).prop_map(|t| (usize::MAX, t)),
+        ],
     ) {
         steps.push(Step::closing());
         let agg = agg(kind);
-        let want = run(&agg, &steps, usize::MAX);
+        let want = run(&agg, &steps, (usize::MAX, usize::MAX));
         prop_assert_eq!(run(&agg, &steps, chunk), want);
     }
 
@@ -109,7 +113,7 @@ proptest! {
     fn releasing_buffers_changes_nothing(
         kind in 0usize..6,
         mut steps in prop::collection::vec(random_step(), 1..12),
-        chunk in prop_oneof![Just(2usize), Just(usize::MAX)],
+        chunk in prop_oneof![Just((2usize, usize::MAX)), Just((usize::MAX, 3)), Just((usize::MAX, usize::MAX))],
     ) {
         steps.push(Step::closing());
         let agg = agg(kind);
