@@ -64,9 +64,7 @@ fn main() {
     let counts = std::env::var_os("DDFLOW_COUNTS").is_some();
     let plan = Plan::from_json(&if counts { bfs_counts() } else { bfs_plan() }).expect("plan");
     let mut e = Engine::new(plan, workers, Arc::new(NoCallbacks)).expect("engine");
-    let profile = std::env::var_os("DDFLOW_PROFILE").is_some();
-    e.set_logging(profile);
-    e.set_pass_profile(profile);
+    e.set_logging(std::env::var_os("DDFLOW_PROFILE").is_some());
     let t0 = Instant::now();
     e.push(1, vec![int_col(vec![0])], vec![Time::scalar(0)], vec![1])
         .unwrap();
@@ -84,8 +82,6 @@ fn main() {
     e.advance_input(1, Time::scalar(1)).unwrap();
     e.run_until(Time::scalar(1)).unwrap();
     let load = t0.elapsed();
-    // The pass profile covers the update phase only.
-    e.take_pass_profile();
     let t1 = Instant::now();
     let mut done = 0;
     let mut time = 1u64;
@@ -137,9 +133,6 @@ fn main() {
             ns as f64 / 1e6
         );
     }
-    if let Some(p) = e.take_pass_profile() {
-        print_pass_profile(&e, &p);
-    }
     println!(
         "load {:.3}s, {} updates in {:.3}s: {:.0} updates/s, {} passes, {} trace bytes",
         load.as_secs_f64(),
@@ -148,53 +141,5 @@ fn main() {
         rounds as f64 / el.as_secs_f64(),
         e.passes(),
         e.heap_bytes()
-    );
-}
-
-/// Where the update phase's pass CPU time went (see `engine/pass_profile.rs`): per node the
-/// activations run one worker after the other and those run in parallel (longer / shorter
-/// half), then the critical path against the total.
-fn print_pass_profile(e: &Engine, p: &ddflow_core::engine::pass_profile::PassProfile) {
-    let ms = |ns: u64| ns as f64 / 1e6;
-    eprintln!(
-        "pass profile, thread CPU: node, serial: count ms updates; parallel: count longer/shorter ms updates"
-    );
-    for (node, n) in p.nodes.iter().enumerate() {
-        if n.serial + n.parallel == 0 {
-            continue;
-        }
-        eprintln!(
-            "prof {node:>2} {:<18} serial {:>6} {:>8.1} ms {:>9} upd; parallel {:>6} {:>8.1}/{:>8.1} ms {:>9} upd",
-            e.plan().nodes[node].op_name(),
-            n.serial,
-            ms(n.serial_nanos),
-            n.serial_updates,
-            n.parallel,
-            ms(n.long_nanos),
-            ms(n.short_nanos),
-            n.parallel_updates,
-        );
-    }
-    let serial: u64 = p.nodes.iter().map(|n| n.serial_nanos).sum();
-    let long: u64 = p.nodes.iter().map(|n| n.long_nanos).sum();
-    let short: u64 = p.nodes.iter().map(|n| n.short_nanos).sum();
-    eprintln!(
-        "prof total {:.1} ms: serial activations {:.1}, parallel longer {:.1} shorter {:.1}, between {:.1}; critical path {:.1} ms; {} passes",
-        ms(p.total_nanos()),
-        ms(serial),
-        ms(long),
-        ms(short),
-        ms(p.between_nanos),
-        ms(p.critical_nanos()),
-        p.passes
-    );
-    let per_worker: Vec<String> = p
-        .parallel_nanos
-        .iter()
-        .map(|&ns| format!("{:.1}", ms(ns)))
-        .collect();
-    eprintln!(
-        "prof parallel activations per worker: {} ms",
-        per_worker.join(" / ")
     );
 }

@@ -175,7 +175,7 @@ pub fn trim_slack() -> bool {
 
 /// Which CPU clock [`cpu_time`] reads.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Clock {
+enum Clock {
     /// Every thread of the process.
     Process,
     /// The calling thread (a trim runs on it alone).
@@ -184,7 +184,7 @@ pub(super) enum Clock {
 
 /// CPU time used so far by the process or the calling thread (`clock_gettime`).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-pub(super) fn cpu_time(clock: Clock) -> Duration {
+fn cpu_time(clock: Clock) -> Duration {
     #[repr(C)]
     struct Timespec {
         tv_sec: std::ffi::c_long,
@@ -213,7 +213,7 @@ pub(super) fn cpu_time(clock: Clock) -> Duration {
 /// CPU time: unknown off Linux with glibc, where the resident size is unknown too (so
 /// [`trim_slack`] never gets as far as asking).
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-pub(super) fn cpu_time(_: Clock) -> Duration {
+fn cpu_time(_: Clock) -> Duration {
     Duration::ZERO
 }
 

@@ -18,7 +18,7 @@
 //! [`schedule`] (passes and the `run*` loops), [`progress`] (frontiers from pointstamps),
 //! [`compaction`] (trace compaction and trace handles), [`exchange`] (routing between
 //! workers), [`attach`] (plans attached to a running engine) and [`outputs`] (captures,
-//! error updates, the log, the [`pass_profile`]) and [`memory_limit`] (the limit checks and the error that stops a
+//! error updates, the log) and [`memory_limit`] (the limit checks and the error that stops a
 //! run). [`worker`] drives the [`operators`] of one key shard.
 
 pub mod arrangement;
@@ -35,8 +35,6 @@ pub mod live_columns;
 pub mod memory_limit;
 pub mod operators;
 mod outputs;
-mod parallel_cost;
-pub mod pass_profile;
 pub mod plan;
 pub mod plans;
 pub mod progress;
@@ -95,15 +93,6 @@ pub struct Engine {
     spill_dir: Option<std::path::PathBuf>,
     /// The spill directory merges write through to, resolved once (see `spill.rs`).
     write_through_dir: std::sync::OnceLock<std::sync::Arc<std::path::PathBuf>>,
-    /// Where the passes' CPU time goes (`None`: not profiled; see `pass_profile.rs`).
-    pass_profile: Option<pass_profile::PassProfile>,
-    /// Per node, its recent activations' cost per input update, which decides whether its
-    /// workers run in parallel threads (see `parallel_cost.rs`).
-    node_costs: Vec<parallel_cost::NodeCost>,
-    /// Tests: every activation of several workers in parallel threads (`Some(true)`) or one
-    /// worker after the other (`Some(false)`) instead of by the estimate.
-    #[cfg(test)]
-    force_parallel: Option<bool>,
 }
 
 impl Engine {
@@ -162,10 +151,6 @@ impl Engine {
             stopped: None,
             spill_dir: None,
             write_through_dir: std::sync::OnceLock::new(),
-            pass_profile: None,
-            node_costs: Vec::new(),
-            #[cfg(test)]
-            force_parallel: None,
         };
         e.feed_constants(0)?;
         e.compute_frontiers();

@@ -178,17 +178,6 @@ impl Engine {
         }
     }
 
-    /// Starts (or stops) recording where the passes' CPU time goes (see `pass_profile.rs`).
-    pub fn set_pass_profile(&mut self, on: bool) {
-        self.pass_profile = on.then(Default::default);
-    }
-
-    /// The pass profile recorded since it was turned on or last taken (`None`: off); the
-    /// recording goes on from zero.
-    pub fn take_pass_profile(&mut self) -> Option<super::pass_profile::PassProfile> {
-        self.pass_profile.as_mut().map(std::mem::take)
-    }
-
     pub(super) fn trim_logs(&mut self) {
         let max = self.max_log;
         for w in self.workers.iter_mut() {

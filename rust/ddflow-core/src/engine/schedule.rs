@@ -3,8 +3,6 @@
 //! moves (see "Scheduling: passes" in `ENGINE.md`).
 
 use super::compaction::{compact_worker, CompactCtx};
-use super::parallel_cost::REDUCE_LOAD_WEIGHT;
-use super::pass_profile::thread_nanos;
 use super::plan::Op;
 use super::worker::{PassCtx, Worker};
 use super::{exchange, progress, Engine};
@@ -13,6 +11,18 @@ use crate::lattice::{Antichain, PartialOrder, Time};
 use rayon::prelude::*;
 use smallvec::SmallVec;
 
+/// Below this many input updates (summed over workers) a node runs on the workers one after
+/// the other: a fork-join across threads costs more than it saves. Measured with
+/// `bfs_bench ... 1000 ... 2` (2 workers, batches of 1,000): 512 gave 1.2-1.5x over one
+/// worker on the 1k/2k, 100k/1M and 1M/10M graphs; 4,096 gave none.
+const PARALLEL_MIN_UPDATES: usize = 512;
+
+/// A reduce's input update costs several times an update of the other operators, so a
+/// reduce goes parallel at fewer updates. `bfs_bench NODES EDGES BATCH ROUNDS 2`, updates/s
+/// (weight 1 / 4 / 8): 1k/2k batches of 10: 14.4k / 13.9k / 13.2k; batches of 1,000:
+/// 34.4k / 35.4k / 36.6k; 100k/1M batches of 1,000: 67.3k / 73.0k / 73.3k (two runs each).
+const REDUCE_LOAD_WEIGHT: usize = 4;
+
 /// What one worker's activation of a node did.
 #[derive(Default)]
 struct Ran {
@@ -20,10 +30,6 @@ struct Ran {
     did: bool,
     /// The trace's idle merge work (after a trace handle moved) is finished.
     idle_done: bool,
-    /// Thread CPU time and input updates, when the passes are profiled.
-    profile: (u64, usize),
-    /// The activation's thread CPU time (ns), when several workers run and it ran.
-    nanos: Option<u64>,
 }
 
 impl Engine {
@@ -34,10 +40,6 @@ impl Engine {
     pub fn step(&mut self) -> Result<bool> {
         self.check_not_stopped()?;
         self.passes += 1;
-        let profiling = self.pass_profile.is_some();
-        let pass_started = profiling.then(thread_nanos);
-        // The driving thread's CPU time inside activations, taken out of the time between.
-        let mut in_activations = 0u64;
         // Merges run by compaction between activations write through as activations' do.
         let write_through = self.write_through();
         let _write_through = crate::trace::spill::WriteThroughScope::new(
@@ -66,7 +68,6 @@ impl Engine {
             }
         }
         let n = self.plan.nodes.len();
-        self.node_costs.resize(n, Default::default());
         // Nodes run in plan order; each runs on every worker (in parallel threads when there
         // is enough input to pay for it) before the next, and data for other workers is
         // delivered right away, so frontiers can be refreshed node by node as with one worker.
@@ -84,7 +85,6 @@ impl Engine {
                 memory_limit,
                 handles,
                 idle_merges,
-                node_costs,
                 ..
             } = self;
             let ctx = PassCtx {
@@ -110,66 +110,44 @@ impl Engine {
             let idle_merges = &*idle_merges;
             // Each worker's activation is followed by the compaction of the traces it reads,
             // in the same thread (both touch that worker alone).
-            let several = workers.len() > 1;
             let run_one = |w: &mut Worker| -> Result<Ran> {
-                let started =
-                    profiling.then(|| (thread_nanos(), w.input_len(plan, trace_of, node, &f_in)));
                 if !w.should_run(plan, trace_of, node, &f_in) {
                     return Ok(Ran::default());
                 }
-                // Thread CPU time, so that a thread taken off a loaded machine's CPU in the
-                // middle of an activation does not make the node look costlier.
-                let clock = several.then(thread_nanos);
                 let did = w.activate(&ctx, node, &f_in)?;
                 let idle = idle_merges.contains(&(w.index, node));
                 let still_idle = compact_worker(&compact_cx, w, node, idle);
                 Ok(Ran {
                     did,
                     idle_done: idle && !still_idle,
-                    profile: started.map_or((0, 0), |(t, n)| (thread_nanos() - t, n)),
-                    nanos: clock.map(|c| thread_nanos().saturating_sub(c)),
                 })
             };
-            // One worker: no load to weigh (a pass visits every node, so this is paid per
-            // node per pass).
-            let inputs: SmallVec<[usize; 2]> = if several {
-                workers
+            let results: SmallVec<[Result<Ran>; 2]> = if let [only] = workers.as_mut_slice() {
+                // One worker: no load to weigh (a pass visits every node, so this is paid
+                // per node per pass).
+                std::iter::once(run_one(only)).collect()
+            } else {
+                let load: usize = workers
                     .iter()
-                    .map(|w| w.input_len(plan, trace_of, node, &f_in))
-                    .collect()
-            } else {
-                SmallVec::new()
+                    .map(|w| w.input_len(plan, trace_of, node))
+                    .sum::<usize>()
+                    * weight;
+                if load >= PARALLEL_MIN_UPDATES {
+                    workers
+                        .par_iter_mut()
+                        .map(run_one)
+                        .collect::<Vec<_>>()
+                        .into()
+                } else {
+                    workers.iter_mut().map(run_one).collect()
+                }
             };
-            let parallel = several && node_costs[node].parallel(inputs.iter().sum(), weight);
-            #[cfg(test)]
-            let parallel = several && self.force_parallel.unwrap_or(parallel);
-            let dispatched = profiling.then(thread_nanos);
-            let results: SmallVec<[Result<Ran>; 2]> = if parallel {
-                workers
-                    .par_iter_mut()
-                    .map(run_one)
-                    .collect::<Vec<_>>()
-                    .into()
-            } else {
-                workers.iter_mut().map(run_one).collect()
-            };
-            if let Some(t) = dispatched {
-                in_activations += thread_nanos() - t;
-            }
-            let mut runs: SmallVec<[(u64, usize); 2]> = SmallVec::new();
             for (w, r) in results.into_iter().enumerate() {
                 let ran = r.map_err(|e| self.stop_on_memory_limit(e))?;
                 progressed |= ran.did;
                 if ran.idle_done {
                     self.idle_merges.remove(&(w, node));
                 }
-                if let Some(nanos) = ran.nanos {
-                    self.node_costs[node].observe(inputs[w], nanos);
-                }
-                runs.push(ran.profile);
-            }
-            if let Some(p) = self.pass_profile.as_mut() {
-                p.record(node, parallel, &runs);
             }
             if self.workers.len() > 1 {
                 exchange::flush(&mut self.workers);
@@ -191,10 +169,6 @@ impl Engine {
             self.frontier_in[node] = f_in;
         }
         self.trim_logs();
-        if let (Some(p), Some(t)) = (self.pass_profile.as_mut(), pass_started) {
-            p.between_nanos += (thread_nanos() - t).saturating_sub(in_activations);
-            p.passes += 1;
-        }
         Ok(progressed)
     }
 
@@ -305,7 +279,3 @@ impl Engine {
         }
     }
 }
-
-#[cfg(test)]
-#[path = "schedule_tests.rs"]
-mod tests;

@@ -211,15 +211,8 @@ impl Worker {
             || self.has_fresh_input(plan, trace_of, node)
     }
 
-    /// Number of updates waiting for `node` at input frontier `frontier`: queued input,
-    /// fresh arrangement batches, and what the operator holds that may be complete.
-    pub fn input_len(
-        &self,
-        plan: &Plan,
-        trace_of: &[Option<usize>],
-        node: usize,
-        frontier: &Antichain<Time>,
-    ) -> usize {
+    /// Number of updates waiting for `node`: queued input plus fresh arrangement batches.
+    pub fn input_len(&self, plan: &Plan, trace_of: &[Option<usize>], node: usize) -> usize {
         let queued: usize = self.inbox[node].iter().flatten().map(|m| m.upd.len()).sum();
         let fresh: usize = if self.ops[node].reads_arrangements() {
             plan.nodes[node]
@@ -231,7 +224,7 @@ impl Worker {
         } else {
             0
         };
-        queued + fresh + self.ops[node].ready_updates(frontier)
+        queued + fresh
     }
 
     /// Whether the node has queued input.

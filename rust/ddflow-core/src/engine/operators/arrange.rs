@@ -129,10 +129,6 @@ impl Operator for Arrange {
         self.buffer.held(held);
     }
 
-    fn ready_updates(&self, frontier: &Antichain<Time>) -> usize {
-        self.buffer.ready_bound(frontier)
-    }
-
     fn exchange_key(&self) -> Option<&[usize]> {
         Some(&self.key)
     }

@@ -122,14 +122,6 @@ pub trait Operator: Send + Sync {
         false
     }
 
-    /// An upper bound of the updates the operator holds that an activation with input
-    /// frontier `frontier` may release (an `arrange`'s buffered updates whose times may be
-    /// complete): work that an activation does beyond its queued input, counted when the
-    /// scheduler decides whether the node's activation is worth running in parallel threads.
-    fn ready_updates(&self, _frontier: &Antichain<Time>) -> usize {
-        0
-    }
-
     /// Whether the operator reads its inputs' arrangements (their fresh batches activate it).
     fn reads_arrangements(&self) -> bool {
         false
