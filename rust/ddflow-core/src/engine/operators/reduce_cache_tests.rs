@@ -4,12 +4,10 @@
 //! and come back, pending times, compaction, and keys that switch between carried and not.
 
 use super::{TotalsCache, CARRY_MIN_HISTORY};
-use crate::engine::arrangement::Arrangement;
 use crate::engine::operators::reduce::ReduceState;
-use crate::engine::operators::reduce_test_activation::{activate, step, Step};
+use crate::engine::operators::reduce_test_activation::{run_steps, step, Output, Step};
 use crate::engine::plan::Agg;
 use crate::lattice::Time;
-use crate::updates::Updates;
 use proptest::prelude::*;
 
 /// Vals of the random updates: small ones, and ones whose sums leave int64.
@@ -46,35 +44,20 @@ type Up = (u64, i64, u64, i64);
 
 /// What a run emitted: per activation its output updates `(row, time, diff)` and its error
 /// updates; and the carried passes.
-type Emitted = (Vec<Vec<(Vec<u64>, Time, i64)>>, Vec<Vec<String>>, u64);
+type Emitted = (Vec<Output>, Vec<Vec<String>>, u64);
 
 fn run(agg: &Agg, steps: &[Step<Up>], carry_min: usize) -> Emitted {
-    let mut input = Arrangement::new(1, 2);
     let mut st = ReduceState::new(1);
     st.cache = TotalsCache::new(carry_min);
-    let (mut upper, mut reduce_at) = (0u64, 0u64);
-    let (mut outs, mut errs) = (Vec::new(), Vec::new());
-    for step in steps {
-        let mut batch = Updates::new(2);
-        if step.advance > 0 {
-            for &(k, v, dt, d) in &step.ups {
-                batch.push(&[k, v as u64], Time::scalar(upper + dt % step.advance), d);
-            }
-        }
-        upper += step.advance;
-        reduce_at = reduce_at.max(upper.saturating_sub(step.lag));
-        let (out, err) = activate(
-            &mut st,
-            &mut input,
-            agg,
-            batch,
-            Time::scalar(upper),
-            Time::scalar(reduce_at),
-            step.compact,
-        );
-        outs.push(out);
-        errs.push(err);
-    }
+    let (outs, errs) = run_steps(
+        &mut st,
+        agg,
+        steps,
+        Time::scalar,
+        |b, s, upper, &(k, v, dt, d)| {
+            b.push(&[k, v as u64], Time::scalar(upper + dt % s.advance), d);
+        },
+    );
     (outs, errs, st.cache.hits)
 }
 

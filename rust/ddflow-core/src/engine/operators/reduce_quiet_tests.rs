@@ -5,12 +5,10 @@
 //! sweep.
 
 use crate::encoding::encode_i64;
-use crate::engine::arrangement::Arrangement;
 use crate::engine::operators::reduce::ReduceState;
-use crate::engine::operators::reduce_test_activation::{activate, step, Step};
+use crate::engine::operators::reduce_test_activation::{run_steps, step, Emitted, Step};
 use crate::engine::plan::Agg;
 use crate::lattice::Time;
-use crate::updates::Updates;
 use proptest::prelude::*;
 
 /// Vals: small ones (repeated, so vals have multiplicities), ones whose sums leave int64, and
@@ -35,45 +33,27 @@ fn agg(kind: usize) -> Agg {
 /// opposite diff `later` rounds on (within the step when the frontier moves far enough).
 type Up = (u64, i64, u64, u64, i64, bool, u64);
 
-/// Per activation: its output updates `(row, time, diff)` and its error updates.
-type Emitted = (Vec<Vec<(Vec<u64>, Time, i64)>>, Vec<Vec<String>>);
-
 fn run(agg: &Agg, steps: &[Step<Up>], quiet_off: bool, sweep_min: Option<usize>) -> Emitted {
-    let mut input = Arrangement::new(1, 2);
     let mut st = ReduceState::new(1);
     st.set_quiet_off(quiet_off);
     if let Some(n) = sweep_min {
         st.set_sweep_min(n);
     }
-    let (mut upper, mut reduce_at) = (0u64, 0u64);
-    let (mut outs, mut errs) = (Vec::new(), Vec::new());
-    for step in steps {
-        let mut batch = Updates::new(2);
-        if step.advance > 0 {
-            for &(k, v, dx, y, d, cancel, later) in &step.ups {
-                let x = upper + dx % step.advance;
-                batch.push(&[k, encode_i64(v)], Time::from_coords(&[x, y]), d);
-                let x2 = x + later;
-                if cancel && x2 < upper + step.advance {
-                    batch.push(&[k, encode_i64(v)], Time::from_coords(&[x2, y]), -d);
-                }
+    let at = |x| Time::from_coords(&[x, 0]);
+    run_steps(
+        &mut st,
+        agg,
+        steps,
+        at,
+        |b, s, upper, &(k, v, dx, y, d, cancel, later)| {
+            let x = upper + dx % s.advance;
+            b.push(&[k, encode_i64(v)], Time::from_coords(&[x, y]), d);
+            let x2 = x + later;
+            if cancel && x2 < upper + s.advance {
+                b.push(&[k, encode_i64(v)], Time::from_coords(&[x2, y]), -d);
             }
-        }
-        upper += step.advance;
-        reduce_at = reduce_at.max(upper.saturating_sub(step.lag));
-        let (out, err) = activate(
-            &mut st,
-            &mut input,
-            agg,
-            batch,
-            Time::from_coords(&[upper, 0]),
-            Time::from_coords(&[reduce_at, 0]),
-            step.compact,
-        );
-        outs.push(out);
-        errs.push(err);
-    }
-    (outs, errs)
+        },
+    )
 }
 
 fn random_step() -> impl Strategy<Value = Step<Up>> {

@@ -4,12 +4,10 @@
 //! that leave int64 (the row sweep then leaves the key to the general path).
 
 use crate::encoding::encode_i64;
-use crate::engine::arrangement::Arrangement;
 use crate::engine::operators::reduce::{long_rows, ReduceState};
-use crate::engine::operators::reduce_test_activation::{activate, step, Step};
+use crate::engine::operators::reduce_test_activation::{run_steps, step, Emitted, Step};
 use crate::engine::plan::Agg;
 use crate::lattice::Time;
-use crate::updates::Updates;
 use proptest::prelude::*;
 
 /// Vals: small ones (repeated, so vals have multiplicities), ones whose sums leave int64, and
@@ -36,38 +34,14 @@ fn agg(kind: usize) -> Agg {
 /// coordinate offset taken modulo the step's `advance`).
 type Up = (u64, i64, u64, u64, i64);
 
-/// Per activation: its output updates `(row, time, diff)` and its error updates.
-type Emitted = (Vec<Vec<(Vec<u64>, Time, i64)>>, Vec<Vec<String>>);
-
 fn run(agg: &Agg, steps: &[Step<Up>], rows_min: usize) -> Emitted {
-    let mut input = Arrangement::new(1, 2);
     let mut st = ReduceState::new(1);
     st.set_rows_min(rows_min);
-    let (mut upper, mut reduce_at) = (0u64, 0u64);
-    let (mut outs, mut errs) = (Vec::new(), Vec::new());
-    for step in steps {
-        let mut batch = Updates::new(2);
-        if step.advance > 0 {
-            for &(k, v, dx, y, d) in &step.ups {
-                let t = Time::from_coords(&[upper + dx % step.advance, y]);
-                batch.push(&[k, encode_i64(v)], t, d);
-            }
-        }
-        upper += step.advance;
-        reduce_at = reduce_at.max(upper.saturating_sub(step.lag));
-        let (out, err) = activate(
-            &mut st,
-            &mut input,
-            agg,
-            batch,
-            Time::from_coords(&[upper, 0]),
-            Time::from_coords(&[reduce_at, 0]),
-            step.compact,
-        );
-        outs.push(out);
-        errs.push(err);
-    }
-    (outs, errs)
+    let at = |x| Time::from_coords(&[x, 0]);
+    run_steps(&mut st, agg, steps, at, |b, s, upper, &(k, v, dx, y, d)| {
+        let t = Time::from_coords(&[upper + dx % s.advance, y]);
+        b.push(&[k, encode_i64(v)], t, d);
+    })
 }
 
 fn random_step() -> impl Strategy<Value = Step<Up>> {

@@ -57,6 +57,48 @@ pub(crate) fn activate(
     (output, errors)
 }
 
+/// Per activation: its output updates and its error updates.
+pub(crate) type Emitted = (Vec<Output>, Vec<Vec<String>>);
+
+/// Runs `steps` through `st` over a fresh input arrangement (one-word keys, rows `(key,
+/// val)`): per step, `push` writes each update into the batch (given the step and the input
+/// frontier's first coordinate before it; only when the frontier moves), the input's upper
+/// moves by the step's `advance` and the reduce's frontier stays `lag` behind it, both at
+/// times `at(x)`. Returns what each activation emitted.
+pub(crate) fn run_steps<U>(
+    st: &mut ReduceState,
+    agg: &Agg,
+    steps: &[Step<U>],
+    at: fn(u64) -> Time,
+    mut push: impl FnMut(&mut Updates, &Step<U>, u64, &U),
+) -> Emitted {
+    let mut input = Arrangement::new(1, 2);
+    let (mut upper, mut reduce_at) = (0u64, 0u64);
+    let (mut outs, mut errs) = (Vec::new(), Vec::new());
+    for step in steps {
+        let mut batch = Updates::new(2);
+        if step.advance > 0 {
+            for up in &step.ups {
+                push(&mut batch, step, upper, up);
+            }
+        }
+        upper += step.advance;
+        reduce_at = reduce_at.max(upper.saturating_sub(step.lag));
+        let (out, err) = activate(
+            st,
+            &mut input,
+            agg,
+            batch,
+            at(upper),
+            at(reduce_at),
+            step.compact,
+        );
+        outs.push(out);
+        errs.push(err);
+    }
+    (outs, errs)
+}
+
 /// One activation of a random test: its updates (the test's own tuples), how far the input
 /// frontier moves, how far the reduce's frontier stays behind it (its times stay pending),
 /// and whether both traces compact after it.
