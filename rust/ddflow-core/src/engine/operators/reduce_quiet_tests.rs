@@ -6,7 +6,7 @@
 
 use crate::encoding::encode_i64;
 use crate::engine::operators::reduce::ReduceState;
-use crate::engine::operators::reduce_test_activation::{run_steps, step, Emitted, Step};
+use crate::engine::operators::reduce_test_activation::{agg_of, run_steps, step, Emitted, Step};
 use crate::engine::plan::Agg;
 use crate::lattice::Time;
 use proptest::prelude::*;
@@ -15,19 +15,15 @@ use proptest::prelude::*;
 /// null (`i64::MIN`).
 const VALS: [i64; 6] = [-3, 0, 2, 5, i64::MAX / 2 + 7, i64::MIN];
 
-fn agg(kind: usize) -> Agg {
-    let json = match kind {
-        0 => r#"{"kind":"count"}"#,
-        1 => r#"{"kind":"sum","column":0}"#,
-        2 => r#"{"kind":"min","column":0}"#,
-        3 => r#"{"kind":"distinct"}"#,
-        4 => r#"{"kind":"top_k","k":2,"column":0}"#,
-        _ => {
-            r#"{"kind":"group","aggs":[{"kind":"count"},{"kind":"sum","column":0},{"kind":"max","column":0}]}"#
-        }
-    };
-    serde_json::from_str(json).expect("agg")
-}
+/// The aggregates the tests draw from.
+const AGGS: [&str; 6] = [
+    r#"{"kind":"count"}"#,
+    r#"{"kind":"sum","column":0}"#,
+    r#"{"kind":"min","column":0}"#,
+    r#"{"kind":"distinct"}"#,
+    r#"{"kind":"top_k","k":2,"column":0}"#,
+    r#"{"kind":"group","aggs":[{"kind":"count"},{"kind":"sum","column":0},{"kind":"max","column":0}]}"#,
+];
 
 /// An update `(key, val, x offset, y, diff)`; with `cancel` the same val and y get the
 /// opposite diff `later` rounds on (within the step when the frontier moves far enough).
@@ -80,12 +76,12 @@ proptest! {
     /// Skipping quiet times emits what evaluating every candidate time emits.
     #[test]
     fn quiet_times_match_evaluating_every_time(
-        kind in 0usize..6,
+        kind in 0..AGGS.len(),
         sweep in any::<bool>(),
         mut steps in prop::collection::vec(random_step(), 1..8),
     ) {
         steps.push(Step::closing());
-        let agg = agg(kind);
+        let agg = agg_of(AGGS[kind]);
         let sweep_min = sweep.then_some(0);
         let (want_out, want_err) = run(&agg, &steps, true, sweep_min);
         let (out, err) = run(&agg, &steps, false, sweep_min);

@@ -5,7 +5,7 @@
 
 use crate::encoding::encode_i64;
 use crate::engine::operators::reduce::{long_rows, ReduceState};
-use crate::engine::operators::reduce_test_activation::{run_steps, step, Emitted, Step};
+use crate::engine::operators::reduce_test_activation::{agg_of, run_steps, step, Emitted, Step};
 use crate::engine::plan::Agg;
 use crate::lattice::Time;
 use proptest::prelude::*;
@@ -15,20 +15,16 @@ use proptest::prelude::*;
 const VALS: [i64; 8] = [-3, 0, 2, 5, 9, i64::MAX / 2 + 7, i64::MIN / 2 - 9, i64::MIN];
 const DIFFS: [i64; 5] = [-2, -1, 1, 2, 3];
 
-fn agg(kind: usize) -> Agg {
-    let json = match kind {
-        0 => r#"{"kind":"count"}"#,
-        1 => r#"{"kind":"sum","column":0}"#,
-        2 => r#"{"kind":"min","column":0}"#,
-        3 => r#"{"kind":"distinct"}"#,
-        4 => r#"{"kind":"top_k","k":2,"column":0}"#,
-        5 => r#"{"kind":"max","column":0}"#,
-        _ => {
-            r#"{"kind":"group","aggs":[{"kind":"count"},{"kind":"sum","column":0},{"kind":"max","column":0},{"kind":"count_distinct","column":0}]}"#
-        }
-    };
-    serde_json::from_str(json).expect("agg")
-}
+/// The aggregates the tests draw from.
+const AGGS: [&str; 7] = [
+    r#"{"kind":"count"}"#,
+    r#"{"kind":"sum","column":0}"#,
+    r#"{"kind":"min","column":0}"#,
+    r#"{"kind":"distinct"}"#,
+    r#"{"kind":"top_k","k":2,"column":0}"#,
+    r#"{"kind":"max","column":0}"#,
+    r#"{"kind":"group","aggs":[{"kind":"count"},{"kind":"sum","column":0},{"kind":"max","column":0},{"kind":"count_distinct","column":0}]}"#,
+];
 
 /// An update `(key, val, x offset, y, diff)` at or after the input frontier (the first
 /// coordinate offset taken modulo the step's `advance`).
@@ -62,11 +58,11 @@ proptest! {
     /// Every key on the row sweep (threshold 0) emits what the general path emits.
     #[test]
     fn row_sweep_matches_general_path(
-        kind in 0usize..7,
+        kind in 0..AGGS.len(),
         mut steps in prop::collection::vec(random_step(), 1..10),
     ) {
         steps.push(Step::closing());
-        let agg = agg(kind);
+        let agg = agg_of(AGGS[kind]);
         let (want_out, want_err) = run(&agg, &steps, usize::MAX);
         let (out, err) = run(&agg, &steps, 0);
         prop_assert_eq!(out, want_out);
@@ -77,11 +73,11 @@ proptest! {
     /// sweep and others (short rows) the general path: the output is the general path's.
     #[test]
     fn row_sweep_by_row_length_matches_general_path(
-        kind in 0usize..7,
+        kind in 0..AGGS.len(),
         mut steps in prop::collection::vec(random_step(), 1..10),
     ) {
         steps.push(Step::closing());
-        let agg = agg(kind);
+        let agg = agg_of(AGGS[kind]);
         let (want_out, want_err) = run(&agg, &steps, usize::MAX);
         let (out, err) = run(&agg, &steps, 1);
         prop_assert_eq!(out, want_out);

@@ -57,6 +57,11 @@ pub(crate) fn activate(
     (output, errors)
 }
 
+/// The aggregate a test's JSON names (`{"kind":"count"}`, ...).
+pub(crate) fn agg_of(json: &str) -> Agg {
+    serde_json::from_str(json).expect("agg")
+}
+
 /// Per activation: its output updates and its error updates.
 pub(crate) type Emitted = (Vec<Output>, Vec<Vec<String>>);
 

@@ -7,7 +7,7 @@
 
 use crate::engine::arrangement::Arrangement;
 use crate::engine::operators::reduce::ReduceState;
-use crate::engine::operators::reduce_test_activation::{activate, step, Step};
+use crate::engine::operators::reduce_test_activation::{activate, agg_of, step, Step};
 use crate::engine::plan::Agg;
 use crate::lattice::Time;
 use crate::updates::Updates;
@@ -15,19 +15,15 @@ use proptest::prelude::*;
 
 const VALS: [i64; 6] = [-3, 0, 2, 5, i64::MAX / 2 + 7, i64::MAX];
 
-fn agg(kind: usize) -> Agg {
-    let json = match kind {
-        0 => r#"{"kind":"count"}"#,
-        1 => r#"{"kind":"sum","column":0}"#,
-        2 => r#"{"kind":"min","column":0}"#,
-        3 => r#"{"kind":"top_k","k":2,"column":0,"descending":true}"#,
-        4 => r#"{"kind":"distinct"}"#,
-        _ => {
-            r#"{"kind":"group","aggs":[{"kind":"count"},{"kind":"sum","column":0},{"kind":"mean","column":0}]}"#
-        }
-    };
-    serde_json::from_str(json).expect("agg")
-}
+/// The aggregates the tests draw from.
+const AGGS: [&str; 6] = [
+    r#"{"kind":"count"}"#,
+    r#"{"kind":"sum","column":0}"#,
+    r#"{"kind":"min","column":0}"#,
+    r#"{"kind":"top_k","k":2,"column":0,"descending":true}"#,
+    r#"{"kind":"distinct"}"#,
+    r#"{"kind":"group","aggs":[{"kind":"count"},{"kind":"sum","column":0},{"kind":"mean","column":0}]}"#,
+];
 
 /// An update `(key, val, epoch offset, iteration, diff)` (the offset taken modulo the
 /// step's `advance`).
@@ -94,7 +90,7 @@ proptest! {
     /// processed).
     #[test]
     fn chunks_change_nothing(
-        kind in 0usize..6,
+        kind in 0..AGGS.len(),
         mut steps in prop::collection::vec(random_step(), 1..12),
         chunk in prop_oneof![
             (1usize..4).prop_map(|k| (k, usize::MAX)),
@@ -102,7 +98,7 @@ proptest! {
         ],
     ) {
         steps.push(Step::closing());
-        let agg = agg(kind);
+        let agg = agg_of(AGGS[kind]);
         let want = run(&agg, &steps, (usize::MAX, usize::MAX));
         prop_assert_eq!(run(&agg, &steps, chunk), want);
     }
@@ -111,12 +107,12 @@ proptest! {
     /// update.
     #[test]
     fn releasing_buffers_changes_nothing(
-        kind in 0usize..6,
+        kind in 0..AGGS.len(),
         mut steps in prop::collection::vec(random_step(), 1..12),
         chunk in prop_oneof![Just((2usize, usize::MAX)), Just((usize::MAX, 3)), Just((usize::MAX, usize::MAX))],
     ) {
         steps.push(Step::closing());
-        let agg = agg(kind);
+        let agg = agg_of(AGGS[kind]);
         let want = run(&agg, &steps, chunk);
         prop_assert_eq!(run_releasing(&agg, &steps, chunk, true), want);
     }
