@@ -436,10 +436,10 @@ impl ReduceState {
         result
     }
 
-    /// Phases 1-3 over the keys with work, a chunk of keys at a time (at most `chunk`'s keys and, past its
-    /// first key, times)
-    /// (`reduce_work.rs`); the output of every chunk is consolidated and added to the output
-    /// trace at the end, so a failure in a later chunk leaves the trace as it was.
+    /// Phases 1-3 over the keys with work, a chunk of keys at a time (at most `chunk`'s keys
+    /// and, past its first key, times; `reduce_work.rs`); the output of every chunk is
+    /// consolidated and added to the output trace at the end, so a failure in a later chunk
+    /// leaves the trace as it was.
     fn activate_inner(
         &mut self,
         inp: &ReduceInput<'_>,
@@ -1034,6 +1034,7 @@ impl KeyAccum {
             index.sweep_start(&[]);
         }
         pending.clear();
+        let skip_quiet = *skip_quiet && quiet.affordable(cands.len());
         for (i, &t) in cands.iter().enumerate() {
             // A key with millions of candidate times grows `desired` without bound.
             if i % 1024 == 1023 {
@@ -1043,7 +1044,7 @@ impl KeyAccum {
                 pending.push(t);
                 continue;
             }
-            if *skip_quiet && quiet.is_quiet(&t) {
+            if skip_quiet && quiet.is_quiet(&t) {
                 desired.push_quiet(ki, t);
                 continue;
             }
