@@ -15,6 +15,7 @@
 //!   trace handles and cursors.
 //! * [`times`]: interesting times for `reduce`.
 //! * [`memory`]: the counting allocator and the memory limit checks.
+//! * [`huge_pages`]: transparent huge pages advised for large allocations.
 //! * [`expr`]: column expressions evaluated on whole columns.
 //! * [`engine`]: dataflow plans and the embedded engine that runs them.
 //! * [`capture`]: completing and consolidating a capture's output, keeping its history or
@@ -31,6 +32,7 @@ pub mod engine;
 pub mod error;
 pub mod exact_sum;
 pub mod expr;
+pub mod huge_pages;
 pub mod interner;
 pub mod lattice;
 pub mod memory;

@@ -15,6 +15,7 @@
 //! [`Error::MemoryLimit`]; loops that can allocate without bound call it as they go.
 
 use crate::error::{Error, Result};
+use crate::huge_pages;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
@@ -58,16 +59,19 @@ fn count(delta: isize) {
     }
 }
 
-/// The system allocator, counting the bytes it hands out.
+/// The system allocator, counting the bytes it hands out and advising huge pages for large
+/// blocks ([`huge_pages`]).
 pub struct CountingAlloc;
 
-// SAFETY: every call is forwarded unchanged to `System`; counting touches no allocation.
+// SAFETY: every call is forwarded unchanged to `System`; counting touches no allocation, and
+// the huge-page advice changes how a block's pages are backed, never its contents.
 unsafe impl GlobalAlloc for CountingAlloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let p = System.alloc(layout);
         if !p.is_null() {
             count(layout.size() as isize);
+            huge_pages::advise(p, layout.size());
         }
         p
     }
@@ -77,6 +81,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         let p = System.alloc_zeroed(layout);
         if !p.is_null() {
             count(layout.size() as isize);
+            huge_pages::advise(p, layout.size());
         }
         p
     }
@@ -92,6 +97,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         let p = System.realloc(ptr, layout, new_size);
         if !p.is_null() {
             count(new_size as isize - layout.size() as isize);
+            huge_pages::advise(p, new_size);
         }
         p
     }
