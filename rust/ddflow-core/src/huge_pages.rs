@@ -9,11 +9,13 @@
 //! Debian and Ubuntu; `always` needs no request, `never` ignores it), a range advised with
 //! `MADV_HUGEPAGE` is mapped 2 MB at a time: one fault where there were 512.
 //!
-//! [`advise`] is called by the counting allocator (`memory.rs`) for every allocation of at
-//! least [`MIN_BYTES`] and advises the 2 MB-aligned part of it (a block glibc maps for
-//! itself above its mmap threshold, or a large chunk of its heap). Smaller blocks are left
-//! alone: they come and go from glibc's free lists, whose pages are already mapped. An
-//! allocation partly filled touches at most one huge page more than it uses. Setting
+//! [`advise`] is called by the counting allocator (`memory.rs`) for every allocation. One of
+//! at least [`MIN_BYTES`] has its 2 MB-aligned part advised (a block glibc maps for itself
+//! above its mmap threshold, or a large chunk of its heap); one of at least
+//! [`HEAP_CHECK_BYTES`] also has glibc's heap grown since the last look advised, as glibc
+//! does itself when started with `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` (which a library
+//! cannot set for the process it is loaded into). Smaller allocations only read a flag. A
+//! block partly filled touches at most one huge page more than it uses. Setting
 //! `DDFLOW_HUGE_PAGES=0` (read once, when the first large block is allocated) turns the
 //! advice off.
 
@@ -36,11 +38,16 @@ pub fn aligned_interior(start: usize, len: usize) -> Option<(usize, usize)> {
     (hi > lo).then(|| (lo, hi - lo))
 }
 
+/// Allocations of at least this many bytes also look whether glibc's heap has grown since
+/// the last look (glibc grows it by at least its `M_TOP_PAD`, 128 kB, at a time).
+pub const HEAP_CHECK_BYTES: usize = 128 << 10;
+
 /// Advises the kernel to back the aligned part of the block at `ptr` of `len` bytes with
-/// huge pages, if the block is large enough and the advice is on.
+/// huge pages, if the block is large enough and the advice is on; from blocks of
+/// [`HEAP_CHECK_BYTES`], also the heap grown since the last look.
 #[inline]
 pub fn advise(ptr: *mut u8, len: usize) {
-    if len >= MIN_BYTES {
+    if len >= HEAP_CHECK_BYTES {
         advise_large(ptr as usize, len);
     }
 }
@@ -51,18 +58,54 @@ fn advise_large(start: usize, len: usize) {
     if !enabled() {
         return;
     }
-    if let Some((lo, n)) = aligned_interior(start, len) {
-        // SAFETY: the range lies inside a block the allocator just handed out, so it is
-        // mapped and ours; `MADV_HUGEPAGE` changes how its pages are backed, never their
-        // contents. A kernel without transparent huge pages returns an error, ignored.
-        unsafe {
-            libc::madvise(lo as *mut libc::c_void, n, libc::MADV_HUGEPAGE);
+    advise_heap_growth();
+    if len >= MIN_BYTES {
+        if let Some((lo, n)) = aligned_interior(start, len) {
+            // SAFETY: the range lies inside a block the allocator just handed out, so it is
+            // mapped and ours; `MADV_HUGEPAGE` changes how its pages are backed, never
+            // their contents. A kernel without transparent huge pages returns an error,
+            // ignored.
+            unsafe {
+                libc::madvise(lo as *mut libc::c_void, n, libc::MADV_HUGEPAGE);
+            }
         }
     }
 }
 
-#[cfg(not(target_os = "linux"))]
-fn advise_large(_start: usize, _len: usize) {}
+/// The end of the part of glibc's main heap advised so far (a huge-page boundary), or 0
+/// before the first look.
+#[cfg(target_os = "linux")]
+static HEAP_ADVISED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Advises the whole huge pages of glibc's main heap (below the program break) grown since
+/// the last look, as glibc itself does with `glibc.malloc.hugetlb=1`: blocks below the mmap
+/// threshold come from there, and a heap that grows a page at a time faults a page at a
+/// time. The first look only records where the heap ends; a heap that shrank is followed
+/// down, so that its regrowth (a new mapping, without the advice) is advised again.
+#[cfg(target_os = "linux")]
+fn advise_heap_growth() {
+    // SAFETY: `sbrk(0)` reads the current program break and changes nothing.
+    let brk = unsafe { libc::sbrk(0) } as usize;
+    let advised = HEAP_ADVISED.load(Relaxed);
+    if advised == 0 || brk < advised {
+        let boundary = brk.saturating_add(HUGE_PAGE - 1) & !(HUGE_PAGE - 1);
+        let _ = HEAP_ADVISED.compare_exchange(advised, boundary, Relaxed, Relaxed);
+        return;
+    }
+    if let Some((lo, n)) = aligned_interior(advised, brk - advised) {
+        if HEAP_ADVISED
+            .compare_exchange(advised, lo + n, Relaxed, Relaxed)
+            .is_ok()
+        {
+            // SAFETY: `[lo, lo + n)` lies between the program break of an earlier look and
+            // the current one, so inside the heap, which glibc owns and keeps mapped; the
+            // advice changes how its pages are backed, never their contents.
+            unsafe {
+                libc::madvise(lo as *mut libc::c_void, n, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+}
 
 /// Whether the advice is on: `DDFLOW_HUGE_PAGES` unset or anything but `0`, `off`, `false`.
 /// Read with `getenv`, which does not allocate (this runs inside the allocator).

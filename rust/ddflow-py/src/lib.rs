@@ -35,9 +35,17 @@ const MMAP_THRESHOLD: i32 = 8 << 20;
 /// at once (`M_TRIM_THRESHOLD`); an idle engine gives back the rest (`engine/idle.rs`).
 const TRIM_THRESHOLD: i32 = 32 << 20;
 
-/// Fixes glibc malloc's mmap threshold at [`MMAP_THRESHOLD`] and its trim threshold at
-/// [`TRIM_THRESHOLD`] for the process (where `MALLOC_MMAP_THRESHOLD_` or
-/// `MALLOC_TRIM_THRESHOLD_` is set, that value stands).
+/// glibc's heap grows by at least this many bytes at a time (`M_TOP_PAD`; its default is
+/// 128 kB), so that the growth holds whole huge pages that the allocator advises before they
+/// are touched (`ddflow_core::huge_pages`): a heap grown 128 kB at a time has each huge page
+/// touched 4 kB at a time before it is whole, and mapped a page per fault. Untouched, the
+/// pad costs address space only.
+const TOP_PAD: i32 = 8 << 20;
+
+/// Fixes glibc malloc's mmap threshold at [`MMAP_THRESHOLD`], its trim threshold at
+/// [`TRIM_THRESHOLD`] and its top pad at [`TOP_PAD`] for the process (where
+/// `MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_` or `MALLOC_TOP_PAD_` is set, that
+/// value stands).
 ///
 /// By default the mmap threshold rises to the size of every mmapped block freed, up to
 /// 32 MB, so after an engine frees its first large vector, the many vectors of 1-32 MB that
@@ -59,10 +67,12 @@ fn bound_heap_fragmentation() {
         fn mallopt(param: i32, value: i32) -> i32;
     }
     const M_TRIM_THRESHOLD: i32 = -1;
+    const M_TOP_PAD: i32 = -2;
     const M_MMAP_THRESHOLD: i32 = -3;
     for (param, value, env) in [
         (M_MMAP_THRESHOLD, MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_"),
         (M_TRIM_THRESHOLD, TRIM_THRESHOLD, "MALLOC_TRIM_THRESHOLD_"),
+        (M_TOP_PAD, TOP_PAD, "MALLOC_TOP_PAD_"),
     ] {
         if std::env::var_os(env).is_none() {
             // SAFETY: `mallopt` only sets a tuning parameter of glibc's allocator.
