@@ -33,14 +33,15 @@
 //! `u64`s (`key << idx_bits | idx`); otherwise it moves `(key, idx)` pairs. Chunks are
 //! sorted least significant first with stable passes, then rows, times and diffs are
 //! gathered once: into scratch columns swapped with the batch's for a small batch, in place
-//! along the permutation's cycles from [`IN_PLACE_MIN_BYTES`] on (no second copy of a large
-//! batch).
+//! from [`IN_PLACE_MIN_BYTES`] on (no second copy of a large batch; cache-sized blocks first,
+//! then each update within its block: `permute.rs`).
 //!
 //! Inputs below a measured threshold use `sort_unstable` (see [`SMALL_PAIRS`],
 //! [`SMALL_U64`], [`SMALL_UPDATES`]).
 
 pub(crate) mod consolidate;
 mod pairs;
+mod permute;
 pub(crate) mod radix;
 
 pub use consolidate::{consolidate_sorted, consolidate_sorted_triples};
@@ -123,8 +124,8 @@ pub struct RadixSorter {
     min_radix: Option<usize>,
     /// Overrides [`IN_PLACE_MIN_BYTES`] (tests).
     in_place_min: Option<usize>,
-    /// Which updates [`permute_in_place`] has put in place, a bit each.
-    placed: Vec<u64>,
+    /// Each update's destination while a large batch is moved in place (`permute.rs`).
+    dest: Vec<u32>,
 }
 
 /// `buf` as a scratch slice of length `n` (grown with copies of `fill` when shorter).
@@ -438,13 +439,7 @@ impl RadixSorter {
                 + if move_times { size_of::<Time>() } else { 0 }
                 + if move_diffs { 8 } else { 0 });
         if bytes >= self.in_place_min.unwrap_or(IN_PLACE_MIN_BYTES) {
-            permute_in_place(
-                updates,
-                &self.perm,
-                &mut self.placed,
-                move_times,
-                move_diffs,
-            );
+            permute::permute_in_place(updates, &self.perm, &mut self.dest, move_times, move_diffs);
             self.trim();
             return;
         }
@@ -547,7 +542,7 @@ impl RadixSorter {
             + self.rows_buf.capacity() * 8
             + self.times_buf.capacity() * std::mem::size_of::<Time>()
             + self.diffs_buf.capacity() * 8
-            + self.placed.capacity() * 8
+            + self.dest.capacity() * 4
     }
 }
 
@@ -628,69 +623,6 @@ fn order(updates: &Updates) -> Order {
 #[inline(always)]
 fn cmp_time(a: &Time, b: &Time) -> std::cmp::Ordering {
     (a.0[0], a.0[1], a.0[2], a.0[3]).cmp(&(b.0[0], b.0[1], b.0[2], b.0[3]))
-}
-
-/// Moves update `perm[j]` to position `j` for every `j`, in place: each cycle of the
-/// permutation is walked once, its first update held aside while the others move up (an
-/// update is read just before its slot is written, so the write finds the line cached).
-/// `placed` (a bit per update) marks the positions already written. Rows always move; times
-/// and diffs only when asked (a column of equal values is in order as it is).
-fn permute_in_place(
-    updates: &mut Updates,
-    perm: &[u32],
-    placed: &mut Vec<u64>,
-    move_times: bool,
-    move_diffs: bool,
-) {
-    let n = perm.len();
-    let w = updates.width;
-    placed.clear();
-    placed.resize(n.div_ceil(64), 0);
-    let Updates {
-        rows, times, diffs, ..
-    } = updates;
-    let mut times = move_times.then(|| times.make_mut());
-    let mut row = vec![0u64; w];
-    for i in 0..n {
-        if placed[i / 64] & (1 << (i % 64)) != 0 {
-            continue;
-        }
-        placed[i / 64] |= 1 << (i % 64);
-        let mut k = perm[i] as usize;
-        if k == i {
-            continue;
-        }
-        row.copy_from_slice(&rows[i * w..(i + 1) * w]);
-        let time = times.as_ref().map(|t| t[i]);
-        let diff = diffs[i];
-        let mut j = i;
-        while k != i {
-            match w {
-                1 => rows[j] = rows[k],
-                2 => {
-                    rows[2 * j] = rows[2 * k];
-                    rows[2 * j + 1] = rows[2 * k + 1];
-                }
-                _ => rows.copy_within(k * w..(k + 1) * w, j * w),
-            }
-            if let Some(t) = times.as_mut() {
-                t[j] = t[k];
-            }
-            if move_diffs {
-                diffs[j] = diffs[k];
-            }
-            placed[k / 64] |= 1 << (k % 64);
-            j = k;
-            k = perm[j] as usize;
-        }
-        rows[j * w..(j + 1) * w].copy_from_slice(&row);
-        if let (Some(t), Some(time)) = (times.as_mut(), time) {
-            t[j] = time;
-        }
-        if move_diffs {
-            diffs[j] = diff;
-        }
-    }
 }
 
 #[cfg(test)]
