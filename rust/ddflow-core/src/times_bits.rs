@@ -1,14 +1,14 @@
 //! Two-dimensional interesting times by bitsets, for keys whose times span few rounds and
-//! few distinct iterations (the BFS's keys: about 2 distinct second coordinates and 7 first
+//! few iterations (the BFS's keys: about 2 distinct second coordinates and 7 first
 //! coordinates per key at batches of 1,000; 1.5 and 52 at 10,000).
 //!
 //! [`super::interesting_times_2d`] sorts the key's packed times and keeps the second
-//! coordinates seen in a sorted vector; this computes the same list without a comparison
-//! sort: the distinct second coordinates are ranked (at most 64, one bit each), and the
-//! first coordinates, as offsets from the least new one, index a bitset of rows and per-row
-//! arrays (the second coordinates present in the row, the least one of a new time in it).
-//! The rows are then visited in order of their bits. A key with more distinct second
-//! coordinates, or rows spanning [`MAX_SPAN`] or more, is left to the sort.
+//! coordinates seen in a sorted vector; this computes the same list without a sort: second
+//! coordinates, as offsets from the least one, are bits of a word, and first coordinates,
+//! as offsets from the least new one, index a bitset of rows and per-row arrays (the second
+//! coordinates of the row's times, the least one of a new time in it). The rows are then
+//! visited in the order of their bits. A key whose second coordinates span 64 or more, or
+//! whose rows span [`MAX_SPAN`] or more, is left to the sort.
 
 use crate::lattice::Time;
 
@@ -24,21 +24,18 @@ const NO_NEW: u8 = u8::MAX;
 /// a call resets only the entries it set.
 #[derive(Default)]
 pub(super) struct BitsScratch {
-    /// The distinct second coordinates, sorted (rank = index).
-    ys: Vec<u64>,
     /// Bit `d` set: some time has first coordinate `least new + d`.
     rows: Vec<u64>,
-    /// Per row offset: the ranks of the second coordinates of its times (bit per rank).
+    /// Per row offset: the second coordinates of its times (bit `b` for `least + b`).
     row_ys: Vec<u64>,
-    /// Per row offset: the least rank of a new time's second coordinate in it.
+    /// Per row offset: the least second-coordinate offset of a new time in it.
     row_new: Vec<u8>,
 }
 
-/// The interesting times of `edits` and `new_times` (2-D, `new_times` not empty) into `out`
-/// (appended, sorted lexicographically, distinct) as [`super::interesting_times_2d`] would
-/// compute them; returns false, with `out` untouched, when the times have more than 64
-/// distinct second coordinates or first coordinates [`MAX_SPAN`] or more past the least
-/// new one.
+/// The interesting times of `edits` and `new_times` (2-D) into `out` (appended, sorted
+/// lexicographically, distinct) as [`super::interesting_times_2d`] would compute them;
+/// returns false, with `out` untouched, when `new_times` is empty, the second coordinates
+/// span 64 or more, or a first coordinate lies [`MAX_SPAN`] or more past the least new one.
 ///
 /// The result is, per distinct first coordinate `X` at or after the least new one `x0`,
 /// the second coordinates `Y` of times at or before `X` (edits before `x0` included) with
@@ -50,29 +47,26 @@ pub(super) fn interesting_times_bits(
     s: &mut BitsScratch,
     out: &mut Vec<Time>,
 ) -> bool {
-    let Some(x0) = new_times.iter().map(|t| t.0[0]).min() else {
-        return false;
-    };
-    // Pass 1: the distinct second coordinates and the span of the rows.
-    s.ys.clear();
-    let mut max_x = x0;
-    for t in edits.iter().chain(new_times) {
-        let (x, y) = (t.0[0], t.0[1]);
-        if x > max_x {
-            max_x = x;
-        }
-        if let Err(pos) = rank_of(&s.ys, y) {
-            if s.ys.len() == 64 {
-                return false;
-            }
-            s.ys.insert(pos, y);
-        }
-    }
-    let span = max_x - x0;
-    if span >= MAX_SPAN {
+    if new_times.is_empty() {
         return false;
     }
-    let span = span as usize;
+    // Pass 1: the span of the rows and of the second coordinates.
+    let (mut x0, mut max_x, mut y0, mut max_y) = (u64::MAX, 0, u64::MAX, 0);
+    for t in new_times {
+        x0 = x0.min(t.0[0]);
+        max_x = max_x.max(t.0[0]);
+        y0 = y0.min(t.0[1]);
+        max_y = max_y.max(t.0[1]);
+    }
+    for t in edits {
+        max_x = max_x.max(t.0[0]);
+        y0 = y0.min(t.0[1]);
+        max_y = max_y.max(t.0[1]);
+    }
+    if max_y - y0 >= 64 || max_x - x0 >= MAX_SPAN {
+        return false;
+    }
+    let span = (max_x - x0) as usize;
     if s.row_ys.len() <= span {
         s.row_ys.resize(span + 1, 0);
         s.row_new.resize(span + 1, NO_NEW);
@@ -81,35 +75,40 @@ pub(super) fn interesting_times_bits(
     if s.rows.len() < words {
         s.rows.resize(words, 0);
     }
+    let (rows, row_ys, row_new) = (
+        &mut s.rows[..words],
+        &mut s.row_ys[..=span],
+        &mut s.row_new[..=span],
+    );
     // Pass 2: each time into its row (edits before `x0` only seed the second coordinates).
     let mut seen: u64 = 0;
     for t in edits {
-        let r = rank(&s.ys, t.0[1]);
+        let bit = 1u64 << (t.0[1] - y0);
         if t.0[0] < x0 {
-            seen |= 1 << r;
+            seen |= bit;
         } else {
             let d = (t.0[0] - x0) as usize;
-            s.rows[d / 64] |= 1 << (d % 64);
-            s.row_ys[d] |= 1 << r;
+            rows[d / 64] |= 1 << (d % 64);
+            row_ys[d] |= bit;
         }
     }
     for t in new_times {
-        let r = rank(&s.ys, t.0[1]);
+        let b = t.0[1] - y0;
         let d = (t.0[0] - x0) as usize;
-        s.rows[d / 64] |= 1 << (d % 64);
-        s.row_ys[d] |= 1 << r;
-        s.row_new[d] = s.row_new[d].min(r as u8);
+        rows[d / 64] |= 1 << (d % 64);
+        row_ys[d] |= 1 << b;
+        row_new[d] = row_new[d].min(b as u8);
     }
     // The rows in order: the second coordinates seen so far at or above the row's bound.
     let mut least_new = NO_NEW;
-    for w in 0..words {
-        let mut bits = std::mem::take(&mut s.rows[w]);
+    for (w, word) in rows.iter_mut().enumerate() {
+        let mut bits = std::mem::take(word);
         while bits != 0 {
             let d = w * 64 + bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            let row = std::mem::take(&mut s.row_ys[d]);
+            let row = std::mem::take(&mut row_ys[d]);
             seen |= row;
-            least_new = least_new.min(std::mem::replace(&mut s.row_new[d], NO_NEW));
+            least_new = least_new.min(std::mem::replace(&mut row_new[d], NO_NEW));
             if least_new == NO_NEW {
                 continue;
             }
@@ -117,37 +116,13 @@ pub(super) fn interesting_times_bits(
             let x = x0 + d as u64;
             let mut emit = seen & (u64::MAX << lower);
             while emit != 0 {
-                let r = emit.trailing_zeros() as usize;
+                let b = u64::from(emit.trailing_zeros());
                 emit &= emit - 1;
-                out.push(Time([x, s.ys[r], 0, 0]));
+                out.push(Time([x, y0 + b, 0, 0]));
             }
         }
     }
     true
-}
-
-/// Where `y` is (or would go) in the sorted `ys`: a linear scan while `ys` is short (the
-/// common case has one to three), else a binary search.
-#[inline]
-fn rank_of(ys: &[u64], y: u64) -> Result<usize, usize> {
-    if ys.len() <= 8 {
-        for (i, &v) in ys.iter().enumerate() {
-            if v >= y {
-                return if v == y { Ok(i) } else { Err(i) };
-            }
-        }
-        Err(ys.len())
-    } else {
-        ys.binary_search(&y)
-    }
-}
-
-/// The rank of `y`, which is in `ys`.
-#[inline]
-fn rank(ys: &[u64], y: u64) -> usize {
-    match rank_of(ys, y) {
-        Ok(r) | Err(r) => r,
-    }
 }
 
 #[cfg(test)]
@@ -166,17 +141,21 @@ mod tests {
 
         /// Equal to the reference wherever it answers, on one scratch reused across cases
         /// (so a call that left an entry set would fail a later one); it answers whenever
-        /// the times fit.
+        /// the times fit (second coordinates offset by up to 2^40 and spanning up to 63).
         #[test]
         fn bits_match_reference(
-            cases in prop::collection::vec((times(12, 6, 14), times(12, 6, 8), 0u64..3), 1..6),
+            cases in prop::collection::vec((times(12, 6, 14), times(12, 6, 8), 0u64..3, 0u64..3), 1..6),
         ) {
             let mut s = BitsScratch::default();
-            for (e, n, shift) in cases {
-                // Offsets past 32 bits and past one bitset word.
+            for (e, n, shift, y_shift) in cases {
+                // Offsets past 32 bits and past one bitset word; second coordinates up to 63
+                // apart, past 32 bits.
                 let shift = [0, 70, 1 << 40][shift as usize];
+                let y_shift = [0, 3, 1 << 40][y_shift as usize];
                 let move_x = |v: Vec<Time>| -> Vec<Time> {
-                    v.into_iter().map(|t| Time([t.0[0] * 7 + shift, t.0[1], 0, 0])).collect()
+                    v.into_iter()
+                        .map(|t| Time([t.0[0] * 7 + shift, y_shift + t.0[1] * 12 + t.0[1] / 5, 0, 0]))
+                        .collect()
                 };
                 let (e, n) = (move_x(e), move_x(n));
                 let mut out = vec![Time([9, 9, 9, 9])];
@@ -190,14 +169,14 @@ mod tests {
             }
         }
 
-        /// Times that do not fit (65 distinct second coordinates, or rows `MAX_SPAN` apart)
-        /// are left to the sort, and `interesting_times_2d` still matches the reference.
+        /// Times that do not fit (second coordinates 64 apart, or rows `MAX_SPAN` apart) are
+        /// left to the sort, and `interesting_times_2d` still matches the reference.
         #[test]
         fn too_wide_falls_back(e in times(5, 4, 10), n in times(5, 4, 6), wide_y in any::<bool>()) {
             prop_assume!(!n.is_empty());
             let mut e = e;
             if wide_y {
-                e.extend((0..65).map(|y| Time([3, 100 + y, 0, 0])));
+                e.push(Time([3, 100, 0, 0]));
             } else {
                 e.push(Time([MAX_SPAN + 4, 1, 0, 0]));
             }
