@@ -17,6 +17,9 @@ use crate::error::Result;
 use crate::lattice::{Lattice, PartialOrder, Time, MAX_DIMS};
 use crate::trace::packed::{pack_xy, unpack_xy};
 
+#[path = "times_bits.rs"]
+mod bits;
+
 /// Reference implementation: the joins of a subset of `edits` with a non-empty subset of
 /// `new_times`, sorted (lexicographically) and deduplicated.
 ///
@@ -268,6 +271,7 @@ fn threshold(c: usize, ups: &[Vec<Time>]) -> u64 {
 /// Reusable buffers for [`interesting_times_2d`].
 #[derive(Default)]
 pub struct TimesScratch {
+    bits: bits::BitsScratch,
     all: Vec<u128>,
     all64: Vec<u64>,
     news: Vec<(u64, u64)>,
@@ -284,9 +288,11 @@ pub struct TimesScratch {
 /// or above `max(min y of a with a.x == X, min y of new n with n.x <= X)`, already in
 /// lexicographic order. `O(|A| log |A| + |output|)` with no allocation once warm.
 ///
-/// Edits with `x` below every new time's (older rounds: 71% of the edits of the 1k/2k BFS at
-/// batches of 1,000) produce no output row of their own and only add their `Y` to the seen
-/// set, so they seed it directly instead of going through the sweep's sort.
+/// Times with at most 64 distinct second coordinates whose first coordinates lie within
+/// `times_bits::MAX_SPAN` of the least new one (the BFS's keys) take bitsets instead of
+/// the sort (`times_bits.rs`). Otherwise, edits with `x` below every new time's produce no
+/// output row of their own and only add their `Y` to the seen set, so they seed it
+/// directly instead of going through the sweep's sort.
 pub fn interesting_times_2d(
     edits: &[Time],
     new_times: &[Time],
@@ -300,6 +306,20 @@ pub fn interesting_times_2d(
     let Some(least_new_x) = new_times.iter().map(|t| t.0[0]).min() else {
         return;
     };
+    if !bits::interesting_times_bits(edits, new_times, &mut s.bits, out) {
+        sorted_2d(edits, new_times, least_new_x, s, out);
+    }
+}
+
+/// [`interesting_times_2d`] by a sort of the packed times (`out` empty, `new_times` not,
+/// their least first coordinate `least_new_x`).
+fn sorted_2d(
+    edits: &[Time],
+    new_times: &[Time],
+    least_new_x: u64,
+    s: &mut TimesScratch,
+    out: &mut Vec<Time>,
+) {
     // Times packed as `x << 32 | y` while both coordinates fit 32 bits (the BFS: rounds and
     // iterations), else as `x << 64 | y`: one integer comparison orders them
     // lexicographically, and a one-word sort is the cheaper one.
@@ -409,6 +429,23 @@ mod tests {
         out
     }
 
+    /// [`interesting_times_2d`] (by bitsets where the times fit) and its sort alone.
+    fn both_2d(edits: &[Time], new_times: &[Time]) -> (Vec<Time>, Vec<Time>) {
+        let mut fast = Vec::new();
+        interesting_times_2d(edits, new_times, &mut TimesScratch::default(), &mut fast);
+        let mut sorted = Vec::new();
+        if let Some(x0) = new_times.iter().map(|t| t.0[0]).min() {
+            sorted_2d(
+                edits,
+                new_times,
+                x0,
+                &mut TimesScratch::default(),
+                &mut sorted,
+            );
+        }
+        (fast, sorted)
+    }
+
     fn fast(edits: &[Time], new_times: &[Time]) -> Vec<Time> {
         let mut out = vec![Time::scalar(99)];
         interesting_times(edits, new_times, &mut out).unwrap();
@@ -464,9 +501,10 @@ mod tests {
     proptest! {
         #[test]
         fn interesting_times_2d_matches_reference(e in times(2, 6, 10), n in times(2, 6, 10)) {
-            let mut out = Vec::new();
-            interesting_times_2d(&e, &n, &mut TimesScratch::default(), &mut out);
-            prop_assert_eq!(out, interesting_times_reference(&e, &n));
+            let want = interesting_times_reference(&e, &n);
+            let (fast, sorted) = both_2d(&e, &n);
+            prop_assert_eq!(&fast, &want);
+            prop_assert_eq!(sorted, want);
         }
 
         /// Coordinates past 32 bits take the two-word packing.
@@ -482,16 +520,18 @@ mod tests {
                     .collect()
             };
             let (e, n) = (shift(e), shift(n));
-            let mut out = Vec::new();
-            interesting_times_2d(&e, &n, &mut TimesScratch::default(), &mut out);
-            prop_assert_eq!(out, interesting_times_reference(&e, &n));
+            let want = interesting_times_reference(&e, &n);
+            let (fast, sorted) = both_2d(&e, &n);
+            prop_assert_eq!(&fast, &want);
+            prop_assert_eq!(sorted, want);
         }
 
         #[test]
         fn interesting_times_2d_on_1d_matches_reference(e in times(1, 20, 10), n in times(1, 20, 10)) {
-            let mut out = Vec::new();
-            interesting_times_2d(&e, &n, &mut TimesScratch::default(), &mut out);
-            prop_assert_eq!(out, interesting_times_reference(&e, &n));
+            let want = interesting_times_reference(&e, &n);
+            let (fast, sorted) = both_2d(&e, &n);
+            prop_assert_eq!(&fast, &want);
+            prop_assert_eq!(sorted, want);
         }
     }
 

@@ -129,7 +129,7 @@ impl Operator for Reduce {
     }
 
     fn held(&self, held: &mut Antichain<Time>) {
-        for t in self.state.pending.times() {
+        for t in self.state.pending_lower.elements() {
             held.insert_ref(t);
         }
     }
@@ -182,8 +182,11 @@ impl Operator for Reduce {
 pub struct ReduceState {
     /// The operator's output trace (rows: key, output columns).
     pub out: Arrangement,
-    /// Pending times per key, not yet complete.
+    /// Pending times per key, not yet complete (set with [`ReduceState::set_pending`]).
     pub pending: Pending,
+    /// The minimal pending times: what the reduce holds back (`Operator::held`, read a few
+    /// times per activation), kept instead of folding every pending time each time.
+    pending_lower: Antichain<Time>,
     /// Output dtypes once known.
     pub out_dtypes: Option<Vec<DType>>,
     /// Buffers reused across activations.
@@ -365,6 +368,7 @@ impl ReduceState {
         ReduceState {
             out: Arrangement::new(key_width, key_width),
             pending: Pending::default(),
+            pending_lower: Antichain::new(),
             out_dtypes: None,
             scratch: Scratch::with_sweep_min(sweep_min_work()),
             errors: Default::default(),
@@ -412,9 +416,22 @@ impl ReduceState {
         self.scratch.release_above(keep);
     }
 
-    /// Whether some pending time is complete with respect to `frontier`.
+    /// Whether some pending time is complete with respect to `frontier` (then so is some
+    /// minimal one: a time below a complete one is complete).
     pub fn has_complete_pending(&self, frontier: &Antichain<Time>) -> bool {
-        self.pending.times().any(|t| !frontier.less_equal(t))
+        self.pending_lower
+            .elements()
+            .iter()
+            .any(|t| !frontier.less_equal(t))
+    }
+
+    /// Sets the pending times and their minimal ones.
+    fn set_pending(&mut self, pending: Pending) {
+        self.pending = pending;
+        self.pending_lower = Antichain::new();
+        for t in self.pending.times() {
+            self.pending_lower.insert_ref(t);
+        }
     }
 
     /// Runs one activation; returns the output updates (rows: key, output columns).
@@ -428,7 +445,8 @@ impl ReduceState {
         if result.is_err() {
             // Everything that was pending or new is in `src` or `still_pending`: keep it all
             // pending (re-examining a time whose output is already right emits nothing).
-            self.pending = src.restore(still_pending);
+            let restored = src.restore(still_pending);
+            self.set_pending(restored);
             // Totals carried past this batch do not match the output trace, which did not
             // take it (the batch's times are redone from pending work).
             self.cache.clear();
@@ -505,7 +523,7 @@ impl ReduceState {
         crate::engine::util::consolidate(&mut output)?;
         self.out.insert(&output, inp.frontier);
         still_pending.normalize();
-        self.pending = std::mem::take(still_pending);
+        self.set_pending(std::mem::take(still_pending));
         Ok(output)
     }
 

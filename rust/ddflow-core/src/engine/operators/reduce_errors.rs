@@ -46,10 +46,19 @@ impl ReduceErrors {
 
     /// Sets the error state of `key` at `time`: `err` is the message if the key fails there.
     /// A key's times must be set in lexicographic order within an activation.
+    #[inline]
     pub fn set(&mut self, key: &[u64], time: Time, err: Option<&str>) {
+        // Inlined: a reduce sets the state of every (key, time) it evaluates, and almost
+        // every key never failed.
         if err.is_none() && self.hist.is_empty() {
             return;
         }
+        self.set_tracked(key, time, err);
+    }
+
+    /// [`ReduceErrors::set`] once some key failed or `err` is set.
+    #[inline(never)]
+    fn set_tracked(&mut self, key: &[u64], time: Time, err: Option<&str>) {
         let h = match self.hist.get_mut(key) {
             Some(h) => h,
             None if err.is_none() => return,
