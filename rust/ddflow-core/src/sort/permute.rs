@@ -12,11 +12,11 @@
 //!    after the other: every swap places one update in its block for good, reading the
 //!    current block and writing the next free slot of another, so the memory traffic is a
 //!    few hundred sequential streams;
-//! 3. as soon as a block is full, while it is cached, each of its updates is swapped
-//!    straight to its slot.
+//! 3. as soon as a block is full, while it is cached, its updates are written to their
+//!    slots in a block of scratch and copied back.
 //!
-//! Every update moves at most twice, and no second copy of the batch is made (`dest` is
-//! 4 bytes per update). Rows always move; times and diffs only when asked (a column of
+//! Every update moves at most three times, and no second copy of the batch is made (`dest`
+//! is 4 bytes per update, the scratch one block). Rows always move; times and diffs only when asked (a column of
 //! equal values is in order as it is).
 
 use crate::lattice::Time;
@@ -79,6 +79,7 @@ pub(super) fn permute_in_blocks(
     // block's start. Once block `b` is full (and all before it), step 3 orders it at once,
     // while the sweep of step 2 has left it in cache.
     let mut head: Vec<usize> = (0..blocks).map(|b| b * block).collect();
+    let mut scratch = Scratch::default();
     for b in 0..blocks {
         let (start, end) = (b * block, ((b + 1) * block).min(n));
         while head[b] < end {
@@ -93,16 +94,16 @@ pub(super) fn permute_in_blocks(
                 head[c] = q + 1;
             }
         }
-        for i in start..end {
-            loop {
-                let d = columns.dest[i] as usize;
-                if d == i {
-                    break;
-                }
-                columns.swap(i, d);
-            }
-        }
+        columns.order_block(start, end, &mut scratch);
     }
+}
+
+/// One block's columns, written in order before they are copied back.
+#[derive(Default)]
+struct Scratch {
+    rows: Vec<u64>,
+    times: Vec<Time>,
+    diffs: Vec<i64>,
 }
 
 /// The columns moved together, with each update's destination.
@@ -115,6 +116,62 @@ struct Columns<'a> {
 }
 
 impl Columns<'_> {
+    /// Puts each update of `[start, end)`, whose destinations all lie in that range, at its
+    /// destination: written into `scratch` at its slot (independent writes, which the CPU
+    /// overlaps, where swapping each update to its slot makes every step wait for the last),
+    /// then copied back.
+    fn order_block(&mut self, start: usize, end: usize, scratch: &mut Scratch) {
+        let (n, w) = (end - start, self.w);
+        let dest = &self.dest[start..end];
+        debug_assert!(dest.iter().all(|&d| (start..end).contains(&(d as usize))));
+        scratch.rows.clear();
+        scratch.rows.resize(n * w, 0);
+        match w {
+            0 => {}
+            1 => {
+                for (&d, &x) in dest.iter().zip(&self.rows[start..end]) {
+                    scratch.rows[d as usize - start] = x;
+                }
+            }
+            2 => {
+                for (&d, r) in dest
+                    .iter()
+                    .zip(self.rows[2 * start..2 * end].chunks_exact(2))
+                {
+                    let o = 2 * (d as usize - start);
+                    scratch.rows[o] = r[0];
+                    scratch.rows[o + 1] = r[1];
+                }
+            }
+            _ => {
+                for (&d, r) in dest
+                    .iter()
+                    .zip(self.rows[w * start..w * end].chunks_exact(w))
+                {
+                    let o = w * (d as usize - start);
+                    scratch.rows[o..o + w].copy_from_slice(r);
+                }
+            }
+        }
+        self.rows[w * start..w * end].copy_from_slice(&scratch.rows);
+        if let Some(t) = self.times.as_deref_mut() {
+            scratch.times.clear();
+            scratch.times.resize(n, Time::default());
+            for (&d, &x) in dest.iter().zip(&t[start..end]) {
+                scratch.times[d as usize - start] = x;
+            }
+            t[start..end].copy_from_slice(&scratch.times);
+        }
+        if let Some(df) = self.diffs.as_deref_mut() {
+            scratch.diffs.clear();
+            scratch.diffs.resize(n, 0);
+            for (&d, &x) in dest.iter().zip(&df[start..end]) {
+                scratch.diffs[d as usize - start] = x;
+            }
+            df[start..end].copy_from_slice(&scratch.diffs);
+        }
+    }
+
     /// Asks for the cache lines of update `i` (if there is one) in every column moved.
     #[inline(always)]
     fn prefetch(&self, i: usize) {
