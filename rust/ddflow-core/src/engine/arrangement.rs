@@ -28,9 +28,6 @@ pub struct Arrangement {
     /// Updates the compaction frontier has passed since the trace was last merged into one
     /// compacted batch (counted when it passes their batch's upper).
     since_full: usize,
-    /// Updates it has passed since the last merge of the trace, whole or of the batches
-    /// newer than its oldest (see [`Arrangement::set_compaction`]).
-    since_merge: usize,
     /// Batches inserted (their upper and length) that the compaction frontier has not yet
     /// passed: a merge cannot compact them yet (see [`Arrangement::set_compaction`]).
     ahead: Vec<(Antichain<Time>, usize)>,
@@ -126,7 +123,6 @@ impl Arrangement {
             schema: None,
             spine: Spine::new(key_width, width - key_width),
             since_full: 0,
-            since_merge: 0,
             ahead: Vec::new(),
             full_merge_ratio: full_merge_ratio(),
         }
@@ -192,26 +188,12 @@ impl Arrangement {
                 !done
             });
             self.since_full += passed;
-            self.since_merge += passed;
             let ratio = self.full_merge_ratio;
-            let len = self.spine.len();
             if self.spine.n_batches() <= 1 {
                 self.since_full = 0;
-                self.since_merge = 0;
-            } else if ratio > 0 && self.since_full * ratio >= len {
-                if self.spine.oldest_moves() {
-                    self.spine.exert(usize::MAX);
-                    self.since_full = 0;
-                    self.since_merge = 0;
-                } else if self.since_merge * ratio >= len {
-                    // Rewriting the oldest batch would copy it as it is: merge the newer
-                    // ones, as often as whole merges would come, and merge whole once the
-                    // frontier moves past some of the oldest's times.
-                    if self.spine.merge_newer() {
-                        self.since_full = 0;
-                    }
-                    self.since_merge = 0;
-                }
+            } else if ratio > 0 && self.since_full * ratio >= self.spine.len() {
+                self.spine.exert(usize::MAX);
+                self.since_full = 0;
             }
         }
     }

@@ -188,38 +188,3 @@ fn retractions_inserted_ahead_of_the_frontier_cancel_once_it_passes_them() {
     let end = Time::from_coords(&[200, 0]);
     assert_eq!(accumulate(&a.to_updates(), &end), accumulate(&all, &end));
 }
-
-/// Inside a round of an iteration the frontier's meet stays put (`{(5, s), (100, 0)}`:
-/// round `s` of outer time 5), so advancing leaves every time of the oldest batch as it
-/// is: the merges the ratio calls for merge only the batches on top of it, and once the
-/// frontier moves past some of its times the trace is merged whole. Accumulations agree
-/// with the inserted updates throughout.
-#[test]
-fn the_oldest_batch_is_rewritten_only_when_the_frontier_moves_past_it() {
-    let at = |x: u64, y: u64| Time::from_coords(&[x, y]);
-    let round = |s: u64| Antichain::from_iter_minimal([at(5, s + 1), at(100, 0)]);
-    let mut a = Arrangement::new(1, 2);
-    a.set_full_merge_ratio(4);
-    let mut all = Updates::new(2);
-    let base = sorted((0..64).map(|k| (k, 0, at(5 + k % 3, 0), 1)).collect());
-    all.extend(&base);
-    a.insert(&base, &round(0));
-    a.set_compaction(&round(0));
-    let mut merged_newer = false;
-    for s in 1..9 {
-        let b = sorted((0..4).map(|j| (100 + 4 * s + j, 1, at(5 + j, s), 1)).collect());
-        all.extend(&b);
-        a.insert(&b, &round(s));
-        a.set_compaction(&round(s));
-        assert!(a.n_batches() >= 2, "the oldest batch was merged at round {s}");
-        merged_newer |= s >= 3 && a.n_batches() == 2;
-        assert_eq!(a.len(), 64 + 4 * s as usize);
-    }
-    assert!(merged_newer, "the batches on top were never merged");
-    let past = Antichain::from_elem(at(6, 20));
-    a.set_compaction(&past);
-    assert_eq!(a.n_batches(), 1);
-    for t in [at(6, 20), at(7, 20), at(9, 30)] {
-        assert_eq!(accumulate(&a.to_updates(), &t), accumulate(&all, &t));
-    }
-}

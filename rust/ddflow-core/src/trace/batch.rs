@@ -31,7 +31,7 @@ use super::description::Description;
 use super::stored::Stored;
 use super::time_vec::{self, TimeVec};
 use crate::error::{Error, Result};
-use crate::lattice::{Antichain, Lattice, Time};
+use crate::lattice::{Antichain, Time};
 use crate::sort::RadixSorter;
 use crate::updates::Updates;
 use std::cmp::Ordering;
@@ -549,27 +549,6 @@ impl Batch {
         match self.times {
             Times::Single(t) => Some(t),
             Times::Each(_) | Times::Indexed { .. } => None,
-        }
-    }
-
-    /// The meet (per-coordinate minimum) of the batch's times; `None` if it has no
-    /// updates. Advancing the batch by a frontier whose meet is at or below it changes no
-    /// time (see [`crate::trace::packed::meet_of`]).
-    pub fn times_meet(&self) -> Option<Time> {
-        if self.is_empty() {
-            return None;
-        }
-        let meet_all = |ts: &mut dyn Iterator<Item = Time>| ts.reduce(|m, t| m.meet(&t));
-        match &self.times {
-            Times::Single(t) => Some(*t),
-            Times::Indexed { distinct, .. } => meet_all(&mut distinct.iter().copied()),
-            Times::Each(TimeVec::Wide(ts)) => meet_all(&mut ts.iter().copied()),
-            Times::Each(TimeVec::Narrow(ts)) => {
-                let (x, y) = ts.iter().fold((u32::MAX, u32::MAX), |(x, y), p| {
-                    (x.min(p[0]), y.min(p[1]))
-                });
-                Some(time_vec::wide([x, y]))
-            }
         }
     }
 

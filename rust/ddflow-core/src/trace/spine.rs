@@ -27,9 +27,8 @@ use super::batch::Batch;
 use super::cursor::Cursor;
 use super::description::Description;
 use super::merge::MergeState;
-use super::packed::meet_of;
 use crate::error::{Error, Result};
-use crate::lattice::{Antichain, PartialOrder, Time};
+use crate::lattice::{Antichain, Time};
 use crate::updates::Updates;
 use std::sync::Arc;
 
@@ -390,62 +389,6 @@ impl Spine {
                 Level::Single(b) => b.since() != &self.logical,
                 _ => false,
             })
-    }
-
-    /// Whether advancing to the logical frontier would change a time of the oldest batch
-    /// (of the older input, when the oldest level holds a merge in progress): whether the
-    /// frontier's meet is not at or below all of its times (see [`Batch::times_meet`]).
-    /// If not, a merge would copy that batch as it is.
-    pub fn oldest_moves(&self) -> bool {
-        let oldest = match self.oldest_level().map(|i| &self.levels[i]) {
-            Some(Level::Single(b)) => b,
-            Some(Level::Merging(m)) => m.older(),
-            _ => return false,
-        };
-        match (meet_of(self.logical.elements()), oldest.times_meet()) {
-            (Some(meet), Some(least)) => !meet.less_equal(&least),
-            _ => false,
-        }
-    }
-
-    /// Merges the batches newer than the oldest into one, beside it (advanced to the
-    /// logical frontier), after finishing the merges in progress. The result joins the
-    /// oldest batch if it outgrows its level into the oldest's (the spine's rule for
-    /// batches of one size). Returns whether the trace is then one batch.
-    pub fn merge_newer(&mut self) -> bool {
-        loop {
-            self.finish_merges();
-            let Some(top) = self.oldest_level() else {
-                return true;
-            };
-            let newer: Vec<usize> = (0..top)
-                .filter(|&i| !self.levels[i].is_vacant())
-                .collect();
-            let [p, q, ..] = newer[..] else {
-                return newer.is_empty();
-            };
-            let newest = self.take_single(p);
-            let older = self.take_single(q);
-            self.levels[q] =
-                Level::Merging(Box::new(MergeState::new(older, newest, &self.logical)));
-        }
-    }
-
-    /// The highest occupied level (the oldest batch's), if any.
-    fn oldest_level(&self) -> Option<usize> {
-        (0..self.levels.len())
-            .rev()
-            .find(|&i| !self.levels[i].is_vacant())
-    }
-
-    /// Completes every merge in progress.
-    fn finish_merges(&mut self) {
-        while self.levels.iter().any(|l| matches!(l, Level::Merging(_))) {
-            for i in (0..self.levels.len()).rev() {
-                let mut fuel = isize::MAX;
-                self.work_at(i, &mut fuel);
-            }
-        }
     }
 
     fn take_single(&mut self, i: usize) -> Arc<Batch> {

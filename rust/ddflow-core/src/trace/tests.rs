@@ -96,7 +96,7 @@ fn cursor_merges_batches() {
     assert!(!c.key_valid());
 }
 
-use crate::lattice::{Antichain, Lattice, PartialOrder};
+use crate::lattice::{Antichain, PartialOrder};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -470,26 +470,5 @@ proptest! {
         prop_assert_eq!(narrow_y.cmp_rows(0, &wide_x, 1, width), want.reverse());
         let narrow_x = Words::narrowed(x.to_vec());
         prop_assert_eq!(narrow_x.cmp_rows(0, &narrow_y, 0, width), want);
-    }
-}
-
-proptest! {
-    /// A batch's [`Batch::times_meet`] is the per-coordinate minimum of its times, in
-    /// every form the batch stores them (one time, a few indexed, narrow or wide each).
-    #[test]
-    fn times_meet_is_the_least_of_each_coordinate(
-        a in updates2(),
-        ticks in 1usize..4,
-    ) {
-        // A few distinct times (indexed), or one, besides the random ones.
-        let mut few = Updates::new(2);
-        for i in 0..a.len() {
-            few.push(a.row(i), Time::from_coords(&[(i % ticks) as u64, 1]), a.diffs[i]);
-        }
-        for u in [a, few] {
-            let b = Batch::from_updates(u, 1, Description::scalar(0, 1)).unwrap();
-            let want = b.to_updates().times.iter().copied().reduce(|m, t| m.meet(&t));
-            prop_assert_eq!(b.times_meet(), want);
-        }
     }
 }
