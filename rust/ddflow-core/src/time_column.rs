@@ -495,6 +495,7 @@ mod tests {
         Slice,
         MapEach,
         MakeMut,
+        Reserve(usize),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -507,6 +508,7 @@ mod tests {
             1 => Just(Op::Slice),
             1 => Just(Op::MapEach),
             1 => Just(Op::MakeMut),
+            1 => (0usize..10).prop_map(Op::Reserve),
         ]
     }
 
@@ -545,6 +547,7 @@ mod tests {
                         v.iter_mut().for_each(|t| t.0[0] += 1);
                     }
                     Op::MakeMut => prop_assert_eq!(c.make_mut(), &v),
+                    Op::Reserve(n) => c.reserve(n),
                 }
                 prop_assert_eq!(c.len(), v.len());
                 prop_assert_eq!(&c, &v);
@@ -600,5 +603,28 @@ mod tests {
         c.push(Time::scalar(8));
         assert_eq!(c.same(), None);
         assert_eq!(c.len(), 1001);
+    }
+
+    /// Room asked for while the column is one time allocates nothing, and is taken when
+    /// the column is written out: pushes up to it then never reallocate.
+    #[test]
+    fn room_is_taken_when_written_out() {
+        let mut c = TimeColumn::with_capacity(1000);
+        for _ in 0..10 {
+            c.push(Time::scalar(7));
+        }
+        assert_eq!(c.capacity(), 1);
+        c.push(Time::scalar(8));
+        let cap = c.capacity();
+        assert!(cap >= 1000, "written out with room for {cap}");
+        for t in 0..989 {
+            c.push(Time::scalar(t));
+        }
+        assert_eq!(c.len(), 1000);
+        assert_eq!(c.capacity(), cap);
+        let mut u = crate::updates::Updates::with_capacity(1, 50);
+        u.push(&[1], Time::scalar(1), 1);
+        u.push(&[2], Time::scalar(2), 1);
+        assert!(u.times.capacity() >= 50);
     }
 }
