@@ -29,6 +29,9 @@ enum Repr {
         time: Time,
         len: usize,
         slice: OnceLock<Vec<Time>>,
+        /// Times to make room for if the column is written out (the capacity asked for:
+        /// a column written out while it grows does not reallocate as it doubles).
+        room: usize,
     },
     Each(Vec<Time>),
 }
@@ -41,6 +44,7 @@ impl TimeColumn {
                 time: Time::minimum(),
                 len: 0,
                 slice: OnceLock::new(),
+                room: 0,
             },
         }
     }
@@ -52,6 +56,7 @@ impl TimeColumn {
                 time,
                 len: n,
                 slice: OnceLock::new(),
+                room: 0,
             },
         }
     }
@@ -138,7 +143,9 @@ impl TimeColumn {
     pub fn push(&mut self, t: Time) {
         match &mut self.repr {
             Repr::Each(v) => return v.push(t),
-            Repr::Same { time, len, slice } if *len == 0 || *time == t => {
+            Repr::Same {
+                time, len, slice, ..
+            } if *len == 0 || *time == t => {
                 if *len == 0 {
                     slice.take();
                 }
@@ -162,7 +169,13 @@ impl TimeColumn {
         if other.is_empty() {
             return;
         }
-        if let (Repr::Same { time, len, slice }, Some(t)) = (&mut self.repr, other.same()) {
+        if let (
+            Repr::Same {
+                time, len, slice, ..
+            },
+            Some(t),
+        ) = (&mut self.repr, other.same())
+        {
             if *len == 0 || time == t {
                 if *len == 0 {
                     slice.take();
@@ -208,11 +221,21 @@ impl TimeColumn {
         self.truncate(0);
     }
 
-    /// Room for `n` more times (for a column already written out).
+    /// Room for `n` more times: reserved now for a column already written out, else when
+    /// it is written out (a column held as one time allocates nothing).
     pub fn reserve(&mut self, n: usize) {
-        if let Repr::Each(v) = &mut self.repr {
-            v.reserve(n);
+        match &mut self.repr {
+            Repr::Each(v) => v.reserve(n),
+            Repr::Same { len, room, .. } => *room = (*room).max(*len + n),
         }
+    }
+
+    /// An empty column with room for `n` times once written out (see
+    /// [`TimeColumn::reserve`]).
+    pub fn with_capacity(n: usize) -> Self {
+        let mut c = TimeColumn::new();
+        c.reserve(n);
+        c
     }
 
     /// Times the column has room for in memory (the count for one time, without a cache).
@@ -230,8 +253,15 @@ impl TimeColumn {
 
     /// [`make_mut`](Self::make_mut), with room for `extra` more times.
     fn write_out(&mut self, extra: usize) -> &mut Vec<Time> {
-        if let Repr::Same { time, len, slice } = &mut self.repr {
+        if let Repr::Same {
+            time,
+            len,
+            slice,
+            room,
+        } = &mut self.repr
+        {
             let mut v = slice.take().unwrap_or_default();
+            let extra = extra.max(room.saturating_sub(*len));
             if v.len() == *len {
                 v.reserve(extra);
             } else {
@@ -253,6 +283,7 @@ impl TimeColumn {
                 time,
                 len,
                 mut slice,
+                ..
             } => slice.take().unwrap_or_else(|| vec![time; len]),
             Repr::Each(v) => v,
         }
@@ -378,7 +409,9 @@ impl Deref for TimeColumn {
 
     fn deref(&self) -> &[Time] {
         match &self.repr {
-            Repr::Same { time, len, slice } => slice.get_or_init(|| vec![*time; *len]),
+            Repr::Same {
+                time, len, slice, ..
+            } => slice.get_or_init(|| vec![*time; *len]),
             Repr::Each(v) => v,
         }
     }
@@ -462,6 +495,7 @@ mod tests {
         Slice,
         MapEach,
         MakeMut,
+        Reserve(usize),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -474,6 +508,7 @@ mod tests {
             1 => Just(Op::Slice),
             1 => Just(Op::MapEach),
             1 => Just(Op::MakeMut),
+            1 => (0usize..10).prop_map(Op::Reserve),
         ]
     }
 
@@ -512,6 +547,7 @@ mod tests {
                         v.iter_mut().for_each(|t| t.0[0] += 1);
                     }
                     Op::MakeMut => prop_assert_eq!(c.make_mut(), &v),
+                    Op::Reserve(n) => c.reserve(n),
                 }
                 prop_assert_eq!(c.len(), v.len());
                 prop_assert_eq!(&c, &v);
@@ -567,5 +603,28 @@ mod tests {
         c.push(Time::scalar(8));
         assert_eq!(c.same(), None);
         assert_eq!(c.len(), 1001);
+    }
+
+    /// Room asked for while the column is one time allocates nothing, and is taken when
+    /// the column is written out: pushes up to it then never reallocate.
+    #[test]
+    fn room_is_taken_when_written_out() {
+        let mut c = TimeColumn::with_capacity(1000);
+        for _ in 0..10 {
+            c.push(Time::scalar(7));
+        }
+        assert_eq!(c.capacity(), 1);
+        c.push(Time::scalar(8));
+        let cap = c.capacity();
+        assert!(cap >= 1000, "written out with room for {cap}");
+        for t in 0..989 {
+            c.push(Time::scalar(t));
+        }
+        assert_eq!(c.len(), 1000);
+        assert_eq!(c.capacity(), cap);
+        let mut u = crate::updates::Updates::with_capacity(1, 50);
+        u.push(&[1], Time::scalar(1), 1);
+        u.push(&[2], Time::scalar(2), 1);
+        assert!(u.times.capacity() >= 50);
     }
 }

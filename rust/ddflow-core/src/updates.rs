@@ -38,7 +38,7 @@ impl Updates {
         Updates {
             width,
             rows: Vec::with_capacity(n * width),
-            times: TimeColumn::new(),
+            times: TimeColumn::with_capacity(n),
             diffs: Vec::with_capacity(n),
         }
     }

@@ -116,12 +116,19 @@ impl Held {
         let in_order = upd.times.same().is_some()
             || (1..n).all(|i| time_key(&upd.times[i - 1]) <= time_key(&upd.times[i]));
         if !in_order {
-            let order = time_order(&upd.times);
-            let mut sorted = Updates::with_capacity(upd.width, n);
-            for i in order {
-                sorted.push(upd.row(i), upd.times[i], upd.diffs[i]);
+            // Gathered column by column into vectors of the right size.
+            let (mut rows, mut times, mut diffs) = (
+                Vec::with_capacity(n * upd.width),
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+            );
+            for i in time_order(&upd.times) {
+                rows.extend_from_slice(upd.row(i));
+                times.push(upd.times[i]);
+                diffs.push(upd.diffs[i]);
             }
-            self.msg.upd = sorted;
+            self.msg.upd =
+                Updates::from_parts(upd.width, rows, times, diffs).expect("one message's columns");
         }
         let times = &self.msg.upd.times;
         let mut runs = Vec::new();

@@ -8,6 +8,7 @@ use super::{Operator, Output, RunCtx};
 use crate::engine::column::Msg;
 use crate::error::Result;
 use crate::lattice::{Antichain, Time};
+use crate::updates::Updates;
 
 /// A `variable` node: the iteration coordinate it advances and the scope's limit.
 pub struct Variable {
@@ -27,8 +28,10 @@ impl Variable {
     /// `m` moved one iteration on (negated when `negate`), times past the limit dropped.
     fn bump(&self, m: &Msg, negate: bool) -> Msg {
         let c = self.coord;
-        let mut next = Msg::empty(m.schema.clone());
-        next.upd.width = m.upd.width;
+        let mut next = Msg {
+            schema: m.schema.clone(),
+            upd: Updates::with_capacity(m.upd.width, m.upd.len()),
+        };
         for i in 0..m.upd.len() {
             let t = m.upd.times[i];
             if t.0[c] + 1 < self.max_iterations {
