@@ -129,7 +129,7 @@ impl Operator for Reduce {
     }
 
     fn held(&self, held: &mut Antichain<Time>) {
-        for t in self.state.pending.times() {
+        for t in self.state.pending_lower().elements() {
             held.insert_ref(t);
         }
     }
@@ -183,7 +183,11 @@ pub struct ReduceState {
     /// The operator's output trace (rows: key, output columns).
     pub out: Arrangement,
     /// Pending times per key, not yet complete.
-    pub pending: Pending,
+    pub(super) pending: Pending,
+    /// The minimal elements of `pending`'s times, set at the end of every activation (the
+    /// only place `pending` changes): what the operator holds, read at every pass's start
+    /// and after every activation, without a walk over every pending (key, time).
+    pending_lower: Antichain<Time>,
     /// Output dtypes once known.
     pub out_dtypes: Option<Vec<DType>>,
     /// Buffers reused across activations.
@@ -365,6 +369,7 @@ impl ReduceState {
         ReduceState {
             out: Arrangement::new(key_width, key_width),
             pending: Pending::default(),
+            pending_lower: Antichain::new(),
             out_dtypes: None,
             scratch: Scratch::with_sweep_min(sweep_min_work()),
             errors: Default::default(),
@@ -412,9 +417,19 @@ impl ReduceState {
         self.scratch.release_above(keep);
     }
 
-    /// Whether some pending time is complete with respect to `frontier`.
+    /// Whether some pending time is complete with respect to `frontier` (some is, exactly
+    /// when a minimal one is: a time the frontier is not at or below has none of its
+    /// lower bounds at or above the frontier either).
     pub fn has_complete_pending(&self, frontier: &Antichain<Time>) -> bool {
-        self.pending.times().any(|t| !frontier.less_equal(t))
+        self.pending_lower
+            .elements()
+            .iter()
+            .any(|t| !frontier.less_equal(t))
+    }
+
+    /// The minimal pending times (a lower bound of everything pending).
+    pub fn pending_lower(&self) -> &Antichain<Time> {
+        &self.pending_lower
     }
 
     /// Runs one activation; returns the output updates (rows: key, output columns).
@@ -433,6 +448,7 @@ impl ReduceState {
             // take it (the batch's times are redone from pending work).
             self.cache.clear();
         }
+        self.pending_lower = Antichain::from_iter_minimal(self.pending.times().copied());
         result
     }
 
