@@ -58,7 +58,8 @@ impl Engine {
         for w in &self.workers {
             w.pointstamps(node, per_port, own);
         }
-        for (port, a) in per_port.iter().enumerate() {
+        // `per_port` is shared by all nodes: past this node's ports it holds nothing.
+        for (port, a) in per_port.iter().enumerate().filter(|(_, a)| !a.is_empty()) {
             let s = self.graph.port(node, port);
             for t in a.elements() {
                 if let Some(x) = s.apply(t) {

@@ -41,7 +41,7 @@ use crate::engine::column::{Callbacks, Msg};
 use crate::engine::errors::{render_row, ErrorUpdate};
 use crate::engine::plan::Agg;
 use crate::error::{Error, Result};
-use crate::lattice::{Antichain, Lattice, Time};
+use crate::lattice::{Antichain, Lattice, PartialOrder, Time};
 use crate::times::{interesting_times_2d, TimesScratch};
 use crate::updates::Updates;
 use std::sync::Arc;
@@ -277,7 +277,7 @@ impl Pending {
 /// same rounds and iterations as the others', so the element that dominated the last
 /// dominated time is tried first: most times cost one comparison.
 pub(super) fn minimal_times<'a>(times: impl Iterator<Item = &'a Time>) -> Antichain<Time> {
-    let mut lower = Antichain::new();
+    let mut lower: Antichain<Time> = Antichain::new();
     let mut hint = 0;
     for t in times {
         let elems = lower.elements();
