@@ -250,9 +250,10 @@ impl<T: PartialOrder + Clone> Antichain<T> {
     /// Inserts `t` unless some element is `<= t`; removes elements `t` is `<=`.
     /// Returns whether `t` was added.
     pub fn insert(&mut self, t: T) -> bool {
-        if !self.admits(&t) {
+        if self.elements.iter().any(|e| e.less_equal(&t)) {
             return false;
         }
+        self.elements.retain(|e| !t.less_equal(e));
         self.elements.push(t);
         true
     }
@@ -260,26 +261,11 @@ impl<T: PartialOrder + Clone> Antichain<T> {
     /// Like [`Antichain::insert`], cloning `t` only when it is added (cheap rejection of
     /// times already in the future of the antichain).
     pub fn insert_ref(&mut self, t: &T) -> bool {
-        if !self.admits(t) {
+        if self.elements.iter().any(|e| e.less_equal(t)) {
             return false;
         }
+        self.elements.retain(|e| !t.less_equal(e));
         self.elements.push(t.clone());
-        true
-    }
-
-    /// Whether `t` belongs in the antichain (no element is `<= t`); if so, removes the
-    /// elements `t` is `<=`. The elements are read as one slice, and removed (a `retain`,
-    /// which moves every element after the first removed) only when one must go: most
-    /// insertions into a frontier remove nothing.
-    #[inline]
-    fn admits(&mut self, t: &T) -> bool {
-        let elements = self.elements.as_slice();
-        if elements.iter().any(|e| e.less_equal(t)) {
-            return false;
-        }
-        if elements.iter().any(|e| t.less_equal(e)) {
-            self.elements.retain(|e| !t.less_equal(e));
-        }
         true
     }
 
