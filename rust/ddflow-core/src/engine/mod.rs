@@ -83,6 +83,7 @@ pub struct Engine {
     /// Buffers reused by `compute_frontiers` and `refresh`.
     scratch_ports: Vec<Antichain<Time>>,
     scratch_dirty: Vec<bool>,
+    scratch_frontier: Antichain<Time>,
     /// The previous pass's `reach_out`, to tell whether frontiers moved.
     scratch_before: Vec<Antichain<Time>>,
     /// Trace handles: the arrange node each holds and the frontier it holds compaction at
@@ -152,6 +153,7 @@ impl Engine {
             own: Vec::new(),
             scratch_ports: Vec::new(),
             scratch_dirty: Vec::new(),
+            scratch_frontier: Antichain::new(),
             scratch_before: Vec::new(),
             handles: Vec::new(),
             idle_merges: Default::default(),

@@ -115,6 +115,19 @@ impl ProgressGraph {
     /// The frontier at the inputs of `node` given the upstream `reach_out`.
     pub fn frontier_in(&self, reach_out: &[Antichain<Time>], node: usize) -> Antichain<Time> {
         let mut f = Antichain::new();
+        self.frontier_in_into(reach_out, node, &mut f);
+        f
+    }
+
+    /// [`ProgressGraph::frontier_in`] into `f`, reusing its allocation (a frontier of more
+    /// than one time is on the heap).
+    pub fn frontier_in_into(
+        &self,
+        reach_out: &[Antichain<Time>],
+        node: usize,
+        f: &mut Antichain<Time>,
+    ) {
+        f.clear();
         for &(u, s) in &self.into[node] {
             for t in reach_out[u].elements() {
                 if let Some(x) = s.apply(t) {
@@ -122,7 +135,6 @@ impl ProgressGraph {
                 }
             }
         }
-        f
     }
 
     /// `reach[node]`: the least fixed point of `own[node]` joined with what every upstream

@@ -74,7 +74,10 @@ impl Engine {
         // is enough input to pay for it) before the next, and data for other workers is
         // delivered right away, so frontiers can be refreshed node by node as with one worker.
         for node in 0..n {
-            let f_in = self.graph.frontier_in(&self.reach_out, node);
+            // Into the previous node's old input frontier: no allocation per node and pass.
+            let mut f_in = std::mem::take(&mut self.scratch_frontier);
+            self.graph
+                .frontier_in_into(&self.reach_out, node, &mut f_in);
             let Engine {
                 plan,
                 callbacks,
@@ -171,7 +174,7 @@ impl Engine {
                 }
             }
             self.refresh(node, &f_in, activated);
-            self.frontier_in[node] = f_in;
+            self.scratch_frontier = std::mem::replace(&mut self.frontier_in[node], f_in);
         }
         self.trim_logs();
         Ok(progressed)
