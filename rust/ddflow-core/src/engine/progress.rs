@@ -103,10 +103,7 @@ impl Engine {
             }
         }
         let r = &mut self.reach_out[node];
-        r.clear();
-        for t in own.elements() {
-            r.insert_ref(t);
-        }
+        r.clone_from(&own);
         for t in frontier_in.elements() {
             r.insert_ref(t);
         }

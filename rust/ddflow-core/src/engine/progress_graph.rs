@@ -152,10 +152,7 @@ impl ProgressGraph {
         let n = self.out_of.len();
         reach.resize(n, Antichain::new());
         for (r, o) in reach.iter_mut().zip(own) {
-            r.clear();
-            for t in o.elements() {
-                r.insert_ref(t);
-            }
+            r.clone_from(o);
         }
         dirty.clear();
         dirty.resize(n, true);
