@@ -103,7 +103,10 @@ impl Engine {
             }
         }
         let r = &mut self.reach_out[node];
-        r.clone_from(&own);
+        r.clear();
+        for t in own.elements() {
+            r.insert_ref(t);
+        }
         for t in frontier_in.elements() {
             r.insert_ref(t);
         }

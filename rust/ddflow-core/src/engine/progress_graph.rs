@@ -152,7 +152,10 @@ impl ProgressGraph {
         let n = self.out_of.len();
         reach.resize(n, Antichain::new());
         for (r, o) in reach.iter_mut().zip(own) {
-            r.clone_from(o);
+            r.clear();
+            for t in o.elements() {
+                r.insert_ref(t);
+            }
         }
         dirty.clear();
         dirty.resize(n, true);
