@@ -68,6 +68,7 @@ impl Engine {
         let n = self.plan.nodes.len();
         self.ports = progress::input_ports(&self.plan);
         self.consumers = consumers_of(&self.ports);
+        self.graph = super::progress_graph::ProgressGraph::new(&self.plan, &self.ports);
         for node in offset..n {
             let spec = &self.plan.nodes[node];
             let t = spec.trace_source(&self.trace_of);

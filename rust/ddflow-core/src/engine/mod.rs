@@ -15,7 +15,8 @@
 //! Python is entered only through [`column::Callbacks`] for user functions.
 //!
 //! The engine's jobs, one module each: [`input`] (pushed updates and input frontiers),
-//! [`schedule`] (passes and the `run*` loops), [`progress`] (frontiers from pointstamps),
+//! [`schedule`] (passes and the `run*` loops), [`progress`] (frontiers from pointstamps,
+//! over the edges and path summaries of [`progress_graph`]),
 //! [`compaction`] (trace compaction and trace handles), [`exchange`] (routing between
 //! workers), [`attach`] (plans attached to a running engine) and [`outputs`] (captures,
 //! error updates, the log) and [`memory_limit`] (the limit checks and the error that stops a
@@ -38,6 +39,7 @@ mod outputs;
 pub mod plan;
 pub mod plans;
 pub mod progress;
+pub mod progress_graph;
 mod schedule;
 pub mod spill;
 pub mod util;
@@ -61,6 +63,8 @@ pub const MAX_WORKERS: usize = 256;
 pub struct Engine {
     plan: Plan,
     ports: Vec<Vec<Vec<usize>>>,
+    /// The edges with their path summaries, for progress tracking.
+    graph: progress_graph::ProgressGraph,
     consumers: Vec<Vec<(usize, usize)>>,
     trace_of: Vec<Option<usize>>,
     workers: Vec<Worker>,
@@ -73,10 +77,13 @@ pub struct Engine {
     push_count: usize,
     max_log: usize,
     passes: u64,
-    /// Buffers reused by `compute_frontiers`.
-    scratch_held: Vec<Antichain<Time>>,
-    scratch_queued: Vec<Vec<(usize, Time)>>,
+    /// Each node's own pointstamps (held, queued through its ports, an input's frontier)
+    /// as of the pass's start or its last refresh (`progress.rs`).
+    own: Vec<Antichain<Time>>,
+    /// Buffers reused by `compute_frontiers` and `refresh`.
     scratch_ports: Vec<Antichain<Time>>,
+    scratch_dirty: Vec<bool>,
+    scratch_frontier: Antichain<Time>,
     /// The previous pass's `reach_out`, to tell whether frontiers moved.
     scratch_before: Vec<Antichain<Time>>,
     /// Trace handles: the arrange node each holds and the frontier it holds compaction at
@@ -106,6 +113,7 @@ impl Engine {
         let n = plan.nodes.len();
         let ports = progress::input_ports(&plan);
         let consumers = consumers_of(&ports);
+        let graph = progress_graph::ProgressGraph::new(&plan, &ports);
         if let Some(imp) = plan
             .nodes
             .iter()
@@ -130,6 +138,7 @@ impl Engine {
         let mut e = Engine {
             plan,
             ports,
+            graph,
             consumers,
             trace_of,
             workers: ws,
@@ -141,9 +150,10 @@ impl Engine {
             push_count: 0,
             max_log: 1 << 20,
             passes: 0,
-            scratch_held: Vec::new(),
-            scratch_queued: Vec::new(),
+            own: Vec::new(),
             scratch_ports: Vec::new(),
+            scratch_dirty: Vec::new(),
+            scratch_frontier: Antichain::new(),
             scratch_before: Vec::new(),
             handles: Vec::new(),
             idle_merges: Default::default(),

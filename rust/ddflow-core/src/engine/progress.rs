@@ -12,7 +12,7 @@
 //! inputs). The computation is a fixed point over antichains; the +1 of every loop makes it
 //! terminate, since a time that comes around a loop is dominated by where it started.
 
-use super::plan::{Op, Plan};
+use super::plan::Plan;
 use super::Engine;
 use crate::lattice::{Antichain, Time};
 
@@ -21,139 +21,52 @@ pub fn input_ports(plan: &Plan) -> Vec<Vec<Vec<usize>>> {
     plan.nodes.iter().map(|n| n.ports()).collect()
 }
 
-/// The time `t` after passing input `port` of `node`; `None` if it cannot pass.
-#[inline]
-pub fn summarize(plan: &Plan, node: usize, port: usize, t: &Time) -> Option<Time> {
-    let n = &plan.nodes[node];
-    match &n.op {
-        Op::Variable { .. } if port == 1 => {
-            let c = plan.iter_coord(n.scope)?;
-            let max = plan.scopes[n.scope].max_iterations.unwrap_or(u64::MAX);
-            let next = t.0[c].checked_add(1)?;
-            if next >= max {
-                None
-            } else {
-                Some(t.with_coord(c, next))
-            }
-        }
-        Op::Leave => {
-            let c = plan.iter_coord(plan.nodes[n.inputs[0]].scope)?;
-            Some(t.with_coord(c, 0))
-        }
-        _ => Some(*t),
-    }
-}
-
-/// The frontier at the inputs of `node` given the upstream `reach_out`.
-pub fn frontier_in(
-    plan: &Plan,
-    ports: &[Vec<Vec<usize>>],
-    reach_out: &[Antichain<Time>],
-    node: usize,
-) -> Antichain<Time> {
-    let mut f = Antichain::new();
-    for (port, ups) in ports[node].iter().enumerate() {
-        for &u in ups {
-            for t in reach_out[u].elements() {
-                if let Some(s) = summarize(plan, node, port, t) {
-                    f.insert(s);
-                }
-            }
-        }
-    }
-    f
-}
-
-/// Computes `reach_out` for every node from its pointstamps: `held[node]` (times held at the
-/// node's output) and `queued[node]` (`(port, time)` queued at its inputs).
-pub fn reach(
-    plan: &Plan,
-    ports: &[Vec<Vec<usize>>],
-    held: &[Antichain<Time>],
-    queued: &[Vec<(usize, Time)>],
-) -> Vec<Antichain<Time>> {
-    let mut reach = Vec::new();
-    reach_into(plan, ports, held, queued, &mut reach);
-    reach
-}
-
-/// [`reach`] into `reach`, reusing its allocations.
-pub fn reach_into(
-    plan: &Plan,
-    ports: &[Vec<Vec<usize>>],
-    held: &[Antichain<Time>],
-    queued: &[Vec<(usize, Time)>],
-    reach: &mut Vec<Antichain<Time>>,
-) {
-    let n = plan.nodes.len();
-    reach.resize(n, Antichain::new());
-    for (r, h) in reach.iter_mut().zip(held) {
-        r.clear();
-        for t in h.elements() {
-            r.insert_ref(t);
-        }
-    }
-    for node in 0..n {
-        for (port, t) in &queued[node] {
-            if let Some(s) = summarize(plan, node, *port, t) {
-                reach[node].insert(s);
-            }
-        }
-    }
-    loop {
-        let mut changed = false;
-        for node in 0..n {
-            for (port, ups) in ports[node].iter().enumerate() {
-                for &u in ups {
-                    if u == node {
-                        continue;
-                    }
-                    for k in 0..reach[u].elements().len() {
-                        let t = reach[u].elements()[k];
-                        if let Some(s) = summarize(plan, node, port, &t) {
-                            changed |= reach[node].insert(s);
-                        }
-                    }
-                }
-            }
-        }
-        if !changed {
-            return;
-        }
-    }
-}
-
 impl Engine {
-    /// Recomputes every node's frontier from the pointstamps of all workers.
+    /// Recomputes every node's frontier from the pointstamps of all workers: each node's
+    /// own pointstamps into `own` (kept for [`Engine::refresh`]), then the fixed point.
     pub(super) fn compute_frontiers(&mut self) {
         let n = self.plan.nodes.len();
-        let mut held = std::mem::take(&mut self.scratch_held);
-        let mut queued = std::mem::take(&mut self.scratch_queued);
+        let mut own = std::mem::take(&mut self.own);
         let mut per_port = std::mem::take(&mut self.scratch_ports);
-        held.resize(n, Antichain::new());
-        queued.resize(n, Vec::new());
-        for node in 0..n {
-            held[node].clear();
-            queued[node].clear();
-            if let Some(Some(st)) = self.inputs.get(node) {
-                for t in st.frontier.elements() {
-                    held[node].insert_ref(t);
-                }
-            }
-            for p in per_port.iter_mut() {
-                p.clear();
-            }
-            for w in &self.workers {
-                w.pointstamps(node, &mut per_port, &mut held[node]);
-            }
-            for (p, a) in per_port.iter().enumerate() {
-                queued[node].extend(a.elements().iter().map(|t| (p, *t)));
+        own.resize(n, Antichain::new());
+        for (node, o) in own.iter_mut().enumerate() {
+            self.own_pointstamps(node, &mut per_port, o);
+        }
+        self.graph
+            .reach_into(&own, &mut self.reach_out, &mut self.scratch_dirty);
+        self.own = own;
+        self.scratch_ports = per_port;
+    }
+
+    /// The pointstamps of `node` on every worker, as they stand at its output: what it
+    /// holds, an open input's frontier, and its queued times through their ports' summaries.
+    fn own_pointstamps(
+        &self,
+        node: usize,
+        per_port: &mut Vec<Antichain<Time>>,
+        own: &mut Antichain<Time>,
+    ) {
+        own.clear();
+        if let Some(Some(st)) = self.inputs.get(node) {
+            for t in st.frontier.elements() {
+                own.insert_ref(t);
             }
         }
-        reach_into(&self.plan, &self.ports, &held, &queued, &mut self.reach_out);
-        self.scratch_held = held;
-        self.scratch_queued = queued;
-        self.scratch_ports = per_port;
+        for p in per_port.iter_mut() {
+            p.clear();
+        }
+        for w in &self.workers {
+            w.pointstamps(node, per_port, own);
+        }
+        // `per_port` is shared by all nodes: past this node's ports it holds nothing.
+        for (port, a) in per_port.iter().enumerate().filter(|(_, a)| !a.is_empty()) {
+            let s = self.graph.port(node, port);
+            for t in a.elements() {
+                if let Some(x) = s.apply(t) {
+                    own.insert(x);
+                }
+            }
+        }
     }
 
     /// Recomputes every node's input frontier from `reach_out` (a pass does this node by
@@ -161,36 +74,46 @@ impl Engine {
     pub(super) fn compute_frontiers_in(&mut self) {
         let n = self.plan.nodes.len();
         self.frontier_in = (0..n)
-            .map(|node| frontier_in(&self.plan, &self.ports, &self.reach_out, node))
+            .map(|node| self.graph.frontier_in(&self.reach_out, node))
             .collect();
     }
 
-    /// Refreshes `reach_out[node]` from the workers' current state, after the node ran.
-    pub(super) fn refresh(&mut self, node: usize, frontier_in: &Antichain<Time>) {
-        let mut queued = std::mem::take(&mut self.scratch_ports);
-        for q in queued.iter_mut() {
-            q.clear();
-        }
-        let mut r = Antichain::new();
-        for w in &self.workers {
-            w.pointstamps(node, &mut queued, &mut r);
-        }
-        if let Some(Some(st)) = self.inputs.get(node) {
-            for t in st.frontier.elements() {
-                r.insert(*t);
+    /// Refreshes `reach_out[node]` after the node's turn in a pass: its own pointstamps
+    /// joined with its (refreshed) input frontier. When no worker activated it (`ran`
+    /// false), its own pointstamps are those of the pass's start: it held and was queued
+    /// the same (only its activation takes its queues and changes what its operator holds,
+    /// and messages queued at it since the pass started would have made it run; inputs
+    /// move between passes), so they are not read again.
+    pub(super) fn refresh(&mut self, node: usize, frontier_in: &Antichain<Time>, ran: bool) {
+        let mut own = std::mem::take(&mut self.own[node]);
+        if ran {
+            let mut per_port = std::mem::take(&mut self.scratch_ports);
+            self.own_pointstamps(node, &mut per_port, &mut own);
+            self.scratch_ports = per_port;
+        } else {
+            #[cfg(any(test, debug_assertions))]
+            {
+                let mut per_port = Vec::new();
+                let mut now = Antichain::new();
+                self.own_pointstamps(node, &mut per_port, &mut now);
+                assert_eq!(
+                    now, own,
+                    "node {node} did not run but its pointstamps moved"
+                );
             }
         }
-        for (p, a) in queued.iter().enumerate() {
-            for t in a.elements() {
-                if let Some(s) = summarize(&self.plan, node, p, t) {
-                    r.insert(s);
-                }
-            }
+        let r = &mut self.reach_out[node];
+        r.clear();
+        for t in own.elements() {
+            r.insert_ref(t);
         }
         for t in frontier_in.elements() {
-            r.insert(*t);
+            r.insert_ref(t);
         }
-        self.reach_out[node] = r;
-        self.scratch_ports = queued;
+        self.own[node] = own;
     }
 }
+
+#[cfg(test)]
+#[path = "progress_tests.rs"]
+mod tests;

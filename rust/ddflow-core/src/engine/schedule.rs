@@ -5,7 +5,7 @@
 use super::compaction::{compact_worker, CompactCtx};
 use super::plan::Op;
 use super::worker::{PassCtx, Worker};
-use super::{exchange, progress, Engine};
+use super::{exchange, Engine};
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, PartialOrder, Time};
 use rayon::prelude::*;
@@ -26,6 +26,8 @@ const REDUCE_LOAD_WEIGHT: usize = 4;
 /// What one worker's activation of a node did.
 #[derive(Default)]
 struct Ran {
+    /// The worker activated the node.
+    activated: bool,
     /// Work done (see [`Worker::activate`]).
     did: bool,
     /// The trace's idle merge work (after a trace handle moved) is finished.
@@ -72,7 +74,10 @@ impl Engine {
         // is enough input to pay for it) before the next, and data for other workers is
         // delivered right away, so frontiers can be refreshed node by node as with one worker.
         for node in 0..n {
-            let f_in = progress::frontier_in(&self.plan, &self.ports, &self.reach_out, node);
+            // Into the previous node's old input frontier: no allocation per node and pass.
+            let mut f_in = std::mem::take(&mut self.scratch_frontier);
+            self.graph
+                .frontier_in_into(&self.reach_out, node, &mut f_in);
             let Engine {
                 plan,
                 callbacks,
@@ -118,6 +123,7 @@ impl Engine {
                 let idle = idle_merges.contains(&(w.index, node));
                 let still_idle = compact_worker(&compact_cx, w, node, idle);
                 Ok(Ran {
+                    activated: true,
                     did,
                     idle_done: idle && !still_idle,
                 })
@@ -142,8 +148,10 @@ impl Engine {
                     workers.iter_mut().map(run_one).collect()
                 }
             };
+            let mut activated = false;
             for (w, r) in results.into_iter().enumerate() {
                 let ran = r.map_err(|e| self.stop_on_memory_limit(e))?;
+                activated |= ran.activated;
                 progressed |= ran.did;
                 if ran.idle_done {
                     self.idle_merges.remove(&(w, node));
@@ -165,8 +173,8 @@ impl Engine {
                     }
                 }
             }
-            self.refresh(node, &f_in);
-            self.frontier_in[node] = f_in;
+            self.refresh(node, &f_in, activated);
+            self.scratch_frontier = std::mem::replace(&mut self.frontier_in[node], f_in);
         }
         self.trim_logs();
         Ok(progressed)

@@ -362,7 +362,7 @@ impl Worker {
                 python,
             });
         }
-        self.last_frontier[node] = frontier.clone();
+        self.last_frontier[node].clone_from(frontier);
         Ok(did || n_in > 0)
     }
 

@@ -41,7 +41,7 @@ use crate::engine::column::{Callbacks, Msg};
 use crate::engine::errors::{render_row, ErrorUpdate};
 use crate::engine::plan::Agg;
 use crate::error::{Error, Result};
-use crate::lattice::{Antichain, Lattice, Time};
+use crate::lattice::{Antichain, Lattice, PartialOrder, Time};
 use crate::times::{interesting_times_2d, TimesScratch};
 use crate::updates::Updates;
 use std::sync::Arc;
@@ -129,7 +129,7 @@ impl Operator for Reduce {
     }
 
     fn held(&self, held: &mut Antichain<Time>) {
-        for t in self.state.pending_lower.elements() {
+        for t in self.state.pending_lower().elements() {
             held.insert_ref(t);
         }
     }
@@ -182,10 +182,11 @@ impl Operator for Reduce {
 pub struct ReduceState {
     /// The operator's output trace (rows: key, output columns).
     pub out: Arrangement,
-    /// Pending times per key, not yet complete (set with [`ReduceState::set_pending`]).
-    pub pending: Pending,
-    /// The minimal pending times: what the reduce holds back (`Operator::held`, read a few
-    /// times per activation), kept instead of folding every pending time each time.
+    /// Pending times per key, not yet complete.
+    pub(super) pending: Pending,
+    /// The minimal elements of `pending`'s times, set at the end of every activation (the
+    /// only place `pending` changes): what the operator holds, read at every pass's start
+    /// and after every activation, without a walk over every pending (key, time).
     pending_lower: Antichain<Time>,
     /// Output dtypes once known.
     pub out_dtypes: Option<Vec<DType>>,
@@ -270,6 +271,27 @@ impl Pending {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+}
+
+/// The minimal elements of `times`. Pending times come key by key, each key's around the
+/// same rounds and iterations as the others', so the element that dominated the last
+/// dominated time is tried first: most times cost one comparison.
+pub(super) fn minimal_times<'a>(times: impl Iterator<Item = &'a Time>) -> Antichain<Time> {
+    let mut lower: Antichain<Time> = Antichain::new();
+    let mut hint = 0;
+    for t in times {
+        let elems = lower.elements();
+        if elems.get(hint).is_some_and(|e| e.less_equal(t)) {
+            continue;
+        }
+        match elems.iter().position(|e| e.less_equal(t)) {
+            Some(i) => hint = i,
+            None => {
+                lower.insert_ref(t);
+            }
+        }
+    }
+    lower
 }
 
 /// Whether every time has zero coordinates beyond the first.
@@ -416,8 +438,9 @@ impl ReduceState {
         self.scratch.release_above(keep);
     }
 
-    /// Whether some pending time is complete with respect to `frontier` (then so is some
-    /// minimal one: a time below a complete one is complete).
+    /// Whether some pending time is complete with respect to `frontier` (some is, exactly
+    /// when a minimal one is: a time the frontier is not at or below has none of its
+    /// lower bounds at or above the frontier either).
     pub fn has_complete_pending(&self, frontier: &Antichain<Time>) -> bool {
         self.pending_lower
             .elements()
@@ -425,13 +448,9 @@ impl ReduceState {
             .any(|t| !frontier.less_equal(t))
     }
 
-    /// Sets the pending times and their minimal ones.
-    fn set_pending(&mut self, pending: Pending) {
-        self.pending = pending;
-        self.pending_lower = Antichain::new();
-        for t in self.pending.times() {
-            self.pending_lower.insert_ref(t);
-        }
+    /// The minimal pending times (a lower bound of everything pending).
+    pub fn pending_lower(&self) -> &Antichain<Time> {
+        &self.pending_lower
     }
 
     /// Runs one activation; returns the output updates (rows: key, output columns).
@@ -445,12 +464,12 @@ impl ReduceState {
         if result.is_err() {
             // Everything that was pending or new is in `src` or `still_pending`: keep it all
             // pending (re-examining a time whose output is already right emits nothing).
-            let restored = src.restore(still_pending);
-            self.set_pending(restored);
+            self.pending = src.restore(still_pending);
             // Totals carried past this batch do not match the output trace, which did not
             // take it (the batch's times are redone from pending work).
             self.cache.clear();
         }
+        self.pending_lower = minimal_times(self.pending.times());
         result
     }
 
@@ -523,7 +542,7 @@ impl ReduceState {
         crate::engine::util::consolidate(&mut output)?;
         self.out.insert(&output, inp.frontier);
         still_pending.normalize();
-        self.set_pending(std::mem::take(still_pending));
+        self.pending = std::mem::take(still_pending);
         Ok(output)
     }
 
@@ -1412,5 +1431,35 @@ mod tests {
             Some(4)
         );
         assert!(out.diffs.capacity() >= 18 && out.diffs.capacity() < 10 + 208);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+
+        /// The minimal pending times (`held`, `has_complete_pending`) equal the antichain
+        /// of every pending time inserted one by one, and a frontier has a complete pending
+        /// time exactly when some pending time is not at or after it.
+        #[test]
+        fn minimal_times_match_inserting_every_time(
+            times in proptest::collection::vec((0u64..6, 0u64..6, 0u64..2), 0..60),
+            frontier in proptest::collection::vec((0u64..7, 0u64..7), 0..3),
+        ) {
+            let times: Vec<Time> =
+                times.iter().map(|&(a, b, c)| Time::from_coords(&[a, b, c])).collect();
+            let want = Antichain::from_iter_minimal(times.iter().copied());
+            proptest::prop_assert_eq!(minimal_times(times.iter()), want);
+            let mut st = ReduceState::new(1);
+            for (i, t) in times.iter().enumerate() {
+                st.pending.push(&[i as u64 % 5], *t);
+            }
+            st.pending_lower = minimal_times(st.pending.times());
+            let f = Antichain::from_iter_minimal(
+                frontier.iter().map(|&(a, b)| Time::from_coords(&[a, b])),
+            );
+            proptest::prop_assert_eq!(
+                st.has_complete_pending(&f),
+                times.iter().any(|t| !f.less_equal(t))
+            );
+        }
     }
 }
