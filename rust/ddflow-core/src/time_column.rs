@@ -24,11 +24,14 @@ pub struct TimeColumn {
 }
 
 enum Repr {
-    /// `len` updates at `time`; `slice`: the times written out, made on first slice access.
+    /// `len` updates at `time`; `slice`: the times written out, made on first slice access;
+    /// `room`: the times a write-out makes room for at least (see
+    /// [`with_capacity`](TimeColumn::with_capacity)).
     Same {
         time: Time,
         len: usize,
         slice: OnceLock<Vec<Time>>,
+        room: usize,
     },
     Each(Vec<Time>),
 }
@@ -36,11 +39,22 @@ enum Repr {
 impl TimeColumn {
     /// An empty column.
     pub const fn new() -> Self {
+        TimeColumn::with_capacity(0)
+    }
+
+    /// An empty column that, once written out, has room for `n` times. Nothing is
+    /// allocated while every time is the same; the first different time writes the column
+    /// out into a vector of that room at once, where it would otherwise grow by doubling
+    /// (a reallocation and a copy of 32 bytes per time held, each time it fills). A caller
+    /// that knows how many times it will push (a copy, a sort, an operator's output from
+    /// its input) says so here.
+    pub const fn with_capacity(n: usize) -> Self {
         TimeColumn {
             repr: Repr::Same {
                 time: Time::minimum(),
                 len: 0,
                 slice: OnceLock::new(),
+                room: n,
             },
         }
     }
@@ -52,6 +66,7 @@ impl TimeColumn {
                 time,
                 len: n,
                 slice: OnceLock::new(),
+                room: 0,
             },
         }
     }
@@ -128,6 +143,7 @@ impl TimeColumn {
         if let Repr::Each(v) = &mut self.repr {
             return v.extend(other.range_iter(r));
         }
+        self.reserve(r.len());
         for &t in other.range_iter(r) {
             self.push(t);
         }
@@ -138,7 +154,9 @@ impl TimeColumn {
     pub fn push(&mut self, t: Time) {
         match &mut self.repr {
             Repr::Each(v) => return v.push(t),
-            Repr::Same { time, len, slice } if *len == 0 || *time == t => {
+            Repr::Same {
+                time, len, slice, ..
+            } if *len == 0 || *time == t => {
                 if *len == 0 {
                     slice.take();
                 }
@@ -162,7 +180,13 @@ impl TimeColumn {
         if other.is_empty() {
             return;
         }
-        if let (Repr::Same { time, len, slice }, Some(t)) = (&mut self.repr, other.same()) {
+        if let (
+            Repr::Same {
+                time, len, slice, ..
+            },
+            Some(t),
+        ) = (&mut self.repr, other.same())
+        {
             if *len == 0 || time == t {
                 if *len == 0 {
                     slice.take();
@@ -183,6 +207,7 @@ impl TimeColumn {
         if let Repr::Each(v) = &mut self.repr {
             return v.extend_from_slice(ts);
         }
+        self.reserve(ts.len());
         for &t in ts {
             self.push(t);
         }
@@ -208,10 +233,12 @@ impl TimeColumn {
         self.truncate(0);
     }
 
-    /// Room for `n` more times (for a column already written out).
+    /// Room for `n` more times: reserved in a column already written out, else made when
+    /// (if ever) it is written out (see [`with_capacity`](Self::with_capacity)).
     pub fn reserve(&mut self, n: usize) {
-        if let Repr::Each(v) = &mut self.repr {
-            v.reserve(n);
+        match &mut self.repr {
+            Repr::Each(v) => v.reserve(n),
+            Repr::Same { len, room, .. } => *room = (*room).max(*len + n),
         }
     }
 
@@ -230,7 +257,14 @@ impl TimeColumn {
 
     /// [`make_mut`](Self::make_mut), with room for `extra` more times.
     fn write_out(&mut self, extra: usize) -> &mut Vec<Time> {
-        if let Repr::Same { time, len, slice } = &mut self.repr {
+        if let Repr::Same {
+            time,
+            len,
+            slice,
+            room,
+        } = &mut self.repr
+        {
+            let extra = extra.max(room.saturating_sub(*len));
             let mut v = slice.take().unwrap_or_default();
             if v.len() == *len {
                 v.reserve(extra);
@@ -253,6 +287,7 @@ impl TimeColumn {
                 time,
                 len,
                 mut slice,
+                ..
             } => slice.take().unwrap_or_else(|| vec![time; len]),
             Repr::Each(v) => v,
         }
@@ -378,7 +413,9 @@ impl Deref for TimeColumn {
 
     fn deref(&self) -> &[Time] {
         match &self.repr {
-            Repr::Same { time, len, slice } => slice.get_or_init(|| vec![*time; *len]),
+            Repr::Same {
+                time, len, slice, ..
+            } => slice.get_or_init(|| vec![*time; *len]),
             Repr::Each(v) => v,
         }
     }

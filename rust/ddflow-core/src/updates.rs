@@ -33,12 +33,13 @@ impl Updates {
         }
     }
 
-    /// An empty batch with room for `n` updates.
+    /// An empty batch with room for `n` updates (the times' room is made only if they
+    /// differ: [`TimeColumn::with_capacity`]).
     pub fn with_capacity(width: usize, n: usize) -> Self {
         Updates {
             width,
             rows: Vec::with_capacity(n * width),
-            times: TimeColumn::new(),
+            times: TimeColumn::with_capacity(n),
             diffs: Vec::with_capacity(n),
         }
     }

@@ -8,6 +8,7 @@ use super::{Operator, Output, RunCtx};
 use crate::engine::column::Msg;
 use crate::error::Result;
 use crate::lattice::{Antichain, Time};
+use crate::updates::Updates;
 
 /// A `variable` node: the iteration coordinate it advances and the scope's limit.
 pub struct Variable {
@@ -28,7 +29,8 @@ impl Variable {
     fn bump(&self, m: &Msg, negate: bool) -> Msg {
         let c = self.coord;
         let mut next = Msg::empty(m.schema.clone());
-        next.upd.width = m.upd.width;
+        // Every update goes round again but those at the last iteration.
+        next.upd = Updates::with_capacity(m.upd.width, m.upd.len());
         for i in 0..m.upd.len() {
             let t = m.upd.times[i];
             if t.0[c] + 1 < self.max_iterations {
