@@ -499,6 +499,7 @@ mod tests {
         Slice,
         MapEach,
         MakeMut,
+        Reserve(usize),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -511,13 +512,14 @@ mod tests {
             1 => Just(Op::Slice),
             1 => Just(Op::MapEach),
             1 => Just(Op::MakeMut),
+            1 => (0usize..20).prop_map(Op::Reserve),
         ]
     }
 
     proptest! {
         #[test]
-        fn column_equals_a_vector(ops in prop::collection::vec(op(), 0..60)) {
-            let mut c = TimeColumn::new();
+        fn column_equals_a_vector(room in 0usize..20, ops in prop::collection::vec(op(), 0..60)) {
+            let mut c = TimeColumn::with_capacity(room);
             let mut v: Vec<Time> = Vec::new();
             for op in ops {
                 match op {
@@ -549,6 +551,7 @@ mod tests {
                         v.iter_mut().for_each(|t| t.0[0] += 1);
                     }
                     Op::MakeMut => prop_assert_eq!(c.make_mut(), &v),
+                    Op::Reserve(n) => c.reserve(n),
                 }
                 prop_assert_eq!(c.len(), v.len());
                 prop_assert_eq!(&c, &v);
@@ -591,6 +594,30 @@ mod tests {
         c.clear();
         c.push(Time::scalar(3));
         assert_eq!(&c[..], &[Time::scalar(3)][..]);
+    }
+
+    #[test]
+    fn a_write_out_makes_the_announced_room() {
+        let mut c = TimeColumn::with_capacity(1000);
+        c.push(Time::scalar(7));
+        c.push(Time::scalar(7));
+        assert_eq!(c.capacity(), 1, "nothing allocated while the times are equal");
+        c.push(Time::scalar(8));
+        assert!(c.capacity() >= 1000);
+        let before = c.capacity();
+        for t in 0..997 {
+            c.push(Time::scalar(t));
+        }
+        assert_eq!(c.capacity(), before, "no regrowth up to the announced room");
+        // Room asked for later by `reserve`, `extend_range` and `extend_from_slice` too.
+        let mut d = TimeColumn::new();
+        d.reserve(500);
+        d.extend_from_slice(&[Time::scalar(1), Time::scalar(2)]);
+        assert!(d.capacity() >= 500);
+        let mut e = TimeColumn::new();
+        e.extend_range(&c, 0..600);
+        assert!(e.capacity() >= 600);
+        assert_eq!(e.iter().collect::<Vec<_>>(), c.range_iter(0..600).collect::<Vec<_>>());
     }
 
     #[test]
