@@ -242,6 +242,15 @@ impl TimeColumn {
         }
     }
 
+    /// Gives back the room past the times held (of a column written out; one held as one
+    /// time forgets the room it would make).
+    pub fn shrink_to_fit(&mut self) {
+        match &mut self.repr {
+            Repr::Each(v) => v.shrink_to_fit(),
+            Repr::Same { room, .. } => *room = 0,
+        }
+    }
+
     /// Times the column has room for in memory (the count for one time, without a cache).
     pub fn capacity(&self) -> usize {
         match &self.repr {
@@ -601,7 +610,11 @@ mod tests {
         let mut c = TimeColumn::with_capacity(1000);
         c.push(Time::scalar(7));
         c.push(Time::scalar(7));
-        assert_eq!(c.capacity(), 1, "nothing allocated while the times are equal");
+        assert_eq!(
+            c.capacity(),
+            1,
+            "nothing allocated while the times are equal"
+        );
         c.push(Time::scalar(8));
         assert!(c.capacity() >= 1000);
         let before = c.capacity();
@@ -617,7 +630,10 @@ mod tests {
         let mut e = TimeColumn::new();
         e.extend_range(&c, 0..600);
         assert!(e.capacity() >= 600);
-        assert_eq!(e.iter().collect::<Vec<_>>(), c.range_iter(0..600).collect::<Vec<_>>());
+        assert_eq!(
+            e.iter().collect::<Vec<_>>(),
+            c.range_iter(0..600).collect::<Vec<_>>()
+        );
     }
 
     #[test]
