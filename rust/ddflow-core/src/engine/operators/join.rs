@@ -162,15 +162,21 @@ struct ProductRate {
 }
 
 impl ProductRate {
-    /// Products expected of `updates` new updates, at most `cap` (none before a first
-    /// activation was seen).
+    /// Products expected of `updates` new updates, at most `cap` and [`OUTPUT_ROOM_MAX`]
+    /// (none before a first activation was seen).
     fn room(self, updates: usize, cap: usize) -> usize {
         if self.updates == 0 {
             return 0;
         }
-        (updates.saturating_mul(self.products) / self.updates).min(cap)
+        (updates.saturating_mul(self.products) / self.updates)
+            .min(cap)
+            .min(OUTPUT_ROOM_MAX)
     }
 }
+
+/// At most this many updates of room are made in an activation's output (as a `reduce`
+/// does: room is counted as live against the memory limit before anything fills it).
+const OUTPUT_ROOM_MAX: usize = 1 << 19;
 
 /// Gives back the room of `out` past a quarter more than its updates (the estimate of
 /// [`ProductRate`] was too large): shrinking in place does not copy.
@@ -743,6 +749,7 @@ mod tests {
         assert_eq!(rate.room(1000, usize::MAX), 3000);
         assert_eq!(rate.room(1000, 500), 500);
         assert_eq!(rate.room(usize::MAX, 7), 7);
+        assert_eq!(rate.room(usize::MAX, usize::MAX), OUTPUT_ROOM_MAX);
     }
 
     #[test]
