@@ -24,13 +24,13 @@ pub struct TimeColumn {
 }
 
 enum Repr {
-    /// `len` updates at `time`; `slice`: the times written out, made on first slice access.
+    /// `len` updates at `time`; `slice`: the times written out, made on first slice access;
+    /// `room`: the times a write-out makes room for at least (see
+    /// [`with_capacity`](TimeColumn::with_capacity)).
     Same {
         time: Time,
         len: usize,
         slice: OnceLock<Vec<Time>>,
-        /// Times to make room for if the column is written out (the capacity asked for:
-        /// a column written out while it grows does not reallocate as it doubles).
         room: usize,
     },
     Each(Vec<Time>),
@@ -39,12 +39,22 @@ enum Repr {
 impl TimeColumn {
     /// An empty column.
     pub const fn new() -> Self {
+        TimeColumn::with_capacity(0)
+    }
+
+    /// An empty column that, once written out, has room for `n` times. Nothing is
+    /// allocated while every time is the same; the first different time writes the column
+    /// out into a vector of that room at once, where it would otherwise grow by doubling
+    /// (a reallocation and a copy of 32 bytes per time held, each time it fills). A caller
+    /// that knows how many times it will push (a copy, a sort, an operator's output from
+    /// its input) says so here.
+    pub const fn with_capacity(n: usize) -> Self {
         TimeColumn {
             repr: Repr::Same {
                 time: Time::minimum(),
                 len: 0,
                 slice: OnceLock::new(),
-                room: 0,
+                room: n,
             },
         }
     }
@@ -133,6 +143,7 @@ impl TimeColumn {
         if let Repr::Each(v) = &mut self.repr {
             return v.extend(other.range_iter(r));
         }
+        self.reserve(r.len());
         for &t in other.range_iter(r) {
             self.push(t);
         }
@@ -196,6 +207,7 @@ impl TimeColumn {
         if let Repr::Each(v) = &mut self.repr {
             return v.extend_from_slice(ts);
         }
+        self.reserve(ts.len());
         for &t in ts {
             self.push(t);
         }
@@ -221,8 +233,8 @@ impl TimeColumn {
         self.truncate(0);
     }
 
-    /// Room for `n` more times: reserved now for a column already written out, else when
-    /// it is written out (a column held as one time allocates nothing).
+    /// Room for `n` more times: reserved in a column already written out, else made when
+    /// (if ever) it is written out (see [`with_capacity`](Self::with_capacity)).
     pub fn reserve(&mut self, n: usize) {
         match &mut self.repr {
             Repr::Each(v) => v.reserve(n),
@@ -230,12 +242,13 @@ impl TimeColumn {
         }
     }
 
-    /// An empty column with room for `n` times once written out (see
-    /// [`TimeColumn::reserve`]).
-    pub fn with_capacity(n: usize) -> Self {
-        let mut c = TimeColumn::new();
-        c.reserve(n);
-        c
+    /// Gives back the room past the times held (of a column written out; one held as one
+    /// time forgets the room it would make).
+    pub fn shrink_to_fit(&mut self) {
+        match &mut self.repr {
+            Repr::Each(v) => v.shrink_to_fit(),
+            Repr::Same { room, .. } => *room = 0,
+        }
     }
 
     /// Times the column has room for in memory (the count for one time, without a cache).
@@ -260,8 +273,8 @@ impl TimeColumn {
             room,
         } = &mut self.repr
         {
-            let mut v = slice.take().unwrap_or_default();
             let extra = extra.max(room.saturating_sub(*len));
+            let mut v = slice.take().unwrap_or_default();
             if v.len() == *len {
                 v.reserve(extra);
             } else {
@@ -508,14 +521,14 @@ mod tests {
             1 => Just(Op::Slice),
             1 => Just(Op::MapEach),
             1 => Just(Op::MakeMut),
-            1 => (0usize..10).prop_map(Op::Reserve),
+            1 => (0usize..20).prop_map(Op::Reserve),
         ]
     }
 
     proptest! {
         #[test]
-        fn column_equals_a_vector(ops in prop::collection::vec(op(), 0..60)) {
-            let mut c = TimeColumn::new();
+        fn column_equals_a_vector(room in 0usize..20, ops in prop::collection::vec(op(), 0..60)) {
+            let mut c = TimeColumn::with_capacity(room);
             let mut v: Vec<Time> = Vec::new();
             for op in ops {
                 match op {
@@ -593,6 +606,37 @@ mod tests {
     }
 
     #[test]
+    fn a_write_out_makes_the_announced_room() {
+        let mut c = TimeColumn::with_capacity(1000);
+        c.push(Time::scalar(7));
+        c.push(Time::scalar(7));
+        assert_eq!(
+            c.capacity(),
+            1,
+            "nothing allocated while the times are equal"
+        );
+        c.push(Time::scalar(8));
+        assert!(c.capacity() >= 1000);
+        let before = c.capacity();
+        for t in 0..997 {
+            c.push(Time::scalar(t));
+        }
+        assert_eq!(c.capacity(), before, "no regrowth up to the announced room");
+        // Room asked for later by `reserve`, `extend_range` and `extend_from_slice` too.
+        let mut d = TimeColumn::new();
+        d.reserve(500);
+        d.extend_from_slice(&[Time::scalar(1), Time::scalar(2)]);
+        assert!(d.capacity() >= 500);
+        let mut e = TimeColumn::new();
+        e.extend_range(&c, 0..600);
+        assert!(e.capacity() >= 600);
+        assert_eq!(
+            e.iter().collect::<Vec<_>>(),
+            c.range_iter(0..600).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
     fn one_time_is_not_written_out() {
         let mut c = TimeColumn::new();
         for _ in 0..1000 {
@@ -603,28 +647,5 @@ mod tests {
         c.push(Time::scalar(8));
         assert_eq!(c.same(), None);
         assert_eq!(c.len(), 1001);
-    }
-
-    /// Room asked for while the column is one time allocates nothing, and is taken when
-    /// the column is written out: pushes up to it then never reallocate.
-    #[test]
-    fn room_is_taken_when_written_out() {
-        let mut c = TimeColumn::with_capacity(1000);
-        for _ in 0..10 {
-            c.push(Time::scalar(7));
-        }
-        assert_eq!(c.capacity(), 1);
-        c.push(Time::scalar(8));
-        let cap = c.capacity();
-        assert!(cap >= 1000, "written out with room for {cap}");
-        for t in 0..989 {
-            c.push(Time::scalar(t));
-        }
-        assert_eq!(c.len(), 1000);
-        assert_eq!(c.capacity(), cap);
-        let mut u = crate::updates::Updates::with_capacity(1, 50);
-        u.push(&[1], Time::scalar(1), 1);
-        u.push(&[2], Time::scalar(2), 1);
-        assert!(u.times.capacity() >= 50);
     }
 }

@@ -33,7 +33,8 @@ impl Updates {
         }
     }
 
-    /// An empty batch with room for `n` updates.
+    /// An empty batch with room for `n` updates (the times' room is made only if they
+    /// differ: [`TimeColumn::with_capacity`]).
     pub fn with_capacity(width: usize, n: usize) -> Self {
         Updates {
             width,

@@ -443,9 +443,9 @@ impl RadixSorter {
             self.trim();
             return;
         }
-        self.rows_buf.clear();
-        self.times_buf.clear();
-        self.diffs_buf.clear();
+        empty_with_room(&mut self.rows_buf, n * w);
+        empty_with_room(&mut self.times_buf, if move_times { n } else { 0 });
+        empty_with_room(&mut self.diffs_buf, if move_diffs { n } else { 0 });
         let perm = &self.perm;
         match w {
             0 => {}
@@ -623,6 +623,16 @@ fn order(updates: &Updates) -> Order {
 #[inline(always)]
 fn cmp_time(a: &Time, b: &Time) -> std::cmp::Ordering {
     (a.0[0], a.0[1], a.0[2], a.0[3]).cmp(&(b.0[0], b.0[1], b.0[2], b.0[3]))
+}
+
+/// Empties `v` with room for `n` items. A buffer too small is replaced, not grown: growing
+/// an emptied vector reallocates, and `realloc` copies the whole old allocation (stale
+/// items a column swapped in from a message left there) before freeing it.
+fn empty_with_room<T>(v: &mut Vec<T>, n: usize) {
+    v.clear();
+    if v.capacity() < n {
+        *v = Vec::with_capacity(n);
+    }
 }
 
 #[cfg(test)]

@@ -367,3 +367,14 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn empty_with_room_keeps_a_large_buffer_and_replaces_a_small_one() {
+    let mut v: Vec<u64> = Vec::with_capacity(100);
+    v.extend(0..50);
+    let p = v.as_ptr();
+    empty_with_room(&mut v, 80);
+    assert!(v.is_empty() && v.capacity() >= 100 && v.as_ptr() == p);
+    empty_with_room(&mut v, 1000);
+    assert!(v.is_empty() && v.capacity() >= 1000);
+}
