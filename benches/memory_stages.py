@@ -8,7 +8,7 @@ same order) and, around each stage, reads this process's ``VmRSS`` and ``VmHWM``
 (``Engine.heap_bytes``), then prints a Markdown table, and per arrangement node the updates
 its trace holds::
 
-    python benches/memory_stages.py FILE M UPDATES BATCH
+    python benches/memory_stages.py FILE M UPDATES BATCH [-w WORKERS]
     python benches/memory_stages.py benches/.data/graph-n1000000-m10000000-u100000-s0.u32 \\
         10000000 100000 1000
 
@@ -99,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("m", type=int)
     parser.add_argument("updates", type=int)
     parser.add_argument("batch", type=int)
+    parser.add_argument("-w", "--workers", type=int, default=1)
     args = parser.parse_args(argv)
     m, updates, batch = args.m, args.updates, args.batch
     n = updates
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     st.rows.append(("imports (python, numpy, pyarrow, ddflow)", hwm, rss, heap, 0.0, 0.0))
     pairs = st.run("read the graph file (u32 pairs)", lambda: peer._read_edges(args.file, m + n))
     assert isinstance(pairs, np.ndarray)
-    flow, edges_in, roots_in, counts = peer._bfs_flow(1)
+    flow, edges_in, roots_in, counts = peer._bfs_flow(args.workers)
     cap = counts.capture()
     cols: dict[str, Any] = {}
     st.run("int64 columns for the load", lambda: cols.update(_load_columns(pairs, m)))
