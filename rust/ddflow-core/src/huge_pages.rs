@@ -87,23 +87,36 @@ fn advise_heap_growth() {
     // SAFETY: `sbrk(0)` reads the current program break and changes nothing.
     let brk = unsafe { libc::sbrk(0) } as usize;
     let advised = HEAP_ADVISED.load(Relaxed);
-    if advised == 0 || brk < advised {
-        let boundary = brk.saturating_add(HUGE_PAGE - 1) & !(HUGE_PAGE - 1);
-        let _ = HEAP_ADVISED.compare_exchange(advised, boundary, Relaxed, Relaxed);
+    let (next, range) = heap_step(advised, brk);
+    if next == advised
+        || HEAP_ADVISED
+            .compare_exchange(advised, next, Relaxed, Relaxed)
+            .is_err()
+    {
         return;
     }
-    if let Some((lo, n)) = aligned_interior(advised, brk - advised) {
-        if HEAP_ADVISED
-            .compare_exchange(advised, lo + n, Relaxed, Relaxed)
-            .is_ok()
-        {
-            // SAFETY: `[lo, lo + n)` lies between the program break of an earlier look and
-            // the current one, so inside the heap, which glibc owns and keeps mapped; the
-            // advice changes how its pages are backed, never their contents.
-            unsafe {
-                libc::madvise(lo as *mut libc::c_void, n, libc::MADV_HUGEPAGE);
-            }
+    if let Some((lo, n)) = range {
+        // SAFETY: `[lo, lo + n)` lies between the program break of an earlier look and the
+        // current one, so inside the heap, which glibc owns and keeps mapped; the advice
+        // changes how its pages are backed, never their contents.
+        unsafe {
+            libc::madvise(lo as *mut libc::c_void, n, libc::MADV_HUGEPAGE);
         }
+    }
+}
+
+/// One look at the heap: given the end of the part advised so far (0 before the first
+/// look) and the program break, the new end and the range to advise, if any. The first
+/// look, and a look at a heap that shrank below the advised end, only move the end to the
+/// break rounded up to a huge page.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) fn heap_step(advised: usize, brk: usize) -> (usize, Option<(usize, usize)>) {
+    if advised == 0 || brk < advised {
+        return (brk.saturating_add(HUGE_PAGE - 1) & !(HUGE_PAGE - 1), None);
+    }
+    match aligned_interior(advised, brk - advised) {
+        Some((lo, n)) => (lo + n, Some((lo, n))),
+        None => (advised, None),
     }
 }
 
@@ -153,6 +166,20 @@ mod tests {
         fn interior_matches_naive(start in 0usize..(1 << 40), len in 0usize..(64 << 20)) {
             prop_assert_eq!(aligned_interior(start, len), naive_interior(start, len));
         }
+    }
+
+    #[test]
+    fn heap_steps() {
+        const H: usize = HUGE_PAGE;
+        // The first look only records the break, rounded up.
+        assert_eq!(heap_step(0, 3 * H + 5), (4 * H, None));
+        // Growth within a huge page: nothing yet.
+        assert_eq!(heap_step(4 * H, 4 * H + H / 2), (4 * H, None));
+        // Growth past whole huge pages: those are advised, the partial one waits.
+        assert_eq!(heap_step(4 * H, 7 * H + 9), (7 * H, Some((4 * H, 3 * H))));
+        // A heap that shrank is followed down (its regrowth is a new, unadvised mapping).
+        assert_eq!(heap_step(7 * H, 5 * H + 1), (6 * H, None));
+        assert_eq!(heap_step(6 * H, 8 * H), (8 * H, Some((6 * H, 2 * H))));
     }
 
     #[test]
