@@ -388,7 +388,8 @@ impl Batch {
     /// Builds a batch from updates sorted by row words, then time (as produced by
     /// consolidation). Rows are split into a key (`key_width` words) and a val (the rest).
     /// Updates at equal `(row, time)` are summed and zero diffs dropped, so the input need
-    /// only be sorted, not consolidated.
+    /// only be sorted, not consolidated. Consolidated input is built layer by layer
+    /// (`layer_build.rs`); other input update by update, through a [`Builder`].
     ///
     /// Errors: [`Error::Shape`] if `key_width > updates.width`, [`Error::Unsorted`] if the
     /// updates are not sorted. Sums outside `i64` stay exact as several updates.
@@ -399,18 +400,42 @@ impl Batch {
                 "key width {key_width} exceeds row width {width}"
             )));
         }
-        let n = updates.len();
         // Which of key and val words all fit u32: decides the storage up front.
         let (mut kor, mut vor) = (0u64, 0u64);
         for row in updates.rows.chunks_exact(width.max(1)) {
             kor |= row[..key_width].iter().fold(0, |m, &w| m | w);
             vor |= row[key_width..].iter().fold(0, |m, &w| m | w);
         }
+        let (narrow_keys, narrow_vals) = (kor >> 32 == 0, vor >> 32 == 0);
+        // Consolidated input (the common case) is built layer by layer.
+        if let Some(b) = super::layer_build::from_consolidated(
+            updates,
+            key_width,
+            narrow_keys,
+            narrow_vals,
+            &desc,
+        ) {
+            return Ok(b);
+        }
+        Batch::from_sorted_by_update(updates, key_width, narrow_keys, narrow_vals, desc)
+    }
+
+    /// As [`Batch::from_sorted`], every update pushed through a [`Builder`] (which sums
+    /// updates of one row and time, drops zero diffs and finds updates out of order).
+    pub(crate) fn from_sorted_by_update(
+        updates: &Updates,
+        key_width: usize,
+        narrow_keys: bool,
+        narrow_vals: bool,
+        desc: Description,
+    ) -> Result<Batch> {
+        let width = updates.width;
+        let n = updates.len();
         let mut b = Builder::with_layout(
             key_width,
             width - key_width,
-            kor >> 32 == 0,
-            vor >> 32 == 0,
+            narrow_keys,
+            narrow_vals,
             n,
             n,
             n,

@@ -53,6 +53,7 @@ pub mod builder;
 pub mod cursor;
 pub mod description;
 pub mod handle;
+mod layer_build;
 pub mod merge;
 pub(crate) mod packed;
 pub mod read;
@@ -72,5 +73,7 @@ pub use spine::{Spine, DEFAULT_EFFORT};
 
 #[cfg(test)]
 mod cursor_tests;
+#[cfg(test)]
+mod layer_build_tests;
 #[cfg(test)]
 mod tests;
