@@ -109,7 +109,7 @@ impl<'m> Failures<'m> {
 
 /// Whether an error is caused by the data (and so becomes an error update) rather than by
 /// the plan or a bug (and so stops the run).
-fn is_data_error(e: &Error) -> bool {
+pub(super) fn is_data_error(e: &Error) -> bool {
     !matches!(
         e,
         Error::Internal(_) | Error::Plan(_) | Error::MemoryLimit(_)

@@ -5,8 +5,8 @@
 //! ([`crate::engine::dtype_links`]: an input's, or an arrangement's seen at run time). While
 //! none is known yet, every record of the batch is an error update naming the column.
 
-use super::records::{Bound, Failures};
-use super::{Operator, Output, RunCtx};
+use super::records::{is_data_error, Bound, Failures};
+use super::{take_all, Operator, Output, RunCtx};
 use crate::encoding::DType;
 use crate::engine::column::{Msg, Schema};
 use crate::error::{Error, Result};
@@ -67,6 +67,16 @@ impl Select {
     }
 }
 
+/// `exprs` bound to the columns `schema`, and the dtypes of their results.
+fn bind(exprs: &[Expr], schema: &[(String, DType)]) -> Result<(Vec<BoundExpr>, Schema)> {
+    let bound = exprs
+        .iter()
+        .map(|e| e.bind(schema))
+        .collect::<Result<Vec<BoundExpr>>>()?;
+    let out_schema: Schema = Arc::new(bound.iter().map(|b| b.dtype()).collect());
+    Ok((bound, out_schema))
+}
+
 /// Whether `e` is a null without a dtype (under any aliases).
 fn is_untyped_null(e: &Expr) -> bool {
     match e {
@@ -86,6 +96,16 @@ fn eval(bound: &[BoundExpr], out_schema: &Schema, m: &Msg) -> Result<Msg> {
 
 /// Rows of the bound expressions' results on `upd`, with `upd`'s times and diffs.
 pub fn select_rows(bound: &[BoundExpr], upd: &Updates) -> Result<Updates> {
+    Ok(Updates {
+        width: bound.len(),
+        rows: result_rows(bound, upd)?,
+        times: upd.times.clone(),
+        diffs: upd.diffs.clone(),
+    })
+}
+
+/// The bound expressions' results on `upd`, as rows (one word per expression).
+fn result_rows(bound: &[BoundExpr], upd: &Updates) -> Result<Vec<u64>> {
     let cols: Vec<Vec<u64>> = bound.iter().map(|b| b.eval(upd)).collect::<Result<_>>()?;
     let n = upd.len();
     let w = cols.len();
@@ -95,12 +115,7 @@ pub fn select_rows(bound: &[BoundExpr], upd: &Updates) -> Result<Updates> {
             rows[r * w + c] = v;
         }
     }
-    Ok(Updates {
-        width: w,
-        rows,
-        times: upd.times.clone(),
-        diffs: upd.diffs.clone(),
-    })
+    Ok(rows)
 }
 
 impl Operator for Select {
@@ -115,24 +130,47 @@ impl Operator for Select {
         let spec = cx.spec();
         let names = cx.input_columns();
         let mut out = Vec::new();
-        let mut failures = Failures::default();
         if let Err(e) = self.type_nulls(cx) {
+            let mut failures = Failures::default();
             for m in inputs.iter().flatten() {
                 failures.fail_all(m, &e);
             }
             failures.record(cx, names);
             return Ok(Output::none());
         }
-        for m in inputs.iter().flatten() {
+        // A message whose records all evaluate passes its times and diffs on without a
+        // copy (the input is dropped after the activation). The others are run again
+        // below, record by record where needed, and their failures kept.
+        let mut retry = Vec::new();
+        for m in take_all(inputs) {
             let exprs = &self.exprs;
-            let bound = self.bound.get(m, names, &spec.label, |schema| {
-                let bound = exprs
-                    .iter()
-                    .map(|e| e.bind(schema))
-                    .collect::<Result<Vec<BoundExpr>>>()?;
-                let out_schema: Schema = Arc::new(bound.iter().map(|b| b.dtype()).collect());
-                Ok((bound, out_schema))
-            })?;
+            let bound = self
+                .bound
+                .get(&m, names, &spec.label, |schema| bind(exprs, schema))?;
+            let Ok((bound, out_schema)) = bound else {
+                retry.push(m);
+                continue;
+            };
+            match result_rows(bound, &m.upd) {
+                Ok(rows) => out.push(Msg {
+                    schema: out_schema.clone(),
+                    upd: Updates {
+                        width: bound.len(),
+                        rows,
+                        times: m.upd.times,
+                        diffs: m.upd.diffs,
+                    },
+                }),
+                Err(e) if !is_data_error(&e) => return Err(e),
+                Err(_) => retry.push(m),
+            }
+        }
+        let mut failures = Failures::default();
+        for m in &retry {
+            let exprs = &self.exprs;
+            let bound = self
+                .bound
+                .get(m, names, &spec.label, |schema| bind(exprs, schema))?;
             match bound {
                 Ok((bound, out_schema)) => {
                     failures.isolated(m, &mut |sub| eval(bound, out_schema, sub), &mut out)?
