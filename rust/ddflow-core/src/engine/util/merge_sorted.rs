@@ -165,7 +165,15 @@ pub fn merge_consolidated(mut parts: Vec<Updates>, width: usize) -> Updates {
         let s = heads.at[p];
         let Some(q) = heads.second() else {
             // The last batch left: the rest of it.
-            copy(&mut rows, &mut times, &mut diffs, part, s, part.len(), one_time);
+            copy(
+                &mut rows,
+                &mut times,
+                &mut diffs,
+                part,
+                s,
+                part.len(),
+                one_time,
+            );
             break;
         };
         let (other, j) = (&parts[q], heads.at[q]);
@@ -245,7 +253,11 @@ mod tests {
     }
 
     fn columns(u: &Updates) -> (Vec<u64>, Vec<Time>, Vec<i64>) {
-        (u.rows.clone(), u.times.iter().copied().collect(), u.diffs.clone())
+        (
+            u.rows.clone(),
+            u.times.iter().copied().collect(),
+            u.diffs.clone(),
+        )
     }
 
     proptest! {
@@ -322,7 +334,10 @@ mod tests {
 
     #[test]
     fn a_small_part_inside_a_large_one() {
-        let large = batch(1, &(0..1000).map(|r| (vec![r], [0, 0], 1)).collect::<Vec<_>>());
+        let large = batch(
+            1,
+            &(0..1000).map(|r| (vec![r], [0, 0], 1)).collect::<Vec<_>>(),
+        );
         let small = batch(1, &[(vec![10], [0, 0], -1), (vec![500], [1, 0], 1)]);
         let got = merge_consolidated(vec![small, large], 1);
         assert_eq!(got.len(), 1000);
