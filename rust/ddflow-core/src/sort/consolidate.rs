@@ -42,60 +42,123 @@ fn overflow_error(what: String, total: i128) -> Error {
 pub fn consolidate_sorted(updates: &mut Updates) -> Result<()> {
     let w = updates.width;
     let n = updates.len();
-    // A column held as one time stays so: only its length changes.
-    let one_time = updates.times.same().is_some();
-    let same = |rows: &[u64], i: usize, j: usize| {
+    let same = |rows: &[u64], i: usize, j: usize| match w {
         // Word by word: a slice `==` of words calls `memcmp`, dearer than a key of a few words.
-        (0..w).all(|c| rows[i * w + c] == rows[j * w + c])
+        1 => rows[i] == rows[j],
+        2 => rows[2 * i] == rows[2 * j] && rows[2 * i + 1] == rows[2 * j + 1],
+        _ => (0..w).all(|c| rows[i * w + c] == rows[j * w + c]),
     };
     // The leading updates that are consolidated already (non-zero, each unlike the next)
     // stay where they are: an arrangement's batch of distinct updates is only read.
-    let mut i = 0;
-    while i < n
-        && updates.diffs[i] != 0
-        && (i + 1 == n
-            || updates.times[i + 1] != updates.times[i]
-            || !same(&updates.rows, i, i + 1))
-    {
-        i += 1;
+    let start = {
+        let (rows, times, diffs) = (&updates.rows[..], &updates.times, &updates.diffs[..]);
+        let mut i = 0;
+        while i < n
+            && diffs[i] != 0
+            && (i + 1 == n || times[i + 1] != times[i] || !same(rows, i, i + 1))
+        {
+            i += 1;
+        }
+        i
+    };
+    if start == n {
+        return Ok(());
     }
+    // A column held as one time stays so: only its length changes. Otherwise its times
+    // are compacted as a plain slice (not through the column's index, per update).
+    let one_time = updates.times.same().copied();
     let mut err = None;
-    let mut out = i;
-    while i < n {
-        let t = updates.times[i];
-        let mut total = updates.diffs[i] as i128;
-        let mut j = i + 1;
-        while j < n && updates.times[j] == t && same(&updates.rows, i, j) {
-            total += updates.diffs[j] as i128;
-            j += 1;
+    let out = match one_time {
+        Some(t) => compact(
+            w,
+            &mut updates.rows,
+            &mut updates.diffs,
+            start,
+            &mut err,
+            |_| t,
+            |_, _| {},
+            same,
+        ),
+        None => {
+            let times = updates.times.make_mut();
+            let times_cell = std::cell::Cell::from_mut(&mut times[..]).as_slice_of_cells();
+            compact(
+                w,
+                &mut updates.rows,
+                &mut updates.diffs,
+                start,
+                &mut err,
+                |i| times_cell[i].get(),
+                |out, t| times_cell[out].set(t),
+                same,
+            )
         }
-        if i64::try_from(total).is_err() && err.is_none() {
-            let what = format!(
-                "row {:?} at time {:?}",
-                &updates.rows[i * w..(i + 1) * w],
-                t
-            );
-            err = Some(overflow_error(what, total));
-        }
-        let (rows, times, diffs) = (&mut updates.rows, &mut updates.times, &mut updates.diffs);
-        pieces(total, |d| {
-            // Slots `out..` are at most `j`, and every copy writes row `i` itself, so the
-            // source row stays intact even when `out` reaches `i` (then nothing moves).
-            if out != i {
-                rows.copy_within(i * w..(i + 1) * w, out * w);
-                if !one_time {
-                    times[out] = t;
-                }
-            }
-            diffs[out] = d;
-            out += 1;
-        });
-        i = j;
-    }
+    };
     updates.rows.truncate(out * w);
     updates.times.truncate(out);
     updates.diffs.truncate(out);
     err.map_or(Ok(()), Err)
+}
+
+/// The compaction of [`consolidate_sorted`] from update `i` on (the updates before it stay):
+/// sums the diffs of each stretch of equal (row, time), writes the sum (or its pieces, see
+/// [`pieces`]) at the next output slot, and returns the number of updates kept. `time(i)`
+/// reads update `i`'s time, `set_time(out, t)` writes it at slot `out` (nothing for a
+/// column held as one time); `same(rows, i, j)` says whether rows `i` and `j` are equal.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn compact(
+    w: usize,
+    rows: &mut [u64],
+    diffs: &mut [i64],
+    mut i: usize,
+    err: &mut Option<Error>,
+    time: impl Fn(usize) -> Time,
+    set_time: impl Fn(usize, Time),
+    same: impl Fn(&[u64], usize, usize) -> bool,
+) -> usize {
+    let n = diffs.len();
+    let mut out = i;
+    while i < n {
+        let t = time(i);
+        let mut j = i + 1;
+        let first = diffs[i];
+        let mut total = first as i128;
+        while j < n && time(j) == t && same(rows, i, j) {
+            total += diffs[j] as i128;
+            j += 1;
+        }
+        match i64::try_from(total) {
+            Ok(0) => {}
+            Ok(d) => {
+                // Slot `out` is at most `i`: the row and time move down (or stay).
+                if out != i {
+                    rows.copy_within(i * w..(i + 1) * w, out * w);
+                    set_time(out, t);
+                }
+                diffs[out] = d;
+                out += 1;
+            }
+            Err(_) => {
+                if err.is_none() {
+                    let what = format!("row {:?} at time {:?}", &rows[i * w..(i + 1) * w], t);
+                    *err = Some(overflow_error(what, total));
+                }
+                pieces(total, |d| {
+                    // Slots `out..` are at most `j`, and every copy writes row `i` itself,
+                    // so the source row stays intact even when `out` reaches `i`.
+                    if out != i {
+                        rows.copy_within(i * w..(i + 1) * w, out * w);
+                        set_time(out, t);
+                    }
+                    diffs[out] = d;
+                    out += 1;
+                });
+            }
+        }
+        i = j;
+    }
+    out
 }
 
 /// Consolidates `(key, val, diff)` triples already sorted by `(key, val)`: sums diffs of

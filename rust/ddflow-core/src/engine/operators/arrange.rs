@@ -10,7 +10,7 @@ use super::{take_all, Operator, Output, RunCtx};
 use crate::encoding::DType;
 use crate::engine::arrangement::Arrangement;
 use crate::engine::column::{Msg, Schema};
-use crate::engine::util::consolidate;
+use crate::engine::util::consolidate_parts;
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Time};
 use crate::updates::Updates;
@@ -114,9 +114,12 @@ impl Operator for Arrange {
             return Ok(Output::none());
         }
         let schema = trace.schema.clone().expect("schema");
-        let parts = ready.into_iter().map(|m| m.upd).collect();
-        let mut batch = key_first(parts, &self.key, schema.len());
-        consolidate(&mut batch)?;
+        let width = schema.len();
+        let parts = ready
+            .into_iter()
+            .map(|m| key_first(vec![m.upd], &self.key, width))
+            .collect();
+        let batch = consolidate_parts(parts, width)?;
         trace.insert(&batch, frontier);
         cx.fresh[node] = Some(Arc::new(Msg { schema, upd: batch }));
         Ok(Output {

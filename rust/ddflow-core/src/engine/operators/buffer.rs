@@ -117,16 +117,26 @@ impl Held {
             || (1..n).all(|i| time_key(&upd.times[i - 1]) <= time_key(&upd.times[i]));
         if !in_order {
             // Gathered column by column into vectors of the right size.
-            let (mut rows, mut times, mut diffs) = (
-                Vec::with_capacity(n * upd.width),
-                Vec::with_capacity(n),
-                Vec::with_capacity(n),
-            );
-            for i in time_order(&upd.times) {
-                rows.extend_from_slice(upd.row(i));
-                times.push(upd.times[i]);
-                diffs.push(upd.diffs[i]);
+            let order = time_order(&upd.times);
+            let w = upd.width;
+            let mut rows = Vec::with_capacity(n * w);
+            match w {
+                1 => rows.extend(order.iter().map(|&i| upd.rows[i])),
+                2 => {
+                    for &i in &order {
+                        rows.extend_from_slice(&[upd.rows[2 * i], upd.rows[2 * i + 1]]);
+                    }
+                }
+                _ => {
+                    for &i in &order {
+                        rows.extend_from_slice(&upd.rows[i * w..(i + 1) * w]);
+                    }
+                }
             }
+            // Not in order, so not one time: the column is a vector (no write-out).
+            let ts: &[Time] = &upd.times;
+            let times: Vec<Time> = order.iter().map(|&i| ts[i]).collect();
+            let diffs: Vec<i64> = order.iter().map(|&i| upd.diffs[i]).collect();
             self.msg.upd =
                 Updates::from_parts(upd.width, rows, times, diffs).expect("one message's columns");
         }
@@ -369,14 +379,8 @@ impl Buffer {
                 continue;
             }
             if h.runs.is_none() {
-                let complete = h
-                    .msg
-                    .upd
-                    .times
-                    .iter()
-                    .filter(|t| !frontier.less_equal(t))
-                    .count();
-                if complete == h.msg.upd.len() {
+                // Whether all of it is complete: the look stops at the first update that is not.
+                if h.msg.upd.times.iter().all(|t| !frontier.less_equal(t)) {
                     ready.push(h.msg);
                     continue;
                 }

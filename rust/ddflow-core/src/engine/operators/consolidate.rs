@@ -7,10 +7,11 @@
 
 use super::buffer::Buffer;
 use super::{take_all, Operator, Output, RunCtx};
-use crate::engine::column::Msg;
-use crate::engine::util::consolidate;
+use crate::engine::column::{Msg, Schema};
+use crate::engine::util::consolidate_parts;
 use crate::error::Result;
 use crate::lattice::{Antichain, Time};
+use crate::updates::Updates;
 
 /// A `consolidate` node: the updates not yet complete.
 pub struct Consolidate {
@@ -29,20 +30,24 @@ impl Consolidate {
     }
 }
 
-/// Concatenates messages of equal schema (in order of first appearance) and consolidates
-/// each concatenation, dropping what cancels.
+/// Consolidates the messages of each schema (in order of first appearance) into one,
+/// dropping what cancels: those already sorted are merged, the others sorted together
+/// ([`consolidate_parts`]).
 fn merge_and_consolidate(ready: Vec<Msg>) -> Result<Vec<Msg>> {
-    let mut merged: Vec<Msg> = Vec::new();
+    let mut groups: Vec<(Schema, Vec<Updates>)> = Vec::new();
     for m in ready {
-        match merged.iter_mut().find(|x| x.schema == m.schema) {
-            Some(x) => x.upd.extend(&m.upd),
-            None => merged.push(m),
+        match groups.iter_mut().find(|(s, _)| *s == m.schema) {
+            Some((_, parts)) => parts.push(m.upd),
+            None => groups.push((m.schema, vec![m.upd])),
         }
     }
-    for m in &mut merged {
-        consolidate(&mut m.upd)?;
+    let mut merged = Vec::with_capacity(groups.len());
+    for (schema, parts) in groups {
+        let upd = consolidate_parts(parts, schema.len())?;
+        if !upd.is_empty() {
+            merged.push(Msg { schema, upd });
+        }
     }
-    merged.retain(|m| !m.upd.is_empty());
     Ok(merged)
 }
 
