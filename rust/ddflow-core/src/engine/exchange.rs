@@ -9,7 +9,8 @@
 
 use super::column::Msg;
 use super::worker::Worker;
-use crate::updates::Updates;
+
+pub mod split;
 
 /// The worker that owns a key.
 #[inline]
@@ -23,31 +24,20 @@ pub fn worker_of(key: &[u64], workers: usize) -> usize {
 }
 
 /// Splits `msg` by the owner of each update's key (the columns `key` of its rows): one
-/// message per worker that receives updates, `(worker, message)`. The owners are found
-/// twice, once to count each part and once to fill it, so that each part is allocated at
-/// its size: grown push by push, the two halves of the 1M/10M BFS's 10M-edge load held 384
-/// MB of Rust heap for 240 MB of updates (`benches/memory_stages.py ... -w 2`).
-pub fn partition(msg: &Msg, key: &[usize], peers: usize) -> Vec<(usize, Msg)> {
-    let w = msg.upd.width;
+/// message per worker that receives updates, `(worker, message)`, each keeping the order
+/// its updates had in `msg`. The message is taken by value and given back as its parts
+/// fill ([`split::split_by`]): split while it lived whole, the 1M/10M BFS's 10M-edge load
+/// held two copies of its 240 MB of updates on two workers (`benches/memory_stages.py ...
+/// -w 2`). A message for one worker only is passed on uncopied.
+pub fn partition(msg: Msg, key: &[usize], peers: usize) -> Vec<(usize, Msg)> {
+    let Msg { schema, upd } = msg;
     let mut kbuf = Vec::with_capacity(key.len());
-    let mut owner = |row: &[u64]| {
+    let owner = |row: &[u64]| {
         kbuf.clear();
         kbuf.extend(key.iter().map(|&k| row[k]));
         worker_of(&kbuf, peers)
     };
-    let mut counts = vec![0usize; peers];
-    for i in 0..msg.upd.len() {
-        counts[owner(msg.upd.row(i))] += 1;
-    }
-    let mut parts: Vec<Updates> = counts
-        .iter()
-        .map(|&c| Updates::with_capacity(w, c))
-        .collect();
-    for i in 0..msg.upd.len() {
-        let row = msg.upd.row(i);
-        parts[owner(row)].push(row, msg.upd.times[i], msg.upd.diffs[i]);
-    }
-    parts
+    split::split_by(upd, peers, owner)
         .into_iter()
         .enumerate()
         .filter(|(_, upd)| !upd.is_empty())
@@ -55,7 +45,7 @@ pub fn partition(msg: &Msg, key: &[usize], peers: usize) -> Vec<(usize, Msg)> {
             (
                 target,
                 Msg {
-                    schema: msg.schema.clone(),
+                    schema: schema.clone(),
                     upd,
                 },
             )
@@ -80,6 +70,8 @@ mod tests {
     use crate::encoding::DType;
     use std::sync::Arc;
 
+    use crate::updates::Updates;
+
     #[test]
     fn partition_keeps_every_update_once_with_its_key_owner() {
         let mut upd = Updates::new(2);
@@ -90,7 +82,7 @@ mod tests {
             schema: Arc::new(vec![DType::Int64, DType::Int64]),
             upd,
         };
-        let parts = partition(&msg, &[0], 3);
+        let parts = partition(msg, &[0], 3);
         assert_eq!(parts.iter().map(|(_, m)| m.upd.len()).sum::<usize>(), 100);
         for (w, m) in &parts {
             // Each part allocated at its size.
