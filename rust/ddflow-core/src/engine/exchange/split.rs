@@ -13,8 +13,9 @@
 //! more, and the parts' pages are touched only as they are written.
 //!
 //! The parts are filled from their ends, so each keeps the order its updates had in the
-//! batch (the split is stable). A batch whose updates all fall in one bucket is returned
-//! as that bucket's part, uncopied.
+//! batch (the split is stable). A part whose updates share one time holds it once (as one
+//! built push by push would), also when the batch's times were written out. A batch whose
+//! updates all fall in one bucket is returned as that bucket's part, uncopied.
 
 use crate::lattice::Time;
 use crate::updates::{TimeColumn, Updates};
@@ -33,30 +34,88 @@ pub fn split_by(upd: Updates, parts: usize, bucket: impl FnMut(&[u64]) -> usize)
 
 /// [`split_by`], giving back the batch's memory after each `step_bytes` of updates copied.
 fn split_by_steps(
-    upd: Updates,
+    mut upd: Updates,
     parts: usize,
     mut bucket: impl FnMut(&[u64]) -> usize,
     step_bytes: usize,
 ) -> Vec<Updates> {
     let width = upd.width;
-    let mut counts = vec![0usize; parts];
-    for i in 0..upd.len() {
-        counts[bucket(upd.row(i))] += 1;
-    }
+    let census = Census::of(&upd, parts, &mut bucket);
     let mut out: Vec<Updates> = (0..parts).map(|_| Updates::new(width)).collect();
-    let mut nonempty = counts.iter().enumerate().filter(|(_, &c)| c > 0);
+    let mut nonempty = census.counts.iter().enumerate().filter(|(_, &c)| c > 0);
     match (nonempty.next(), nonempty.next()) {
         (None, _) => return out,
-        (Some((only, _)), None) => {
+        (Some((only, &n)), None) => {
+            if let PartTimes::One(t) = census.times[only] {
+                if upd.times.same().is_none() {
+                    upd.times = TimeColumn::repeat(t, n);
+                }
+            }
             out[only] = upd;
             return out;
         }
         _ => {}
     }
-    let mut columns = PartColumns::with_counts(&counts, width, upd.times.same().is_none());
+    let mut columns = PartColumns::for_census(&census, width);
     copy_releasing(upd, &mut columns, &mut bucket, step_bytes);
-    columns.finish(out.as_mut_slice());
+    columns.finish(census, out.as_mut_slice());
     out
+}
+
+/// The times of a part's updates, as far as they have been seen.
+#[derive(Clone, Copy)]
+enum PartTimes {
+    /// No update yet.
+    Unseen,
+    /// Every update so far at this time.
+    One(Time),
+    /// Updates at different times.
+    Many,
+}
+
+impl PartTimes {
+    #[inline]
+    fn see(&mut self, t: &Time) {
+        match self {
+            PartTimes::Unseen => *self = PartTimes::One(*t),
+            PartTimes::One(one) if one != t => *self = PartTimes::Many,
+            _ => {}
+        }
+    }
+}
+
+/// What the first pass learns of each part: its number of updates and their times (a part
+/// whose updates share one time holds it once, as a batch built push by push would).
+struct Census {
+    counts: Vec<usize>,
+    times: Vec<PartTimes>,
+}
+
+impl Census {
+    fn of(upd: &Updates, parts: usize, bucket: &mut impl FnMut(&[u64]) -> usize) -> Census {
+        let mut counts = vec![0usize; parts];
+        let mut times = vec![PartTimes::Unseen; parts];
+        match upd.times.same() {
+            Some(t) => {
+                for i in 0..upd.len() {
+                    counts[bucket(upd.row(i))] += 1;
+                }
+                for (c, pt) in counts.iter().zip(&mut times) {
+                    if *c > 0 {
+                        *pt = PartTimes::One(*t);
+                    }
+                }
+            }
+            None => {
+                for (i, t) in upd.times.iter().enumerate() {
+                    let b = bucket(upd.row(i));
+                    counts[b] += 1;
+                    times[b].see(t);
+                }
+            }
+        }
+        Census { counts, times }
+    }
 }
 
 /// The parts' columns while they fill: each allocated at its part's size, filled from its
@@ -65,29 +124,41 @@ struct PartColumns {
     width: usize,
     rows: Vec<Vec<u64>>,
     diffs: Vec<Vec<i64>>,
-    /// `None` while every update has one time (each part then holds it once).
-    times: Option<Vec<Vec<Time>>>,
+    /// The times of the parts whose updates differ in time (the others hold theirs once).
+    times: Vec<Option<Vec<Time>>>,
+    /// Whether any part has a times column.
+    any_times: bool,
     fill: Vec<usize>,
-    /// Each part's number of updates.
-    counts: Vec<usize>,
-    /// The time of every update, when `times` is `None` (set by [`copy_releasing`]).
-    same_time: Option<Time>,
 }
 
 impl PartColumns {
-    fn with_counts(counts: &[usize], width: usize, times_differ: bool) -> PartColumns {
+    fn for_census(census: &Census, width: usize) -> PartColumns {
+        let times: Vec<Option<Vec<Time>>> = census
+            .counts
+            .iter()
+            .zip(&census.times)
+            .map(|(&c, t)| matches!(t, PartTimes::Many).then(|| Vec::with_capacity(c)))
+            .collect();
         PartColumns {
             width,
-            rows: counts.iter().map(|&c| Vec::with_capacity(c * width)).collect(),
-            diffs: counts.iter().map(|&c| Vec::with_capacity(c)).collect(),
-            times: times_differ.then(|| counts.iter().map(|&c| Vec::with_capacity(c)).collect()),
-            fill: counts.to_vec(),
-            counts: counts.to_vec(),
-            same_time: None,
+            rows: census
+                .counts
+                .iter()
+                .map(|&c| Vec::with_capacity(c * width))
+                .collect(),
+            diffs: census
+                .counts
+                .iter()
+                .map(|&c| Vec::with_capacity(c))
+                .collect(),
+            any_times: times.iter().any(Option::is_some),
+            times,
+            fill: census.counts.clone(),
         }
     }
 
-    /// Writes one update into part `b`, before those written into it so far.
+    /// Writes one update into part `b`, before those written into it so far (`time` is
+    /// needed only if some part has a times column).
     #[inline]
     fn put_before(&mut self, b: usize, row: &[u64], time: Option<&Time>, diff: i64) {
         // An underflow (more updates for `b` than counted) panics here or at the slot.
@@ -99,13 +170,13 @@ impl PartColumns {
             slot.write(word);
         }
         self.diffs[b].spare_capacity_mut()[at].write(diff);
-        if let (Some(times), Some(&t)) = (&mut self.times, time) {
-            times[b].spare_capacity_mut()[at].write(t);
+        if let (Some(times), Some(&t)) = (&mut self.times[b], time) {
+            times.spare_capacity_mut()[at].write(t);
         }
     }
 
     /// Hands the filled columns to `out`, one part each.
-    fn finish(self, out: &mut [Updates]) {
+    fn finish(self, census: Census, out: &mut [Updates]) {
         // Each part was written at indices counted down from its count to 0, each once:
         // with every `fill` at 0 (an overrun panicked in `put_before`), every slot below
         // each count holds an update.
@@ -113,23 +184,25 @@ impl PartColumns {
             self.fill.iter().all(|&f| f == 0),
             "a bucket changed between the count and the copy"
         );
-        let mut times = self.times.map(Vec::into_iter);
-        let parts = self.rows.into_iter().zip(self.diffs).zip(&self.counts);
-        for (b, ((mut rows, mut diffs), &n)) in parts.enumerate() {
+        let columns = self.rows.into_iter().zip(self.diffs).zip(self.times);
+        let census = census.counts.iter().zip(&census.times);
+        for (b, (((mut rows, mut diffs), times), (&n, part_times))) in
+            columns.zip(census).enumerate()
+        {
             // SAFETY: every slot below `n` (and `n * width` for the rows) was written
             // (see above), inside the room of the count each was allocated with.
             unsafe {
                 rows.set_len(n * self.width);
                 diffs.set_len(n);
             }
-            let times = match times.as_mut() {
-                Some(each) => {
-                    let mut ts = each.next().expect("one times column per part");
+            let times = match (times, part_times) {
+                (Some(mut ts), _) => {
                     // SAFETY: as for the diffs.
                     unsafe { ts.set_len(n) };
                     TimeColumn::from(ts)
                 }
-                None => TimeColumn::repeat(self.same_time.unwrap_or_else(Time::minimum), n),
+                (None, PartTimes::One(t)) => TimeColumn::repeat(*t, n),
+                (None, _) => TimeColumn::new(),
             };
             out[b] = Updates {
                 width: self.width,
@@ -150,8 +223,7 @@ fn copy_releasing(
     step_bytes: usize,
 ) {
     let width = upd.width;
-    parts.same_time = upd.times.same().copied();
-    let time_bytes = if parts.times.is_some() {
+    let time_bytes = if parts.any_times {
         std::mem::size_of::<Time>()
     } else {
         0
@@ -163,7 +235,7 @@ fn copy_releasing(
         let start = end.saturating_sub(step);
         for i in (start..end).rev() {
             let row = &upd.rows[i * width..(i + 1) * width];
-            let time = parts.times.is_some().then(|| &upd.times[i]);
+            let time = parts.any_times.then(|| &upd.times[i]);
             parts.put_before(bucket(row), row, time, upd.diffs[i]);
         }
         release_from(&mut upd, start);
