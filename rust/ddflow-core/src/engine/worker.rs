@@ -240,7 +240,7 @@ impl Worker {
         }
         if self.peers > 1 {
             if let Some(key) = self.ops[node].exchange_key() {
-                for (target, m) in exchange::partition(&msg, key, self.peers) {
+                for (target, m) in exchange::partition(msg, key, self.peers) {
                     if target == self.index {
                         self.inbox[node][port].push(m);
                     } else {
