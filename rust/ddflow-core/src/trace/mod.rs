@@ -54,6 +54,8 @@ pub mod cursor;
 pub mod description;
 pub mod handle;
 pub mod merge;
+pub mod merge_all;
+mod merge_val;
 pub(crate) mod packed;
 pub mod read;
 pub mod spill;

@@ -391,6 +391,32 @@ impl Spine {
             })
     }
 
+    /// Merges every batch into one in a single pass (`merge_all.rs`), advanced to the
+    /// logical frontier, and places it at its size class; merges in progress are dropped and
+    /// their inputs merged instead. Does nothing if the spine holds one batch already
+    /// advanced to the frontier (or none).
+    ///
+    /// Gives the batch that [`Spine::exert`] with unbounded fuel leaves, reading each
+    /// update once rather than again in every merge of a pairwise chain.
+    pub fn merge_all(&mut self) {
+        let batches = self.batches();
+        match batches.as_slice() {
+            [] => return,
+            [only] if only.since() == &self.logical => return,
+            _ => {}
+        }
+        let merged = super::merge_all::merge_all(&batches, &self.logical);
+        drop(batches);
+        for l in self.levels.iter_mut() {
+            *l = Level::Vacant;
+        }
+        if !merged.is_empty() {
+            let i = level_of(merged.len());
+            self.ensure(i);
+            self.levels[i] = Level::Single(Arc::new(merged));
+        }
+    }
+
     fn take_single(&mut self, i: usize) -> Arc<Batch> {
         match std::mem::replace(&mut self.levels[i], Level::Vacant) {
             Level::Single(b) => b,
