@@ -78,32 +78,23 @@ impl ValScratch {
     #[inline]
     fn flush_packed(&mut self, builder: &mut Builder) {
         let s = &mut self.packed;
-        if s.len() > 1 && !s.windows(2).all(|w| w[0].0 < w[1].0) {
-            if !s.windows(2).all(|w| w[0].0 <= w[1].0) {
-                s.sort_unstable_by_key(|x| x.0);
-            }
-            let mut w = 0;
-            for r in 1..s.len() {
-                if s[r].0 == s[w].0 {
-                    match s[w].1.checked_add(s[r].1) {
-                        Some(d) => s[w].1 = d,
-                        None => {
-                            // Rare: a total outside i64. The general path sums exactly
-                            // what is left: the sums so far and the updates not yet read.
-                            let rest = s[..=w].iter().chain(&s[r..]);
-                            self.general
-                                .extend(rest.map(|&(p, d)| (packed::unpack(p), d)));
-                            s.clear();
-                            return self.flush_general(builder);
-                        }
-                    }
-                } else {
-                    w += 1;
-                    s[w] = s[r];
-                }
-            }
-            s.truncate(w + 1);
-            s.retain(|&(_, d)| d != 0);
+        // One pass, without branches: whether some time is below its predecessor, and
+        // whether some equals it.
+        let (mut unsorted, mut ties) = (false, false);
+        for w in s.windows(2) {
+            unsorted |= w[1].0 < w[0].0;
+            ties |= w[1].0 == w[0].0;
+        }
+        if unsorted {
+            s.sort_unstable_by_key(|x| x.0);
+            ties = true;
+        }
+        if ties && !sum_equal_times(s) {
+            // Rare: a total outside i64. The general path sums them exactly.
+            self.general
+                .extend(s.iter().map(|&(p, d)| (packed::unpack(p), d)));
+            s.clear();
+            return self.flush_general(builder);
         }
         builder.extend_packed(s);
         s.clear();
@@ -197,8 +188,56 @@ impl ValScratch {
         v: usize,
         reading: TimeReading<'_>,
     ) -> usize {
-        let n = self.gather(batch, v, reading);
-        self.flush(builder, matches!(reading, TimeReading::Packed(..)));
+        let range = batch.updates_of(v);
+        let n = range.len();
+        match reading {
+            TimeReading::Packed(times, meet) => {
+                packed::gather(batch, times, meet, range, &mut self.packed);
+                self.flush_packed(builder);
+            }
+            _ => {
+                self.gather(batch, v, reading);
+                self.flush_general(builder);
+            }
+        }
         n
     }
+}
+
+/// Sums the diffs of equal neighbouring times of `s` (sorted by time) in place and drops
+/// zero totals. Returns false, leaving `s` as it was, if a total leaves `i64`.
+#[inline]
+fn sum_equal_times(s: &mut Vec<(u64, i64)>) -> bool {
+    let n = s.len();
+    // A first pass checks that every partial sum fits, so that a failure leaves `s` as it
+    // was.
+    let mut r = 0;
+    while r < n {
+        let t = s[r].0;
+        let mut total: i64 = s[r].1;
+        r += 1;
+        while r < n && s[r].0 == t {
+            match total.checked_add(s[r].1) {
+                Some(x) => total = x,
+                None => return false,
+            }
+            r += 1;
+        }
+    }
+    let (mut w, mut r) = (0, 0);
+    while r < n {
+        let t = s[r].0;
+        let mut total = s[r].1;
+        r += 1;
+        while r < n && s[r].0 == t {
+            total += s[r].1;
+            r += 1;
+        }
+        if total != 0 {
+            s[w] = (t, total);
+            w += 1;
+        }
+    }
+    s.truncate(w);
+    true
 }
