@@ -328,47 +328,15 @@ impl MergeState {
             self.builder.extend_keys_from(&x, kx..end, adv, single);
             x.updates_of_key(end - 1).end - first
         } else {
-            // Keys whose vals hold one update each are copied in bulk (advancing cannot
-            // merge two updates of a val there), the others val by val.
-            let meet = self.meet;
+            // Copied whole with times advanced, then consolidated where advancing made
+            // two times of a val equal (or out of order).
+            let first_key = self.builder.n_keys();
             let single = if from_a { self.single_a } else { self.single_b };
-            let one_each = |k: usize| x.updates_of_key(k).len() == x.vals_of(k).len();
-            let mut read = 0;
-            let mut k = kx;
-            while k < end {
-                let mut j = k;
-                while j < end && one_each(j) {
-                    j += 1;
-                }
-                if j > k {
-                    self.builder
-                        .extend_keys_from(&x, k..j, meet.as_ref(), single);
-                    read += x.vals_of(j - 1).end - x.vals_of(k).start;
-                    k = j;
-                } else {
-                    read += self.copy_key(from_a, k);
-                    k += 1;
-                }
-            }
-            read
+            self.builder
+                .extend_keys_from(&x, kx..end, self.meet.as_ref(), single);
+            self.builder.consolidate_keys_from(first_key);
+            x.updates_of_key(end - 1).end - first
         }
-    }
-
-    /// Copies key `k` of one input; returns the updates read.
-    fn copy_key(&mut self, from_a: bool, k: usize) -> usize {
-        let batch = if from_a {
-            self.a.clone()
-        } else {
-            self.b.clone()
-        };
-        self.builder.push_key_from(&batch, k);
-        let mut read = 0;
-        for v in batch.vals_of(k) {
-            self.builder.push_val_from(&batch, v);
-            read += self.copy_val(from_a, v);
-        }
-        self.builder.seal_key();
-        read
     }
 
     /// Merges key `ka` of `a` with the equal key `kb` of `b`; returns the updates read.

@@ -236,31 +236,12 @@ impl ManyMerge {
                 .extend_keys_from(&batch, kx..end, adv, input.single);
             return;
         }
-        // Keys whose vals hold one update each are copied in bulk (advancing cannot merge
-        // two updates of a val there), the others val by val.
-        let one_each = |k: usize| batch.updates_of_key(k).len() == batch.vals_of(k).len();
-        let mut k = kx;
-        while k < end {
-            let mut j = k;
-            while j < end && one_each(j) {
-                j += 1;
-            }
-            if j > k {
-                let single = self.inputs[x].single;
-                self.builder
-                    .extend_keys_from(&batch, k..j, self.meet.as_ref(), single);
-                k = j;
-            } else {
-                self.builder.push_key_from(&batch, k);
-                let reading = self.inputs[x].reading(&self.meet, self.packed_meet);
-                for v in batch.vals_of(k) {
-                    self.builder.push_val_from(&batch, v);
-                    self.vals.copy_val(&mut self.builder, &batch, v, reading);
-                }
-                self.builder.seal_key();
-                k += 1;
-            }
-        }
+        // Copied whole with times advanced, then consolidated where advancing made two
+        // times of a val equal (or out of order).
+        let first_key = self.builder.n_keys();
+        self.builder
+            .extend_keys_from(&batch, kx..end, self.meet.as_ref(), input.single);
+        self.builder.consolidate_keys_from(first_key);
     }
 
     /// Merges the next key of the inputs `at_key` (equal keys, at least two inputs).
