@@ -13,9 +13,11 @@
 //! advanced). Once work has begun the frontier is fixed, so every time of the result is
 //! advanced by exactly the result's `since`.
 //!
-//! Runs of keys present in only one input are copied in bulk (whole layer slices) when
-//! advancing cannot merge two of their updates: when each val has one update, or when the
-//! input's `since` already equals the frontier (advancing is idempotent).
+//! Runs of keys present in only one input are copied in bulk (whole layer slices, times
+//! joined with the frontier's meet). Where advancing may make two updates of a val equal (a
+//! val with several updates, in an input whose `since` is not the frontier), the copied run
+//! is then consolidated in place (`Builder::consolidate_keys_from`). A val present in both
+//! inputs is gathered and consolidated by `merge_val.rs`.
 //!
 //! Advancing a time is one join with the frontier's meet (`packed::meet_of`). When every
 //! time of both inputs and that meet have two coordinates below 2^32 (the common shape:

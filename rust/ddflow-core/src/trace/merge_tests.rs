@@ -238,3 +238,44 @@ proptest! {
         prop_assert_eq!(totals(&chain.to_updates())?, expect);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// `Spine::merge_all` leaves one batch holding what the spine's idle merges
+    /// (`Spine::exert` with unbounded fuel) leave, with merges in progress and spilled
+    /// batches among the inputs.
+    #[test]
+    fn spine_merge_all_is_exert(
+        (kw, width, raws, f, spill, _) in many_case(),
+        fuel in 0usize..2,
+    ) {
+        let frontier = Antichain::from_iter_minimal(f.iter().map(|t| Time::from_coords(t)));
+        let build = || {
+            let mut s = crate::trace::Spine::new(kw, width - kw);
+            for (i, r) in raws.iter().enumerate() {
+                let desc = Description::scalar(i as u64, i as u64 + 1);
+                let b = Batch::from_updates(to_updates(width, r), kw, desc).unwrap();
+                s.insert(Arc::new(b));
+                if spill[i] {
+                    s.spill(&spill_dir(), usize::MAX, 0).unwrap();
+                }
+            }
+            // Some merges left in progress (no fuel) or advanced a little.
+            s.exert(fuel);
+            s.set_logical_compaction(&frontier).unwrap();
+            s
+        };
+        let (mut all, mut idle) = (build(), build());
+        all.merge_all();
+        idle.exert(usize::MAX);
+        prop_assert!(all.n_batches() <= 1);
+        let refs: Vec<&Raw> = raws.iter().collect();
+        let expect = reference(&refs, &frontier);
+        prop_assert_eq!(totals(&all.to_updates().0)?, expect.clone());
+        prop_assert_eq!(totals(&idle.to_updates().0)?, expect);
+        for b in all.batches() {
+            prop_assert_eq!(b.since(), &frontier);
+        }
+    }
+}

@@ -22,6 +22,7 @@
 //! so a trace whose frontier keeps advancing stays proportional to its distinct
 //! `(key, val)`s and unresolved times, not to its history. [`Spine::exert`] uses idle time
 //! to finish merges, merge the remaining batches into one, and compact a lone batch.
+//! [`Spine::merge_all`] merges every batch into one at once, in one k-way pass.
 
 use super::batch::Batch;
 use super::cursor::Cursor;
