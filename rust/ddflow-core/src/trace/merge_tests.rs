@@ -187,7 +187,11 @@ fn merge_chain(batches: &[Arc<Batch>], frontier: &Antichain<Time>) -> Batch {
     acc
 }
 
-fn many_case() -> impl Strategy<Value = (usize, usize, Vec<Raw>, Vec<Vec<u64>>, Vec<bool>, bool)> {
+/// `(key width, row width, batches' updates, frontier, which batches to spill, whether the
+/// first input is already compacted)`.
+type ManyCase = (usize, usize, Vec<Raw>, Vec<Vec<u64>>, Vec<bool>, bool);
+
+fn many_case() -> impl Strategy<Value = ManyCase> {
     (1usize..3, 1usize..3, 1usize..4).prop_flat_map(|(kw, vw, dims)| {
         (
             Just(kw),
