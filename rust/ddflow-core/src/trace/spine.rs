@@ -392,7 +392,8 @@ impl Spine {
             })
     }
 
-    /// Merges every batch into one in a single pass (`merge_all.rs`), advanced to the
+    /// Merges every batch into one in a single pass (`merge_all.rs`; two by a
+    /// [`MergeState`]), advanced to the
     /// logical frontier, and places it at its size class; merges in progress are dropped and
     /// their inputs merged instead. Does nothing if the spine holds one batch already
     /// advanced to the frontier (or none).
@@ -406,7 +407,12 @@ impl Spine {
             [only] if only.since() == &self.logical => return,
             _ => {}
         }
-        let merged = super::merge_all::merge_all(&batches, &self.logical);
+        // Two batches read the same in either merge, and the pairwise one's two-pointer
+        // loops cost less per key than the k-way scans.
+        let merged = match batches.as_slice() {
+            [a, b] => MergeState::new(a.clone(), b.clone(), &self.logical).finish(),
+            _ => super::merge_all::merge_all(&batches, &self.logical),
+        };
         drop(batches);
         for l in self.levels.iter_mut() {
             *l = Level::Vacant;
