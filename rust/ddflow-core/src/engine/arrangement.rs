@@ -192,7 +192,7 @@ impl Arrangement {
             if self.spine.n_batches() <= 1 {
                 self.since_full = 0;
             } else if ratio > 0 && self.since_full * ratio >= self.spine.len() {
-                self.spine.exert(usize::MAX);
+                self.spine.merge_all();
                 self.since_full = 0;
             }
         }

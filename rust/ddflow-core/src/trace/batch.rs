@@ -154,6 +154,19 @@ impl Words {
         }
     }
 
+    /// Copies row `from` to row `to` (rows of `width` words).
+    #[inline]
+    pub(crate) fn copy_row(&mut self, from: usize, to: usize, width: usize) {
+        if from == to {
+            return;
+        }
+        let (f, t) = (from * width, to * width);
+        match self {
+            Words::U64(v) => v.as_mut_slice().copy_within(f..f + width, t),
+            Words::U32(v) => v.as_mut_slice().copy_within(f..f + width, t),
+        }
+    }
+
     /// Compares row `i` of `self` with row `j` of `other` (both of `width` words).
     // Always in line: one-word rows (node ids) take one comparison.
     #[inline(always)]

@@ -337,8 +337,10 @@ impl Builder {
 
     /// Appends keys `keys` of `batch` whole (no key may be open), advancing times by
     /// joining them with `meet` if given (a frontier's meet, see `packed::meet_of`); `single`
-    /// is the batch's single time already advanced, if it has one. The caller guarantees
-    /// that advancing merges no two updates of a val.
+    /// is the batch's single time already advanced, if it has one. Advancing may leave two
+    /// updates of a val at equal times (or out of order): the caller either knows it cannot
+    /// (one update per val, one time, or times already advanced) or follows with
+    /// [`Builder::consolidate_keys_from`].
     pub(crate) fn extend_keys_from(
         &mut self,
         batch: &Batch,
@@ -438,6 +440,96 @@ impl Builder {
         self.n += count;
     }
 
+    /// Consolidates the keys from `first_key` on (sealed, appended whole by
+    /// [`Builder::extend_keys_from`] with their times advanced, which may have made times of
+    /// a val equal or out of order): each val's updates are sorted by time where needed,
+    /// equal times summed, zero totals dropped, and vals and keys left empty dropped. Leaves
+    /// them as they are (after one pass over their times) when every val's times increase.
+    pub(crate) fn consolidate_keys_from(&mut self, first_key: usize) {
+        let Some(offs) = &self.val_offs else {
+            return; // One update per val.
+        };
+        let n_keys = self.key_offs.len() - 1;
+        let v0 = self.key_offs[first_key];
+        let increasing = |v: usize| match &self.times {
+            Some(t) => t.increasing(offs[v]..offs[v + 1]),
+            None => offs[v + 1] - offs[v] <= 1,
+        };
+        if (v0..self.n_vals).all(increasing) {
+            return;
+        }
+        if self.times.is_none() {
+            self.materialize_times();
+        }
+        if self.diffs.is_none() {
+            self.materialize_diffs();
+        }
+        let (kw, vw) = (self.key_width, self.val_width);
+        let offs = self.val_offs.as_mut().expect("checked").as_mut_slice();
+        let times = self.times.as_mut().expect("materialized");
+        let diffs = self.diffs.as_mut().expect("materialized").as_mut_slice();
+        let key_offs = self.key_offs.as_mut_slice();
+        let mut scratch: Vec<(Time, i64)> = Vec::new();
+        let (mut wk, mut wv, mut wu) = (first_key, v0, offs[v0]);
+        let mut val_start = key_offs[first_key];
+        let mut upd_start = offs[v0];
+        for k in first_key..n_keys {
+            let val_end = key_offs[k + 1];
+            let key_wv = wv;
+            for v in val_start..val_end {
+                let upd_end = offs[v + 1];
+                let from = wu;
+                if times.increasing(upd_start..upd_end) {
+                    for u in upd_start..upd_end {
+                        times.move_back(u, wu);
+                        diffs[wu] = diffs[u];
+                        wu += 1;
+                    }
+                } else {
+                    scratch.clear();
+                    scratch.extend((upd_start..upd_end).map(|u| (times.get(u), diffs[u])));
+                    scratch.sort_by_key(|x| x.0);
+                    let mut i = 0;
+                    while i < scratch.len() {
+                        let t = scratch[i].0;
+                        let mut total: i128 = 0;
+                        while i < scratch.len() && scratch[i].0 == t {
+                            total += scratch[i].1 as i128;
+                            i += 1;
+                        }
+                        // A total outside i64 stays exact as several updates; a val's
+                        // updates never outnumber what it read, so they fit in place.
+                        crate::sort::consolidate::pieces(total, |d| {
+                            times.set(wu, t);
+                            diffs[wu] = d;
+                            wu += 1;
+                        });
+                    }
+                }
+                if wu > from {
+                    self.vals.copy_row(v, wv, vw);
+                    offs[wv + 1] = wu;
+                    wv += 1;
+                }
+                upd_start = upd_end;
+            }
+            if wv > key_wv {
+                self.keys.copy_row(k, wk, kw);
+                key_offs[wk + 1] = wv;
+                wk += 1;
+            }
+            val_start = val_end;
+        }
+        self.keys.truncate(wk * kw);
+        self.key_offs.truncate(wk + 1);
+        self.vals.truncate(wv * vw);
+        self.val_offs.as_mut().expect("checked").truncate(wv + 1);
+        self.times.as_mut().expect("materialized").truncate(wu);
+        self.diffs.as_mut().expect("materialized").truncate(wu);
+        self.n_vals = wv;
+        self.n = wu;
+    }
+
     /// Closes the open key: drops it if it has no vals.
     // Always in line (as it was over plain `Vec` layers): merges call it in their inner loops.
     #[inline(always)]
@@ -448,6 +540,12 @@ impl Builder {
         } else {
             self.key_offs.push(self.n_vals);
         }
+    }
+
+    /// Number of sealed keys.
+    #[inline]
+    pub(crate) fn n_keys(&self) -> usize {
+        self.key_offs.len() - 1
     }
 
     /// Number of updates pushed so far.

@@ -13,9 +13,11 @@
 //! advanced). Once work has begun the frontier is fixed, so every time of the result is
 //! advanced by exactly the result's `since`.
 //!
-//! Runs of keys present in only one input are copied in bulk (whole layer slices) when
-//! advancing cannot merge two of their updates: when each val has one update, or when the
-//! input's `since` already equals the frontier (advancing is idempotent).
+//! Runs of keys present in only one input are copied in bulk (whole layer slices, times
+//! joined with the frontier's meet). Where advancing may make two updates of a val equal (a
+//! val with several updates, in an input whose `since` is not the frontier), the copied run
+//! is then consolidated in place (`Builder::consolidate_keys_from`). A val present in both
+//! inputs is gathered and consolidated by `merge_val.rs`.
 //!
 //! Advancing a time is one join with the frontier's meet (`packed::meet_of`). When every
 //! time of both inputs and that meet have two coordinates below 2^32 (the common shape:
@@ -30,6 +32,7 @@
 use super::batch::{gallop, Batch};
 use super::builder::Builder;
 use super::description::Description;
+use super::merge_val::{TimeReading, ValScratch};
 use super::packed::{self, advance, meet_of, PackedTimes};
 use crate::lattice::{Antichain, Time};
 use std::cmp::Ordering;
@@ -53,9 +56,8 @@ pub struct MergeState {
     /// How to read both inputs' times packed, when all of them and the meet pack.
     packed: Option<Packed>,
     builder: Builder,
-    scratch: Vec<(Time, i64)>,
-    /// The open val's updates while `packed` is set.
-    packed_scratch: Vec<(u64, i64)>,
+    /// The open val's gathered updates.
+    vals: ValScratch,
 }
 
 /// A merge whose times all pack in one word (`packed.rs`).
@@ -133,8 +135,7 @@ impl MergeState {
             kb: 0,
             frontier: frontier.clone(),
             builder,
-            scratch: Vec::new(),
-            packed_scratch: Vec::new(),
+            vals: ValScratch::default(),
         }
     }
 
@@ -225,9 +226,7 @@ impl MergeState {
 
     /// Heap bytes of the partial output (inputs are accounted by their owners).
     pub fn heap_bytes(&self) -> usize {
-        self.builder.heap_bytes()
-            + self.scratch.capacity() * std::mem::size_of::<(Time, i64)>()
-            + self.packed_scratch.capacity() * std::mem::size_of::<(u64, i64)>()
+        self.builder.heap_bytes() + self.vals.heap_bytes()
     }
 
     /// Merges whole keys until `fuel` (in updates read) is exhausted or the merge is
@@ -268,163 +267,28 @@ impl MergeState {
         self.builder.done(desc)
     }
 
-    /// Pushes val `v` of batch `a` (if `from_a`) or `b`, advancing its updates, into
-    /// `scratch` (`packed_scratch` if the merge is packed).
-    #[inline]
-    fn gather(&mut self, from_a: bool, v: usize) -> usize {
-        let (batch, single) = if from_a {
-            (&self.a, self.single_a)
-        } else {
-            (&self.b, self.single_b)
-        };
-        let range = batch.updates_of(v);
-        let n = range.len();
-        if let Some(p) = &self.packed {
-            let times = if from_a { &p.a } else { &p.b };
-            packed::gather(batch, times, p.meet, range, &mut self.packed_scratch);
-            return n;
-        }
-        let meet = self.meet.as_ref();
-        let scratch = &mut self.scratch;
-        match single {
-            Some(t) => batch.for_each_update(range, |_, d| scratch.push((t, d))),
-            None => batch.for_each_update(range, |t, d| scratch.push((advance(t, meet), d))),
-        }
-        n
-    }
-
-    /// Consolidates the gathered updates into the open val of the builder and seals it.
-    #[inline]
-    fn flush_val(&mut self) {
-        if self.packed.is_some() {
-            self.flush_packed();
-        } else {
-            self.flush_general();
-        }
-    }
-
-    /// [`MergeState::flush_val`] of `packed_scratch`: sorted and summed as integers.
-    #[inline]
-    fn flush_packed(&mut self) {
-        let s = &mut self.packed_scratch;
-        if s.len() > 1 && !s.windows(2).all(|w| w[0].0 < w[1].0) {
-            s.sort_unstable_by_key(|x| x.0);
-            let mut w = 0;
-            for r in 1..s.len() {
-                if s[r].0 == s[w].0 {
-                    match s[w].1.checked_add(s[r].1) {
-                        Some(d) => s[w].1 = d,
-                        None => {
-                            // Rare: a total outside i64. The general path sums exactly
-                            // what is left: the sums so far and the updates not yet read.
-                            let rest = s[..=w].iter().chain(&s[r..]);
-                            self.scratch
-                                .extend(rest.map(|&(p, d)| (packed::unpack(p), d)));
-                            s.clear();
-                            return self.flush_general();
-                        }
-                    }
-                } else {
-                    w += 1;
-                    s[w] = s[r];
-                }
-            }
-            s.truncate(w + 1);
-            s.retain(|&(_, d)| d != 0);
-        }
-        self.builder.extend_packed(s);
-        s.clear();
-        self.builder.seal_val_nonzero();
-    }
-
-    /// [`MergeState::flush_val`] of `scratch`.
-    #[inline]
-    fn flush_general(&mut self) {
-        let s = &mut self.scratch;
-        if s.len() > 1 && !s.windows(2).all(|w| w[0].0 < w[1].0) {
-            s.sort_unstable_by_key(|x| x.0);
-            let mut w = 0;
-            let mut big: Vec<(Time, i64)> = Vec::new();
-            for r in 1..s.len() {
-                if s[r].0 == s[w].0 {
-                    match s[w].1.checked_add(s[r].1) {
-                        Some(d) => s[w].1 = d,
-                        None => big.push(s[r]),
-                    }
-                } else {
-                    w += 1;
-                    s[w] = s[r];
-                }
-            }
-            s.truncate(w + 1);
-            if !big.is_empty() {
-                // Rare: totals outside i64. Re-sum those times exactly and split them.
-                s.append(&mut big);
-                s.sort_unstable_by_key(|x| x.0);
-                let mut exact: Vec<(Time, i64)> = Vec::with_capacity(s.len());
-                let mut i = 0;
-                while i < s.len() {
-                    let t = s[i].0;
-                    let mut total: i128 = 0;
-                    while i < s.len() && s[i].0 == t {
-                        total += s[i].1 as i128;
-                        i += 1;
-                    }
-                    crate::sort::consolidate::pieces(total, |d| exact.push((t, d)));
-                }
-                *s = exact;
-            }
-        }
-        for &(t, d) in s.iter() {
-            if d != 0 {
-                self.builder.push_update(t, d);
-            }
-        }
-        s.clear();
-        self.builder.seal_val_nonzero();
-    }
-
     /// Pushes val `v` of one input, alone, into the open val and seals it; returns the
     /// updates read.
-    // Always in line: most vals hold one update, and the calls cost more than the copy.
     #[inline(always)]
     fn copy_val(&mut self, from_a: bool, v: usize) -> usize {
-        let (batch, single) = if from_a {
-            (&self.a, self.single_a)
-        } else {
-            (&self.b, self.single_b)
-        };
-        let range = batch.updates_of(v);
-        if range.len() != 1 {
-            return self.copy_val_many(from_a, v);
-        }
-        // One update (non-zero: inputs are consolidated): no sorting or summing.
-        let u = range.start;
-        let d = batch.diff(u);
-        match &self.packed {
-            Some(p) => {
-                let times = if from_a { &p.a } else { &p.b };
-                let t = packed::time_of(batch, times, p.meet, u);
-                self.builder.push_update_packed(t, d);
-            }
-            None => {
-                let t = match single {
-                    Some(t) => t,
-                    None => advance(batch.time(u), self.meet.as_ref()),
-                };
-                self.builder.push_update(t, d);
-            }
-        }
-        self.builder.seal_val_nonzero();
-        1
+        let reading = reading(
+            self.packed.as_ref(),
+            self.meet.as_ref(),
+            self.single(from_a),
+            from_a,
+        );
+        let batch = if from_a { &self.a } else { &self.b };
+        self.vals.copy_val(&mut self.builder, batch, v, reading)
     }
 
-    /// [`MergeState::copy_val`] of a val with several updates.
-    #[inline(never)]
-    fn copy_val_many(&mut self, from_a: bool, v: usize) -> usize {
-        let n = self.gather(from_a, v);
-        self.flush_val();
-        n
+    /// The advanced single time of `a` (if `from_a`) or `b`, if it stores one.
+    #[inline(always)]
+    fn single(&self, from_a: bool) -> Option<Time> {
+        if from_a {
+            self.single_a
+        } else {
+            self.single_b
+        }
     }
 
     /// Copies the run of keys of one input that precede the other input's next key (at
@@ -466,47 +330,15 @@ impl MergeState {
             self.builder.extend_keys_from(&x, kx..end, adv, single);
             x.updates_of_key(end - 1).end - first
         } else {
-            // Keys whose vals hold one update each are copied in bulk (advancing cannot
-            // merge two updates of a val there), the others val by val.
-            let meet = self.meet;
+            // Copied whole with times advanced, then consolidated where advancing made
+            // two times of a val equal (or out of order).
+            let first_key = self.builder.n_keys();
             let single = if from_a { self.single_a } else { self.single_b };
-            let one_each = |k: usize| x.updates_of_key(k).len() == x.vals_of(k).len();
-            let mut read = 0;
-            let mut k = kx;
-            while k < end {
-                let mut j = k;
-                while j < end && one_each(j) {
-                    j += 1;
-                }
-                if j > k {
-                    self.builder
-                        .extend_keys_from(&x, k..j, meet.as_ref(), single);
-                    read += x.vals_of(j - 1).end - x.vals_of(k).start;
-                    k = j;
-                } else {
-                    read += self.copy_key(from_a, k);
-                    k += 1;
-                }
-            }
-            read
+            self.builder
+                .extend_keys_from(&x, kx..end, self.meet.as_ref(), single);
+            self.builder.consolidate_keys_from(first_key);
+            x.updates_of_key(end - 1).end - first
         }
-    }
-
-    /// Copies key `k` of one input; returns the updates read.
-    fn copy_key(&mut self, from_a: bool, k: usize) -> usize {
-        let batch = if from_a {
-            self.a.clone()
-        } else {
-            self.b.clone()
-        };
-        self.builder.push_key_from(&batch, k);
-        let mut read = 0;
-        for v in batch.vals_of(k) {
-            self.builder.push_val_from(&batch, v);
-            read += self.copy_val(from_a, v);
-        }
-        self.builder.seal_key();
-        read
     }
 
     /// Merges key `ka` of `a` with the equal key `kb` of `b`; returns the updates read.
@@ -537,9 +369,12 @@ impl MergeState {
                 }
                 Ordering::Equal => {
                     self.builder.push_val_from(&a, va);
-                    read += self.gather(true, va);
-                    read += self.gather(false, vb);
-                    self.flush_val();
+                    let (p, m) = (self.packed.as_ref(), self.meet.as_ref());
+                    read += self.vals.gather(&a, va, reading(p, m, self.single_a, true));
+                    read += self
+                        .vals
+                        .gather(&b, vb, reading(p, m, self.single_b, false));
+                    self.vals.flush(&mut self.builder, self.packed.is_some());
                     va += 1;
                     vb += 1;
                 }
@@ -547,6 +382,21 @@ impl MergeState {
         }
         self.builder.seal_key();
         read
+    }
+}
+
+/// How to read the times of input `a` (if `from_a`) or `b` of a merge: packed, or in full
+/// with `single` (the input's single time advanced, if it stores one) and the meet.
+#[inline(always)]
+fn reading<'a>(
+    packed: Option<&'a Packed>,
+    meet: Option<&'a Time>,
+    single: Option<Time>,
+    from_a: bool,
+) -> TimeReading<'a> {
+    match packed {
+        Some(p) => TimeReading::Packed(if from_a { &p.a } else { &p.b }, p.meet),
+        None => TimeReading::Full(single, meet),
     }
 }
 

@@ -158,3 +158,128 @@ proptest! {
         prop_assert_eq!(totals(&out.to_updates())?, reference(&[&a, &b, &c], &frontier));
     }
 }
+
+/// A directory for spilled test batches.
+fn spill_dir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join("ddflow-merge-all-tests");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Merges `batches` (oldest first) pairwise from the newest, as the spine's idle merges do
+/// (a lone batch with an empty one, to compact it).
+fn merge_chain(batches: &[Arc<Batch>], frontier: &Antichain<Time>) -> Batch {
+    let newest = &batches[batches.len() - 1];
+    let mut acc = if batches.len() == 1 {
+        let desc = Description::new(
+            newest.upper().clone(),
+            newest.upper().clone(),
+            frontier.clone(),
+        );
+        let empty = Batch::empty(newest.key_width(), newest.val_width(), desc);
+        return merge(newest.clone(), Arc::new(empty), frontier, isize::MAX);
+    } else {
+        (**newest).clone()
+    };
+    for b in batches[..batches.len() - 1].iter().rev() {
+        acc = merge(b.clone(), Arc::new(acc), frontier, isize::MAX);
+    }
+    acc
+}
+
+/// `(key width, row width, batches' updates, frontier, which batches to spill, whether the
+/// first input is already compacted)`.
+type ManyCase = (usize, usize, Vec<Raw>, Vec<Vec<u64>>, Vec<bool>, bool);
+
+fn many_case() -> impl Strategy<Value = ManyCase> {
+    (1usize..3, 1usize..3, 1usize..4).prop_flat_map(|(kw, vw, dims)| {
+        (
+            Just(kw),
+            Just(kw + vw),
+            proptest::collection::vec(raw(kw + vw, dims), 1..6),
+            proptest::collection::vec(proptest::collection::vec(coord(4, true), dims), 0..3),
+            proptest::collection::vec(any::<bool>(), 6),
+            any::<bool>(),
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// One k-way pass gives the advanced consolidated union of its inputs, as the pairwise
+    /// chain does, whatever their forms: spilled inputs (`spill`), and a first input already
+    /// compacted to the frontier (`compacted`: its since is the frontier, so runs of it are
+    /// copied without advancing).
+    #[test]
+    fn merge_all_is_the_pairwise_chain(
+        (kw, width, raws, f, spill, compacted) in many_case()
+    ) {
+        let frontier = Antichain::from_iter_minimal(f.iter().map(|t| Time::from_coords(t)));
+        let batch = |raw: &Raw, lo: u64| {
+            let desc = Description::scalar(lo, lo + 1);
+            Arc::new(Batch::from_updates(to_updates(width, raw), kw, desc).unwrap())
+        };
+        let mut batches: Vec<Arc<Batch>> =
+            raws.iter().enumerate().map(|(i, r)| batch(r, i as u64)).collect();
+        if compacted && batches.len() > 1 {
+            let first = merge(batches[0].clone(), batches[1].clone(), &frontier, isize::MAX);
+            batches.splice(0..2, [Arc::new(first)]);
+        }
+        for (b, &s) in batches.iter_mut().zip(&spill) {
+            if s {
+                *b = Arc::new(b.spill(&spill_dir()).unwrap());
+            }
+        }
+        let all = super::super::merge_all::merge_all(&batches, &frontier);
+        prop_assert_eq!(all.since(), &frontier);
+        prop_assert_eq!(all.lower(), batches[0].lower());
+        prop_assert_eq!(all.upper(), batches[batches.len() - 1].upper());
+        let refs: Vec<&Raw> = raws.iter().collect();
+        let expect = reference(&refs, &frontier);
+        prop_assert_eq!(totals(&all.to_updates())?, expect.clone());
+        let chain = merge_chain(&batches, &frontier);
+        prop_assert_eq!(totals(&chain.to_updates())?, expect);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// `Spine::merge_all` leaves one batch holding what the spine's idle merges
+    /// (`Spine::exert` with unbounded fuel) leave, with merges in progress and spilled
+    /// batches among the inputs.
+    #[test]
+    fn spine_merge_all_is_exert(
+        (kw, width, raws, f, spill, _) in many_case(),
+        fuel in 0usize..2,
+    ) {
+        let frontier = Antichain::from_iter_minimal(f.iter().map(|t| Time::from_coords(t)));
+        let build = || {
+            let mut s = crate::trace::Spine::new(kw, width - kw);
+            for (i, r) in raws.iter().enumerate() {
+                let desc = Description::scalar(i as u64, i as u64 + 1);
+                let b = Batch::from_updates(to_updates(width, r), kw, desc).unwrap();
+                s.insert(Arc::new(b));
+                if spill[i] {
+                    s.spill(&spill_dir(), usize::MAX, 0).unwrap();
+                }
+            }
+            // Some merges left in progress (no fuel) or advanced a little.
+            s.exert(fuel);
+            s.set_logical_compaction(&frontier).unwrap();
+            s
+        };
+        let (mut all, mut idle) = (build(), build());
+        all.merge_all();
+        idle.exert(usize::MAX);
+        prop_assert!(all.n_batches() <= 1);
+        let refs: Vec<&Raw> = raws.iter().collect();
+        let expect = reference(&refs, &frontier);
+        prop_assert_eq!(totals(&all.to_updates().0)?, expect.clone());
+        prop_assert_eq!(totals(&idle.to_updates().0)?, expect);
+        for b in all.batches() {
+            prop_assert_eq!(b.since(), &frontier);
+        }
+    }
+}

@@ -8,6 +8,8 @@
 //!   that advance times by the compaction frontier.
 //! * [`MergeState`]: a progressive merge of two batches that compacts times; `packed`: its
 //!   inner loops over times of two coordinates packed in one word.
+//! * [`merge_all::merge_all`]: many batches merged into one in one pass (full merges);
+//!   `merge_val`: one val's gathered updates consolidated, for both merges.
 //! * [`TraceHandle`]: a shared, thread-safe reader of a spine with its own compaction
 //!   frontier; the spine compacts to the meet of all handles' frontiers.
 //! * [`Cursor`]: a key-ordered, merged view over a spine's batches.
@@ -55,6 +57,8 @@ pub mod description;
 pub mod handle;
 mod layer_build;
 pub mod merge;
+pub mod merge_all;
+mod merge_val;
 pub(crate) mod packed;
 pub mod read;
 pub mod spill;

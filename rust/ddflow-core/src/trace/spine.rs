@@ -22,6 +22,7 @@
 //! so a trace whose frontier keeps advancing stays proportional to its distinct
 //! `(key, val)`s and unresolved times, not to its history. [`Spine::exert`] uses idle time
 //! to finish merges, merge the remaining batches into one, and compact a lone batch.
+//! [`Spine::merge_all`] merges every batch into one at once, in one k-way pass.
 
 use super::batch::Batch;
 use super::cursor::Cursor;
@@ -389,6 +390,38 @@ impl Spine {
                 Level::Single(b) => b.since() != &self.logical,
                 _ => false,
             })
+    }
+
+    /// Merges every batch into one in a single pass (`merge_all.rs`; two by a
+    /// [`MergeState`]), advanced to the
+    /// logical frontier, and places it at its size class; merges in progress are dropped and
+    /// their inputs merged instead. Does nothing if the spine holds one batch already
+    /// advanced to the frontier (or none).
+    ///
+    /// Gives the batch that [`Spine::exert`] with unbounded fuel leaves, reading each
+    /// update once rather than again in every merge of a pairwise chain.
+    pub fn merge_all(&mut self) {
+        let batches = self.batches();
+        match batches.as_slice() {
+            [] => return,
+            [only] if only.since() == &self.logical => return,
+            _ => {}
+        }
+        // Two batches read the same in either merge, and the pairwise one's two-pointer
+        // loops cost less per key than the k-way scans.
+        let merged = match batches.as_slice() {
+            [a, b] => MergeState::new(a.clone(), b.clone(), &self.logical).finish(),
+            _ => super::merge_all::merge_all(&batches, &self.logical),
+        };
+        drop(batches);
+        for l in self.levels.iter_mut() {
+            *l = Level::Vacant;
+        }
+        if !merged.is_empty() {
+            let i = level_of(merged.len());
+            self.ensure(i);
+            self.levels[i] = Level::Single(Arc::new(merged));
+        }
     }
 
     fn take_single(&mut self, i: usize) -> Arc<Batch> {

@@ -178,6 +178,26 @@ impl TimeVec {
         }
     }
 
+    /// Sets time `i` to `t` (which must fit the storage: narrow storage takes only times
+    /// that were read from it).
+    #[inline]
+    pub(crate) fn set(&mut self, i: usize, t: Time) {
+        match self {
+            TimeVec::Narrow(v) => {
+                v.as_mut_slice()[i] = narrow(&t).expect("a narrow time vector set to a wide time")
+            }
+            TimeVec::Wide(v) => v.as_mut_slice()[i] = t,
+        }
+    }
+
+    /// Whether times `range` increase strictly.
+    pub(crate) fn increasing(&self, range: std::ops::Range<usize>) -> bool {
+        match self {
+            TimeVec::Narrow(v) => v[range].windows(2).all(|w| w[0] < w[1]),
+            TimeVec::Wide(v) => v[range].windows(2).all(|w| w[0] < w[1]),
+        }
+    }
+
     /// Keeps the first `n` times.
     pub(crate) fn truncate(&mut self, n: usize) {
         match self {
