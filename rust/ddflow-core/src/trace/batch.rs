@@ -414,11 +414,7 @@ impl Batch {
             )));
         }
         // Which of key and val words all fit u32: decides the storage up front.
-        let (mut kor, mut vor) = (0u64, 0u64);
-        for row in updates.rows.chunks_exact(width.max(1)) {
-            kor |= row[..key_width].iter().fold(0, |m, &w| m | w);
-            vor |= row[key_width..].iter().fold(0, |m, &w| m | w);
-        }
+        let (kor, vor) = key_and_val_bits(&updates.rows, width, key_width);
         let (narrow_keys, narrow_vals) = (kor >> 32 == 0, vor >> 32 == 0);
         // Consolidated input (the common case) is built layer by layer.
         if let Some(b) = super::layer_build::from_consolidated(
@@ -822,6 +818,23 @@ impl Batch {
             }
         }
         out
+    }
+}
+
+/// The bitwise or of every key word and of every val word of `rows` (rows of `width`
+/// words, keys their first `key_width`): one flat pass for the common shapes.
+fn key_and_val_bits(rows: &[u64], width: usize, key_width: usize) -> (u64, u64) {
+    let or = |ws: &[u64]| ws.iter().fold(0u64, |m, &w| m | w);
+    match (width, key_width) {
+        (0, _) => (0, 0),
+        (w, k) if w == k => (or(rows), 0),
+        (_, 0) => (0, or(rows)),
+        (2, 1) => rows
+            .chunks_exact(2)
+            .fold((0, 0), |(k, v), r| (k | r[0], v | r[1])),
+        _ => rows.chunks_exact(width).fold((0, 0), |(k, v), r| {
+            (k | or(&r[..key_width]), v | or(&r[key_width..]))
+        }),
     }
 }
 

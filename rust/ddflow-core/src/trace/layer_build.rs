@@ -32,7 +32,11 @@ pub(crate) fn from_consolidated(
 ) -> Option<Batch> {
     let n = updates.len();
     let width = updates.width;
-    if n == 0 || updates.diffs.contains(&0) {
+    let (zero, all_ones) = updates
+        .diffs
+        .iter()
+        .fold((false, true), |(z, o), &d| (z | (d == 0), o & (d == 1)));
+    if n == 0 || zero {
         return None;
     }
     let val_width = width - key_width;
@@ -105,7 +109,7 @@ pub(crate) fn from_consolidated(
         Some(t) => Times::Single(t),
         None => Times::compacted(time_vec_of(times)),
     };
-    let diffs = if updates.diffs.iter().all(|&d| d == 1) {
+    let diffs = if all_ones {
         Diffs::Ones
     } else {
         compact_diffs(Stored::from(updates.diffs.clone()))
