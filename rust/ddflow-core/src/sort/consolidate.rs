@@ -27,6 +27,25 @@ pub(crate) fn pieces(mut total: i128, mut emit: impl FnMut(i64)) {
     }
 }
 
+/// Sums each run of equal keys in `sorted` (sorted by key) exactly and calls `emit(key,
+/// piece)` for the [`pieces`] of each run's total: none for a total of zero, several for
+/// one outside `i64`. A run never yields more pieces than it has updates.
+pub(crate) fn sum_runs_in_pieces<K: PartialEq + Copy>(
+    sorted: &[(K, i64)],
+    mut emit: impl FnMut(K, i64),
+) {
+    let mut i = 0;
+    while i < sorted.len() {
+        let key = sorted[i].0;
+        let mut total: i128 = 0;
+        while i < sorted.len() && sorted[i].0 == key {
+            total += sorted[i].1 as i128;
+            i += 1;
+        }
+        pieces(total, |d| emit(key, d));
+    }
+}
+
 fn overflow_error(what: String, total: i128) -> Error {
     Error::Overflow(format!(
         "diffs of {what} sum to {total}, outside the 64-bit signed range"

@@ -378,3 +378,28 @@ fn empty_with_room_keeps_a_large_buffer_and_replaces_a_small_one() {
     empty_with_room(&mut v, 1000);
     assert!(v.is_empty() && v.capacity() >= 1000);
 }
+
+proptest! {
+    /// Runs of equal keys summed in pieces: each run's pieces sum to its exact total, none
+    /// is zero, they fit `i64`, and a run yields no more pieces than it has updates.
+    #[test]
+    fn runs_sum_exactly_in_pieces(
+        mut ups in proptest::collection::vec(
+            (0u8..4, prop_oneof![Just(i64::MAX), Just(i64::MIN), -3i64..4]),
+            0..30,
+        )
+    ) {
+        ups.sort_by_key(|u| u.0);
+        let mut out: Vec<(u8, i64)> = Vec::new();
+        crate::sort::consolidate::sum_runs_in_pieces(&ups, |k, d| out.push((k, d)));
+        for key in 0u8..4 {
+            let exact: i128 = ups.iter().filter(|u| u.0 == key).map(|u| u.1 as i128).sum();
+            let run = ups.iter().filter(|u| u.0 == key).count();
+            let got: Vec<i64> = out.iter().filter(|u| u.0 == key).map(|u| u.1).collect();
+            prop_assert_eq!(got.iter().map(|&d| d as i128).sum::<i128>(), exact);
+            prop_assert!(got.iter().all(|&d| d != 0));
+            prop_assert!(got.len() <= run);
+        }
+        prop_assert!(out.windows(2).all(|w| w[0].0 <= w[1].0));
+    }
+}

@@ -489,22 +489,13 @@ impl Builder {
                     scratch.clear();
                     scratch.extend((upd_start..upd_end).map(|u| (times.get(u), diffs[u])));
                     scratch.sort_by_key(|x| x.0);
-                    let mut i = 0;
-                    while i < scratch.len() {
-                        let t = scratch[i].0;
-                        let mut total: i128 = 0;
-                        while i < scratch.len() && scratch[i].0 == t {
-                            total += scratch[i].1 as i128;
-                            i += 1;
-                        }
-                        // A total outside i64 stays exact as several updates; a val's
-                        // updates never outnumber what it read, so they fit in place.
-                        crate::sort::consolidate::pieces(total, |d| {
-                            times.set(wu, t);
-                            diffs[wu] = d;
-                            wu += 1;
-                        });
-                    }
+                    // A total outside i64 stays exact as several updates; a val's
+                    // updates never outnumber what it read, so they fit in place.
+                    crate::sort::consolidate::sum_runs_in_pieces(&scratch, |t, d| {
+                        times.set(wu, t);
+                        diffs[wu] = d;
+                        wu += 1;
+                    });
                 }
                 if wu > from {
                     self.vals.copy_row(v, wv, vw);

@@ -128,16 +128,7 @@ impl ValScratch {
                 s.append(&mut big);
                 s.sort_unstable_by_key(|x| x.0);
                 let mut exact: Vec<(Time, i64)> = Vec::with_capacity(s.len());
-                let mut i = 0;
-                while i < s.len() {
-                    let t = s[i].0;
-                    let mut total: i128 = 0;
-                    while i < s.len() && s[i].0 == t {
-                        total += s[i].1 as i128;
-                        i += 1;
-                    }
-                    crate::sort::consolidate::pieces(total, |d| exact.push((t, d)));
-                }
+                crate::sort::consolidate::sum_runs_in_pieces(s, |t, d| exact.push((t, d)));
                 *s = exact;
             }
         }
