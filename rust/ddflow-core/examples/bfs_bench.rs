@@ -79,7 +79,8 @@ fn main() {
     )
     .unwrap();
     e.advance_input(0, Time::scalar(1)).unwrap();
-    e.advance_input(1, Time::scalar(1)).unwrap();
+    // The roots never change again: closed, as the Python peer closes them.
+    e.close_input(1).unwrap();
     e.run_until(Time::scalar(1)).unwrap();
     let load = t0.elapsed();
     let t1 = Instant::now();
@@ -105,7 +106,6 @@ fn main() {
         e.push(0, vec![int_col(s), int_col(d)], ts, diffs).unwrap();
         time += n as u64;
         e.advance_input(0, Time::scalar(time)).unwrap();
-        e.advance_input(1, Time::scalar(time)).unwrap();
         e.run_until(Time::scalar(time)).unwrap();
         e.capture_take(14).unwrap();
         if counts {
