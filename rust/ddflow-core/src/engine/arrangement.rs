@@ -8,7 +8,7 @@
 //! engine), so a key's history stays bounded as frontiers advance.
 
 use super::column::Schema;
-use crate::lattice::{Antichain, Time};
+use crate::lattice::{Antichain, Lattice, Time};
 use crate::trace::batch::Batch;
 use crate::trace::cursor::Cursor;
 use crate::trace::description::Description;
@@ -30,7 +30,7 @@ pub struct Arrangement {
     since_full: usize,
     /// Batches inserted (their upper and length) that the compaction frontier has not yet
     /// passed: a merge cannot compact them yet (see [`Arrangement::set_compaction`]).
-    ahead: Vec<(Antichain<Time>, usize)>,
+    ahead: Vec<Ahead>,
     /// See [`full_merge_ratio`].
     full_merge_ratio: usize,
 }
@@ -175,15 +175,16 @@ impl Arrangement {
     /// not cancel the retractions yet, and they then waited beside the rows they cancel
     /// until a quarter of the trace was inserted again (20 of the 36 ticks of an hour in
     /// `benches/soak.py`, 4 of the trace's 5.5 MB). Counted once passed, the merge comes
-    /// when it cancels them.
+    /// when it cancels them. "Passed" looks only at times the batch can hold
+    /// ([`Ahead::passed_by`]).
     pub fn set_compaction(&mut self, frontier: &Antichain<Time>) {
         if self.spine.logical_compaction() != frontier {
             let _ = self.spine.set_logical_compaction(frontier);
             let mut passed = 0;
-            self.ahead.retain(|(upper, n)| {
-                let done = upper.dominates(frontier);
+            self.ahead.retain(|a| {
+                let done = a.passed_by(frontier);
                 if done {
-                    passed += n;
+                    passed += a.len;
                 }
                 !done
             });
@@ -213,7 +214,7 @@ impl Arrangement {
     pub fn insert(&mut self, batch: &Updates, upper: &Antichain<Time>) {
         let lower = self.spine.upper().clone();
         let desc = Description::new(
-            lower,
+            lower.clone(),
             upper.clone(),
             self.spine.logical_compaction().clone(),
         );
@@ -224,10 +225,15 @@ impl Arrangement {
         if !self.spine.is_empty() && !b.is_empty() {
             if self.ahead.len() >= MAX_AHEAD {
                 // Uppers only grow: the first two count once the second's is passed.
-                let (_, n) = self.ahead.remove(0);
-                self.ahead[0].1 += n;
+                let first = self.ahead.remove(0);
+                self.ahead[0].lower = first.lower;
+                self.ahead[0].len += first.len;
             }
-            self.ahead.push((upper.clone(), b.len()));
+            self.ahead.push(Ahead {
+                lower,
+                upper: upper.clone(),
+                len: b.len(),
+            });
         }
         self.spine.insert(Arc::new(b));
     }
@@ -248,6 +254,33 @@ impl Arrangement {
     /// Reads the whole trace back as one consolidated batch of full rows.
     pub fn to_updates(&self) -> Updates {
         self.spine.to_updates().0
+    }
+}
+
+/// An inserted batch the compaction frontier has not yet passed: its bounds and length.
+#[derive(Clone, Debug)]
+struct Ahead {
+    lower: Antichain<Time>,
+    upper: Antichain<Time>,
+    len: usize,
+}
+
+impl Ahead {
+    /// Whether no time of the batch is in the future of `frontier`, so that a merge
+    /// advances every one of them. The batch's times lie in the future of its `lower` and
+    /// not of its `upper`; a time in the future of an element `e` of `frontier` is then in
+    /// the future of some `e ∨ l`, `l` in `lower`, and it cannot be if each such join is in
+    /// the future of `upper`. Asking it of `e` itself would miss batches that `e` can never
+    /// reach: in a BFS whose roots input is closed, the distances fed back hold iteration
+    /// 1 and up, while the join reading them keeps iteration 0 of the next input time in
+    /// its frontier, and the batches never counted.
+    fn passed_by(&self, frontier: &Antichain<Time>) -> bool {
+        frontier.elements().iter().all(|e| {
+            self.lower
+                .elements()
+                .iter()
+                .all(|l| self.upper.less_equal(&e.join(l)))
+        })
     }
 }
 

@@ -188,3 +188,59 @@ fn retractions_inserted_ahead_of_the_frontier_cancel_once_it_passes_them() {
     let end = Time::from_coords(&[200, 0]);
     assert_eq!(accumulate(&a.to_updates(), &end), accumulate(&all, &end));
 }
+
+/// A 2-D time.
+fn t2(a: u64, b: u64) -> Time {
+    Time::from_coords(&[a, b])
+}
+
+/// An antichain of the minimal 2-D times among `pairs`.
+fn chain(pairs: &[(u64, u64)]) -> Antichain<Time> {
+    Antichain::from_iter_minimal(pairs.iter().map(|&(a, b)| t2(a, b)))
+}
+
+#[test]
+fn a_batch_is_passed_by_a_frontier_element_it_cannot_reach() {
+    // The distances of a BFS whose roots input is closed: iteration 1 and up at the next
+    // input time; the join reading them keeps iteration 0 of the input time after.
+    let a = super::Ahead {
+        lower: chain(&[(5, 12), (1001, 1)]),
+        upper: chain(&[(5, 13), (1001, 1)]),
+        len: 1,
+    };
+    let frontier = chain(&[(1361, 24), (2001, 0)]);
+    assert!(!a.upper.dominates(&frontier));
+    assert!(a.passed_by(&frontier));
+    // A frontier behind the batch's upper on its own coordinates does not pass it.
+    assert!(!a.passed_by(&chain(&[(5, 12), (2001, 0)])));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// `passed_by` holds exactly when no time of the batch (in the future of `lower`, not of
+    /// `upper`) is in the future of the frontier, checked over a grid of 2-D times; it
+    /// holds whenever the frontier dominates the upper.
+    #[test]
+    fn passed_by_matches_the_batch_times(
+        lower in proptest::collection::vec((0u64..5, 0u64..5), 1..3),
+        upper in proptest::collection::vec((0u64..7, 0u64..7), 1..3),
+        frontier in proptest::collection::vec((0u64..8, 0u64..8), 0..3),
+    ) {
+        let a = super::Ahead { lower: chain(&lower), upper: chain(&upper), len: 1 };
+        let f = chain(&frontier);
+        let mut reached = false;
+        for x in 0..12 {
+            for y in 0..12 {
+                let t = t2(x, y);
+                if a.lower.less_equal(&t) && !a.upper.less_equal(&t) && f.less_equal(&t) {
+                    reached = true;
+                }
+            }
+        }
+        prop_assert_eq!(a.passed_by(&f), !reached);
+        if a.upper.dominates(&f) {
+            prop_assert!(a.passed_by(&f));
+        }
+    }
+}
