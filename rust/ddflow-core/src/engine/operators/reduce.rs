@@ -33,7 +33,7 @@ use super::reduce_index::Indexed;
 use super::reduce_python::PyGroups;
 use super::reduce_quiet::{take_back, Quiet};
 use super::reduce_rows::{self, RowsKey, RowsScratch};
-use super::reduce_work::{chunk_keys, PendingOf, WorkSource, CHUNK_TIMES};
+use super::reduce_work::{chunk_keys, PendingOf, Work, WorkSource, CHUNK_TIMES};
 use super::{Operator, Output, RunCtx};
 use crate::encoding::DType;
 use crate::engine::arrangement::{Arrangement, Reader};
@@ -508,7 +508,7 @@ impl ReduceState {
                 &mut sc.pending_of,
                 still_pending,
             );
-            left = left.saturating_sub(work.iter().map(|(_, t)| t.len()).sum());
+            left = left.saturating_sub(work.all_times().len());
             let reserved = reserve_output(&mut output, &work, self.rate, left);
             let before = output.len();
             let mut py = PyGroups::default();
@@ -535,7 +535,6 @@ impl ReduceState {
                 };
             }
         }
-        work.clear();
         sc.work = work;
         self.scratch = sc;
         result?;
@@ -554,7 +553,7 @@ impl ReduceState {
     fn candidate_groups(
         &mut self,
         inp: &ReduceInput<'_>,
-        work: &[(Vec<u64>, Vec<Time>)],
+        work: &Work,
         still_pending: &mut Pending,
         sc: &mut Scratch,
         py: &mut PyGroups,
@@ -762,7 +761,7 @@ impl ReduceState {
     fn output_differences(
         &mut self,
         inp: &ReduceInput<'_>,
-        work: &[(Vec<u64>, Vec<Time>)],
+        work: &Work,
         sc: &mut Scratch,
         output: &mut Updates,
     ) -> Result<()> {
@@ -808,7 +807,7 @@ impl ReduceState {
 #[derive(Default)]
 struct Scratch {
     /// The chunk's keys with work and their times (`reduce_work.rs`).
-    work: Vec<(Vec<u64>, Vec<Time>)>,
+    work: Work,
     /// The pending times of each of them.
     pending_of: PendingOf,
     /// Phase 1's complete (key, time) groups and their desired output (phases 2 and 3 read it).
@@ -834,12 +833,7 @@ impl Scratch {
     /// Heap bytes of the buffers that grow with an activation's chunk of keys: the work
     /// list, the desired groups and the histories (the others hold one key's worth).
     fn chunk_bytes(&self) -> usize {
-        let work = self.work.capacity() * size_of::<(Vec<u64>, Vec<Time>)>()
-            + self
-                .work
-                .iter()
-                .map(|(k, ts)| k.capacity() * 8 + ts.capacity() * size_of::<Time>())
-                .sum::<usize>();
+        let work = self.work.heap_bytes();
         let d = &self.desired;
         let desired = d.groups.capacity() * size_of::<Group>()
             + (d.rows.capacity() + d.counts.capacity()) * 8;
@@ -851,7 +845,7 @@ impl Scratch {
     /// usually smaller.
     fn release_above(&mut self, keep: usize) {
         if self.chunk_bytes() > keep {
-            self.work = Vec::new();
+            self.work = Work::default();
             self.desired = Desired::default();
             self.hist = Histories::default();
         }
@@ -1302,13 +1296,13 @@ impl OutputRate {
 /// onto fresh pages) at every other chunk.
 fn reserve_output(
     output: &mut Updates,
-    work: &[(Vec<u64>, Vec<Time>)],
+    work: &Work,
     rate: OutputRate,
     left: usize,
 ) -> Option<usize> {
-    let n: usize = work.iter().map(|(_, t)| t.len()).sum();
-    let first = work.iter().find_map(|(_, t)| t.first());
-    let distinct = first.is_some_and(|f| work.iter().any(|(_, t)| t.iter().any(|x| x != f)));
+    let times = work.all_times();
+    let n = times.len();
+    let distinct = times.first().is_some_and(|f| times.iter().any(|x| x != f));
     if !distinct {
         return None;
     }
@@ -1326,17 +1320,13 @@ fn reserve_output(
 mod tests {
     use super::*;
 
-    fn work(times: &[&[u64]]) -> Vec<(Vec<u64>, Vec<Time>)> {
-        times
-            .iter()
-            .enumerate()
-            .map(|(k, ts)| {
-                (
-                    vec![k as u64],
-                    ts.iter().map(|&t| Time::scalar(t)).collect(),
-                )
-            })
-            .collect()
+    fn work(times: &[&[u64]]) -> Work {
+        let mut w = Work::default();
+        w.clear(1);
+        for (k, ts) in times.iter().enumerate() {
+            w.push(&[k as u64], ts.iter().map(|&t| Time::scalar(t)), &[]);
+        }
+        w
     }
 
     #[test]
