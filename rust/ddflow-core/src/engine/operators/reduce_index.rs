@@ -47,22 +47,16 @@ impl Indexed {
         self.entries.clear();
         let n = hi - lo;
         let mut nvals = 0u32;
+        let mut flat = None;
         if vw == 1 {
-            // One-word vals (the common case): sort the distinct words, then look each entry's
-            // id up (the history stays in its order; no indirect sort).
-            self.vals.extend((lo..hi).map(|o| hist.rows[o * w + kw]));
-            if self.vals.is_sorted() {
-                // A consolidated history (sorted by val): ids count the distinct vals.
-                let mut id = 0u32;
-                self.entries.extend((lo..hi).map(|o| {
-                    let i = o - lo;
-                    if i > 0 && self.vals[i] != self.vals[i - 1] {
-                        id += 1;
-                    }
-                    (id, hist.times[o], hist.diffs[o])
-                }));
-                self.vals.dedup();
-            } else {
+            // One-word vals (the common case).
+            flat = self.build_one_word(hist, lo..hi, kw);
+            if flat.is_none() {
+                // Unsorted vals: sort the distinct words, then look each entry's id up (the
+                // history stays in its order; no indirect sort).
+                self.vals.clear();
+                self.entries.clear();
+                self.vals.extend((lo..hi).map(|o| hist.rows[o * w + kw]));
                 self.vals.sort_unstable();
                 self.vals.dedup();
                 let vals = &self.vals;
@@ -99,9 +93,39 @@ impl Indexed {
                 e.0 = 0;
             }
         }
-        self.flat = self.entries.iter().all(|e| (e.1 .0[2] | e.1 .0[3]) == 0);
+        self.flat = flat.unwrap_or_else(|| self.entries.iter().all(|e| (e.1 .0[2] | e.1 .0[3]) == 0));
         self.counts.clear();
         self.counts.resize(nvals as usize, 0);
+    }
+
+    /// The build of the one-word vals of `hist[range]` (rows of `kw` key words then the val)
+    /// if they are sorted (a consolidated history): one pass numbers the vals as they
+    /// change and writes the entries; returns whether every time has at most two
+    /// coordinates, or `None` (the index half built) at the first val out of order.
+    #[inline]
+    fn build_one_word(
+        &mut self,
+        hist: &Updates,
+        range: std::ops::Range<usize>,
+        kw: usize,
+    ) -> Option<bool> {
+        let w = hist.width;
+        let rows = hist.rows[range.start * w..range.end * w].chunks_exact(w);
+        let times = hist.times.range_iter(range.clone());
+        let diffs = &hist.diffs[range];
+        self.entries.reserve(diffs.len());
+        let mut flat = true;
+        for ((row, t), &d) in rows.zip(times).zip(diffs) {
+            let v = row[kw];
+            match self.vals.last() {
+                Some(&last) if last == v => {}
+                Some(&last) if last > v => return None,
+                _ => self.vals.push(v),
+            }
+            flat &= (t.0[2] | t.0[3]) == 0;
+            self.entries.push((self.vals.len() as u32 - 1, *t, d));
+        }
+        Some(flat)
     }
 
     /// Adds a history entry (val id `v`, time `t`, diff `d`) after the build.
