@@ -235,11 +235,15 @@ fn read_advanced(
     if let Some(meet) = pack(m) {
         // Times stored as two `u32`s (or a few distinct ones): read as words, joined with
         // the meet as one word each, sorted by (val, time) as one 128-bit integer (a
-        // `u128` compare costs less than a pair's two).
+        // `u128` compare costs less than a pair's two). The sort is the stable one, which
+        // merges the runs it finds: each batch's updates of the key come sorted by val (and
+        // by time, but where the join with the meet moved them), so a key's history is a
+        // few runs (1k/2k BFS at batches of 1,000: 36 M instructions fewer than the
+        // unstable sort, of 4,626 M).
         let p = &mut sc.words;
         p.clear();
         if reader.gather_key_packed(key, meet, p) {
-            p.sort_unstable_by_key(|e| (e.0 as u128) << 64 | e.1 as u128);
+            p.sort_by_key(|e| (e.0 as u128) << 64 | e.1 as u128);
             push_sorted_words(p, key, has_val, u);
             return;
         }
