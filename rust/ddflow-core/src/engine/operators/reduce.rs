@@ -599,7 +599,8 @@ impl ReduceState {
             let meet = new_times.iter().copied().reduce(|a, b| a.meet(&b));
             let out_lo = match meet {
                 Some(m) if !at_most_1d(new_times) && hist.reads_advanced(inp.key_width, &m) => {
-                    hist.read_key_advanced(key, &m, (reader_in, reader_out), &self.errors)
+                    let readers = (&mut *reader_in, &mut *reader_out);
+                    hist.read_key_advanced(key, &m, readers, &mut acc.index, &self.errors)
                 }
                 _ => {
                     let out_lo = hist.read_key(key, (reader_in, reader_out), &self.errors);
@@ -628,12 +629,14 @@ impl ReduceState {
             let two_d = acc.candidate_times(&mut hist.edits, new_times)?;
             hist.two_d.push(two_d);
             if builtin
-                && hist.input.len() * acc.cands.len() > acc.rows_min
+                && hist.input_len(&acc.index) * acc.cands.len() > acc.rows_min
                 && (!two_d || long_rows(&acc.cands, acc.rows_min_len))
                 && !self.errors.has_history(key)
-                && self.reduce_rows_key(inp, key, (hist, out_lo), acc, output, still_pending)?
             {
-                continue;
+                hist.input_rows(key, &acc.index);
+                if self.reduce_rows_key(inp, key, (hist, out_lo), acc, output, still_pending)? {
+                    continue;
+                }
             }
             // Quiet times (`reduce_quiet.rs`) are skipped only for a built-in aggregate of a
             // key that never failed (its output matched its input everywhere else).
@@ -649,7 +652,7 @@ impl ReduceState {
             acc.key_groups(
                 inp,
                 (ki, key),
-                &hist.input,
+                (&hist.input, hist.input_indexed),
                 two_d,
                 out_width - inp.key_width,
                 (desired, py),
@@ -1038,7 +1041,7 @@ impl KeyAccum {
         &mut self,
         inp: &ReduceInput<'_>,
         (ki, key): (usize, &[u64]),
-        in_hist: &Updates,
+        (in_hist, indexed): (&Updates, bool),
         two_d: bool,
         out_vw: usize,
         (desired, py): (&mut Desired, &mut PyGroups),
@@ -1057,10 +1060,12 @@ impl KeyAccum {
         } = self;
         let vw = inp.batch.width - inp.key_width;
         let builtin = is_builtin(inp.agg);
-        index.build(in_hist, inp.key_width);
+        if !indexed {
+            index.build(in_hist, inp.key_width);
+        }
         // The sweep pays off once scanning the history per time would cost more than
         // sorting it once (measured: below ~2048 entry-times the plain scan is cheaper).
-        let sweep = two_d && in_hist.len() * cands.len() > *sweep_min;
+        let sweep = two_d && index.len() * cands.len() > *sweep_min;
         if sweep {
             index.sweep_start(&[]);
         }

@@ -5,8 +5,8 @@
 //! (`reduce_errors.rs`).
 
 use super::reduce::{Desired, Group, ReduceInput, ReduceState};
-use super::reduce_work::Work;
 use super::reduce_errors::bisect_groups;
+use super::reduce_work::Work;
 use crate::encoding::DType;
 use crate::engine::arrangement::Arrangement;
 use crate::engine::column::{Column, Payload, Reply};
