@@ -641,8 +641,9 @@ mod tests {
             direct.write_rows(&key, w - 1, &mut back);
             prop_assert_eq!(&back.rows, &rows.rows);
             prop_assert_eq!(&back.diffs, &rows.diffs);
-            prop_assert_eq!(back.times.iter().copied().collect::<Vec<_>>(), rows.times.iter().copied().collect::<Vec<_>>());
-            prop_assert_eq!(&times[1..], rows.times.iter().copied().collect::<Vec<_>>().as_slice());
+            let row_times: Vec<Time> = rows.times.iter().copied().collect();
+            prop_assert_eq!(back.times.iter().copied().collect::<Vec<_>>(), row_times.clone());
+            prop_assert_eq!(&times[1..], row_times.as_slice());
             prop_assert_eq!(direct.len(), rows.len());
             let mut built = Indexed::default();
             built.build(&rows, 1);

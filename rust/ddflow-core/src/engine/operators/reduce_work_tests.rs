@@ -148,7 +148,8 @@ proptest! {
             let want: std::collections::BTreeSet<Time> =
                 ts.iter().map(time).chain(more.iter().copied()).collect();
             prop_assert_eq!(work.key(k), &[k as u64, 7][..]);
-            prop_assert_eq!(work.times(k), want.into_iter().collect::<Vec<_>>().as_slice());
+            let want: Vec<Time> = want.into_iter().collect();
+            prop_assert_eq!(work.times(k), want.as_slice());
         }
         let all: Vec<Time> = work.iter().flat_map(|(_, ts)| ts.to_vec()).collect();
         prop_assert_eq!(all.as_slice(), work.all_times());
