@@ -33,7 +33,7 @@ use super::reduce_index::Indexed;
 use super::reduce_python::PyGroups;
 use super::reduce_quiet::{take_back, Quiet};
 use super::reduce_rows::{self, RowsKey, RowsScratch};
-use super::reduce_work::{chunk_keys, PendingOf, WorkSource, CHUNK_TIMES};
+use super::reduce_work::{chunk_keys, PendingOf, Work, WorkSource, CHUNK_TIMES};
 use super::{Operator, Output, RunCtx};
 use crate::encoding::DType;
 use crate::engine::arrangement::{Arrangement, Reader};
@@ -508,7 +508,7 @@ impl ReduceState {
                 &mut sc.pending_of,
                 still_pending,
             );
-            left = left.saturating_sub(work.iter().map(|(_, t)| t.len()).sum());
+            left = left.saturating_sub(work.all_times().len());
             let reserved = reserve_output(&mut output, &work, self.rate, left);
             let before = output.len();
             let mut py = PyGroups::default();
@@ -535,7 +535,6 @@ impl ReduceState {
                 };
             }
         }
-        work.clear();
         sc.work = work;
         self.scratch = sc;
         result?;
@@ -554,7 +553,7 @@ impl ReduceState {
     fn candidate_groups(
         &mut self,
         inp: &ReduceInput<'_>,
-        work: &[(Vec<u64>, Vec<Time>)],
+        work: &Work,
         still_pending: &mut Pending,
         sc: &mut Scratch,
         py: &mut PyGroups,
@@ -600,7 +599,8 @@ impl ReduceState {
             let meet = new_times.iter().copied().reduce(|a, b| a.meet(&b));
             let out_lo = match meet {
                 Some(m) if !at_most_1d(new_times) && hist.reads_advanced(inp.key_width, &m) => {
-                    hist.read_key_advanced(key, &m, (reader_in, reader_out), &self.errors)
+                    let readers = (&mut *reader_in, &mut *reader_out);
+                    hist.read_key_advanced(key, &m, readers, &mut acc.index, &self.errors)
                 }
                 _ => {
                     let out_lo = hist.read_key(key, (reader_in, reader_out), &self.errors);
@@ -629,12 +629,14 @@ impl ReduceState {
             let two_d = acc.candidate_times(&mut hist.edits, new_times)?;
             hist.two_d.push(two_d);
             if builtin
-                && hist.input.len() * acc.cands.len() > acc.rows_min
+                && hist.input_len(&acc.index) * acc.cands.len() > acc.rows_min
                 && (!two_d || long_rows(&acc.cands, acc.rows_min_len))
                 && !self.errors.has_history(key)
-                && self.reduce_rows_key(inp, key, (hist, out_lo), acc, output, still_pending)?
             {
-                continue;
+                hist.input_rows(key, &acc.index);
+                if self.reduce_rows_key(inp, key, (hist, out_lo), acc, output, still_pending)? {
+                    continue;
+                }
             }
             // Quiet times (`reduce_quiet.rs`) are skipped only for a built-in aggregate of a
             // key that never failed (its output matched its input everywhere else).
@@ -650,7 +652,7 @@ impl ReduceState {
             acc.key_groups(
                 inp,
                 (ki, key),
-                &hist.input,
+                (&hist.input, hist.input_indexed),
                 two_d,
                 out_width - inp.key_width,
                 (desired, py),
@@ -762,7 +764,7 @@ impl ReduceState {
     fn output_differences(
         &mut self,
         inp: &ReduceInput<'_>,
-        work: &[(Vec<u64>, Vec<Time>)],
+        work: &Work,
         sc: &mut Scratch,
         output: &mut Updates,
     ) -> Result<()> {
@@ -808,7 +810,7 @@ impl ReduceState {
 #[derive(Default)]
 struct Scratch {
     /// The chunk's keys with work and their times (`reduce_work.rs`).
-    work: Vec<(Vec<u64>, Vec<Time>)>,
+    work: Work,
     /// The pending times of each of them.
     pending_of: PendingOf,
     /// Phase 1's complete (key, time) groups and their desired output (phases 2 and 3 read it).
@@ -834,12 +836,7 @@ impl Scratch {
     /// Heap bytes of the buffers that grow with an activation's chunk of keys: the work
     /// list, the desired groups and the histories (the others hold one key's worth).
     fn chunk_bytes(&self) -> usize {
-        let work = self.work.capacity() * size_of::<(Vec<u64>, Vec<Time>)>()
-            + self
-                .work
-                .iter()
-                .map(|(k, ts)| k.capacity() * 8 + ts.capacity() * size_of::<Time>())
-                .sum::<usize>();
+        let work = self.work.heap_bytes();
         let d = &self.desired;
         let desired = d.groups.capacity() * size_of::<Group>()
             + (d.rows.capacity() + d.counts.capacity()) * 8;
@@ -851,7 +848,7 @@ impl Scratch {
     /// usually smaller.
     fn release_above(&mut self, keep: usize) {
         if self.chunk_bytes() > keep {
-            self.work = Vec::new();
+            self.work = Work::default();
             self.desired = Desired::default();
             self.hist = Histories::default();
         }
@@ -1044,7 +1041,7 @@ impl KeyAccum {
         &mut self,
         inp: &ReduceInput<'_>,
         (ki, key): (usize, &[u64]),
-        in_hist: &Updates,
+        (in_hist, indexed): (&Updates, bool),
         two_d: bool,
         out_vw: usize,
         (desired, py): (&mut Desired, &mut PyGroups),
@@ -1063,10 +1060,12 @@ impl KeyAccum {
         } = self;
         let vw = inp.batch.width - inp.key_width;
         let builtin = is_builtin(inp.agg);
-        index.build(in_hist, inp.key_width);
+        if !indexed {
+            index.build(in_hist, inp.key_width);
+        }
         // The sweep pays off once scanning the history per time would cost more than
         // sorting it once (measured: below ~2048 entry-times the plain scan is cheaper).
-        let sweep = two_d && in_hist.len() * cands.len() > *sweep_min;
+        let sweep = two_d && index.len() * cands.len() > *sweep_min;
         if sweep {
             index.sweep_start(&[]);
         }
@@ -1302,13 +1301,13 @@ impl OutputRate {
 /// onto fresh pages) at every other chunk.
 fn reserve_output(
     output: &mut Updates,
-    work: &[(Vec<u64>, Vec<Time>)],
+    work: &Work,
     rate: OutputRate,
     left: usize,
 ) -> Option<usize> {
-    let n: usize = work.iter().map(|(_, t)| t.len()).sum();
-    let first = work.iter().find_map(|(_, t)| t.first());
-    let distinct = first.is_some_and(|f| work.iter().any(|(_, t)| t.iter().any(|x| x != f)));
+    let times = work.all_times();
+    let n = times.len();
+    let distinct = times.first().is_some_and(|f| times.iter().any(|x| x != f));
     if !distinct {
         return None;
     }
@@ -1326,17 +1325,13 @@ fn reserve_output(
 mod tests {
     use super::*;
 
-    fn work(times: &[&[u64]]) -> Vec<(Vec<u64>, Vec<Time>)> {
-        times
-            .iter()
-            .enumerate()
-            .map(|(k, ts)| {
-                (
-                    vec![k as u64],
-                    ts.iter().map(|&t| Time::scalar(t)).collect(),
-                )
-            })
-            .collect()
+    fn work(times: &[&[u64]]) -> Work {
+        let mut w = Work::default();
+        w.clear(1);
+        for (k, ts) in times.iter().enumerate() {
+            w.push(&[k as u64], ts.iter().map(|&t| Time::scalar(t)), &[]);
+        }
+        w
     }
 
     #[test]

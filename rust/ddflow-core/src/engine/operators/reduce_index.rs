@@ -5,6 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::lattice::{PartialOrder, Time};
+use crate::trace::packed::unpack;
 use crate::updates::Updates;
 
 /// One key's history with its distinct val rows numbered in sorted order, so that
@@ -47,22 +48,16 @@ impl Indexed {
         self.entries.clear();
         let n = hi - lo;
         let mut nvals = 0u32;
+        let mut flat = None;
         if vw == 1 {
-            // One-word vals (the common case): sort the distinct words, then look each entry's
-            // id up (the history stays in its order; no indirect sort).
-            self.vals.extend((lo..hi).map(|o| hist.rows[o * w + kw]));
-            if self.vals.is_sorted() {
-                // A consolidated history (sorted by val): ids count the distinct vals.
-                let mut id = 0u32;
-                self.entries.extend((lo..hi).map(|o| {
-                    let i = o - lo;
-                    if i > 0 && self.vals[i] != self.vals[i - 1] {
-                        id += 1;
-                    }
-                    (id, hist.times[o], hist.diffs[o])
-                }));
-                self.vals.dedup();
-            } else {
+            // One-word vals (the common case).
+            flat = self.build_one_word(hist, lo..hi, kw);
+            if flat.is_none() {
+                // Unsorted vals: sort the distinct words, then look each entry's id up (the
+                // history stays in its order; no indirect sort).
+                self.vals.clear();
+                self.entries.clear();
+                self.vals.extend((lo..hi).map(|o| hist.rows[o * w + kw]));
                 self.vals.sort_unstable();
                 self.vals.dedup();
                 let vals = &self.vals;
@@ -99,9 +94,113 @@ impl Indexed {
                 e.0 = 0;
             }
         }
-        self.flat = self.entries.iter().all(|e| (e.1 .0[2] | e.1 .0[3]) == 0);
+        self.flat =
+            flat.unwrap_or_else(|| self.entries.iter().all(|e| (e.1 .0[2] | e.1 .0[3]) == 0));
         self.counts.clear();
         self.counts.resize(nvals as usize, 0);
+    }
+
+    /// The build of the one-word vals of `hist[range]` (rows of `kw` key words then the val)
+    /// if they are sorted (a consolidated history): one pass numbers the vals as they
+    /// change and writes the entries; returns whether every time has at most two
+    /// coordinates, or `None` (the index half built) at the first val out of order.
+    #[inline]
+    fn build_one_word(
+        &mut self,
+        hist: &Updates,
+        range: std::ops::Range<usize>,
+        kw: usize,
+    ) -> Option<bool> {
+        let w = hist.width;
+        let rows = hist.rows[range.start * w..range.end * w].chunks_exact(w);
+        let times = hist.times.range_iter(range.clone());
+        let diffs = &hist.diffs[range];
+        self.entries.reserve(diffs.len());
+        let mut flat = true;
+        for ((row, t), &d) in rows.zip(times).zip(diffs) {
+            let v = row[kw];
+            match self.vals.last() {
+                Some(&last) if last == v => {}
+                Some(&last) if last > v => return None,
+                _ => self.vals.push(v),
+            }
+            flat &= (t.0[2] | t.0[3]) == 0;
+            self.entries.push((self.vals.len() as u32 - 1, *t, d));
+        }
+        Some(flat)
+    }
+
+    /// Builds the index of one key's updates `words`, `(val, packed time, diff)` sorted by
+    /// (val, time) (`trace::packed`), consolidating as it goes: equal (val, time)s summed,
+    /// zero sums dropped, a sum outside `i64` kept as its updates (they still sum to it).
+    /// The val words are the vals' one word, or ignored (`has_val` false: vals of no
+    /// words). Each entry's time is also appended to `times`. The same index as
+    /// [`Indexed::build`] of the consolidated rows, without writing them.
+    pub fn build_from_sorted_words(
+        &mut self,
+        words: &[(u64, u64, i64)],
+        has_val: bool,
+        times: &mut Vec<Time>,
+    ) {
+        self.vals.clear();
+        self.entries.clear();
+        self.entries.reserve(words.len());
+        times.reserve(words.len());
+        let mut nvals = 0usize;
+        let mut g = 0;
+        while g < words.len() {
+            let (v, t, d) = words[g];
+            let mut e = g + 1;
+            let mut total = d as i128;
+            while e < words.len() && words[e].0 == v && words[e].1 == t {
+                total += words[e].2 as i128;
+                e += 1;
+            }
+            let mut push = |d: i64| {
+                if nvals == 0 || (has_val && self.vals[nvals - 1] != v) {
+                    if has_val {
+                        self.vals.push(v);
+                    }
+                    nvals += 1;
+                }
+                let time = unpack(t);
+                self.entries.push((nvals as u32 - 1, time, d));
+                times.push(time);
+            };
+            match i64::try_from(total) {
+                Ok(0) => {}
+                Ok(d) => push(d),
+                Err(_) => words[g..e].iter().for_each(|w| push(w.2)),
+            }
+            g = e;
+        }
+        self.flat = true;
+        self.counts.clear();
+        self.counts.resize(nvals, 0);
+    }
+
+    /// Number of history entries.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the history has no entries.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Appends the entries as rows `key ++ val` to `u` (vals of `vw` words, `u`'s width the
+    /// key's plus `vw`), in entry order: the history an index was built from, consolidated.
+    pub fn write_rows(&self, key: &[u64], vw: usize, u: &mut Updates) {
+        for &(v, t, d) in &self.entries {
+            u.rows.extend_from_slice(key);
+            u.rows
+                .extend_from_slice(&self.vals[v as usize * vw..(v as usize + 1) * vw]);
+            u.times.push(t);
+            u.diffs.push(d);
+        }
     }
 
     /// Adds a history entry (val id `v`, time `t`, diff `d`) after the build.

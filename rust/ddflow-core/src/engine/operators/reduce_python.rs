@@ -6,12 +6,12 @@
 
 use super::reduce::{Desired, Group, ReduceInput, ReduceState};
 use super::reduce_errors::bisect_groups;
+use super::reduce_work::Work;
 use crate::encoding::DType;
 use crate::engine::arrangement::Arrangement;
 use crate::engine::column::{Column, Payload, Reply};
 use crate::engine::plan::Agg;
 use crate::error::{Error, Result};
-use crate::lattice::Time;
 use std::ops::Range;
 
 /// The accumulated values of the groups of a Python aggregate, gathered in phase 1 for one
@@ -64,7 +64,7 @@ impl ReduceState {
     pub(super) fn python_aggregates(
         &mut self,
         inp: &ReduceInput<'_>,
-        work: &[(Vec<u64>, Vec<Time>)],
+        work: &Work,
         desired: &mut Desired,
         py: &PyGroups,
     ) -> Result<()> {
@@ -83,7 +83,7 @@ impl ReduceState {
         &mut self,
         inp: &ReduceInput<'_>,
         (func, ncols): (u64, usize),
-        work: &[(Vec<u64>, Vec<Time>)],
+        work: &Work,
         desired: &mut Desired,
         py: &PyGroups,
     ) -> Result<()> {
@@ -137,7 +137,7 @@ impl ReduceState {
 /// values with their counts.
 fn reducer_payload(
     inp: &ReduceInput<'_>,
-    work: &[(Vec<u64>, Vec<Time>)],
+    work: &Work,
     groups: &[Group],
     py: &PyGroups,
     range: Range<usize>,
@@ -150,7 +150,7 @@ fn reducer_payload(
             dtype: inp.key_dtypes[c],
             words: py.groups[range.clone()]
                 .iter()
-                .map(|&g| work[groups[g].key].0[c])
+                .map(|&g| work.key(groups[g].key)[c])
                 .collect(),
         })
         .collect();

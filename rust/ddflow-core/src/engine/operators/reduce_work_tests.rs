@@ -117,3 +117,41 @@ proptest! {
         prop_assert_eq!(run_releasing(&agg, &steps, chunk, true), want);
     }
 }
+
+proptest! {
+    /// A key's times sorted and deduplicated in place (already sorted, packed as words, or
+    /// with a coordinate past 32 bits or a third one, sorted as times) equal the sorted
+    /// distinct set; a work list built key by key hands each key its own times.
+    #[test]
+    fn work_times_are_the_sorted_distinct_times(
+        keys in prop::collection::vec(
+            prop::collection::vec((0u64..4, 0u64..4, 0u64..2), 0..12),
+            0..5,
+        ),
+        more in prop::collection::vec((0u64..4, 0u64..4), 0..4),
+        wide in any::<bool>(),
+        three_d in any::<bool>(),
+    ) {
+        let time = |&(x, y, z): &(u64, u64, u64)| {
+            let y = if wide && y == 3 { 1u64 << 32 } else { y };
+            Time([x, y, if three_d { z } else { 0 }, 0])
+        };
+        let more: Vec<Time> = more.iter().map(|&(x, y)| time(&(x, y, 0))).collect();
+        let mut work = super::Work::default();
+        work.clear(2);
+        for (k, ts) in keys.iter().enumerate() {
+            let n = work.push(&[k as u64, 7], ts.iter().map(time), &more);
+            prop_assert_eq!(n, work.times(k).len());
+        }
+        prop_assert_eq!(work.len(), keys.len());
+        for (k, ts) in keys.iter().enumerate() {
+            let want: std::collections::BTreeSet<Time> =
+                ts.iter().map(time).chain(more.iter().copied()).collect();
+            prop_assert_eq!(work.key(k), &[k as u64, 7][..]);
+            let want: Vec<Time> = want.into_iter().collect();
+            prop_assert_eq!(work.times(k), want.as_slice());
+        }
+        let all: Vec<Time> = work.iter().flat_map(|(_, ts)| ts.to_vec()).collect();
+        prop_assert_eq!(all.as_slice(), work.all_times());
+    }
+}
