@@ -28,13 +28,20 @@
 //!
 //! [`Updates`] are sorted through a permutation: the varying bit spans of all row words and
 //! time coordinates are packed, least significant first, into as few 64-bit chunk keys as
-//! possible (a width-1 row of node ids and a 2-D time of small coordinates is a single
-//! chunk). When a chunk and the element index fit one `u64` together, the sort moves plain
-//! `u64`s (`key << idx_bits | idx`); otherwise it moves `(key, idx)` pairs. Chunks are
-//! sorted least significant first with stable passes, then rows, times and diffs are
-//! gathered once: into scratch columns swapped with the batch's for a small batch, in place
-//! from [`IN_PLACE_MIN_BYTES`] on (no second copy of a large batch; cache-sized blocks first,
-//! then each update within its block: `permute.rs`).
+//! possible (`packed_key.rs`; a width-1 row of node ids and a 2-D time of small coordinates
+//! is a single chunk). When a chunk and the element index fit one `u64` together, the sort
+//! moves plain `u64`s (`key << idx_bits | idx`); otherwise it moves `(key, idx)` pairs.
+//! Chunks are sorted least significant first with stable passes, then rows, times and diffs
+//! are gathered once: into scratch columns swapped with the batch's for a small batch, in
+//! place from [`IN_PLACE_MIN_BYTES`] on (no second copy of a large batch; cache-sized blocks
+//! first, then each update within its block: `permute.rs`).
+//!
+//! [`RadixSorter::consolidate_updates`] of a batch whose key is one chunk that fits beside
+//! the element index (and below [`IN_PLACE_MIN_BYTES`]) fuses the sort with the summing
+//! (`consolidate_packed.rs`): the sorted `key << idx_bits | idx` words are read once, run
+//! by run; each run's diffs are summed, and only an update whose total is not zero is
+//! gathered into the output columns (no permutation, no full gather, no comparison of rows
+//! and times).
 //!
 //! Inputs below a measured threshold use `sort_unstable` (see [`SMALL_PAIRS`],
 //! [`SMALL_U64`], [`SMALL_UPDATES`]).
