@@ -15,7 +15,7 @@ use super::consolidate::{pieces, row_time_overflow};
 use super::packed_key::pack_with_index;
 use super::radix::{index_bits, SortKey};
 use super::{empty_with_room, scratch, RadixSorter, SMALL_U64};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lattice::Time;
 use crate::updates::Updates;
 
@@ -63,47 +63,32 @@ impl RadixSorter {
         // Times move only when some coordinate varies; otherwise every output update keeps
         // the column's one time (a column held as one time stays so).
         let times = (one_time.is_none() && self.layout.times_vary(w)).then_some(times);
-        empty_with_room(&mut self.rows_buf, n * w);
-        empty_with_room(&mut self.times_buf, if times.is_some() { n } else { 0 });
         empty_with_room(&mut self.diffs_buf, n);
-        let out = Columns {
-            rows: &mut self.rows_buf,
-            times: &mut self.times_buf,
-            diffs: &mut self.diffs_buf,
-        };
-        let first_time = updates.times.first().copied().unwrap_or_default();
-        let err = match w {
-            1 => sum_runs::<1>(
-                sorted,
-                ib,
-                &updates.rows,
-                1,
-                times,
-                first_time,
-                &updates.diffs,
-                out,
-            ),
-            2 => sum_runs::<2>(
-                sorted,
-                ib,
-                &updates.rows,
-                2,
-                times,
-                first_time,
-                &updates.diffs,
-                out,
-            ),
-            _ => sum_runs::<0>(
-                sorted,
-                ib,
-                &updates.rows,
-                w,
-                times,
-                first_time,
-                &updates.diffs,
-                out,
-            ),
-        };
+        let overflow = sum_runs(
+            sorted,
+            ib,
+            &updates.diffs,
+            &mut self.perm,
+            &mut self.diffs_buf,
+        );
+        let keep = &self.perm;
+        empty_with_room(&mut self.rows_buf, keep.len() * w);
+        match w {
+            1 => gather_rows::<1>(&updates.rows, 1, keep, &mut self.rows_buf),
+            2 => gather_rows::<2>(&updates.rows, 2, keep, &mut self.rows_buf),
+            _ => gather_rows::<0>(&updates.rows, w, keep, &mut self.rows_buf),
+        }
+        if let Some(times) = times {
+            empty_with_room(&mut self.times_buf, keep.len());
+            self.times_buf
+                .extend(keep.iter().map(|&e| times[e as usize]));
+        }
+        let err = overflow.map(|(e, total)| {
+            let t = times.map_or(updates.times.first().copied().unwrap_or_default(), |ts| {
+                ts[e]
+            });
+            row_time_overflow(&updates.rows[e * w..(e + 1) * w], &t, total)
+        });
         let kept = self.diffs_buf.len();
         std::mem::swap(&mut self.rows_buf, &mut updates.rows);
         std::mem::swap(&mut self.diffs_buf, &mut updates.diffs);
@@ -117,59 +102,23 @@ impl RadixSorter {
     }
 }
 
-/// The output columns of [`sum_runs`], with room for every update of the batch.
-struct Columns<'a> {
-    rows: &'a mut Vec<u64>,
-    times: &'a mut Vec<Time>,
-    diffs: &'a mut Vec<i64>,
-}
-
 /// Reads `sorted` (`key << ib | index` words in key order) run by run, and for each run of
-/// equal keys with a non-zero total appends the row (`W` words, or `w` when `W` is 0), the
-/// time (when `times` is given; else all updates are at `one_time`) and the total (or its
-/// pieces) to `out`. Returns the error naming the first run whose total does not fit an
-/// `i64`.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn sum_runs<const W: usize>(
+/// equal keys with a non-zero total appends the index of its first update to `keep` and
+/// the total (or its pieces, each with the index again) to `kept_diffs`. Returns the index
+/// and total of the first run whose total does not fit an `i64`.
+fn sum_runs(
     sorted: &[u64],
     ib: u32,
-    rows: &[u64],
-    w: usize,
-    times: Option<&[Time]>,
-    one_time: Time,
     diffs: &[i64],
-    out: Columns<'_>,
-) -> Option<Error> {
-    let w = if W > 0 { W } else { w };
-    let n = sorted.len();
-    // Written through the spare capacity (a run keeps at most as many updates as it has),
-    // without a capacity check per push.
-    assert!(
-        out.rows.capacity() >= n * w
-            && out.diffs.capacity() >= n
-            && (times.is_none() || out.times.capacity() >= n)
-    );
-    let rows_out = &mut out.rows.spare_capacity_mut()[..n * w];
-    let times_out = &mut out.times.spare_capacity_mut()[..];
-    let diffs_out = &mut out.diffs.spare_capacity_mut()[..n];
-    let mut kept = 0;
-    // Appends update `e` with diff `d` at slot `kept`.
-    macro_rules! emit {
-        ($e:expr, $d:expr) => {{
-            let (e, d): (usize, i64) = ($e, $d);
-            for c in 0..w {
-                rows_out[kept * w + c].write(rows[e * w + c]);
-            }
-            if let Some(times) = times {
-                times_out[kept].write(times[e]);
-            }
-            diffs_out[kept].write(d);
-            kept += 1;
-        }};
-    }
+    keep: &mut Vec<u32>,
+    kept_diffs: &mut Vec<i64>,
+) -> Option<(usize, i128)> {
+    keep.clear();
+    keep.reserve(sorted.len());
+    kept_diffs.reserve(sorted.len());
     let index_mask = (1u64 << ib) - 1;
-    let mut err = None;
+    let n = sorted.len();
+    let mut overflow = None;
     let mut i = 0;
     while i < n {
         let x = sorted[i];
@@ -178,7 +127,8 @@ fn sum_runs<const W: usize>(
         // Most runs are single updates: no wide sum then.
         if i + 1 == n || (sorted[i + 1] ^ x) > index_mask {
             if d != 0 {
-                emit!(e, d);
+                keep.push(e as u32);
+                kept_diffs.push(d);
             }
             i += 1;
             continue;
@@ -191,25 +141,35 @@ fn sum_runs<const W: usize>(
         }
         match i64::try_from(total) {
             Ok(0) => {}
-            Ok(d) => emit!(e, d),
+            Ok(d) => {
+                keep.push(e as u32);
+                kept_diffs.push(d);
+            }
             Err(_) => {
-                if err.is_none() {
-                    let t = times.map_or(one_time, |ts| ts[e]);
-                    err = Some(row_time_overflow(&rows[e * w..(e + 1) * w], &t, total));
+                if overflow.is_none() {
+                    overflow = Some((e, total));
                 }
-                pieces(total, |d| emit!(e, d));
+                pieces(total, |d| {
+                    keep.push(e as u32);
+                    kept_diffs.push(d);
+                });
             }
         }
         i = j;
     }
-    // SAFETY: the first `kept` updates' slots (`kept * w` row words, `kept` times when
-    // times move, `kept` diffs) were written above, within the capacity asserted.
-    unsafe {
-        out.rows.set_len(kept * w);
-        if times.is_some() {
-            out.times.set_len(kept);
+    overflow
+}
+
+/// Appends the rows (of `W` words, or `w` when `W` is 0) of the updates `keep` to `out`.
+fn gather_rows<const W: usize>(rows: &[u64], w: usize, keep: &[u32], out: &mut Vec<u64>) {
+    let w = if W > 0 { W } else { w };
+    match W {
+        1 => out.extend(keep.iter().map(|&e| rows[e as usize])),
+        _ => {
+            for &e in keep {
+                let e = e as usize;
+                out.extend_from_slice(&rows[e * w..(e + 1) * w]);
+            }
         }
-        out.diffs.set_len(kept);
     }
-    err
 }
