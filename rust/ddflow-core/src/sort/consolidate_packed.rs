@@ -7,9 +7,10 @@
 //! every word distinct, so either order is the stable one). Equal keys are equal
 //! `(row, time)`, so the sorted words are read once, run by run: each run's diffs are
 //! summed (exactly, as `consolidate.rs` does: a total outside `i64` is kept as pieces and
-//! reported) and only a non-zero total gathers its row and time into the output columns.
-//! No permutation is extracted, no update that cancels is moved, and no row or time is
-//! compared.
+//! reported), and a non-zero total is written to the output diffs with the index of the
+//! run's first update. The rows and times of those indexes are then gathered column by
+//! column (loops of a few registers each, rather than one loop juggling all columns). No
+//! update that cancels is moved, and no row or time is compared.
 
 use super::consolidate::{pieces, row_time_overflow};
 use super::packed_key::pack_with_index;
