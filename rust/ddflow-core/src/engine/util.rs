@@ -79,3 +79,66 @@ pub fn consolidate_parts(mut parts: Vec<Updates>, width: usize) -> Result<Update
     }
     Ok(merge_consolidated(sorted, width))
 }
+
+#[cfg(test)]
+mod tests {
+    //! `consolidate_parts` against consolidating the concatenation (`Updates::extend`).
+
+    use super::*;
+    use crate::lattice::Time;
+    use crate::time_column::TimeColumn;
+    use proptest::prelude::*;
+
+    fn columns(u: &Updates) -> (Vec<u64>, Vec<Time>, Vec<i64>) {
+        (
+            u.rows.clone(),
+            u.times.iter().copied().collect(),
+            u.diffs.clone(),
+        )
+    }
+
+    proptest! {
+        // Parts in random order or sorted, some held as one time, of few distinct rows and
+        // times (so updates of different parts cancel), below and above `MERGE_FROM` in all.
+        #[test]
+        fn parts_consolidate_as_their_concatenation(
+            width in 0usize..4,
+            parts in prop::collection::vec(
+                (
+                    prop::collection::vec(
+                        (prop::collection::vec(0u64..4, 3), [0u64..3, 0u64..3], -2i64..3),
+                        0..90,
+                    ),
+                    0u8..3,
+                ),
+                0..6,
+            ),
+        ) {
+            let parts: Vec<Updates> = parts
+                .into_iter()
+                .map(|(ups, shape)| {
+                    let mut u = Updates::new(width);
+                    for (r, t, d) in &ups {
+                        u.push(&r[..width], Time::from_coords(t), *d);
+                    }
+                    match shape {
+                        // Held as one time.
+                        1 => u.times = TimeColumn::repeat(Time::from_coords(&[1, 2]), u.len()),
+                        // Sorted (and summed): consolidated where it lies, then merged.
+                        2 => consolidate(&mut u).unwrap(),
+                        _ => {}
+                    }
+                    u
+                })
+                .collect();
+            let mut all = Updates::new(width);
+            for p in &parts {
+                all.extend(p);
+            }
+            consolidate(&mut all).unwrap();
+            let got = consolidate_parts(parts, width).unwrap();
+            prop_assert_eq!(got.width, width);
+            prop_assert_eq!(columns(&got), columns(&all));
+        }
+    }
+}

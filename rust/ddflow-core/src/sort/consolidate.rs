@@ -52,6 +52,11 @@ fn overflow_error(what: String, total: i128) -> Error {
     ))
 }
 
+/// The error for updates of `row` at `t` whose diffs sum to `total`, outside `i64`.
+pub(crate) fn row_time_overflow(row: &[u64], t: &Time, total: i128) -> Error {
+    overflow_error(format!("row {row:?} at time {t:?}"), total)
+}
+
 /// Consolidates updates already sorted by `(row, time)` (equal pairs adjacent suffice):
 /// sums diffs of equal `(row, time)`, drops zero sums, compacts in place.
 ///
@@ -160,8 +165,7 @@ fn compact(
             }
             Err(_) => {
                 if err.is_none() {
-                    let what = format!("row {:?} at time {:?}", &rows[i * w..(i + 1) * w], t);
-                    *err = Some(overflow_error(what, total));
+                    *err = Some(row_time_overflow(&rows[i * w..(i + 1) * w], &t, total));
                 }
                 pieces(total, |d| {
                     // Slots `out..` are at most `j`, and every copy writes row `i` itself,

@@ -28,18 +28,27 @@
 //!
 //! [`Updates`] are sorted through a permutation: the varying bit spans of all row words and
 //! time coordinates are packed, least significant first, into as few 64-bit chunk keys as
-//! possible (a width-1 row of node ids and a 2-D time of small coordinates is a single
-//! chunk). When a chunk and the element index fit one `u64` together, the sort moves plain
-//! `u64`s (`key << idx_bits | idx`); otherwise it moves `(key, idx)` pairs. Chunks are
-//! sorted least significant first with stable passes, then rows, times and diffs are
-//! gathered once: into scratch columns swapped with the batch's for a small batch, in place
-//! from [`IN_PLACE_MIN_BYTES`] on (no second copy of a large batch; cache-sized blocks first,
-//! then each update within its block: `permute.rs`).
+//! possible (`packed_key.rs`; a width-1 row of node ids and a 2-D time of small coordinates
+//! is a single chunk). When a chunk and the element index fit one `u64` together, the sort
+//! moves plain `u64`s (`key << idx_bits | idx`); otherwise it moves `(key, idx)` pairs.
+//! Chunks are sorted least significant first with stable passes, then rows, times and diffs
+//! are gathered once: into scratch columns swapped with the batch's for a small batch, in
+//! place from [`IN_PLACE_MIN_BYTES`] on (no second copy of a large batch; cache-sized blocks
+//! first, then each update within its block: `permute.rs`).
+//!
+//! [`RadixSorter::consolidate_updates`] of a batch whose key is one chunk that fits beside
+//! the element index (and below [`IN_PLACE_MIN_BYTES`]) fuses the sort with the summing
+//! (`consolidate_packed.rs`): the sorted `key << idx_bits | idx` words are read once, run
+//! by run; each run's diffs are summed, and only an update whose total is not zero is
+//! gathered into the output columns (no permutation, no full gather, no comparison of rows
+//! and times).
 //!
 //! Inputs below a measured threshold use `sort_unstable` (see [`SMALL_PAIRS`],
 //! [`SMALL_U64`], [`SMALL_UPDATES`]).
 
 pub(crate) mod consolidate;
+mod consolidate_packed;
+mod packed_key;
 mod pairs;
 mod permute;
 pub(crate) mod radix;
@@ -48,10 +57,11 @@ pub use consolidate::{consolidate_sorted, consolidate_sorted_triples};
 pub use pairs::sort_pairs_by_key;
 
 use crate::error::Result;
-use crate::lattice::{Time, MAX_DIMS};
+use crate::lattice::Time;
 use crate::updates::Updates;
 use consolidate::cmp_updates;
-use radix::{index_bits, span, KeyIdx, Lsd, RadixKey, SortKey};
+use packed_key::{chunk_key, pack_with_index, KeyLayout};
+use radix::{index_bits, KeyIdx, Lsd, RadixKey, SortKey};
 
 /// Below this many pairs [`RadixSorter::sort_pairs`] uses `sort_unstable`.
 ///
@@ -116,10 +126,8 @@ pub struct RadixSorter {
     rows_buf: Vec<u64>,
     times_buf: Vec<Time>,
     diffs_buf: Vec<i64>,
-    word_masks: Vec<u64>,
-    parts: Vec<Part>,
-    /// `(end index into parts, total bits)` per chunk, least significant chunk first.
-    chunks: Vec<(usize, u32)>,
+    /// The packed sort key of the batch being sorted (`packed_key.rs`).
+    layout: KeyLayout,
     /// Overrides the small-input thresholds (benchmarks, tests).
     min_radix: Option<usize>,
     /// Overrides [`IN_PLACE_MIN_BYTES`] (tests).
@@ -162,37 +170,6 @@ fn sort_two_words<T: RadixKey>(small: usize, data: &mut Vec<T>, buf: &mut Vec<T>
     let fill = data[0];
     let in_buf = lsd.sort(data.as_mut_slice(), scratch(buf, n, fill), &keys);
     finish(data, buf, in_buf);
-}
-
-/// Where one word of an update's sort key lives and which of its bits vary.
-#[derive(Clone, Copy, Debug)]
-struct Part {
-    /// Index into row words (`< width`), or `width + c` for time coordinate `c`.
-    word: usize,
-    /// Lowest varying bit.
-    lo: u32,
-    /// Mask of the varying span, after shifting down by `lo`.
-    mask: u64,
-    /// Position of the span inside the chunk key.
-    shift: u32,
-}
-
-#[inline(always)]
-fn update_word(rows: &[u64], times: &[Time], w: usize, e: usize, word: usize) -> u64 {
-    if word < w {
-        rows[e * w + word]
-    } else {
-        times[e].0[word - w]
-    }
-}
-
-#[inline(always)]
-fn chunk_key(parts: &[Part], rows: &[u64], times: &[Time], w: usize, e: usize) -> u64 {
-    let mut k = 0;
-    for p in parts {
-        k |= ((update_word(rows, times, w, e, p.word) >> p.lo) & p.mask) << p.shift;
-    }
-    k
 }
 
 impl RadixSorter {
@@ -264,6 +241,12 @@ impl RadixSorter {
         if n < 2 || order(updates) != Order::Unsorted {
             return;
         }
+        self.sort_unsorted(updates);
+    }
+
+    /// [`sort_updates`](Self::sort_updates) of a batch known to be out of order.
+    fn sort_unsorted(&mut self, updates: &mut Updates) {
+        let n = updates.len();
         if !self.permutation(updates) {
             return;
         }
@@ -296,78 +279,34 @@ impl RadixSorter {
             return true;
         }
 
-        // Varying bits of every key word: row words, then time coordinates. A column held as
-        // one time has none, and is not written out (no key part reads it).
-        let rows = &updates.rows[..];
         let times: &[Time] = match updates.times.same() {
             Some(_) => &[],
             None => &updates.times[..],
         };
-        let nwords = w + MAX_DIMS;
-        let masks = &mut self.word_masks;
-        masks.clear();
-        masks.resize(nwords, 0);
-        if w > 0 {
-            let first = &rows[..w];
-            for row in rows.chunks_exact(w) {
-                for ((m, &x), &f) in masks.iter_mut().zip(row).zip(first) {
-                    *m |= x ^ f;
-                }
-            }
-        }
-        let t0 = times.first().map_or([0; MAX_DIMS], |t| t.0);
-        let mut tm = [0u64; MAX_DIMS];
-        for t in times {
-            for c in 0..MAX_DIMS {
-                tm[c] |= t.0[c] ^ t0[c];
-            }
-        }
-        masks[w..].copy_from_slice(&tm);
-
-        // Pack varying spans into chunks, least significant word first.
-        let (parts, chunks) = (&mut self.parts, &mut self.chunks);
-        parts.clear();
-        chunks.clear();
-        let mut bits = 0;
-        for word in (0..nwords).rev() {
-            let s = span(masks[word]);
-            if s == 0 {
-                continue;
-            }
-            if bits + s > 64 {
-                chunks.push((parts.len(), bits));
-                bits = 0;
-            }
-            let lo = masks[word].trailing_zeros();
-            let mask = if s == 64 { u64::MAX } else { (1u64 << s) - 1 };
-            parts.push(Part {
-                word,
-                lo,
-                mask,
-                shift: bits,
-            });
-            bits += s;
-        }
-        if bits > 0 {
-            chunks.push((parts.len(), bits));
-        }
-        if chunks.is_empty() {
+        let rows = &updates.rows[..];
+        if !self.layout.plan(rows, times, w) {
             return false;
         }
 
         let ib = index_bits(n);
         let mut start = 0;
-        for &(end, bits) in self.chunks.iter() {
-            let parts = &self.parts[start..end];
+        for (chunk, &(end, bits)) in self.layout.chunks.iter().enumerate() {
+            let parts = &self.layout.parts[start..end];
             start = end;
             let perm = &mut self.perm;
             if bits + ib <= 64 {
                 let packed = &mut self.packed;
-                packed.clear();
-                packed.extend(
-                    perm.iter()
-                        .map(|&e| chunk_key(parts, rows, times, w, e as usize) << ib | e as u64),
-                );
+                if chunk == 0 {
+                    // The first chunk is packed in batch order.
+                    pack_with_index(parts, rows, times, w, n, ib, packed);
+                } else {
+                    packed.clear();
+                    packed.extend(
+                        perm.iter().map(|&e| {
+                            chunk_key(parts, rows, times, w, e as usize) << ib | e as u64
+                        }),
+                    );
+                }
                 let key_mask = if bits + ib == 64 {
                     u64::MAX
                 } else {
@@ -510,7 +449,26 @@ impl RadixSorter {
         match order(updates) {
             Order::Consolidated => return Ok(()),
             Order::Sorted => {}
-            Order::Unsorted => self.sort_updates(updates),
+            Order::Unsorted => {
+                // A batch small enough to be gathered into scratch columns, whose key fits
+                // one word with the index, is sorted and summed in one go
+                // (`consolidate_packed.rs`); a large one is moved in place (`permute.rs`).
+                let bytes = updates.len() * (updates.width * 8 + size_of::<Time>() + 8);
+                if bytes < self.in_place_min.unwrap_or(IN_PLACE_MIN_BYTES) {
+                    let times: &[Time] = match updates.times.same() {
+                        Some(_) => &[],
+                        None => &updates.times[..],
+                    };
+                    if !self.layout.plan(&updates.rows, times, updates.width) {
+                        // One row and time throughout: in order as it is.
+                        return consolidate_sorted(updates);
+                    }
+                    if let Some(done) = self.consolidate_packed(updates) {
+                        return done;
+                    }
+                }
+                self.sort_unsorted(updates);
+            }
         }
         consolidate_sorted(updates)
     }

@@ -403,3 +403,155 @@ proptest! {
         prop_assert!(out.windows(2).all(|w| w[0].0 <= w[1].0));
     }
 }
+
+/// Updates of `width` words from small ranges (so that the key packs into one word with
+/// the index), times of 1 to 3 coordinates, optionally all at one time (a column held as
+/// one time), and diffs that often cancel or overflow.
+fn packable_updates_strategy(max_len: usize) -> impl Strategy<Value = Updates> {
+    let diff = prop_oneof![
+        4 => -2i64..=2,
+        1 => Just(i64::MAX),
+        1 => Just(i64::MIN),
+    ];
+    (0usize..=3, any::<bool>(), 0u64..3).prop_flat_map(move |(width, one_time, spread)| {
+        let word = (0u64..5).prop_map(move |x| x << (spread * 20));
+        prop::collection::vec(
+            (
+                prop::collection::vec(word, width),
+                time_strategy(),
+                diff.clone(),
+            ),
+            0..max_len,
+        )
+        .prop_map(move |items| {
+            let mut u = Updates::new(width);
+            let t0 = items.first().map(|i| i.1);
+            for (row, t, d) in items {
+                u.push(&row, if one_time { t0.unwrap() } else { t }, d);
+            }
+            if one_time {
+                let n = u.len();
+                u.times = crate::updates::TimeColumn::repeat(t0.unwrap_or_default(), n);
+            }
+            u
+        })
+    })
+}
+
+/// Consolidates `u` through the sort, then `consolidate_sorted` (what the fused path
+/// replaces): the sorter reorders in place whatever the size, so it never fuses.
+fn unfused_consolidate(u: &Updates) -> (Updates, Result<()>) {
+    let mut v = u.clone();
+    let r = RadixSorter::new()
+        .with_in_place_from(0)
+        .consolidate_updates(&mut v);
+    (v, r)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The fused sort and sum gives exactly what sorting and then summing gives (the same
+    /// updates, pieces of an overflowing total and error), and the reference's totals.
+    #[test]
+    fn prop_fused_consolidation_matches_sort_then_sum(u in packable_updates_strategy(700)) {
+        let (expected, expected_err) = unfused_consolidate(&u);
+        let totals = reference_consolidate_i128(&u);
+        for mut sorter in [
+            RadixSorter::new(),
+            RadixSorter::with_min_radix_len(0),
+            RadixSorter::with_min_radix_len(3),
+        ] {
+            let mut v = u.clone();
+            let r = sorter.consolidate_updates(&mut v);
+            prop_assert_eq!(&v, &expected);
+            prop_assert_eq!(format!("{r:?}"), format!("{expected_err:?}"));
+            prop_assert_eq!(reference_consolidate_i128(&v), totals.clone());
+            prop_assert_eq!(v.times.same().is_some(), u.times.same().is_some() && !v.is_empty());
+            if expected_err.is_ok() {
+                prop_assert_eq!(&v, &reference_consolidate(&u));
+            }
+        }
+    }
+}
+
+/// `n` updates of one-word rows whose varying bits span exactly `span` bits (bit 0 and bit
+/// `span - 1` both vary), in descending order, each twice with diffs that sum to 3.
+fn spanning_rows(n: usize, span: u32) -> Updates {
+    let mut u = Updates::new(1);
+    let top = 1u64 << (span - 1);
+    for i in (0..n as u64 / 2).rev() {
+        let row = if i % 2 == 0 { top | i } else { i };
+        u.push(&[row], Time::from_coords(&[1, 2]), 1);
+        u.push(&[row], Time::from_coords(&[1, 2]), 2);
+    }
+    u
+}
+
+#[test]
+fn fused_path_applies_up_to_a_key_and_index_of_64_bits() {
+    // 1,024 updates: a 10-bit index. A 54-bit key fits beside it, a 55-bit one does not.
+    for (span, fused) in [(54, true), (55, false)] {
+        let u = spanning_rows(1024, span);
+        assert_eq!(index_bits(u.len()), 10);
+        let mut sorter = RadixSorter::new();
+        let mut v = u.clone();
+        assert!(sorter.layout.plan(&v.rows, &v.times[..], 1));
+        assert_eq!(sorter.layout.chunks.len(), 1);
+        assert_eq!(sorter.layout.chunks[0].1, span);
+        let done = sorter.consolidate_packed(&mut v);
+        assert_eq!(done.is_some(), fused, "span {span}");
+        let mut v = u.clone();
+        RadixSorter::new().consolidate_updates(&mut v).unwrap();
+        assert_eq!(v, reference_consolidate(&u));
+        assert!(v.diffs.iter().all(|&d| d == 3));
+    }
+}
+
+#[test]
+fn fused_path_edges() {
+    // Empty and single updates (a zero diff dropped), one (row, time) throughout, and a
+    // batch that cancels to nothing.
+    let mut sorter = RadixSorter::with_min_radix_len(0);
+    let mut u = Updates::new(2);
+    sorter.consolidate_updates(&mut u).unwrap();
+    assert!(u.is_empty());
+    u.push(&[1, 2], Time::scalar(3), 5);
+    sorter.consolidate_updates(&mut u).unwrap();
+    assert_eq!(u.diffs, vec![5]);
+    let mut u = Updates::new(2);
+    for d in [3, -1, 4, -1] {
+        u.push(&[7, 7], Time::scalar(1), d);
+    }
+    sorter.consolidate_updates(&mut u).unwrap();
+    assert_eq!((u.rows.clone(), u.diffs.clone()), (vec![7, 7], vec![5]));
+    let mut u = Updates::new(1);
+    for i in (0..500u64).rev() {
+        u.push(&[i % 7], Time::from_coords(&[i % 3, 1]), 1);
+        u.push(&[i % 7], Time::from_coords(&[i % 3, 1]), -1);
+    }
+    sorter.consolidate_updates(&mut u).unwrap();
+    assert!(u.is_empty() && u.rows.is_empty());
+}
+
+#[test]
+fn fused_overflow_names_the_first_overflowing_update() {
+    // Out of order, so the fused path runs; two (row, time) overflow, the smaller named.
+    let mut u = Updates::new(1);
+    let t = Time::from_coords(&[2, 0]);
+    for row in [9u64, 4, 9, 4, 1] {
+        u.push(&[row], t, if row == 1 { 1 } else { i64::MAX });
+    }
+    let (expected, expected_err) = unfused_consolidate(&u);
+    let err = RadixSorter::new().consolidate_updates(&mut u).unwrap_err();
+    assert!(
+        matches!(&err, Error::Overflow(m) if m.contains("row [4]")),
+        "{err:?}"
+    );
+    assert_eq!(
+        format!("{:?}", Err::<(), _>(err)),
+        format!("{expected_err:?}")
+    );
+    assert_eq!(u, expected);
+    assert_eq!(u.diffs, vec![1, i64::MAX, i64::MAX, i64::MAX, i64::MAX]);
+}
