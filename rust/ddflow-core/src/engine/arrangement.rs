@@ -12,8 +12,6 @@ use crate::lattice::{Antichain, Time};
 use crate::trace::batch::Batch;
 use crate::trace::cursor::Cursor;
 use crate::trace::description::Description;
-use crate::trace::merge_gain::sample_gain;
-use crate::trace::packed::meet_of;
 use crate::trace::spine::Spine;
 use crate::updates::Updates;
 use std::sync::Arc;
@@ -194,31 +192,10 @@ impl Arrangement {
             if self.spine.n_batches() <= 1 {
                 self.since_full = 0;
             } else if ratio > 0 && self.since_full * ratio >= self.spine.len() {
-                if !self.merge_newer_if_little_missed() {
-                    self.spine.merge_all();
-                }
+                self.spine.merge_all();
                 self.since_full = 0;
             }
         }
-    }
-
-    /// Merges only the batches newer than the oldest (the last full merge's, usually most
-    /// of the trace) when a sample of the oldest batch's keys shows that merging it too
-    /// would remove under `1 / MISSED_RATIO` of their updates; returns whether it did.
-    ///
-    /// Advancing is a join with the frontier's meet, and the meet of a nested scope's
-    /// frontier moves little while an outer time is in progress: on the 1k/2k BFS at
-    /// batches of 1,000, 176 of 452 full merges (1.5 M of 2.8 M updates read) removed under
-    /// 5% of the trace, while those after an outer time completed removed up to 90%.
-    fn merge_newer_if_little_missed(&mut self) -> bool {
-        let Some((oldest, newer)) = self.spine.oldest_and_newer() else {
-            return false;
-        };
-        let stride = (oldest.n_keys() / GAIN_SAMPLE_KEYS).max(1);
-        let meet = meet_of(self.spine.logical_compaction().elements());
-        let gain = sample_gain(&oldest, &newer, meet.as_ref(), stride);
-        drop((oldest, newer));
-        gain.missed() * MISSED_RATIO < gain.stored && self.spine.merge_newer()
     }
 
     /// Sets this trace's [`full_merge_ratio`] (0: never merge it whole).
@@ -277,14 +254,6 @@ impl Arrangement {
 /// Batches an arrangement tracks until the compaction frontier passes them (a trace
 /// handle can hold the frontier back for many inserts); beyond, the oldest two count as one.
 const MAX_AHEAD: usize = 32;
-
-/// Keys of the oldest batch sampled to decide between a full merge and a merge of the
-/// newer batches (see [`Arrangement::set_compaction`]).
-const GAIN_SAMPLE_KEYS: usize = 64;
-
-/// A full merge is done when it would remove at least `1 / MISSED_RATIO` of the sampled
-/// keys' updates beyond what a merge of the newer batches removes.
-const MISSED_RATIO: usize = 16;
 
 /// Default of [`full_merge_ratio`].
 pub const FULL_MERGE_RATIO: usize = 4;

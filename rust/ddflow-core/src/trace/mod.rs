@@ -58,7 +58,6 @@ pub mod handle;
 mod layer_build;
 pub mod merge;
 pub mod merge_all;
-pub mod merge_gain;
 mod merge_val;
 pub(crate) mod packed;
 pub mod read;

@@ -22,8 +22,7 @@
 //! so a trace whose frontier keeps advancing stays proportional to its distinct
 //! `(key, val)`s and unresolved times, not to its history. [`Spine::exert`] uses idle time
 //! to finish merges, merge the remaining batches into one, and compact a lone batch.
-//! [`Spine::merge_all`] merges every batch into one at once, in one k-way pass;
-//! [`Spine::merge_newer`] merges every batch but the oldest so.
+//! [`Spine::merge_all`] merges every batch into one at once, in one k-way pass.
 
 use super::batch::Batch;
 use super::cursor::Cursor;
@@ -423,57 +422,6 @@ impl Spine {
             self.ensure(i);
             self.levels[i] = Level::Single(Arc::new(merged));
         }
-    }
-
-    /// The oldest batch and the newer ones (oldest first), when the oldest stands alone on
-    /// the highest level and a merge of the newer ones would fit below it: what
-    /// [`Spine::merge_newer`] merges. `None` otherwise (or if there are no newer batches).
-    pub fn oldest_and_newer(&self) -> Option<(Arc<Batch>, Vec<Arc<Batch>>)> {
-        let top = self.levels.iter().rposition(|l| !l.is_vacant())?;
-        let Level::Single(oldest) = &self.levels[top] else {
-            return None;
-        };
-        let mut newer = Vec::new();
-        for l in self.levels[..top].iter().rev() {
-            match l {
-                Level::Vacant => {}
-                Level::Single(b) => newer.push(b.clone()),
-                Level::Merging(m) => {
-                    newer.push(m.older().clone());
-                    newer.push(m.newer().clone());
-                }
-            }
-        }
-        let len: usize = newer.iter().map(|b| b.len()).sum();
-        (!newer.is_empty() && level_of(len) < top).then(|| (oldest.clone(), newer))
-    }
-
-    /// Merges every batch but the oldest into one in a single pass, advanced to the
-    /// logical frontier, and places it at its size class below the oldest (merges in
-    /// progress among them are dropped and their inputs merged instead); the oldest stays
-    /// as it is. Returns false, doing nothing, where [`Spine::oldest_and_newer`] is `None`.
-    pub fn merge_newer(&mut self) -> bool {
-        let Some((_, newer)) = self.oldest_and_newer() else {
-            return false;
-        };
-        let top = self.levels.iter().rposition(|l| !l.is_vacant()).unwrap();
-        let merged = match newer.as_slice() {
-            [only] if only.since() == &self.logical => None,
-            [a, b] => Some(MergeState::new(a.clone(), b.clone(), &self.logical).finish()),
-            _ => Some(super::merge_all::merge_all(&newer, &self.logical)),
-        };
-        let Some(merged) = merged else {
-            return true;
-        };
-        drop(newer);
-        for l in self.levels[..top].iter_mut() {
-            *l = Level::Vacant;
-        }
-        if !merged.is_empty() {
-            let i = level_of(merged.len());
-            self.levels[i] = Level::Single(Arc::new(merged));
-        }
-        true
     }
 
     fn take_single(&mut self, i: usize) -> Arc<Batch> {
