@@ -2,7 +2,7 @@
 //! `run*` loops repeat passes until a time is reached, the inputs are exhausted, or nothing
 //! moves (see "Scheduling: passes" in `ENGINE.md`).
 
-use super::compaction::{compact_worker, CompactCtx};
+use super::compaction::{compact_worker, full_merges_due, CompactCtx};
 use super::plan::Op;
 use super::worker::{PassCtx, Worker};
 use super::{exchange, Engine};
@@ -113,6 +113,7 @@ impl Engine {
                 handles,
             };
             let idle_merges = &*idle_merges;
+            let merge_whole = full_merges_due(workers, node);
             // Each worker's activation is followed by the compaction of the traces it reads,
             // in the same thread (both touch that worker alone).
             let run_one = |w: &mut Worker| -> Result<Ran> {
@@ -121,7 +122,7 @@ impl Engine {
                 }
                 let did = w.activate(&ctx, node, &f_in)?;
                 let idle = idle_merges.contains(&(w.index, node));
-                let still_idle = compact_worker(&compact_cx, w, node, idle);
+                let still_idle = compact_worker(&compact_cx, w, node, idle, merge_whole);
                 Ok(Ran {
                     activated: true,
                     did,
@@ -138,6 +139,12 @@ impl Engine {
                     .map(|w| w.input_len(plan, trace_of, node))
                     .sum::<usize>()
                     * weight;
+                // A full merge due (after the activation) is work enough for the threads.
+                let load = if merge_whole == Some(true) {
+                    load.max(PARALLEL_MIN_UPDATES)
+                } else {
+                    load
+                };
                 if load >= PARALLEL_MIN_UPDATES {
                     workers
                         .par_iter_mut()
