@@ -181,10 +181,11 @@ impl Arrangement {
     }
 
     /// As [`Arrangement::set_compaction`], with the full merge decided by the caller
-    /// (`merge_whole`; `None`: by this trace's own share of passed updates): the engine
-    /// merges the traces of one arrangement on every worker in the same pass, from the
-    /// [`Arrangement::full_merge_share`]s of all of them, so that no worker waits at the
-    /// pass's end for another's merge. Nothing is merged while the frontier stands still.
+    /// (`merge_whole`; `None`: by this trace's own share of passed updates): with several
+    /// workers the engine merges the traces of one arrangement whole together
+    /// ([`Arrangement::merge_whole`]), from the [`Arrangement::full_merge_share`]s of all of
+    /// them, so that no worker waits at the pass's end for another's merge. Nothing is
+    /// merged while the frontier stands still.
     pub fn set_compaction_merging(
         &mut self,
         frontier: &Antichain<Time>,
@@ -211,6 +212,15 @@ impl Arrangement {
                 self.since_full = 0;
             }
         }
+    }
+
+    /// Merges the trace into one batch at its compaction frontier, if it holds several (as
+    /// [`Arrangement::set_compaction`] does when a full merge is due).
+    pub fn merge_whole(&mut self) {
+        if self.spine.n_batches() > 1 {
+            self.spine.merge_all();
+        }
+        self.since_full = 0;
     }
 
     /// `(passed * ratio, size)`: the updates the compaction frontier has passed since the

@@ -8,6 +8,7 @@ use super::worker::Worker;
 use super::Engine;
 use crate::error::{Error, Result};
 use crate::lattice::{Antichain, Time};
+use rayon::prelude::*;
 use smallvec::SmallVec;
 
 /// Idle merge work an arrangement spends per activation after a trace handle is released
@@ -24,7 +25,7 @@ pub(super) struct CompactCtx<'a> {
 
 /// Lets the traces `node` reads on worker `wk` compact up to the frontier of its last
 /// activation, merging its trace whole if `merge_whole` says so (`None`: as the trace's
-/// own share of passed updates says; see [`full_merges_due`]). `idle`: whether the trace owes idle merge work (a handle on it moved or was
+/// own share of passed updates says; see [`merge_whole_if_due`]). `idle`: whether the trace owes idle merge work (a handle on it moved or was
 /// released); returns whether it still does. Touches only `wk`, so each worker compacts in
 /// the thread that ran its activation.
 pub(super) fn compact_worker(
@@ -84,28 +85,42 @@ pub(super) fn compact_worker(
     still_idle
 }
 
-/// Whether the traces of arrangement `node` are due a full merge, decided for all workers
-/// at once from their summed [`Arrangement::full_merge_share`]s as of their last
-/// compaction (`None` with one worker: its trace decides when it compacts). Each worker
-/// decides for its own trace otherwise, so a full merge ran on one worker in a pass and the
-/// other waited at the pass's end (the BFS's arrange after its `concat` on the 100k/1M
-/// graph with two workers: 116 against 62 ms of thread CPU, summed over passes).
+/// Merges the traces of arrangement `node` whole on every worker at once, in the workers'
+/// threads, when their summed [`Arrangement::full_merge_share`]s say a full merge is due
+/// (called after the node's activations and compactions of a pass, with several workers;
+/// their compactions merge nothing themselves). Decided by each worker for its own share, a
+/// full merge ran on one worker while the other waited at the pass's end, or both ran one
+/// after the other in a pass too small to run in parallel (the BFS's arrange after its
+/// `concat` on the 100k/1M graph with two workers: 116 against 62 ms of thread CPU, summed
+/// over parallel passes).
 ///
 /// [`Arrangement::full_merge_share`]: super::arrangement::Arrangement::full_merge_share
-pub(super) fn full_merges_due(workers: &[Worker], node: usize) -> Option<bool> {
-    if workers.len() < 2 {
-        return None;
-    }
+pub(super) fn merge_whole_if_due(workers: &mut [Worker], node: usize) {
     let (mut passed, mut size) = (0, 0);
-    for w in workers {
+    for w in workers.iter() {
         if let Some(tr) = w.traces.get(node).and_then(|t| t.as_ref()) {
             let (p, s) = tr.full_merge_share();
             passed += p;
             size += s;
         }
     }
-    Some(passed > 0 && passed >= size)
+    if passed == 0 || passed < size {
+        return;
+    }
+    let merge = |w: &mut Worker| {
+        if let Some(tr) = w.traces.get_mut(node).and_then(|t| t.as_mut()) {
+            tr.merge_whole();
+        }
+    };
+    if size >= PARALLEL_MERGE_MIN_UPDATES {
+        workers.par_iter_mut().for_each(merge);
+    } else {
+        workers.iter_mut().for_each(merge);
+    }
 }
+
+/// Summed trace size from which the workers' full merges run in parallel threads.
+const PARALLEL_MERGE_MIN_UPDATES: usize = 512;
 
 /// The output traces of `node`'s consumers (`reduce`) compact to each consumer's own last
 /// frontier ([`super::operators::Operator::compact_output`]).

@@ -2,7 +2,7 @@
 //! `run*` loops repeat passes until a time is reached, the inputs are exhausted, or nothing
 //! moves (see "Scheduling: passes" in `ENGINE.md`).
 
-use super::compaction::{compact_worker, full_merges_due, CompactCtx};
+use super::compaction::{compact_worker, merge_whole_if_due, CompactCtx};
 use super::plan::Op;
 use super::worker::{PassCtx, Worker};
 use super::{exchange, Engine};
@@ -113,7 +113,8 @@ impl Engine {
                 handles,
             };
             let idle_merges = &*idle_merges;
-            let merge_whole = full_merges_due(workers, node);
+            // Several workers: their traces are merged whole together, after the activations.
+            let merge_whole = (workers.len() > 1).then_some(false);
             // Each worker's activation is followed by the compaction of the traces it reads,
             // in the same thread (both touch that worker alone).
             let run_one = |w: &mut Worker| -> Result<Ran> {
@@ -139,12 +140,6 @@ impl Engine {
                     .map(|w| w.input_len(plan, trace_of, node))
                     .sum::<usize>()
                     * weight;
-                // A full merge due (after the activation) is work enough for the threads.
-                let load = if merge_whole == Some(true) {
-                    load.max(PARALLEL_MIN_UPDATES)
-                } else {
-                    load
-                };
                 if load >= PARALLEL_MIN_UPDATES {
                     workers
                         .par_iter_mut()
@@ -163,6 +158,9 @@ impl Engine {
                 if ran.idle_done {
                     self.idle_merges.remove(&(w, node));
                 }
+            }
+            if activated && self.workers.len() > 1 {
+                merge_whole_if_due(&mut self.workers, node);
             }
             if self.workers.len() > 1 {
                 exchange::flush(&mut self.workers);
