@@ -183,8 +183,8 @@ impl Arrangement {
     /// As [`Arrangement::set_compaction`], with the full merge decided by the caller
     /// (`merge_whole`; `None`: by this trace's own share of passed updates): with several
     /// workers the engine merges the traces of one arrangement whole together
-    /// ([`Arrangement::merge_whole`]), from the [`Arrangement::full_merge_share`]s of all of
-    /// them, so that no worker waits at the pass's end for another's merge. Nothing is
+    /// ([`Arrangement::merge_whole`]) when one is due ([`Arrangement::full_merge_share`]),
+    /// so that no worker waits at the pass's end for another's merge. Nothing is
     /// merged while the frontier stands still.
     pub fn set_compaction_merging(
         &mut self,
@@ -226,7 +226,7 @@ impl Arrangement {
     /// `(passed * ratio, size)`: the updates the compaction frontier has passed since the
     /// trace was last one batch times its [`full_merge_ratio`] (0 for a trace never merged
     /// whole, or of one batch), and its size. A full merge is due when the first reaches
-    /// the second; summed over workers, for an arrangement on all of them.
+    /// the second.
     pub fn full_merge_share(&self) -> (usize, usize) {
         if self.spine.n_batches() <= 1 {
             return (0, self.spine.len());
