@@ -323,12 +323,7 @@ impl MergeState {
             self.kb = end;
         }
         let f = self.frontier.elements();
-        // Advancing is a join with the meet: the identity on a batch whose `since` has the
-        // same meet (its times are joined with it already).
-        let identity = f.is_empty()
-            || f == [Time::minimum()]
-            || x.since() == &self.frontier
-            || meet_of(x.since().elements()) == self.meet;
+        let identity = f.is_empty() || x.since() == &self.frontier || f == [Time::minimum()];
         if identity || x.single_time().is_some() || x.len() == x.n_vals() {
             let single = if from_a { self.single_a } else { self.single_b };
             let adv = if identity { None } else { self.meet.as_ref() };

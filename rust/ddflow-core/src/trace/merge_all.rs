@@ -54,8 +54,7 @@ struct Input {
     single: Option<Time>,
     /// How to read its times packed, when every input's times and the meet pack.
     packed: Option<PackedTimes>,
-    /// Whether advancing leaves its times as they are: its `since` has the frontier's meet
-    /// (advancing is a join with the meet, and its times are already joined with it).
+    /// Whether advancing leaves its times as they are (its `since` is the frontier).
     identity: bool,
 }
 
@@ -125,7 +124,7 @@ pub fn merge_all(batches: &[Arc<Batch>], frontier: &Antichain<Time>) -> Batch {
             k: 0,
             single: b.single_time().map(|t| advance(t, meet.as_ref())),
             packed: packed_times.as_mut().and_then(|it| it.next()),
-            identity: all_identity || meet_of(b.since().elements()) == meet,
+            identity: all_identity || b.since() == frontier,
         })
         .collect();
     let mut m = ManyMerge {
