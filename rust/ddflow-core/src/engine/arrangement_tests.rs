@@ -262,4 +262,17 @@ fn full_merge_share_counts_passed_updates() {
     a.set_compaction_merging(&upto(3), Some(true));
     assert_eq!(a.n_batches(), 1);
     assert_eq!(a.full_merge_share(), (0, 10));
+    // Merged whole by the engine after the compaction (several workers), not by it.
+    a.insert(
+        &sorted((10..12).map(|k| (k, 0, t(3), 1)).collect()),
+        &upto(4),
+    );
+    a.set_compaction_merging(&upto(4), Some(false));
+    assert_eq!(a.full_merge_share(), (8, 12));
+    a.merge_whole();
+    assert_eq!(a.n_batches(), 1);
+    assert_eq!(a.full_merge_share(), (0, 12));
+    let end = t(10);
+    let want: BTreeMap<Vec<u64>, i64> = (0..12).map(|k| (vec![k, 0], 1)).collect();
+    assert_eq!(accumulate(&a.to_updates(), &end), want);
 }
