@@ -25,8 +25,9 @@ pub(super) struct CompactCtx<'a> {
 
 /// Lets the traces `node` reads on worker `wk` compact up to the frontier of its last
 /// activation, merging its trace whole if `merge_whole` says so (`None`: as the trace's
-/// own share of passed updates says; see [`merge_whole_if_due`]). `idle`: whether the trace owes idle merge work (a handle on it moved or was
-/// released); returns whether it still does. Touches only `wk`, so each worker compacts in
+/// own share of passed updates says; see [`merge_whole_if_due`]). `idle`: whether the
+/// trace owes idle merge work (a handle on it moved or was released); returns whether it
+/// still does. Touches only `wk`, so each worker compacts in
 /// the thread that ran its activation.
 pub(super) fn compact_worker(
     cx: &CompactCtx<'_>,
@@ -88,13 +89,15 @@ pub(super) fn compact_worker(
 /// Merges the traces of arrangement `node` whole on every worker at once, in the workers'
 /// threads, when a full merge is due on any of them (its [`Arrangement::full_merge_share`];
 /// called after the node's activations and compactions of a pass, with several workers,
-/// whose compactions merge nothing themselves). Due on the sum of the shares instead, a
-/// worker holding one batch held back the other's merge (`bfs_bench 100000 1000000 1000
-/// 50000 2`: 1.0% more instructions than each deciding alone, 0.3% with any). Decided by each worker for its own share, a
-/// full merge ran on one worker while the other waited at the pass's end, or both ran one
-/// after the other in a pass too small to run in parallel (the BFS's arrange after its
-/// `concat` on the 100k/1M graph with two workers: 116 against 62 ms of thread CPU, summed
-/// over parallel passes).
+/// whose compactions merge nothing themselves).
+///
+/// Decided by each worker for its own share, a full merge ran on one worker while the
+/// other waited at the pass's end, or both ran one after the other in a pass too small to
+/// run in parallel (the BFS's arrange after its `concat` on the 100k/1M graph with two
+/// workers: 116 against 62 ms of thread CPU, summed over parallel passes). Due on the sum
+/// of the shares instead, a worker holding one batch held back the other's merge
+/// (`bfs_bench 100000 1000000 1000 50000 2`: 1.0% more instructions than each deciding
+/// alone; 0.3% with any).
 ///
 /// [`Arrangement::full_merge_share`]: super::arrangement::Arrangement::full_merge_share
 pub(super) fn merge_whole_if_due(workers: &mut [Worker], node: usize) {
