@@ -97,7 +97,7 @@ pub(super) fn compact_worker(
 /// workers: 116 against 62 ms of thread CPU, summed over parallel passes). Due on the sum
 /// of the shares instead, a worker holding one batch held back the other's merge
 /// (`bfs_bench 100000 1000000 1000 50000 2`: 1.0% more instructions than each deciding
-/// alone; 0.3% with any).
+/// alone; 0.3% fewer with any).
 ///
 /// [`Arrangement::full_merge_share`]: super::arrangement::Arrangement::full_merge_share
 pub(super) fn merge_whole_if_due(workers: &mut [Worker], node: usize) {
