@@ -178,6 +178,20 @@ impl Arrangement {
     /// when it cancels them. "Passed" looks only at times the batch can hold
     /// ([`Ahead::passed_by`]).
     pub fn set_compaction(&mut self, frontier: &Antichain<Time>) {
+        self.set_compaction_merging(frontier, None);
+    }
+
+    /// As [`Arrangement::set_compaction`], with the full merge decided by the caller
+    /// (`merge_whole`; `None`: by this trace's own share of passed updates): with several
+    /// workers the engine merges the traces of one arrangement whole together
+    /// ([`Arrangement::merge_whole`]) when one is due ([`Arrangement::full_merge_share`]),
+    /// so that no worker waits at the pass's end for another's merge. Nothing is
+    /// merged while the frontier stands still.
+    pub fn set_compaction_merging(
+        &mut self,
+        frontier: &Antichain<Time>,
+        merge_whole: Option<bool>,
+    ) {
         if self.spine.logical_compaction() != frontier {
             let _ = self.spine.set_logical_compaction(frontier);
             let mut passed = 0;
@@ -189,14 +203,36 @@ impl Arrangement {
                 !done
             });
             self.since_full += passed;
-            let ratio = self.full_merge_ratio;
             if self.spine.n_batches() <= 1 {
                 self.since_full = 0;
-            } else if ratio > 0 && self.since_full * ratio >= self.spine.len() {
+            } else if merge_whole.unwrap_or_else(|| {
+                let (passed, size) = self.full_merge_share();
+                passed >= size && passed > 0
+            }) {
                 self.spine.merge_all();
                 self.since_full = 0;
             }
         }
+    }
+
+    /// Merges the trace into one batch at its compaction frontier, if it holds several (as
+    /// [`Arrangement::set_compaction`] does when a full merge is due).
+    pub fn merge_whole(&mut self) {
+        if self.spine.n_batches() > 1 {
+            self.spine.merge_all();
+        }
+        self.since_full = 0;
+    }
+
+    /// `(passed * ratio, size)`: the updates the compaction frontier has passed since the
+    /// trace was last one batch times its [`full_merge_ratio`] (0 for a trace never merged
+    /// whole, or of one batch), and its size. A full merge is due when the first reaches
+    /// the second.
+    pub fn full_merge_share(&self) -> (usize, usize) {
+        if self.spine.n_batches() <= 1 {
+            return (0, self.spine.len());
+        }
+        (self.since_full * self.full_merge_ratio, self.spine.len())
     }
 
     /// Sets this trace's [`full_merge_ratio`] (0: never merge it whole).

@@ -244,3 +244,91 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// Full merges decided by the caller (as the engine decides them for all workers at
+    /// once) keep every accumulation in the future of the final frontier, whichever moves
+    /// they come at; a move that keeps the frontier merges nothing.
+    #[test]
+    fn caller_decided_full_merges_keep_accumulations(
+        batches in prop::collection::vec(
+            prop::collection::vec((0u64..4, 0u64..3, 0u64..4, -2i64..3), 0..12), 1..12),
+        moves in prop::collection::vec((0u64..14, 0u64..4, 0u8..3), 12),
+        probes in prop::collection::vec((0u64..14, 0u64..6), 1..8),
+    ) {
+        let mut a = Arrangement::new(1, 2);
+        a.set_full_merge_ratio(4);
+        let mut all = Updates::new(2);
+        let mut frontier = Antichain::from_elem(Time::minimum());
+        for (s, ups) in batches.iter().enumerate() {
+            let s = s as u64;
+            let b = sorted(
+                ups.iter()
+                    .map(|&(k, v, y, d)| (k, v, Time::from_coords(&[s, y]), d))
+                    .collect(),
+            );
+            all.extend(&b);
+            a.insert(&b, &Antichain::from_elem(Time::from_coords(&[s + 1, 0])));
+            let (c, d, decide) = moves[s as usize];
+            let merge_whole = [None, Some(false), Some(true)][decide as usize];
+            let next = Time::from_coords(&[c.min(s + 1), d]);
+            let before = a.n_batches();
+            if frontier.less_equal(&next) {
+                let moved = frontier != Antichain::from_elem(next);
+                frontier = Antichain::from_elem(next);
+                a.set_compaction_merging(&frontier, merge_whole);
+                if moved && merge_whole == Some(true) {
+                    prop_assert!(a.n_batches() <= 1);
+                }
+                if !moved || merge_whole == Some(false) {
+                    prop_assert!(a.n_batches() <= before);
+                }
+            }
+        }
+        let m = a.to_updates();
+        for &(x, y) in &probes {
+            let t = Time::from_coords(&[x, y]);
+            if frontier.less_equal(&t) {
+                prop_assert_eq!(accumulate(&m, &t), accumulate(&all, &t));
+            }
+        }
+    }
+}
+
+/// A trace's share of a full merge: nothing passed while it is one batch; once a batch
+/// on top of it has been passed, the passed updates times the ratio against its size.
+#[test]
+fn full_merge_share_counts_passed_updates() {
+    let t = |s: u64| Time::from_coords(&[s, 0]);
+    let upto = |s: u64| Antichain::from_elem(t(s));
+    let mut a = Arrangement::new(1, 2);
+    a.set_full_merge_ratio(4);
+    a.insert(&sorted((0..8).map(|k| (k, 0, t(0), 1)).collect()), &upto(1));
+    assert_eq!(a.full_merge_share(), (0, 8));
+    a.insert(
+        &sorted((8..10).map(|k| (k, 0, t(1), 1)).collect()),
+        &upto(2),
+    );
+    // Decided by the caller: not merged, however much was passed.
+    a.set_compaction_merging(&upto(2), Some(false));
+    assert_eq!(a.n_batches(), 2);
+    assert_eq!(a.full_merge_share(), (8, 10));
+    a.set_compaction_merging(&upto(2), Some(true));
+    assert_eq!(a.n_batches(), 2, "merged with the frontier standing still");
+    a.set_compaction_merging(&upto(3), Some(true));
+    assert_eq!(a.n_batches(), 1);
+    assert_eq!(a.full_merge_share(), (0, 10));
+    // Merged whole by the engine after the compaction (several workers), not by it.
+    a.insert(
+        &sorted((10..12).map(|k| (k, 0, t(3), 1)).collect()),
+        &upto(4),
+    );
+    a.set_compaction_merging(&upto(4), Some(false));
+    assert_eq!(a.full_merge_share(), (8, 12));
+    a.merge_whole();
+    assert_eq!(a.n_batches(), 1);
+    assert_eq!(a.full_merge_share(), (0, 12));
+    let end = t(10);
+    let want: BTreeMap<Vec<u64>, i64> = (0..12).map(|k| (vec![k, 0], 1)).collect();
+    assert_eq!(accumulate(&a.to_updates(), &end), want);
+}

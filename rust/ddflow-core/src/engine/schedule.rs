@@ -2,7 +2,7 @@
 //! `run*` loops repeat passes until a time is reached, the inputs are exhausted, or nothing
 //! moves (see "Scheduling: passes" in `ENGINE.md`).
 
-use super::compaction::{compact_worker, CompactCtx};
+use super::compaction::{compact_worker, merge_whole_if_due, CompactCtx};
 use super::plan::Op;
 use super::worker::{PassCtx, Worker};
 use super::{exchange, Engine};
@@ -113,6 +113,8 @@ impl Engine {
                 handles,
             };
             let idle_merges = &*idle_merges;
+            // Several workers: their traces are merged whole together, after the activations.
+            let merge_whole = (workers.len() > 1).then_some(false);
             // Each worker's activation is followed by the compaction of the traces it reads,
             // in the same thread (both touch that worker alone).
             let run_one = |w: &mut Worker| -> Result<Ran> {
@@ -121,7 +123,7 @@ impl Engine {
                 }
                 let did = w.activate(&ctx, node, &f_in)?;
                 let idle = idle_merges.contains(&(w.index, node));
-                let still_idle = compact_worker(&compact_cx, w, node, idle);
+                let still_idle = compact_worker(&compact_cx, w, node, idle, merge_whole);
                 Ok(Ran {
                     activated: true,
                     did,
@@ -156,6 +158,9 @@ impl Engine {
                 if ran.idle_done {
                     self.idle_merges.remove(&(w, node));
                 }
+            }
+            if activated && self.workers.len() > 1 {
+                merge_whole_if_due(&mut self.workers, node);
             }
             if self.workers.len() > 1 {
                 exchange::flush(&mut self.workers);
