@@ -23,6 +23,17 @@ pub struct Updates {
 }
 
 impl Updates {
+    /// The rows, times (written out) and diffs as plain vectors: what tests compare, whatever
+    /// form the time column is held in.
+    #[cfg(test)]
+    pub(crate) fn columns(&self) -> (Vec<u64>, Vec<Time>, Vec<i64>) {
+        (
+            self.rows.clone(),
+            self.times.iter().copied().collect(),
+            self.diffs.clone(),
+        )
+    }
+
     /// An empty batch of rows of `width` words.
     pub fn new(width: usize) -> Self {
         Updates {

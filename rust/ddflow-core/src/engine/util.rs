@@ -89,14 +89,6 @@ mod tests {
     use crate::time_column::TimeColumn;
     use proptest::prelude::*;
 
-    fn columns(u: &Updates) -> (Vec<u64>, Vec<Time>, Vec<i64>) {
-        (
-            u.rows.clone(),
-            u.times.iter().copied().collect(),
-            u.diffs.clone(),
-        )
-    }
-
     proptest! {
         // Parts in random order or sorted, some held as one time, of few distinct rows and
         // times (so updates of different parts cancel), below and above `MERGE_FROM` in all.
@@ -138,7 +130,7 @@ mod tests {
             consolidate(&mut all).unwrap();
             let got = consolidate_parts(parts, width).unwrap();
             prop_assert_eq!(got.width, width);
-            prop_assert_eq!(columns(&got), columns(&all));
+            prop_assert_eq!(got.columns(), all.columns());
         }
     }
 }

@@ -252,14 +252,6 @@ mod tests {
         u
     }
 
-    fn columns(u: &Updates) -> (Vec<u64>, Vec<Time>, Vec<i64>) {
-        (
-            u.rows.clone(),
-            u.times.iter().copied().collect(),
-            u.diffs.clone(),
-        )
-    }
-
     proptest! {
         // Random parts of few distinct rows and times (so heads collide and cancel), each
         // consolidated first; widths 0 to 3; some parts at one time.
@@ -295,7 +287,7 @@ mod tests {
             let want = consolidated(all);
             let got = merge_consolidated(parts, width);
             prop_assert_eq!(got.width, width);
-            prop_assert_eq!(columns(&got), columns(&want));
+            prop_assert_eq!(got.columns(), want.columns());
         }
 
         // Diffs near the ends of `i64`: sums are exact (kept as pieces when too large).
