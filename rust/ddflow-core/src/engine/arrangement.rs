@@ -176,7 +176,7 @@ impl Arrangement {
     /// until a quarter of the trace was inserted again (20 of the 36 ticks of an hour in
     /// `benches/soak.py`, 4 of the trace's 5.5 MB). Counted once passed, the merge comes
     /// when it cancels them. "Passed" looks only at times the batch can hold
-    /// ([`Ahead::passed_by`]).
+    /// (`Ahead::passed_by`).
     pub fn set_compaction(&mut self, frontier: &Antichain<Time>) {
         self.set_compaction_merging(frontier, None);
     }
@@ -205,10 +205,7 @@ impl Arrangement {
             self.since_full += passed;
             if self.spine.n_batches() <= 1 {
                 self.since_full = 0;
-            } else if merge_whole.unwrap_or_else(|| {
-                let (passed, size) = self.full_merge_share();
-                passed >= size && passed > 0
-            }) {
+            } else if merge_whole.unwrap_or_else(|| self.full_merge_due()) {
                 self.spine.merge_all();
                 self.since_full = 0;
             }
@@ -222,6 +219,13 @@ impl Arrangement {
             self.spine.merge_all();
         }
         self.since_full = 0;
+    }
+
+    /// Whether a full merge is due: the share of passed updates
+    /// ([`Arrangement::full_merge_share`]) is not zero and has reached the trace's size.
+    pub fn full_merge_due(&self) -> bool {
+        let (passed, size) = self.full_merge_share();
+        passed > 0 && passed >= size
     }
 
     /// `(passed * ratio, size)`: the updates the compaction frontier has passed since the

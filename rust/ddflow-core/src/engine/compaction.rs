@@ -87,7 +87,7 @@ pub(super) fn compact_worker(
 }
 
 /// Merges the traces of arrangement `node` whole on every worker at once, in the workers'
-/// threads, when a full merge is due on any of them (its [`Arrangement::full_merge_share`];
+/// threads, when a full merge is due on any of them (its [`Arrangement::full_merge_due`];
 /// called after the node's activations and compactions of a pass, with several workers,
 /// whose compactions merge nothing themselves).
 ///
@@ -99,14 +99,13 @@ pub(super) fn compact_worker(
 /// (`bfs_bench 100000 1000000 1000 50000 2`: 1.0% more instructions than each deciding
 /// alone; 0.3% fewer with any).
 ///
-/// [`Arrangement::full_merge_share`]: super::arrangement::Arrangement::full_merge_share
+/// [`Arrangement::full_merge_due`]: super::arrangement::Arrangement::full_merge_due
 pub(super) fn merge_whole_if_due(workers: &mut [Worker], node: usize) {
     let (mut due, mut size) = (false, 0);
     for w in workers.iter() {
         if let Some(tr) = w.traces.get(node).and_then(|t| t.as_ref()) {
-            let (p, s) = tr.full_merge_share();
-            due |= p > 0 && p >= s;
-            size += s;
+            due |= tr.full_merge_due();
+            size += tr.len();
         }
     }
     if !due {
